@@ -1,0 +1,23 @@
+// Autograd state of one tensor, allocated only for tensors that take part in autograd.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember {
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;
+  // Leaves: the AccumulateGrad node of the current graph (weak: the graph owns it).
+  std::weak_ptr<autograd::Node> grad_accumulator;
+  std::vector<TensorHook> leaf_hooks;  // pre-hooks on a leaf's incoming gradient
+  std::vector<PostAccumulateHook> post_accumulate_hooks;
+  bool retains_grad = false;
+};
+
+}  // namespace ember
