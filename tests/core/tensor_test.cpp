@@ -1,12 +1,182 @@
+// Tensor metadata, views, copies, conversion and creation.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/ops.h"
 
 using namespace ember;
 
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
 TEST(Tensor, ZerosHaveShapeAndValues) {
   Tensor t = zeros({2, 3});
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_EQ(t.strides(), (Shape{3, 1}));
   EXPECT_EQ(t.dtype(), DType::Float32);
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_TRUE(t.is_contiguous());
   for (float v : t.to_vector<float>()) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Tensor, CreationFunctions) {
+  EXPECT_EQ(ones({3}, {.dtype = DType::Int32}).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(full({2}, 2.5).to_vector<float>(), (std::vector<float>{2.5f, 2.5f}));
+  EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(1, 2, 0.25, {}).to_vector<float>(), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
+  EXPECT_EQ(linspace(0, 1, 5).to_vector<float>(), (std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1}));
+  EXPECT_EQ(eye(2, 3).to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(scalar_tensor(3.0).dim(), 0);
+  EXPECT_EQ(scalar_tensor(3.0).item(), 3.0);
+  Tensor z = zeros_like(ones({2, 2}, {.dtype = DType::Float64}));
+  EXPECT_EQ(z.dtype(), DType::Float64);
+  EXPECT_EQ(tensor({{1, 2}, {3, 4}}).shape(), (Shape{2, 2}));
+  EXPECT_EQ(empty({0, 3}).numel(), 0);
+}
+
+TEST(Tensor, CreationErrors) {
+  EXPECT_NE(error_of([] { zeros({2, -1}); }).find("negative size"), std::string::npos);
+  EXPECT_NE(error_of([] { arange(0, 5, 0); }).find("arange"), std::string::npos);
+  EXPECT_NE(error_of([] { tensor({{1, 2}, {3}}); }).find("rows"), std::string::npos);
+  EXPECT_NE(error_of([] { from_vector(std::vector<float>{1, 2, 3}, {2, 2}); }).find("from_vector"), std::string::npos);
+  EXPECT_NE(error_of([] { ones({2}).item(); }).find("item"), std::string::npos);
+  EXPECT_NE(error_of([] { ones({2}, {.dtype = DType::Int64}).requires_grad_(); }).find("floating"), std::string::npos);
+  EXPECT_NE(error_of([] { Device("gpu"); }).find("gpu"), std::string::npos);
+}
+
+TEST(Tensor, DeviceParsing) {
+  EXPECT_EQ(Device("cpu"), Device::cpu());
+  EXPECT_EQ(Device("cuda:3"), Device::cuda(3));
+  EXPECT_EQ(Device("cuda").str(), "cuda:0");
+  EXPECT_THROW(Device("cuda:x"), Error);
+  EXPECT_THROW(Device("cuda:-1"), Error);
+  EXPECT_EQ(Device::best(), Device::cpu());  // no GPU on the CI machine
+}
+
+TEST(Tensor, ViewsShareStorage) {
+  Tensor a = arange(0, 12, 1, {}).reshape({3, 4});
+  Tensor v = a.view({4, 3});
+  v.select(0, 0).fill_(-1);
+  EXPECT_EQ(a.to_vector<float>()[0], -1.0f);
+  EXPECT_EQ(a.to_vector<float>()[2], -1.0f);
+  EXPECT_EQ(a.to_vector<float>()[3], 3.0f);
+  EXPECT_EQ(a.storage(), v.storage());
+}
+
+TEST(Tensor, TransposePermuteSliceSelect) {
+  Tensor a = arange(0, 24, 1, {}).reshape({2, 3, 4});
+  Tensor t = a.transpose(0, 2);
+  EXPECT_EQ(t.shape(), (Shape{4, 3, 2}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_EQ(t.contiguous().to_vector<float>()[1], 12.0f);  // t[0,0,1] = a[1,0,0]
+  Tensor p = a.permute({1, 2, 0});
+  EXPECT_EQ(p.shape(), (Shape{3, 4, 2}));
+  EXPECT_EQ(p.contiguous().to_vector<float>()[1], 12.0f);
+  Tensor s = a.slice(2, 1, 4, 2);  // columns 1 and 3
+  EXPECT_EQ(s.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(s.contiguous().to_vector<float>(), (std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23}));
+  EXPECT_EQ(a.select(1, -1).contiguous().to_vector<float>(), (std::vector<float>{8, 9, 10, 11, 20, 21, 22, 23}));
+  EXPECT_EQ(a.narrow(0, 1, 1).shape(), (Shape{1, 3, 4}));
+  EXPECT_EQ(a[1][2].contiguous().to_vector<float>(), (std::vector<float>{20, 21, 22, 23}));
+  EXPECT_EQ(a.slice(0, -1, 100).shape(), (Shape{1, 3, 4}));  // clamped like Python
+}
+
+TEST(Tensor, ReshapeFlattenSqueezeUnsqueezeExpand) {
+  Tensor a = arange(0, 6, 1, {});
+  EXPECT_EQ(a.reshape({2, -1}).shape(), (Shape{2, 3}));
+  EXPECT_EQ(a.reshape({2, 3}).t().reshape({6}).to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(a.reshape({1, 2, 1, 3}).squeeze().shape(), (Shape{2, 3}));
+  EXPECT_EQ(a.reshape({1, 2, 1, 3}).squeeze(2).shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(a.unsqueeze(-1).shape(), (Shape{6, 1}));
+  EXPECT_EQ(a.reshape({2, 3, 1}).flatten(1).shape(), (Shape{2, 3}));
+  EXPECT_EQ(a.unflatten(0, {3, -1}).shape(), (Shape{3, 2}));
+  Tensor e = tensor({1, 2}).reshape({2, 1}).expand({-1, 3});
+  EXPECT_EQ(e.strides(), (Shape{1, 0}));
+  EXPECT_EQ(e.contiguous().to_vector<float>(), (std::vector<float>{1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(tensor({5}).expand({2, 2}).contiguous().to_vector<float>(), (std::vector<float>{5, 5, 5, 5}));
+  Tensor s = scalar_tensor(2.0);
+  EXPECT_EQ(s.reshape({1, 1}).shape(), (Shape{1, 1}));
+}
+
+TEST(Tensor, ViewErrors) {
+  Tensor a = zeros({2, 3});
+  EXPECT_NE(error_of([&] { a.view({4, 2}); }).find("invalid for input of size 6"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.t().view({6}); }).find("reshape"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.reshape({-1, -1}); }).find("only one dimension"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.transpose(0, 2); }).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.permute({0, 0}); }).find("twice"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.select(0, 2); }).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.narrow(1, 2, 2); }).find("out of bounds"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.expand({4, 3}); }).find("must match"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.expand({3}); }).find("fewer dims"), std::string::npos);
+  EXPECT_NE(error_of([&] { a.slice(0, 0, 1, 0); }).find("step"), std::string::npos);
+  EXPECT_NO_THROW(a.t().reshape({6}));
+}
+
+TEST(Tensor, CopyCastsAndBroadcasts) {
+  Tensor d = zeros({2, 3}, {.dtype = DType::Float64});
+  d.copy_(tensor({1.5, 2.5, -3.5}));
+  EXPECT_EQ(d.to_vector<double>(), (std::vector<double>{1.5, 2.5, -3.5, 1.5, 2.5, -3.5}));
+  EXPECT_EQ(d.to(DType::Int32).to_vector<int32_t>(), (std::vector<int32_t>{1, 2, -3, 1, 2, -3}));
+  EXPECT_EQ(d.to(DType::Bool).to(DType::UInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{1, 1, 1, 1, 1, 1}));
+  Tensor t = zeros({3, 2});
+  t.t().copy_(d);  // write through a transposed view
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, 1.5f, 2.5f, 2.5f, -3.5f, -3.5f}));
+  EXPECT_THROW(t.copy_(zeros({4})), Error);
+  Tensor c = d.clone();
+  c.fill_(7);
+  EXPECT_EQ(d.to_vector<double>()[0], 1.5);
+}
+
+TEST(Tensor, HalfAndBFloat16Conversions) {
+  Tensor x = tensor({0.0, 1.0, -2.5, 65504.0, 1e-7, 3.14159, 1e6});
+  Tensor h = x.to(DType::Float16);
+  EXPECT_EQ(h.itemsize(), 2u);
+  std::vector<float> back = h.to(DType::Float32).to_vector<float>();
+  EXPECT_EQ(back[0], 0.0f);
+  EXPECT_EQ(back[1], 1.0f);
+  EXPECT_EQ(back[2], -2.5f);
+  EXPECT_EQ(back[3], 65504.0f);
+  EXPECT_NEAR(back[4], 1.19209e-07f, 1e-9);  // subnormal half
+  EXPECT_NEAR(back[5], 3.140625f, 1e-6);
+  EXPECT_TRUE(std::isinf(back[6]));
+  std::vector<float> bb = x.to(DType::BFloat16).to(DType::Float32).to_vector<float>();
+  EXPECT_EQ(bb[1], 1.0f);
+  EXPECT_NEAR(bb[5], 3.140625f, 1e-6);
+  EXPECT_NEAR(bb[6], 999424.0f, 1.0f);
+  // Round to nearest even: 1 + 2^-11 is halfway between two halfs and rounds down to 1.
+  EXPECT_EQ(float(Half(1.0f + 1.0f / 2048)), 1.0f);
+  EXPECT_EQ(float(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+}
+
+TEST(Tensor, FromBlobWrapsWithoutCopy) {
+  std::vector<float> buf = {1, 2, 3, 4};
+  bool freed = false;
+  {
+    Tensor t = from_blob(buf.data(), {2, 2}, DType::Float32, [&](void*) { freed = true; });
+    t.fill_(9);
+    EXPECT_EQ(buf[3], 9.0f);
+  }
+  EXPECT_TRUE(freed);
+}
+
+TEST(Tensor, ItemAndToVector) {
+  EXPECT_EQ(tensor({42}).item(), 42.0);
+  EXPECT_EQ(tensor({{1, 2}, {3, 4}}).t().to_vector<int64_t>(), (std::vector<int64_t>{1, 3, 2, 4}));
+  EXPECT_EQ(tensor({2.75}).item<int>(), 2);
+}
+
+TEST(Tensor, AsStridedChecksBounds) {
+  Tensor a = zeros({4});
+  EXPECT_EQ(a.as_strided({2, 2}, {1, 1}, 1).shape(), (Shape{2, 2}));
+  EXPECT_THROW(a.as_strided({2, 2}, {2, 1}, 2), Error);
 }
