@@ -1,0 +1,67 @@
+// Shared helpers for the benchmark programs: median-of-N timing and a plain-text table. Benchmarks
+// print; they never assert on time (machines are shared and noisy, so compare ratios measured in
+// the same run rather than absolute times).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ember::bench {
+
+// Median wall time in seconds of `reps` runs of f after `warmup` unmeasured runs.
+template <typename F>
+double median_seconds(F&& f, int reps = 7, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    f();
+    auto b = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double>(b - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Picks a repetition count so that one measurement takes roughly `target` seconds.
+template <typename F>
+int calibrate(F&& f, double target = 0.05) {
+  auto a = std::chrono::steady_clock::now();
+  f();
+  double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+  return std::max(1, std::min(1000, static_cast<int>(target / std::max(one, 1e-7))));
+}
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  void print() const {
+    std::vector<size_t> w(header.size());
+    for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+    for (const auto& r : rows)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    auto line = [&](const std::vector<std::string>& r) {
+      std::printf("|");
+      for (size_t i = 0; i < w.size(); ++i) std::printf(" %-*s |", static_cast<int>(w[i]), i < r.size() ? r[i].c_str() : "");
+      std::printf("\n");
+    };
+    line(header);
+    std::printf("|");
+    for (size_t i = 0; i < w.size(); ++i) std::printf("%s|", std::string(w[i] + 2, '-').c_str());
+    std::printf("\n");
+    for (const auto& r : rows) line(r);
+    std::fflush(stdout);
+  }
+};
+
+inline std::string fmt(double v, const char* f = "%.2f") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace ember::bench
