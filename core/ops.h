@@ -7,5 +7,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/index.h"
 #include "core/ops/linalg.h"
+#include "core/ops/nn.h"
+#include "core/ops/rnn.h"
 #include "core/ops/reduce.h"
 #include "core/tensor.h"
