@@ -1,10 +1,11 @@
 // Joining, splitting and padding: cat, stack, split, chunk, pad. These move data through the copy
-// kernel and index_select, so they need no kernels of their own and work on every device.
+// and fill kernels, so they need no kernels of their own and work on every device.
 #include <numeric>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/ops/creation.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/index.h"
 
 namespace ember {
@@ -156,56 +157,90 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   return split(a, (n + chunks - 1) / chunks, dim);
 }
 
-Tensor pad(const Tensor& a, const std::vector<int64_t>& pads, PadMode mode, double value) {
-  EMBER_CHECK(a.defined(), "pad: undefined tensor argument");
-  EMBER_CHECK(pads.size() % 2 == 0, "pad: pads must come in (before, after) pairs, got ", pads.size(), " values");
-  const int64_t np = static_cast<int64_t>(pads.size() / 2), nd = a.dim();
-  EMBER_CHECK(np <= nd, "pad: ", np, " padded dims requested but the tensor has shape ", shape_str(a.shape()));
+namespace {
 
-  if (mode == PadMode::Reflect) {
-    Tensor x = a;
-    for (int64_t p = 0; p < np; ++p) {
-      const int64_t d = nd - 1 - p, l = pads[2 * p], r = pads[2 * p + 1], n = a.size(d);
-      EMBER_CHECK(l >= 0 && r >= 0, "pad: reflect padding must be non-negative, got (", l, ", ", r, ") for dim ", d);
-      EMBER_CHECK(l < n && r < n, "pad: reflect padding (", l, ", ", r, ") must be smaller than the size ", n,
-                  " of dim ", d);
-      if (l == 0 && r == 0) continue;
-      // Reflection about the edge elements, which are not repeated: [2 1 | 0 1 2 3 | 2 1].
-      std::vector<int64_t> idx;
-      idx.reserve(static_cast<size_t>(n + l + r));
-      for (int64_t i = l; i > 0; --i) idx.push_back(i);
-      for (int64_t i = 0; i < n; ++i) idx.push_back(i);
-      for (int64_t i = 0; i < r; ++i) idx.push_back(n - 2 - i);
-      Tensor it = from_vector(idx, {static_cast<int64_t>(idx.size())}).to(a.device());
-      x = index_select(x, d, it);
-    }
-    return x.is_same(a) ? a.clone() : x;
+// One padded dim: the dim, the pads before and after it, and the input size.
+struct PadDim {
+  int64_t dim, before, after, size;
+};
+
+// Reflection about the edge elements, which are not repeated ([2 1 | 0 1 2 3 | 2 1]), written as
+// slab copies inside the output, innermost padded dim first: each dim's border is copied from
+// slices that already hold the inner dims' borders, which fills the corners too. Every output
+// element is written once, and the backward is the same copies reversed as additions.
+Tensor reflect_pad(const Tensor& a, const std::vector<PadDim>& pd) {
+  for (const PadDim& p : pd) {
+    EMBER_CHECK(p.before >= 0 && p.after >= 0, "pad: reflect padding must be non-negative, got (", p.before, ", ",
+                p.after, ") for dim ", p.dim);
+    EMBER_CHECK(p.before < p.size && p.after < p.size, "pad: reflect padding (", p.before, ", ", p.after,
+                ") must be smaller than the size ", p.size, " of dim ", p.dim);
   }
-
   Shape shape = a.shape();
-  // The part of the input that survives (negative pads crop) and where it lands in the output.
-  std::vector<std::array<int64_t, 3>> region;  // dim, input start, output start; lengths below
-  std::vector<int64_t> lens;
-  bool empty_region = false, cropped = false;
-  for (int64_t p = 0; p < np; ++p) {
-    const int64_t d = nd - 1 - p, l = pads[2 * p], r = pads[2 * p + 1], n = a.size(d);
-    EMBER_CHECK(n + l + r >= 0, "pad: padding (", l, ", ", r, ") would make dim ", d, " of size ", n, " negative");
-    shape[d] = n + l + r;
-    const int64_t len = n - std::max<int64_t>(0, -l) - std::max<int64_t>(0, -r);
-    if (len <= 0) empty_region = true;
-    if (l < 0 || r < 0) cropped = true;
-    region.push_back({d, std::max<int64_t>(0, -l), std::max<int64_t>(0, l)});
-    lens.push_back(len);
-  }
-  if (a.numel() == 0) empty_region = true;
-  Tensor out = full(shape, value, a.options());
-  auto narrow_all = [region, lens](Tensor t, bool input_side) {
-    for (size_t i = 0; i < region.size(); ++i) t = t.narrow(region[i][0], region[i][input_side ? 1 : 2], lens[i]);
+  for (const PadDim& p : pd) shape[p.dim] += p.before + p.after;
+  auto interior = [pd](Tensor t, size_t from) {
+    for (size_t q = from; q < pd.size(); ++q) t = t.narrow(pd[q].dim, pd[q].before, pd[q].size);
     return t;
   };
-  if (!empty_region) {
+  // Calls f(dst_slice, src_slice) for each border slice of padded dim q, in a view whose outer
+  // padded dims are narrowed to their interiors (their borders are not written yet).
+  auto for_each_copy = [pd, interior](const Tensor& t, size_t q, const auto& f) {
+    const PadDim& p = pd[q];
+    Tensor v = interior(t, q + 1);
+    for (int64_t i = 1; i <= p.before; ++i) f(v.select(p.dim, p.before - i), v.select(p.dim, p.before + i));
+    const int64_t last = p.before + p.size - 1;
+    for (int64_t i = 1; i <= p.after; ++i) f(v.select(p.dim, last + i), v.select(p.dim, last - i));
+  };
+  Tensor out = empty(shape, a.options());
+  if (out.numel() > 0) {
     NoGradGuard ng;
-    narrow_all(out, false).copy_(narrow_all(a, true));
+    interior(out, 0).copy_(a);
+    for (size_t q = 0; q < pd.size(); ++q) for_each_copy(out, q, [](Tensor dst, const Tensor& src) { dst.copy_(src); });
+  }
+  if (autograd::any_requires_grad({a})) {
+    autograd::record("ReflectPadBackward", {a}, {out},
+                     [pd, interior, for_each_copy](const Grads& g, const Needs&) -> Grads {
+                       Tensor acc = g[0].clone();
+                       for (size_t q = pd.size(); q-- > 0;)
+                         for_each_copy(acc, q, [](const Tensor& dst, Tensor src) { src.add_(dst); });
+                       return {interior(acc, 0)};
+                     });
+  }
+  return out;
+}
+
+// Constant padding; negative pads crop. Only the border is filled, so each output element is
+// written once.
+Tensor constant_pad(const Tensor& a, const std::vector<PadDim>& pd, double value) {
+  Shape shape = a.shape();
+  // The part of the input that survives and where it lands in the output.
+  std::vector<std::array<int64_t, 4>> region;  // dim, input start, output start, length
+  bool empty_region = a.numel() == 0, cropped = false;
+  for (const PadDim& p : pd) {
+    EMBER_CHECK(p.size + p.before + p.after >= 0, "pad: padding (", p.before, ", ", p.after, ") would make dim ", p.dim,
+                " of size ", p.size, " negative");
+    shape[p.dim] = p.size + p.before + p.after;
+    const int64_t len = p.size - std::max<int64_t>(0, -p.before) - std::max<int64_t>(0, -p.after);
+    if (len <= 0) empty_region = true;
+    if (p.before < 0 || p.after < 0) cropped = true;
+    region.push_back({p.dim, std::max<int64_t>(0, -p.before), std::max<int64_t>(0, p.before), len});
+  }
+  auto narrow_all = [region](Tensor t, bool input_side) {
+    for (const auto& r : region) t = t.narrow(r[0], r[input_side ? 1 : 2], r[3]);
+    return t;
+  };
+  Tensor out = empty(shape, a.options());
+  {
+    NoGradGuard ng;
+    if (empty_region) {
+      out.fill_(value);
+    } else {
+      narrow_all(out, false).copy_(narrow_all(a, true));
+      for (const auto& r : region) {
+        const int64_t tail = out.size(r[0]) - r[2] - r[3];
+        if (r[2] > 0) out.narrow(r[0], 0, r[2]).fill_(value);
+        if (tail > 0) out.narrow(r[0], r[2] + r[3], tail).fill_(value);
+      }
+    }
   }
   if (autograd::any_requires_grad({a})) {
     Shape in_shape = a.shape();
@@ -219,6 +254,21 @@ Tensor pad(const Tensor& a, const std::vector<int64_t>& pads, PadMode mode, doub
                      });
   }
   return out;
+}
+
+}  // namespace
+
+Tensor pad(const Tensor& a, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  EMBER_CHECK(a.defined(), "pad: undefined tensor argument");
+  EMBER_CHECK(pads.size() % 2 == 0, "pad: pads must come in (before, after) pairs, got ", pads.size(), " values");
+  const int64_t np = static_cast<int64_t>(pads.size() / 2), nd = a.dim();
+  EMBER_CHECK(np <= nd, "pad: ", np, " padded dims requested but the tensor has shape ", shape_str(a.shape()));
+  std::vector<PadDim> pd;
+  for (int64_t p = 0; p < np; ++p) {
+    const int64_t d = nd - 1 - p;
+    pd.push_back({d, pads[2 * p], pads[2 * p + 1], a.size(d)});
+  }
+  return mode == PadMode::Reflect ? reflect_pad(a, pd) : constant_pad(a, pd, value);
 }
 
 }  // namespace ember
