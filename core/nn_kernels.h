@@ -71,11 +71,11 @@ EMBER_DECLARE_STUB(adaptive_avg_pool2d_backward_stub, AdaptiveAvgPoolBackwardFn)
 
 // ------------------------------------------------------------------ normalisation
 // Batch norm over input [N, C, S] (S = product of the spatial dims, 1 for [N, C]).
-// Training: writes the batch mean and 1/sqrt(biased var + eps) per channel to save_mean and
-// save_invstd, and, when running_mean/running_var are defined, updates them in place:
-// r = (1 - momentum) * r + momentum * stat, with the unbiased variance.
-// Eval (training false): normalises with the running statistics (save_* are left untouched).
-// weight/bias [C] may be undefined (1 and 0).
+// Training: normalises with the batch mean and biased variance and, when running_mean/running_var
+// are defined, updates them in place: r = (1 - momentum) * r + momentum * stat, with the unbiased
+// variance. Eval (training false): normalises with the running statistics.
+// Either way save_mean and save_invstd [C] receive the mean and 1/sqrt(var + eps) that were used,
+// which is all the backward needs. weight/bias [C] may be undefined (1 and 0).
 struct BatchNormArgs {
   bool training = true;
   double momentum = 0.1;
@@ -84,13 +84,11 @@ struct BatchNormArgs {
 using BatchNormForwardFn = void(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
                                 const Tensor& input, const Tensor& weight, const Tensor& bias,
                                 const Tensor& running_mean, const Tensor& running_var, const BatchNormArgs& a);
-// grad_input/grad_weight/grad_bias may each be undefined (not wanted). In training the statistics
-// are save_mean/save_invstd (and grad_input includes their dependence on the input); in eval they
-// come from running_mean/running_var.
+// grad_input/grad_weight/grad_bias may each be undefined (not wanted). In training grad_input
+// includes the statistics' dependence on the input; in eval the statistics are constants.
 using BatchNormBackwardFn = void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                                  const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                                 const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
-                                 const Tensor& running_var, const BatchNormArgs& a);
+                                 const Tensor& save_mean, const Tensor& save_invstd, bool training);
 EMBER_DECLARE_STUB(batch_norm_forward_stub, BatchNormForwardFn);
 EMBER_DECLARE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
 

@@ -51,7 +51,7 @@ inline ::testing::AssertionResult all_close(const std::vector<double>& a, const 
   double worst = 0;
   size_t wi = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double err = std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i]));
+    const double err = a[i] == b[i] ? 0.0 : std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i]));
     if (!(err <= worst) || std::isnan(a[i]) != std::isnan(b[i])) {
       worst = std::isnan(err) ? INFINITY : err;
       wi = i;
