@@ -74,8 +74,8 @@ EMBER_DECLARE_STUB(adaptive_avg_pool2d_backward_stub, AdaptiveAvgPoolBackwardFn)
 // Training: normalises with the batch mean and biased variance and, when running_mean/running_var
 // are defined, updates them in place: r = (1 - momentum) * r + momentum * stat, with the unbiased
 // variance. Eval (training false): normalises with the running statistics.
-// Either way save_mean and save_invstd [C] receive the mean and 1/sqrt(var + eps) that were used,
-// which is all the backward needs. weight/bias [C] may be undefined (1 and 0).
+// Either way save_mean and save_invstd ([C], float64 whatever the input's dtype) receive the mean
+// and 1/sqrt(var + eps) that were used, which is all the backward needs. weight/bias [C] may be undefined (1 and 0).
 struct BatchNormArgs {
   bool training = true;
   double momentum = 0.1;
@@ -92,7 +92,7 @@ using BatchNormBackwardFn = void(const Tensor& grad_input, const Tensor& grad_we
 EMBER_DECLARE_STUB(batch_norm_forward_stub, BatchNormForwardFn);
 EMBER_DECLARE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
 
-// Layer norm over rows: input [M, D], weight/bias [D] or undefined; mean and rstd [M].
+// Layer norm over rows: input [M, D], weight/bias [D] or undefined; mean and rstd [M], float64.
 using LayerNormForwardFn = void(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& input,
                                 const Tensor& weight, const Tensor& bias, double eps);
 using LayerNormBackwardFn = void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
