@@ -156,7 +156,7 @@ struct ReduceLROnPlateauOptions {
   enum class ThresholdMode { Rel, Abs } threshold_mode = ThresholdMode::Rel;
   int64_t cooldown = 0;
   double min_lr = 0.0;  // for every group, unless min_lrs is given
-  std::vector<double> min_lrs;
+  std::vector<double> min_lrs = {};
   double eps = 1e-8;  // changes smaller than this are ignored
 };
 class ReduceLROnPlateau {
