@@ -5,6 +5,7 @@
 # (.ci/run). Environment:
 #   EMBER_JOBS=N      parallel compile and test jobs (default 2, the CI machine's cores)
 #   EMBER_ASAN=0      skip the sanitizer pass (quicker local runs; CI always runs it)
+#   EMBER_CMAKE_ARGS  extra options for both configures, e.g. "-DEMBER_CUDA=OFF"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,7 +30,8 @@ export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 build_and_test() {
   local dir=$1 label=$2
   shift 2
-  cmake -S . -B "$dir" -G Ninja "$@"
+  # shellcheck disable=SC2086  # EMBER_CMAKE_ARGS is a list of words
+  cmake -S . -B "$dir" -G Ninja "$@" ${EMBER_CMAKE_ARGS:-}
   ninja -C "$dir" -j "$jobs"
   phase_done "$label build"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
