@@ -8,6 +8,7 @@
 #include "core/copy.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
+#include "core/cuda/launch.h"
 
 namespace ember::cuda {
 namespace {
@@ -71,13 +72,12 @@ void launch_fill(const Tensor& dst, const void* value_bits) {
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
   Word* out = static_cast<Word*>(dst.raw_data());
   const Geometry g = coalesce(dst);
-  // The legacy default stream until the backend's stream pool exists (core/stream.h).
+  cudaStream_t stream = nullptr;  // the legacy default stream until the backend's streams exist
   if (g.ndim == 0 || (g.ndim == 1 && g.strides[0] == 1)) {
-    fill_contiguous<Word><<<blocks, kThreads>>>(out, value, n);
+    launch(fill_contiguous<Word>, blocks, kThreads, 0, stream, out, value, n);
   } else {
-    fill_strided<Word><<<blocks, kThreads>>>(out, value, n, g);
+    launch(fill_strided<Word>, blocks, kThreads, 0, stream, out, value, n, g);
   }
-  EMBER_CUDA_CHECK_LAUNCH();
 }
 
 void cuda_fill(const Tensor& dst, double value) {
