@@ -11,10 +11,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/cpu/rnn_cells.h"
@@ -78,29 +80,61 @@ bool in_parallel() {
 #endif
 }
 
-// Runs f(tid, nthreads) on nthreads OpenMP threads (inline when 1).
-template <typename F>
-void run_threads(int nthreads, const F& f) {
-  if (nthreads <= 1) {
-    f(0, 1);
-    return;
-  }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-  f(omp_get_thread_num(), omp_get_num_threads());
-#else
-  f(0, 1);
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
 #endif
 }
 
-inline void barrier(int nthreads) {
+// The recurrent loop's work as a sequence of phases (a step, or half a step in backward), each
+// split into items that any thread may claim. An item of phase p starts once every item of the
+// earlier phases has finished, so a step waits for the work of the previous one, not for a
+// particular thread: when a thread is descheduled (a busy machine, data-loader threads on the
+// same cores), the others take its share instead of stalling at a barrier until it runs again.
+class PhasedQueue {
+ public:
+  PhasedQueue(int64_t phases, int64_t items) : items_(items), total_(phases * items) {}
+
+  // Called by every participating thread; f(phase, item) runs each item exactly once.
+  template <typename F>
+  void run(const F& f) {
+    for (;;) {
+      const int64_t idx = next_.fetch_add(1, std::memory_order_relaxed);
+      if (idx >= total_) return;
+      const int64_t phase = idx / items_;
+      wait_for(phase * items_);
+      f(phase, idx - phase * items_);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+ private:
+  void wait_for(int64_t finished) const {
+    for (int spins = 0; done_.load(std::memory_order_acquire) < finished; ++spins) {
+      if (spins < 256)
+        cpu_relax();
+      else
+        std::this_thread::yield();  // let the thread that holds the missing item run
+    }
+  }
+
+  const int64_t items_, total_;
+  alignas(64) std::atomic<int64_t> next_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
+};
+
+// Runs queue.run(f) on nthreads OpenMP threads (inline when 1).
+template <typename F>
+void run_queue(int nthreads, PhasedQueue& queue, const F& f) {
 #ifdef _OPENMP
   if (nthreads > 1) {
-#pragma omp barrier
+#pragma omp parallel num_threads(nthreads)
+    queue.run(f);
+    return;
   }
-#else
-  (void)nthreads;
 #endif
+  (void)nthreads;
+  queue.run(f);
 }
 
 // ------------------------------------------------------------------ sequence loops
@@ -116,28 +150,22 @@ struct Steps {
   int64_t last_slot() const { return reverse ? 0 : T; }
 };
 
-// Each thread owns a contiguous range of hidden-unit panels for the whole sequence: it computes
-// the GEMM columns of those units (in every gate) and then their gate math, so a step needs one
-// barrier (everyone's h_t before anyone's next GEMM), and the loop runs in one parallel region.
-struct UnitSplit {
-  int64_t q0, q1, u0, u1;  // panels [q0, q1) = units [u0, u1)
+// A phase's items are groups of hidden-unit panels: an item computes the GEMM columns of its
+// units (in every gate) and then their gate math, so the items of a step are independent.
+struct UnitGroups {
+  int64_t H, panels, count;
+  UnitGroups(int64_t h, int nthreads)
+      : H(h), panels((h + kPanel - 1) / kPanel), count(std::min<int64_t>(panels, 4 * nthreads)) {}
+  int64_t q0(int64_t item) const { return panels * item / count; }  // panels [q0, q1)
+  int64_t q1(int64_t item) const { return panels * (item + 1) / count; }
+  int64_t u0(int64_t item) const { return std::min(H, q0(item) * kPanel); }  // units [u0, u1)
+  int64_t u1(int64_t item) const { return std::min(H, q1(item) * kPanel); }
 };
-UnitSplit split_units(int64_t H, int tid, int nthreads) {
-  const int64_t panels = (H + kPanel - 1) / kPanel;
-  UnitSplit s;
-  s.q0 = panels * tid / nthreads;
-  s.q1 = panels * (tid + 1) / nthreads;
-  s.u0 = std::min(H, s.q0 * kPanel);
-  s.u1 = std::min(H, s.q1 * kPanel);
-  return s;
-}
 
-// Threads for the recurrent loop: one per panel at most, and one when a step is too small for a
-// barrier to pay off.
+// Threads for the recurrent loop: one when a step is too small for sharing it to pay off.
 int recurrent_threads(int64_t B, int64_t H, int64_t G) {
-  const int64_t panels = (H + kPanel - 1) / kPanel;
   if (B * G * H * H < 262144 || in_parallel()) return 1;
-  return static_cast<int>(std::min<int64_t>(get_num_threads(), panels));
+  return get_num_threads();
 }
 
 template <typename T>
@@ -204,48 +232,49 @@ void forward_impl(const RnnForwardArgs& a) {
   Tensor gh_buf = gru ? empty({B, GH}, opts) : Tensor();
   T* gh = gru ? gh_buf.data_ptr<T>() : nullptr;
 
-  run_threads(recurrent_threads(B, H, G), [&](int tid, int nthreads) {
-    const UnitSplit us = split_units(H, tid, nthreads);
-    const int64_t nu = us.u1 - us.u0;
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t q = us.q0; q < us.q1; ++q)
-        pack_panel<T>(H, q * kPanel, std::min(kPanel, H - q * kPanel), pk + (g * QP + q) * H * kPanel,
-                      [&](int64_t k, int64_t u) { return w_hh[(g * H + u) * H + k]; });
-    for (int64_t s = 0; s < Tn; ++s) {
-      const int64_t t = steps.time(s);
-      const T* hp = hs + steps.prev_slot(t) * BH;
-      T* hn = hs + steps.next_slot(t) * BH;
-      T* gt = gates + t * B * GH;
-      T* ot = out + t * BH;
-      const T* cp = lstm ? cs + steps.prev_slot(t) * BH : nullptr;
-      T* cn = lstm ? cs + steps.next_slot(t) * BH : nullptr;
+  // Phase 0 packs W_hh; phase 1 + s runs step s.
+  const int nthreads = recurrent_threads(B, H, G);
+  const UnitGroups groups(H, nthreads);
+  PhasedQueue queue(1 + Tn, groups.count);
+  run_queue(nthreads, queue, [&](int64_t phase, int64_t item) {
+    const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
+    if (phase == 0) {
       for (int64_t g = 0; g < G; ++g)
-        for (int64_t q = us.q0; q < us.q1; ++q) {
-          const int64_t col = g * H + q * kPanel;
-          gemm_panel<T>(B, H, hp, H, pk + (g * QP + q) * H * kPanel, (gru ? gh : gt) + col, GH,
-                        std::min(kPanel, H - q * kPanel), !gru);
-        }
-      for (int64_t b = 0; b < B && nu > 0; ++b) {
-        const int64_t o = b * H + us.u0;
-        if (!all_full && t >= len[b]) {  // padding: carry the state, output zeros
-          std::memcpy(hn + o, hp + o, sizeof(T) * nu);
-          if (lstm) std::memcpy(cn + o, cp + o, sizeof(T) * nu);
-          std::fill(ot + o, ot + o + nu, T(0));
-          continue;
-        }
-        T* gb = gt + b * GH + us.u0;
-        switch (cfg.mode) {
-          case RnnMode::Lstm:
-            lstm_row<T>(H, nu, gb, cp + o, cn + o, hn + o, ot + o);
-            break;
-          case RnnMode::Gru:
-            gru_row<T>(H, nu, gb, gh + b * GH + us.u0, b_hn.data() + us.u0, hp + o, ghn + t * BH + o, hn + o, ot + o);
-            break;
-          default:
-            rnn_row<T>(relu, nu, gb, hn + o, ot + o);
-        }
+        for (int64_t q = q0; q < q1; ++q)
+          pack_panel<T>(H, q * kPanel, std::min(kPanel, H - q * kPanel), pk + (g * QP + q) * H * kPanel,
+                        [&](int64_t k, int64_t u) { return w_hh[(g * H + u) * H + k]; });
+      return;
+    }
+    const int64_t t = steps.time(phase - 1);
+    const T* hp = hs + steps.prev_slot(t) * BH;
+    T* hn = hs + steps.next_slot(t) * BH;
+    T* gt = gates + t * B * GH;
+    T* ot = out + t * BH;
+    const T* cp = lstm ? cs + steps.prev_slot(t) * BH : nullptr;
+    T* cn = lstm ? cs + steps.next_slot(t) * BH : nullptr;
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t q = q0; q < q1; ++q)
+        gemm_panel<T>(B, H, hp, H, pk + (g * QP + q) * H * kPanel, (gru ? gh : gt) + g * H + q * kPanel, GH,
+                      std::min(kPanel, H - q * kPanel), !gru);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t o = b * H + u0;
+      if (!all_full && t >= len[b]) {  // padding: carry the state, output zeros
+        std::memcpy(hn + o, hp + o, sizeof(T) * nu);
+        if (lstm) std::memcpy(cn + o, cp + o, sizeof(T) * nu);
+        std::fill(ot + o, ot + o + nu, T(0));
+        continue;
       }
-      barrier(nthreads);
+      T* gb = gt + b * GH + u0;
+      switch (cfg.mode) {
+        case RnnMode::Lstm:
+          lstm_row<T>(H, nu, gb, cp + o, cn + o, hn + o, ot + o);
+          break;
+        case RnnMode::Gru:
+          gru_row<T>(H, nu, gb, gh + b * GH + u0, b_hn.data() + u0, hp + o, ghn + t * BH + o, hn + o, ot + o);
+          break;
+        default:
+          rnn_row<T>(relu, nu, gb, hn + o, ot + o);
+      }
     }
   });
   std::memcpy(a.h_n.data_ptr<T>(), hs + steps.last_slot() * BH, sizeof(T) * BH);
@@ -288,46 +317,53 @@ void backward_impl(const RnnBackwardArgs& a) {
   Tensor packed = empty({QP * GH * kPanel}, opts);
   T* pk = packed.data_ptr<T>();
 
-  run_threads(recurrent_threads(B, H, G), [&](int tid, int nthreads) {
-    const UnitSplit us = split_units(H, tid, nthreads);
-    const int64_t nu = us.u1 - us.u0;
-    for (int64_t q = us.q0; q < us.q1; ++q)
-      pack_panel<T>(GH, q * kPanel, std::min(kPanel, H - q * kPanel), pk + q * GH * kPanel,
-                    [&](int64_t k, int64_t u) { return w_hh[k * H + u]; });
-    for (int64_t s = Tn - 1; s >= 0; --s) {
-      const int64_t t = steps.time(s);
-      const int64_t pslot = steps.prev_slot(t), nslot = steps.next_slot(t);
-      const T* gt = gates + t * B * GH;
-      const T* dot = dout + t * BH;
-      T* dgxt = dgx + t * B * GH;
-      T* dght = dgh + t * B * GH;
-      for (int64_t b = 0; b < B && nu > 0; ++b) {
-        const int64_t o = b * H + us.u0, go = b * GH + us.u0;
-        if (!all_full && t >= len[b]) {  // padding: gradients pass through to the carried state
-          for (int64_t g = 0; g < G; ++g) {
-            std::fill(dgxt + go + g * H, dgxt + go + g * H + nu, T(0));
-            if (gru) std::fill(dght + go + g * H, dght + go + g * H + nu, T(0));
-          }
-          continue;
+  // Phase 0 packs W_hh; then per step, last first, a phase of gate gradients (dG_t for the item's
+  // units) and a phase of dh_{t-1} += dG_t W_hh (the item's units, reading every unit's dG_t).
+  // The very last product is dh_0, needed only for h0's gradient.
+  const int nthreads = recurrent_threads(B, H, G);
+  const UnitGroups groups(H, nthreads);
+  PhasedQueue queue(2 * Tn + (need_dh0 ? 1 : 0), groups.count);
+  run_queue(nthreads, queue, [&](int64_t phase, int64_t item) {
+    const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
+    if (phase == 0) {
+      for (int64_t q = q0; q < q1; ++q)
+        pack_panel<T>(GH, q * kPanel, std::min(kPanel, H - q * kPanel), pk + q * GH * kPanel,
+                      [&](int64_t k, int64_t u) { return w_hh[k * H + u]; });
+      return;
+    }
+    const int64_t t = steps.time(Tn - 1 - (phase - 1) / 2);
+    T* dght = dgh + t * B * GH;
+    if ((phase - 1) % 2 == 1) {
+      for (int64_t q = q0; q < q1; ++q)
+        gemm_panel<T>(B, GH, dght, GH, pk + q * GH * kPanel, dh.data() + q * kPanel, H,
+                      std::min(kPanel, H - q * kPanel), true);
+      return;
+    }
+    const int64_t pslot = steps.prev_slot(t), nslot = steps.next_slot(t);
+    const T* gt = gates + t * B * GH;
+    const T* dot = dout + t * BH;
+    T* dgxt = dgx + t * B * GH;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t o = b * H + u0, go = b * GH + u0;
+      if (!all_full && t >= len[b]) {  // padding: gradients pass through to the carried state
+        for (int64_t g = 0; g < G; ++g) {
+          std::fill(dgxt + go + g * H, dgxt + go + g * H + nu, T(0));
+          if (gru) std::fill(dght + go + g * H, dght + go + g * H + nu, T(0));
         }
-        switch (cfg.mode) {
-          case RnnMode::Lstm:
-            lstm_row_backward<T>(H, nu, gt + go, cs + pslot * BH + o, cs + nslot * BH + o, dot + o, dh.data() + o,
-                                 dc.data() + o, dgxt + go);
-            break;
-          case RnnMode::Gru:
-            gru_row_backward<T>(H, nu, gt + go, ghn + t * BH + o, hs + pslot * BH + o, dot + o, dh.data() + o,
-                                dgxt + go, dght + go);
-            break;
-          default:
-            rnn_row_backward<T>(relu, nu, gt + go, dot + o, dh.data() + o, dgxt + go);
-        }
+        continue;
       }
-      barrier(nthreads);  // every unit's dG_t before anyone's dh GEMM
-      if (s > 0 || need_dh0)
-        for (int64_t q = us.q0; q < us.q1; ++q)
-          gemm_panel<T>(B, GH, dght, GH, pk + q * GH * kPanel, dh.data() + q * kPanel, H,
-                        std::min(kPanel, H - q * kPanel), true);
+      switch (cfg.mode) {
+        case RnnMode::Lstm:
+          lstm_row_backward<T>(H, nu, gt + go, cs + pslot * BH + o, cs + nslot * BH + o, dot + o, dh.data() + o,
+                               dc.data() + o, dgxt + go);
+          break;
+        case RnnMode::Gru:
+          gru_row_backward<T>(H, nu, gt + go, ghn + t * BH + o, hs + pslot * BH + o, dot + o, dh.data() + o, dgxt + go,
+                              dght + go);
+          break;
+        default:
+          rnn_row_backward<T>(relu, nu, gt + go, dot + o, dh.data() + o, dgxt + go);
+      }
     }
   });
   if (need_dh0) std::memcpy(a.grad_h0.data_ptr<T>(), dh.data(), sizeof(T) * BH);
