@@ -1,13 +1,12 @@
 // CPU kernels for the fused recurrent layers (core/rnn_kernels.h).
 // Forward: one OpenBLAS GEMM projects the input of every step (biases folded in). The recurrent
-// loop then runs in one OpenMP parallel region in which each thread owns a range of hidden units:
-// per step it multiplies h_{t-1} by its slice of W_hh (packed once per call, where a BLAS call
-// would repack it at every step) and applies the fused gate math to its units; one barrier per
-// step. Backward through time uses the same split: per step the fused gate-gradient kernel for its
-// units, a barrier, then its columns of dh_{t-1} = dG_t W_hh; after the loop single OpenBLAS GEMMs
-// over all steps give d input, dW_ih and dW_hh, and GEMVs the bias gradients. float32 uses
-// vectorised approximations of exp/tanh (about 1e-7 relative error); float64 uses libm so that
-// gradient checks see exact math.
+// loop then runs in one OpenMP parallel region; each step is split into groups of hidden units,
+// and an item multiplies h_{t-1} by its units' slice of W_hh (packed once per call, where a BLAS
+// call would repack it at every step) and applies the fused gate math to those units. Backward
+// through time splits each step the same way into a phase of fused gate gradients and a phase of
+// dh_{t-1} = dG_t W_hh; after the loop single OpenBLAS GEMMs over all steps give d input, dW_ih
+// and dW_hh, and GEMVs the bias gradients. float32 uses the vectorised exp/tanh of
+// core/cpu/vec_math.h; float64 uses libm so that gradient checks see exact math.
 #include <cblas.h>
 
 #include <algorithm>
