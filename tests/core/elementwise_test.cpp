@@ -620,6 +620,18 @@ TEST(ElementwiseErrors, InplaceResultMustKeepTheShapeAndDType) {
       {"clamp_"});
 }
 
+TEST(ElementwiseErrors, InplaceIntoAnExpandedView) {
+  Tensor e = zeros({3}).expand({2, 3});
+  expect_error([&] { e.add_(ones({2, 3})); }, {"add_", "share memory"});
+  expect_error([&] { relu_(e); }, {"relu_", "share memory"});
+  expect_error([&] { neg_(e); }, {"neg_", "share memory"});
+  expect_error([&] { clamp_(e, 0.0, 1.0); }, {"clamp_", "share memory"});
+  expect_error([&] { masked_fill_(e, ones({2, 3}, {.dtype = DType::Bool}), 1.0); }, {"masked_fill_", "share memory"});
+  Tensor one = zeros({1}).expand({1, 1});  // size-1 expanded dims are fine
+  one.add_(1.0);
+  EXPECT_EQ(vals(one), (std::vector<double>{1}));
+}
+
 TEST(ElementwiseErrors, InplaceOnALeafThatRequiresGrad) {
   Tensor w = leaf(f64({1, 2}));
   expect_error([&] { w.add_(1.0); }, {"add_", "leaf"});
