@@ -634,31 +634,33 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, double alpha, co
   if (track) {
     SavedTensor sout;
     if (op == BinaryOp::Div && b.requires_grad()) sout = SavedTensor(a);
-    InputMeta mb = meta_of(b);
-    autograd::record_inplace(name, a, {b}, [op, alpha, sa_old, sb, sout, mb](const Grads& g, const Needs& n) -> Grads {
-      Grads r(2);
-      switch (op) {
-        case BinaryOp::Add:
-        case BinaryOp::Sub: {
-          const double s = op == BinaryOp::Add ? alpha : -alpha;
-          if (n[0]) r[0] = g[0];
-          if (n[1]) r[1] = reduce_grad(s == 1.0 ? g[0] : mul(g[0], s), mb.shape, mb.dtype);
-          break;
-        }
-        case BinaryOp::Mul:
-          if (n[0]) r[0] = mul(g[0], sb.get());
-          if (n[1]) r[1] = reduce_grad(mul(g[0], sa_old.get()), mb.shape, mb.dtype);
-          break;
-        case BinaryOp::Div:
-          // d(a/b)/db = -a/b^2 = -out/b.
-          if (n[0]) r[0] = div(g[0], sb.get());
-          if (n[1]) r[1] = reduce_grad(neg(div(mul(g[0], sout.get()), sb.get())), mb.shape, mb.dtype);
-          break;
-        default:
-          break;
-      }
-      return r;
-    });
+    InputMeta ma = meta_of(a), mb = meta_of(b);
+    autograd::record_inplace(name, a, {b},
+                             [op, alpha, sa_old, sb, sout, ma, mb](const Grads& g, const Needs& n) -> Grads {
+                               Grads r(2);
+                               switch (op) {
+                                 case BinaryOp::Add:
+                                 case BinaryOp::Sub: {
+                                   const double s = op == BinaryOp::Add ? alpha : -alpha;
+                                   if (n[0]) r[0] = g[0];
+                                   if (n[1]) r[1] = reduce_grad(s == 1.0 ? g[0] : mul(g[0], s), mb.shape, mb.dtype);
+                                   break;
+                                 }
+                                 case BinaryOp::Mul:
+                                   if (n[0]) r[0] = reduce_grad(mul(g[0], sb.get()), ma.shape, ma.dtype);
+                                   if (n[1]) r[1] = reduce_grad(mul(g[0], sa_old.get()), mb.shape, mb.dtype);
+                                   break;
+                                 case BinaryOp::Div:
+                                   // d(a/b)/db = -a/b^2 = -out/b.
+                                   if (n[0]) r[0] = reduce_grad(div(g[0], sb.get()), ma.shape, ma.dtype);
+                                   if (n[1])
+                                     r[1] = reduce_grad(neg(div(mul(g[0], sout.get()), sb.get())), mb.shape, mb.dtype);
+                                   break;
+                                 default:
+                                   break;
+                               }
+                               return r;
+                             });
   }
   return a;
 }

@@ -494,6 +494,19 @@ TEST(ElementwiseInplace, GradcheckThroughInplaceOps) {
       {a, b});
 }
 
+TEST(ElementwiseInplace, GradientsKeepTheirInputsDType) {
+  Tensor w = leaf(tensor({1, 2}));                             // float32
+  Tensor b = leaf(tensor({3, 4}, {.dtype = DType::Float64}));  // float64
+  Tensor a = w * 1.0;
+  a.mul_(b);
+  a.div_(b * 2.0);
+  a.sum().backward();
+  EXPECT_EQ(w.grad().dtype(), DType::Float32);
+  EXPECT_EQ(b.grad().dtype(), DType::Float64);
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{0.5, 0.5}));
+  for (double v : vals(b.grad())) EXPECT_NEAR(v, 0.0, 1e-6);  // a * b / (2b) does not depend on b
+}
+
 TEST(ElementwiseInplace, UnderNoGradOnALeafIsAllowed) {
   Tensor w = leaf(f64({1, 2}));
   {
