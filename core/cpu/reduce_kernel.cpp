@@ -462,12 +462,13 @@ template <bool IsMax, typename T, typename Map>
 struct ExtremeReducer {
   T* out;
   Map map;
+  T start;  // the extreme of nothing: the worst value, or 0 for the max of |x|
   using acc_t = T;
   struct Col {
     std::vector<T> m;
   };
 
-  T init(int64_t) const { return worst_value<IsMax, T>(); }
+  T init(int64_t) const { return start; }
   void run(T& acc, const T* p, int64_t n, int64_t s, int64_t) const {
     T m = acc;
     if (s == 1) {
@@ -484,7 +485,7 @@ struct ExtremeReducer {
     if (better<IsMax>(b, a)) a = b;
   }
   void store(int64_t o, T a) const { out[o] = a; }
-  Col make_col(int64_t n, int64_t) const { return {std::vector<T>(static_cast<size_t>(n), worst_value<IsMax, T>())}; }
+  Col make_col(int64_t n, int64_t) const { return {std::vector<T>(static_cast<size_t>(n), start)}; }
   void row(Col& c, const T* x, int64_t n, int64_t) const {
     T* m = c.m.data();
 #pragma omp simd
@@ -710,7 +711,7 @@ void reduce_floating(ReduceOp op, const Tensor& out, const T* base, const Layout
                    base, L);
       } else if (std::isinf(p)) {
         auto absf = [](T x) { return std::abs(x); };
-        run_reduce(ExtremeReducer<true, T, decltype(absf)>{y, absf}, base, L);
+        run_reduce(ExtremeReducer<true, T, decltype(absf)>{y, absf, T(0)}, base, L);
       } else if (p == 3.0) {
         run_reduce(sum_reducer<T, double>(
                        y,
@@ -763,10 +764,11 @@ void cpu_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, 
         }
         break;
       case ReduceOp::Max:
-        run_reduce(ExtremeReducer<true, T, decltype(ident)>{out.data_ptr<T>(), ident}, base, L);
+        run_reduce(ExtremeReducer<true, T, decltype(ident)>{out.data_ptr<T>(), ident, worst_value<true, T>()}, base, L);
         break;
       case ReduceOp::Min:
-        run_reduce(ExtremeReducer<false, T, decltype(ident)>{out.data_ptr<T>(), ident}, base, L);
+        run_reduce(ExtremeReducer<false, T, decltype(ident)>{out.data_ptr<T>(), ident, worst_value<false, T>()}, base,
+                   L);
         break;
       default:
         if constexpr (std::is_floating_point_v<T>) {

@@ -218,6 +218,8 @@ TEST(Reduce, SumOfEmptyIsZeroAndMeanOfEmptyIsNan) {
   for (float v : m.to_vector<float>()) EXPECT_TRUE(std::isnan(v));
   EXPECT_EQ(prod(e, 0).to_vector<float>(), std::vector<float>(3, 1.0f));
   EXPECT_EQ(norm(e).item(), 0.0);
+  EXPECT_EQ(norm(e, kInf).item(), 0.0);
+  EXPECT_EQ(norm(e, 3.0, {0}).to_vector<float>(), std::vector<float>(3, 0.0f));
 }
 
 TEST(Reduce, ZeroDimTensors) {
