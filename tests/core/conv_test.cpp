@@ -244,6 +244,18 @@ TEST(Conv2d, PointwiseDepthwiseAndBatchedChunks) {
   check_conv(many, DType::Float64, false, 10);  // pointwise, many images
 }
 
+TEST(Conv2d, LargeImagesRunInRowTiles) {
+  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles.
+  Cfg c;
+  c.N = 1, c.C = 32, c.OC = 3, c.H = 32, c.W = 31, c.ph = 1, c.pw = 1;
+  check_conv(c, DType::Float64, false, 21);
+  c.sh = 2, c.dw = 2;
+  check_conv(c, DType::Float32, false, 22);
+  Cfg t;  // conv_transpose2d's forward runs the tiled backward-data path of the conv it inverts
+  t.N = 1, t.C = 3, t.OC = 32, t.H = 16, t.W = 15, t.sh = 2, t.sw = 2, t.ph = 1, t.oph = 1;
+  check_conv(t, DType::Float64, true, 23);
+}
+
 TEST(Conv2d, NonContiguousInputAndEmptyBatch) {
   Tensor base = randn_t({1, 3, 6, 5}, 11, DType::Float64);
   Tensor x = base.transpose(2, 3);  // [1, 3, 5, 6], not contiguous
