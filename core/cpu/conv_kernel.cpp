@@ -208,6 +208,148 @@ void depthwise_plane_forward(T* o, const T* in, const T* w, T bias, const ConvGe
     }
 }
 
+// ------------------------------------------------------------------ channels-last path
+// For small images (short output rows) im2col is a storm of copies a few elements long. Instead
+// the chunk's images are transposed to channels-last [nb, H, W, C], each output pixel's patch is
+// KH*KW contiguous copies of C channels ("im2row", rows = output pixels, columns (kh, kw, c)),
+// and the GEMM produces [pixels, OC], transposed back to NCHW. groups == 1 only.
+
+bool use_channels_last(const ConvGeometry& g) {
+  return g.groups == 1 && g.C >= 8 && g.OW < 16;
+}
+
+// x [C, HW] -> xt [HW, C]
+template <typename T>
+void to_channels_last(const T* x, T* xt, int64_t C, int64_t HW) {
+  for (int64_t c = 0; c < C; ++c) {
+    const T* s = x + c * HW;
+    for (int64_t i = 0; i < HW; ++i) xt[i * C + c] = s[i];
+  }
+}
+
+// xt [HW, C] -> x [C, HW] (+ b[c] when given)
+template <typename T>
+void from_channels_last(const T* xt, T* x, int64_t C, int64_t HW, const T* b) {
+  for (int64_t c = 0; c < C; ++c) {
+    T* d = x + c * HW;
+    const T bv = b ? b[c] : T(0);
+    for (int64_t i = 0; i < HW; ++i) d[i] = xt[i * C + c] + bv;
+  }
+}
+
+// Calls f(row, tap, input pixel or -1) for every output pixel of one image and kernel tap.
+template <typename F>
+void for_each_tap(const ConvGeometry& g, const F& f) {
+  for (int64_t oh = 0; oh < g.OH; ++oh)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+          f(oh * g.OW + ow, kh * g.KW + kw, in ? ih * g.W + iw : -1);
+        }
+      }
+}
+
+// One image: rows [OHW, KH*KW*C] of patches from xt [HW, C].
+template <typename T>
+void im2row(const T* xt, T* rows, const ConvGeometry& g) {
+  const int64_t C = g.C, Kp = g.KH * g.KW * C;
+  for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+    T* d = rows + r * Kp + tap * C;
+    if (pix < 0) {
+      std::fill(d, d + C, T(0));
+    } else {
+      std::memcpy(d, xt + pix * C, static_cast<size_t>(C) * sizeof(T));
+    }
+  });
+}
+
+// weight [OC, C, KH, KW] -> [OC, KH, KW, C]
+template <typename T>
+std::vector<T> weight_channels_last(const T* w, const ConvGeometry& g) {
+  const int64_t KK = g.KH * g.KW;
+  std::vector<T> r(static_cast<size_t>(g.OC * KK * g.C));
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t k = 0; k < KK; ++k) r[(oc * KK + k) * g.C + c] = w[(oc * g.C + c) * KK + k];
+  return r;
+}
+
+template <typename T>
+void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* ot = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+    }
+    gemm(false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
+    for (int64_t j = 0; j < nb; ++j) from_channels_last(ot + j * OHW * g.OC, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
+  });
+}
+
+template <typename T>
+void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* got = scratch<T>(1, rows * g.OC);
+    T* da = scratch<T>(0, rows * Kp);
+    T* xt = scratch<T>(2, HW * g.C);
+    for (int64_t j = 0; j < nb; ++j) to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    gemm(false, false, rows, Kp, g.OC, T(1), got, g.OC, wt.data(), Kp, T(0), da, Kp);
+    for (int64_t j = 0; j < nb; ++j) {
+      std::fill(xt, xt + HW * g.C, T(0));
+      const T* dj = da + j * OHW * Kp;
+      for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+        if (pix < 0) return;
+        const T* s = dj + r * Kp + tap * g.C;
+        T* d = xt + pix * g.C;
+#pragma omp simd
+        for (int64_t c = 0; c < g.C; ++c) d[c] += s[c];
+      });
+      from_channels_last(xt, gi + (n0 + j) * g.C * HW, g.C, HW, bp);
+    }
+  });
+}
+
+template <typename T>
+void cl_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, KK = g.KH * g.KW, Kp = KK * g.C;
+  const int64_t wsize = g.OC * Kp;
+  const Plan plan = make_plan(g, true);
+  std::vector<T> acc(static_cast<size_t>(plan.threads * wsize), T(0));
+  run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* got = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+      to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    }
+    gemm(true, false, g.OC, Kp, rows, T(1), got, g.OC, a, Kp, T(1), acc.data() + tid * wsize, Kp);
+  });
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t k = 0; k < KK; ++k)
+      for (int64_t c = 0; c < g.C; ++c) {
+        T s = 0;
+        for (int t = 0; t < plan.threads; ++t) s += acc[t * wsize + (oc * KK + k) * g.C + c];
+        gw[(oc * g.C + c) * KK + k] = s;
+      }
+}
+
 // ------------------------------------------------------------------ forward
 
 template <typename T>
@@ -230,6 +372,11 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
                      depthwise_plane_forward(o + p * OHW, in + p * HW, w + c * K, bp ? bp[c] : T(0), g);
                    }
                  });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_forward(o, in, w, bp, g);
     return;
   }
 
@@ -328,6 +475,11 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
                        }
                    }
                  });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_input(gi, go, w, bp, g);
     return;
   }
 
@@ -435,6 +587,11 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
             gw[c * K + kh * g.KW + kw] = acc;
           }
     });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_weight(gw, go, in, g);
     return;
   }
 
