@@ -138,7 +138,12 @@ Plan make_plan(const ConvGeometry& g, bool batch_images) {
   // machine a descheduled thread makes every barrier a scheduler time slice).
   constexpr int64_t kMinParallelMacs = int64_t{1} << 22;
   const int64_t macs = g.N * g.OC * ohw * (g.C / std::max<int64_t>(1, g.groups)) * g.KH * g.KW;
-  const int nt = omp_in_parallel() || macs < kMinParallelMacs ? 1 : get_num_threads();
+#ifdef _OPENMP
+  const bool nested = omp_in_parallel();
+#else
+  const bool nested = true;
+#endif
+  const int nt = nested || macs < kMinParallelMacs ? 1 : get_num_threads();
   int64_t b = batch_images ? std::max<int64_t>(1, kTargetColumns / ohw) : 1;
   if (nt > 1) b = std::min(b, std::max<int64_t>(1, (g.N + nt - 1) / nt));
   b = std::clamp<int64_t>(b, 1, std::max<int64_t>(1, g.N));
@@ -154,7 +159,11 @@ void run_chunks(const Plan& p, int64_t N, const F& f) {
   if (p.threads > 1) {
 #pragma omp parallel num_threads(p.threads)
     {
+#ifdef _OPENMP
       const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
     }
