@@ -236,8 +236,11 @@ void cpu_isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rto
   EMBER_DISPATCH_FLOAT(a.dtype(), "isclose", [&] {
     using T = scalar_t;
     const T rt = static_cast<T>(rtol), at = static_cast<T>(atol);
-    cpu::map2<bool, T, T>(out, a, b,
-                          [rt, at](T x, T y) { return x == y || std::fabs(x - y) <= at + rt * std::fabs(y); });
+    cpu::map2<bool, T, T>(out, a, b, [rt, at](T x, T y) {
+      // An infinite difference is never close (inf vs -inf), as PyTorch.
+      const T d = std::fabs(x - y);
+      return x == y || (d <= at + rt * std::fabs(y) && d < std::numeric_limits<T>::infinity());
+    });
   });
 }
 
