@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 namespace ember::sched {
@@ -81,6 +82,14 @@ class Victims {
 
   int alive_gpus() const { return alive_gpus_; }
 
+  // Victims preempted in this walk that it never reached, best ranked first.
+  std::vector<const Job*> unpulled_preempted() const {
+    std::vector<const Job*> out;
+    for (int v = static_cast<int>(jobs_.size()) - 1 - pulled_; v >= 0; --v)
+      if (preempted_.count(v)) out.push_back(jobs_[v]);
+    return out;
+  }
+
   // The walk reached its next running job: it keeps its devices. False if it was preempted already.
   bool commit_next(const Job* j) {
     int v = static_cast<int>(jobs_.size()) - 1 - pulled_++;
@@ -117,11 +126,19 @@ class Victims {
       }
       if (best_node < 0) return std::nullopt;
       int f = free.free(best_node);
+      std::vector<std::pair<int, int>> picked;  // (victim, devices on the node)
       for (const auto& [v, c] : per_node_[best_node]) {
         if (f >= g) break;
         if (!alive_[v]) continue;
         f += c;
-        chosen.push_back(v);
+        picked.push_back({v, c});
+      }
+      // Spare the worst-ranked picks that turn out unnecessary once better ones had to go too.
+      for (const auto& [v, c] : picked) {
+        if (f - c >= g)
+          f -= c;
+        else
+          chosen.push_back(v);
       }
     } else {
       std::vector<std::pair<int, int>> avail;  // (devices obtainable, node)
@@ -146,6 +163,7 @@ class Victims {
     }
     for (int v : chosen) {
       drop(v);
+      preempted_.insert(v);
       free.give(slices(v));
       d.preempt.push_back(jobs_[v]->id);
       if (stats.collect) stats.preempted.push_back(jobs_[v]);
@@ -189,6 +207,7 @@ class Victims {
   std::vector<const Job*> jobs_;
   int pulled_ = 0;
   std::vector<char> alive_;
+  std::set<int> preempted_;
   int alive_gpus_ = 0;
   std::vector<Slice> flat_;  // victim v's devices: flat_[start_[v], start_[v+1])
   std::vector<int> start_;
@@ -223,8 +242,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
     d.start.push_back({j.id, std::move(p)});
     if (stats->collect) stats->started.push_back(&j);
   };
-  // Fills free devices from the rest of the order, without preempting; skips positions < `from`
-  // that are marked in `skip`.
+  // Fills free devices from the rest of the order (from seq position `from`), without preempting.
   auto fill = [&](size_t from) {
     int cap = largest_placeable(free);
     if (cap <= 0) return;
@@ -255,28 +273,45 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   // those of worse-ranked running jobs (preempted), until no device is left to hand out.
   Victims victims(s.cluster->topology(), src.running_worst_first());
   int remaining = free.total_free() + victims.alive_gpus();
+  std::vector<size_t> passed;
   while (remaining > 0 && src.pull()) {
     const size_t pos = src.seq.size() - 1;
     const Job& j = *src.seq[pos];
     if (j.status == JobStatus::kRunning) {
-      if (victims.commit_next(&j)) remaining -= j.spec.gpus;
+      if (victims.commit_next(&j))
+        remaining -= j.spec.gpus;
+      else
+        passed.push_back(pos);  // preempted earlier in this walk: may move to spare devices
       continue;
     }
     if (j.status != JobStatus::kWaiting) continue;
     if (j.spec.gpus > remaining) {
       stats->skipped_for_budget = true;
-      stats->passed_over.push_back(j.id);
+      stats->passed_over.push_back({j.id, remaining});
+      passed.push_back(pos);
       continue;
     }
     auto p = place(pos, j);
     if (!p) p = victims.make_room(free, j, d, *stats);
     if (!p) {
       stats->unplaced = true;
-      stats->passed_over.push_back(j.id);
+      stats->passed_over.push_back({j.id, remaining});
+      passed.push_back(pos);
       continue;
     }
     start(j, std::move(*p));
     remaining -= j.spec.gpus;
+  }
+  // A preemption may have freed more than its job needed, or have hit a job that fits elsewhere:
+  // offer the spare devices to the jobs passed over and to the preempted (which then migrate),
+  // in rank order, so that no device idles while a job that fits waits.
+  for (size_t pos : passed) {
+    if (free.total_free() == 0) break;
+    if (auto p = place(pos, *src.seq[pos])) start(*src.seq[pos], std::move(*p));
+  }
+  for (const Job* j : victims.unpulled_preempted()) {
+    if (free.total_free() == 0) break;
+    if (auto p = free.best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
   }
   return d;
 }

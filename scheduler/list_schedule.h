@@ -37,7 +37,9 @@ struct ListOptions {
 struct ListStats {
   bool skipped_for_budget = false;  // passed over a waiting job needing more devices than were left
   bool unplaced = false;            // a waiting job that fit by count found no devices, even by preempting
-  std::vector<JobId> passed_over;   // the waiting jobs behind the two flags above, in rank order
+  // The waiting jobs behind the two flags above, in rank order, each with the devices the walk
+  // had left to hand out when it passed over it.
+  std::vector<std::pair<JobId, int>> passed_over;
   // The jobs behind the decision's starts and preemptions (filled only when `collect` is set).
   bool collect = false;
   std::vector<const Job*> started, preempted;

@@ -70,8 +70,8 @@ class SearchPolicy : public Policy {
     double margin = 32;   // devices on each side of the capacity boundary whose jobs are contested
     int window = 48;      // at most this many contested jobs
     bool always = false;  // search even when greedy is provably optimal (benchmarks, tests)
-    // A search that did not beat greedy is not repeated while greedy passes over the same jobs,
-    // until this many seconds have passed.
+    // A search that did not beat greedy is not repeated while greedy passes over the same jobs
+    // with the same devices left, until this many seconds have passed.
     double repeat_after = 600;
   };
   explicit SearchPolicy(Options o) : opt_(o) {}
@@ -89,7 +89,7 @@ class SearchPolicy : public Policy {
  private:
   Options opt_;
   std::vector<Ranked> ranked_, heap_;
-  std::vector<JobId> last_passed_over_;
+  std::vector<std::pair<JobId, int>> last_passed_over_;
   double last_search_ = -kInf;
   bool last_improved_ = false;
   std::map<std::string, double> counters_;

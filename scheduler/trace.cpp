@@ -39,7 +39,8 @@ std::string trim(const std::string& s) {
 }
 
 // One CSV record; double-quoted fields may hold commas and doubled quotes.
-std::vector<std::string> split_csv(const std::string& line, const std::string& where) {
+std::vector<std::string> split_csv(std::string line, const std::string& where) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
   std::vector<std::string> out;
   std::string cur;
   bool quoted = false, was_quoted = false;
