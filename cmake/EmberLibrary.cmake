@@ -1,0 +1,64 @@
+# ember_library() makes the library of one top-level folder; ember_install_library() puts any
+# library into the installed, exported CMake package (Ember::<name>, see EmberPackage.cmake).
+# An upper folder's CMakeLists.txt joins the package with one call:
+#   ember_library(ember_layers layers)
+#   target_link_libraries(ember_layers PUBLIC ember_core)
+
+# Headers include each other as "core/tensor.h": the source root in the build tree, and
+# <prefix>/include/ember once installed (where <ember/ember.h> and <ember/config.h> also live).
+set(EMBER_GENERATED_INCLUDE_DIR ${PROJECT_BINARY_DIR}/include)
+
+# ember_library(<name> <folder> [extra sources...]): every .cpp under <folder> except its cuda/
+# subfolder (CUDA sources are built by EmberCUDA.cmake). <folder> may be given relative to the
+# calling CMakeLists.txt ("." from layers/CMakeLists.txt) or to the repository root ("layers").
+function(ember_library name folder)
+  ember_folder_path(dir ${folder})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cpp)
+  list(FILTER srcs EXCLUDE REGEX "^${dir}/cuda/")
+  add_library(${name} ${srcs} ${ARGN})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${EMBER_GENERATED_INCLUDE_DIR}>)
+  add_library(Ember::${name} ALIAS ${name})
+  ember_install_library(${name} ${dir})
+endfunction()
+
+# ember_folder_path(<out> <folder>): the absolute path of a top-level folder named either way.
+function(ember_folder_path out folder)
+  get_filename_component(dir ${folder} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT IS_DIRECTORY ${dir} OR dir STREQUAL PROJECT_SOURCE_DIR)
+    get_filename_component(dir ${folder} ABSOLUTE BASE_DIR ${PROJECT_SOURCE_DIR})
+  endif()
+  if(NOT IS_DIRECTORY ${dir} OR dir STREQUAL PROJECT_SOURCE_DIR)
+    message(FATAL_ERROR "ember_library: '${folder}' is not a folder of the repository")
+  endif()
+  set(${out} ${dir} PARENT_SCOPE)
+endfunction()
+
+# ember_install_library(<target> [<folder>]): installs the library into the export set and, when
+# a folder is given (named as for ember_library), its public headers (every .h under it, except the CUDA-only ones, which need
+# the toolkit's headers) as <prefix>/include/ember/<folder>/...
+function(ember_install_library name)
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(${name} INTERFACE
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/ember>)
+  if(EMBER_SANITIZE)
+    # A program linking a sanitized library needs the sanitizer runtimes too.
+    target_link_options(${name} INTERFACE $<INSTALL_INTERFACE:${EMBER_SANITIZE_FLAGS}>)
+  endif()
+  install(TARGETS ${name} EXPORT EmberTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  if(ARGC GREATER 1)
+    ember_folder_path(dir ${ARGV1})
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${dir})
+    install(DIRECTORY ${dir}/
+      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember/${rel}
+      FILES_MATCHING PATTERN "*.h"
+      PATTERN "cuda" EXCLUDE)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY EMBER_EXPORTED_TARGETS ${name})
+endfunction()

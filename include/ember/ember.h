@@ -1,0 +1,19 @@
+// The one header a program using Ember includes: tensors and every op, autograd (NoGradGuard,
+// gradcheck), devices, generators, threads, memory statistics and streams. Upper layers (nn
+// modules, optimizers, data loading, the scheduler) join this list as they are built.
+#pragma once
+
+#include <ember/config.h>
+
+#include "core/allocator.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/gradcheck.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/generator.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "core/stream.h"
+#include "core/tensor.h"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that building Ember, its tests and its examples need. Safe to
+# run again: when everything is already installed it touches nothing (no apt-get, no network).
+# Runs as root, or through sudo as another user. The CUDA toolkit is not a Debian 12 package
+# here; the build uses one when it finds it (see README.md) and is CPU-only otherwise.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake                    # >= 3.25
+  ninja-build
+  g++                      # C++20; its libgomp is the OpenMP runtime (no libomp-dev needed)
+  pkg-config
+  ccache                   # optional speed-up, used when present
+  # core: GEMM through the OpenMP build of OpenBLAS, sharing Ember's OpenMP threads
+  libopenblas-openmp-dev
+  # tests (GoogleTest and GoogleMock, run by ctest)
+  libgtest-dev
+  libgmock-dev
+  # proto/: model files, checkpoints and job specs
+  libprotobuf-dev
+  protobuf-compiler
+  # data/: gzip'ed IDX files, images through stb_image, and an MNIST-format data set shipped
+  # as a Debian package (/usr/share/datasets/fashion-mnist) for examples and tests
+  zlib1g-dev
+  libstb-dev
+  dataset-fashion-mnist
+  # data/ loader and scheduler coroutines
+  libboost-context-dev
+  # scheduler/: job queue and history
+  libsqlite3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" != installed ]]; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+  if ! command -v sudo >/dev/null; then
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite twice: a Release build in build/, then an
+# AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/ (CPU-only: nvcc-compiled
+# code is not instrumented, so the CUDA objects would only cost time there). This is what CI runs
+# (.ci/run). Environment:
+#   EMBER_JOBS=N      parallel compile and test jobs (default 2, the CI machine's cores)
+#   EMBER_ASAN=0      skip the sanitizer pass (quicker local runs; CI always runs it)
+#   EMBER_CMAKE_ARGS  extra options for both configures, e.g. "-DEMBER_CUDA=OFF"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${EMBER_JOBS:-2}
+start=$SECONDS
+phase_start=$SECONDS
+times=()
+phase_done() {  # phase_done <name>
+  times+=("$(printf '%-22s %4d s' "$1" $((SECONDS - phase_start)))")
+  phase_start=$SECONDS
+}
+
+scripts/setup.sh
+phase_done setup
+
+# ccache (when installed) keyed on paths relative to the checkout, so that another clone of the
+# same sources, as CI makes, reuses the objects.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+if [[ -z "${HOME:-}" && -z "${CCACHE_DIR:-}" ]]; then
+  export CCACHE_DIR="$root/build-ccache"  # ccache keeps its cache under $HOME otherwise
+fi
+passed=0
+skipped=0
+
+# build_and_test <build dir> <label> <cmake options...>
+build_and_test() {
+  local dir=$1 label=$2
+  shift 2
+  # shellcheck disable=SC2086  # EMBER_CMAKE_ARGS is a list of words
+  cmake -S . -B "$dir" -G Ninja "$@" ${EMBER_CMAKE_ARGS:-}
+  ninja -C "$dir" -j "$jobs"
+  phase_done "$label build"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 | tee "$dir/ctest.log"
+  phase_done "$label tests"
+  local total skip
+  total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/ctest.log" | tail -1)
+  skip=$(grep -cE '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$dir/ctest.log" || true)
+  passed=$((passed + ${total:-0} - skip))
+  skipped=$((skipped + skip))
+}
+
+build_and_test build release -DCMAKE_BUILD_TYPE=Release
+
+if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
+  # Leaks, use-after-return and initialisation order are errors too; UBSan stops at the first
+  # finding (the build also passes -fno-sanitize-recover=undefined).
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1:halt_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF \
+    -DEMBER_BUILD_BENCH=OFF
+fi
+
+echo "scripts/test.sh: done in $((SECONDS - start)) s"
+printf '  %s\n' "${times[@]}"
+echo "ctest: $passed passed, 0 failed, $skipped skipped"

@@ -1,0 +1,56 @@
+# ctest driver (cmake -P): installs the current build into a fresh prefix, checks what was
+# installed, then configures, builds and runs tests/install/consumer against that prefix only.
+# Inputs: EMBER_BUILD_DIR, CONSUMER_SOURCE, WORK_DIR, GENERATOR, CXX, BUILD_TYPE.
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+run(${CMAKE_COMMAND} --install ${EMBER_BUILD_DIR} --prefix ${prefix})
+
+# The package: headers under include/ember, the config files, nothing pointing back at the
+# build or source tree, and no private dependency (OpenBLAS) in the exported interface.
+foreach(f include/ember/ember.h include/ember/config.h include/ember/core/tensor.h include/ember/core/ops.h
+          include/ember/core/autograd/node.h lib/cmake/Ember/EmberConfig.cmake
+          lib/cmake/Ember/EmberConfigVersion.cmake lib/cmake/Ember/EmberTargets.cmake)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
+file(GLOB_RECURSE cmake_files ${prefix}/lib/cmake/Ember/*.cmake)
+get_filename_component(source_dir ${CONSUMER_SOURCE}/../../.. ABSOLUTE)
+foreach(f ${cmake_files})
+  file(READ ${f} text)
+  foreach(bad ${EMBER_BUILD_DIR} ${source_dir} openblas ember_openblas)
+    string(FIND "${text}" "${bad}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${f} mentions '${bad}': the installed package must stand alone")
+    endif()
+  endforeach()
+endforeach()
+file(GLOB_RECURSE cuda_headers ${prefix}/include/ember/core/cuda/*)
+if(cuda_headers)
+  message(FATAL_ERROR "CUDA-internal headers were installed: ${cuda_headers}")
+endif()
+
+run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/ember_consumer)
+message("${out}")
+
+# y = 2x + 1 over 0..5, loss = sum(y * x) = sum(2x^2 + x) = 125, d loss/dx = 4x + 1.
+foreach(want "ember " "tensor([[ 1.,  3.,  5.],\n        [ 7.,  9., 11.]]" "sum=125"
+             "grad=tensor([[ 1.,  5.,  9.],\n        [13., 17., 21.]])")
+  string(FIND "${out}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "consumer output lacks '${want}'")
+  endif()
+endforeach()
