@@ -45,14 +45,14 @@ struct RNNOptions {
 
 // Initial states; undefined = zeros. h (and c for LSTM): [L*D, B, H] ([L*D, H] for an unbatched input).
 struct RnnState {
-  Tensor h;
-  Tensor c;
+  Tensor h = {};
+  Tensor c = {};
 };
 
 struct RnnOutput {
-  Tensor output;  // [T, B, D*H] ([B, T, D*H] with batch_first)
-  Tensor h_n;     // [L*D, B, H]
-  Tensor c_n;     // LSTM only
+  Tensor output = {};  // [T, B, D*H] ([B, T, D*H] with batch_first)
+  Tensor h_n = {};     // [L*D, B, H]
+  Tensor c_n = {};     // LSTM only
 };
 
 class RNNBase : public Module {

@@ -20,7 +20,11 @@ struct Size2 {
   std::array<int64_t, 2> arr() const { return {h, w}; }
   bool operator==(const Size2&) const = default;
   std::string str() const {
-    return h == w ? std::to_string(h) : "(" + std::to_string(h) + ", " + std::to_string(w) + ")";
+    if (h == w) return std::to_string(h);
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on the chained operator+ form.
+    std::string s = "(";
+    s.append(std::to_string(h)).append(", ").append(std::to_string(w)).append(")");
+    return s;
   }
 };
 

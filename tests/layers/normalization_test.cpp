@@ -36,8 +36,8 @@ TEST(BatchNorm, TrainUpdatesRunningStatsEvalUsesThem) {
 
 TEST(BatchNorm, CumulativeAverageWithoutMomentum) {
   nn::BatchNorm1d bn(1, {.momentum = std::nullopt});
-  bn(tensor({{1.0}, {3.0}}));  // mean 2
-  bn(tensor({{5.0}, {7.0}}));  // mean 6
+  bn(tensor({1.0, 3.0}).view({2, 1}));  // mean 2
+  bn(tensor({5.0, 7.0}).view({2, 1}));  // mean 6
   expect_near(vec(bn.running_mean), {4.0}, 1e-6);
   expect_near(vec(bn.running_var), {2.0}, 1e-6);  // unbiased variances 2 and 2
   EXPECT_EQ(bn.num_batches_tracked.item(), 2.0);

@@ -152,8 +152,9 @@ TEST(Rnn, VariableLengthsMatchEachSequenceAlone) {
     expect_near(vec(o.output.narrow(0, 0, L).narrow(1, b, 1).contiguous()), vec(alone.output), 1e-5);
     expect_near(vec(o.h_n.narrow(1, b, 1).contiguous()), vec(alone.h_n), 1e-5);
     expect_near(vec(o.c_n.narrow(1, b, 1).contiguous()), vec(alone.c_n), 1e-5);
-    if (L < T)
+    if (L < T) {
       for (double v : vec(o.output.narrow(0, L, T - L).narrow(1, b, 1).contiguous())) EXPECT_EQ(v, 0.0);
+    }
   }
 }
 
