@@ -91,7 +91,7 @@ void normalise_channels(T* y, const T* x, const std::vector<double>& mean, const
     });
     return;
   }
-  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / S), [&](int64_t b, int64_t e) {
+  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, S)), [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       const int64_t c = nc % C;
       const T a = scale[c], sh = shift[c], hd = head[c], tl = tail[c];
@@ -247,7 +247,7 @@ void bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
     });
     return;
   }
-  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / S), [&](int64_t b, int64_t e) {
+  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, S)), [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       const int64_t c = nc % C;
       const T a = ca[c], bb = cb[c], k = cc[c], hd = head[c], tl = tail[c];

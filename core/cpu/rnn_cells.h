@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cpu/vec_math.h"
 
@@ -24,6 +25,18 @@ inline float tanh_of(float x) {
 inline double tanh_of(double x) {
   return std::tanh(x);
 }
+// Calls f(j) for j in [0, n): an `omp simd` loop for float, a plain loop for float64 (whose libm
+// calls cannot be vectorised, and clang warns when a requested vectorisation fails).
+template <typename T, typename F>
+inline void simd_for(int64_t n, const F& f) {
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) f(j);
+  } else {
+    for (int64_t j = 0; j < n; ++j) f(j);
+  }
+}
+
 // x where `keep`, else 0, as a blend so that the loop stays vectorisable.
 template <typename T>
 inline T keep_or_zero(bool keep, T x) {
@@ -35,8 +48,7 @@ inline T keep_or_zero(bool keep, T x) {
 template <typename T>
 inline void lstm_row(int64_t H, int64_t units, T* __restrict g, const T* __restrict cp, T* __restrict cn,
                      T* __restrict hn, T* __restrict out) {
-#pragma omp simd
-  for (int64_t j = 0; j < units; ++j) {
+  simd_for<T>(units, [&](int64_t j) {
     const T i = sigmoid_of(g[j]), f = sigmoid_of(g[H + j]), c_in = tanh_of(g[2 * H + j]), o = sigmoid_of(g[3 * H + j]);
     const T c = f * cp[j] + i * c_in;
     const T h = o * tanh_of(c);
@@ -47,7 +59,7 @@ inline void lstm_row(int64_t H, int64_t units, T* __restrict g, const T* __restr
     cn[j] = c;
     hn[j] = h;
     out[j] = h;
-  }
+  });
 }
 
 // `gx` holds W_i x + b_i (+ b_hr, b_hz for r and z) on entry and r, z, n on exit; `gh` holds
@@ -55,8 +67,7 @@ inline void lstm_row(int64_t H, int64_t units, T* __restrict g, const T* __restr
 template <typename T>
 inline void gru_row(int64_t H, int64_t units, T* __restrict gx, const T* __restrict gh, const T* __restrict b_hn,
                     const T* __restrict hp, T* __restrict hn_lin, T* __restrict hn, T* __restrict out) {
-#pragma omp simd
-  for (int64_t j = 0; j < units; ++j) {
+  simd_for<T>(units, [&](int64_t j) {
     const T r = sigmoid_of(gx[j] + gh[j]);
     const T z = sigmoid_of(gx[H + j] + gh[H + j]);
     const T lin = gh[2 * H + j] + b_hn[j];
@@ -68,27 +79,25 @@ inline void gru_row(int64_t H, int64_t units, T* __restrict gx, const T* __restr
     hn_lin[j] = lin;
     hn[j] = h;
     out[j] = h;
-  }
+  });
 }
 
 template <typename T>
 inline void rnn_row(bool relu, int64_t units, T* __restrict g, T* __restrict hn, T* __restrict out) {
   if (relu) {
-#pragma omp simd
-    for (int64_t j = 0; j < units; ++j) {
+    simd_for<T>(units, [&](int64_t j) {
       const T h = keep_or_zero(g[j] > T(0), g[j]);
       g[j] = h;
       hn[j] = h;
       out[j] = h;
-    }
+    });
   } else {
-#pragma omp simd
-    for (int64_t j = 0; j < units; ++j) {
+    simd_for<T>(units, [&](int64_t j) {
       const T h = tanh_of(g[j]);
       g[j] = h;
       hn[j] = h;
       out[j] = h;
-    }
+    });
   }
 }
 
@@ -98,8 +107,7 @@ template <typename T>
 inline void lstm_row_backward(int64_t H, int64_t units, const T* __restrict g, const T* __restrict cp,
                               const T* __restrict cn, const T* __restrict dout, T* __restrict dh, T* __restrict dc,
                               T* __restrict dg) {
-#pragma omp simd
-  for (int64_t j = 0; j < units; ++j) {
+  simd_for<T>(units, [&](int64_t j) {
     const T i = g[j], f = g[H + j], c_in = g[2 * H + j], o = g[3 * H + j];
     const T tc = tanh_of(cn[j]);
     const T dht = dh[j] + dout[j];
@@ -110,15 +118,14 @@ inline void lstm_row_backward(int64_t H, int64_t units, const T* __restrict g, c
     dg[3 * H + j] = dht * tc * o * (T(1) - o);
     dc[j] = dct * f;
     dh[j] = T(0);
-  }
+  });
 }
 
 template <typename T>
 inline void gru_row_backward(int64_t H, int64_t units, const T* __restrict g, const T* __restrict hn_lin,
                              const T* __restrict hp, const T* __restrict dout, T* __restrict dh, T* __restrict dgx,
                              T* __restrict dgh) {
-#pragma omp simd
-  for (int64_t j = 0; j < units; ++j) {
+  simd_for<T>(units, [&](int64_t j) {
     const T r = g[j], z = g[H + j], n = g[2 * H + j];
     const T dht = dh[j] + dout[j];
     const T dn = dht * (T(1) - z) * (T(1) - n * n);
@@ -131,24 +138,22 @@ inline void gru_row_backward(int64_t H, int64_t units, const T* __restrict g, co
     dgh[H + j] = dz;
     dgh[2 * H + j] = dn * r;
     dh[j] = dht * z;
-  }
+  });
 }
 
 template <typename T>
 inline void rnn_row_backward(bool relu, int64_t units, const T* __restrict g, const T* __restrict dout,
                              T* __restrict dh, T* __restrict dg) {
   if (relu) {
-#pragma omp simd
-    for (int64_t j = 0; j < units; ++j) {
+    simd_for<T>(units, [&](int64_t j) {
       dg[j] = keep_or_zero(g[j] > T(0), dh[j] + dout[j]);
       dh[j] = T(0);
-    }
+    });
   } else {
-#pragma omp simd
-    for (int64_t j = 0; j < units; ++j) {
+    simd_for<T>(units, [&](int64_t j) {
       dg[j] = (dh[j] + dout[j]) * (T(1) - g[j] * g[j]);
       dh[j] = T(0);
-    }
+    });
   }
 }
 

@@ -24,7 +24,7 @@ EMBER_DEFINE_STUB(logsumexp_stub, LogSumExpFn);
 
 namespace {
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 // The 32-byte vector types below change the calling convention on targets without AVX; every
 // function using them is internal to this file, so no ABI is shared with anything else.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -56,18 +56,18 @@ inline f8 load8(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store8(float* p, f8 v) {
+inline void store8(float* p, const f8& v) {
   std::memcpy(p, &v, sizeof v);
 }
-inline d4 low4(f8 v) {
+inline d4 low4(const f8& v) {
   return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), d4);
 }
-inline d4 high4(f8 v) {
+inline d4 high4(const f8& v) {
   return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), d4);
 }
 
-inline f8 exp8(f8 x) {
-  x = x < splat(-104.0f) ? splat(-104.0f) : x;
+inline f8 exp8(const f8& in) {
+  f8 x = in < splat(-104.0f) ? splat(-104.0f) : in;
   x = x > splat(89.0f) ? splat(89.0f) : x;
   const f8 magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   const f8 t = x * splat(1.44269504088896341f) + magic;
@@ -94,13 +94,13 @@ inline f8 load_short(const float* p, int64_t n, float pad) {
   for (int j = 0; j < 8; ++j) b[j] = j < n ? p[j] : pad;
   return load8(b);
 }
-inline void store_short(float* p, int64_t n, f8 v) {
+inline void store_short(float* p, int64_t n, const f8& v) {
   float b[8];
   store8(b, v);
   for (int64_t j = 0; j < n; ++j) p[j] = b[j];
 }
 constexpr i8 kLaneIndex{0, 1, 2, 3, 4, 5, 6, 7};
-inline double hsum(d4 a) {
+inline double hsum(const d4& a) {
   return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
