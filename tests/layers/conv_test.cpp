@@ -23,7 +23,7 @@ double max_abs(const Tensor& t) {
 }
 }  // namespace
 
-TEST(Conv2d, HandValuesStridePaddingSameDilation) {
+TEST(Conv2dLayer, HandValuesStridePaddingSameDilation) {
   nn::Conv2d c(1, 1, 3, {.bias = false});
   set_ones(c);
   EXPECT_EQ(vec(c(grid(4, 4))), (std::vector<double>{45, 54, 81, 90}));
@@ -50,7 +50,7 @@ TEST(Conv2d, HandValuesStridePaddingSameDilation) {
   EXPECT_EQ(vec(b(grid(1, 2))), (std::vector<double>{10, 11, 20, 21}));
 }
 
-TEST(Conv2d, ShapesGroupsNamesAndInit) {
+TEST(Conv2dLayer, ShapesGroupsNamesAndInit) {
   nn::Conv2d c(3, 8, {3, 5}, {.stride = {2, 1}, .padding = {1, 2}});
   EXPECT_EQ(c.weight.shape(), (Shape{8, 3, 3, 5}));
   EXPECT_EQ(c(zeros({2, 3, 7, 9})).shape(), (Shape{2, 8, 4, 9}));
@@ -73,7 +73,7 @@ TEST(Conv2d, ShapesGroupsNamesAndInit) {
   EXPECT_EQ(c.extra_repr(), "3, 8, kernel_size=(3, 5), stride=(2, 1), padding=(1, 2)");
 }
 
-TEST(Conv2d, GradcheckVariants) {
+TEST(Conv2dLayer, GradcheckVariants) {
   Tensor x = rand64({2, 2, 5, 5}, 1);
   nn::Conv2d plain(2, 3, 3);
   gradcheck_module(plain, x);
@@ -87,7 +87,7 @@ TEST(Conv2d, GradcheckVariants) {
   gradcheck_module(same, x);
 }
 
-TEST(Conv2d, Errors) {
+TEST(Conv2dLayer, Errors) {
   EXPECT_TRUE(has(error_of([] { nn::Conv2d(3, 4, 3, {.groups = 2}); }), "divisible by groups"));
   EXPECT_TRUE(has(error_of([] { nn::Conv2d(4, 3, 3, {.groups = 2}); }), "divisible by groups"));
   EXPECT_TRUE(has(error_of([] { nn::Conv2d(1, 1, 3, {.stride = 2, .padding = "same"}); }), "strided"));
@@ -97,7 +97,7 @@ TEST(Conv2d, Errors) {
   EXPECT_TRUE(has(error_of([&] { c(zeros({1, 2, 5, 5})); }), "conv2d")) << error_of([&] { c(zeros({1, 2, 5, 5})); });
 }
 
-TEST(ConvTranspose2d, HandValuesShapesAndInit) {
+TEST(ConvTranspose2dLayer, HandValuesShapesAndInit) {
   nn::ConvTranspose2d up(1, 1, 2, {.stride = 2, .bias = false});
   set_ones(up);
   Tensor y = up(tensor({{1, 2}, {3, 4}}).view({1, 1, 2, 2}));
@@ -115,7 +115,7 @@ TEST(ConvTranspose2d, HandValuesShapesAndInit) {
       has(error_of([] { nn::ConvTranspose2d(1, 1, 3, {.stride = 2, .output_padding = 2}); }), "output_padding"));
 }
 
-TEST(ConvTranspose2d, GradcheckVariants) {
+TEST(ConvTranspose2dLayer, GradcheckVariants) {
   Tensor x = rand64({2, 2, 3, 3}, 2);
   nn::ConvTranspose2d plain(2, 3, 3);
   gradcheck_module(plain, x);

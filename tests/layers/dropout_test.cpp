@@ -6,7 +6,7 @@
 using namespace ember;
 using namespace layers_test;
 
-TEST(Dropout, TrainMaskScalesAndEvalIsIdentity) {
+TEST(DropoutLayer, TrainMaskScalesAndEvalIsIdentity) {
   Generator g(11);
   nn::Dropout d(0.25, &g);
   Tensor x = ones({20000}, {.requires_grad = true});
@@ -28,7 +28,7 @@ TEST(Dropout, TrainMaskScalesAndEvalIsIdentity) {
   EXPECT_EQ(vec(z), std::vector<double>(20000, 1.0));
 }
 
-TEST(Dropout, GeneratorMakesMasksReproducible) {
+TEST(DropoutLayer, GeneratorMakesMasksReproducible) {
   Generator g1(5), g2(5);
   nn::Dropout a(0.5, &g1), b(0.5, &g2);
   Tensor x = ones({1000});
@@ -36,7 +36,7 @@ TEST(Dropout, GeneratorMakesMasksReproducible) {
   EXPECT_NE(vec(a(x)), vec(a(x)));  // a fresh mask each call
 }
 
-TEST(Dropout, EdgeProbabilitiesAndErrors) {
+TEST(DropoutLayer, EdgeProbabilitiesAndErrors) {
   Tensor x = full({100}, 3.0);
   EXPECT_EQ(vec(nn::Dropout(0.0)(x)), vec(x));
   EXPECT_EQ(vec(nn::Dropout(1.0)(x)), std::vector<double>(100, 0.0));
@@ -44,7 +44,7 @@ TEST(Dropout, EdgeProbabilitiesAndErrors) {
   EXPECT_EQ(nn::Dropout(0.3).extra_repr(), "p=0.3");
 }
 
-TEST(Dropout, FollowsModeInsideSequential) {
+TEST(DropoutLayer, FollowsModeInsideSequential) {
   nn::Sequential s(nn::make<nn::Dropout>(0.5), nn::make<nn::ReLU>());
   Tensor x = ones({1000});
   s.eval();

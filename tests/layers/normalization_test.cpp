@@ -9,7 +9,7 @@
 using namespace ember;
 using namespace layers_test;
 
-TEST(BatchNorm, TrainUpdatesRunningStatsEvalUsesThem) {
+TEST(BatchNormLayer, TrainUpdatesRunningStatsEvalUsesThem) {
   nn::BatchNorm1d bn(2);
   Tensor x = tensor({{1, 2}, {3, 6}});
   const double eps = 1e-5;
@@ -34,7 +34,7 @@ TEST(BatchNorm, TrainUpdatesRunningStatsEvalUsesThem) {
             (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
 }
 
-TEST(BatchNorm, CumulativeAverageWithoutMomentum) {
+TEST(BatchNormLayer, CumulativeAverageWithoutMomentum) {
   nn::BatchNorm1d bn(1, {.momentum = std::nullopt});
   bn(tensor({1.0, 3.0}).view({2, 1}));  // mean 2
   bn(tensor({5.0, 7.0}).view({2, 1}));  // mean 6
@@ -46,7 +46,7 @@ TEST(BatchNorm, CumulativeAverageWithoutMomentum) {
   EXPECT_EQ(vec(bn.running_var), std::vector<double>{1.0});
 }
 
-TEST(BatchNorm, NoRunningStatsAndNoAffine) {
+TEST(BatchNormLayer, NoRunningStatsAndNoAffine) {
   nn::BatchNorm2d bn(2, {.affine = false, .track_running_stats = false});
   EXPECT_TRUE(bn.parameters().empty());
   EXPECT_TRUE(bn.state_dict().empty());
@@ -60,7 +60,7 @@ TEST(BatchNorm, NoRunningStatsAndNoAffine) {
   EXPECT_NEAR(m0 / 12, 0.0, 1e-6);
 }
 
-TEST(BatchNorm, Gradcheck) {
+TEST(BatchNormLayer, Gradcheck) {
   nn::BatchNorm2d bn2(2);
   {
     NoGradGuard ng;
@@ -76,7 +76,7 @@ TEST(BatchNorm, Gradcheck) {
   gradcheck_module(bn3, rand64({2, 3, 4}, 5));
 }
 
-TEST(BatchNorm, Errors) {
+TEST(BatchNormLayer, Errors) {
   nn::BatchNorm2d bn(3);
   EXPECT_TRUE(has(error_of([&] { bn(zeros({2, 3, 4})); }), "BatchNorm2d: expected a 4-D"));
   EXPECT_TRUE(has(error_of([&] { bn(zeros({2, 4, 2, 2})); }), "built for 3"));
@@ -86,7 +86,7 @@ TEST(BatchNorm, Errors) {
   EXPECT_THROW(nn::BatchNorm1d(2, {.momentum = 1.5}), Error);
 }
 
-TEST(LayerNorm, ValuesGradcheckNames) {
+TEST(LayerNormLayer, ValuesGradcheckNames) {
   nn::LayerNorm ln({3});
   expect_near(vec(ln(tensor({{1, 2, 3}}))), {-std::sqrt(1.5), 0, std::sqrt(1.5)}, 1e-4);
   EXPECT_EQ(names(ln.named_parameters()), (std::vector<std::string>{"weight", "bias"}));

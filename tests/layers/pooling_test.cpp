@@ -11,7 +11,7 @@ Tensor grid(int64_t h, int64_t w, DType dt = DType::Float32) {
 }
 }  // namespace
 
-TEST(MaxPool2d, HandValuesAndCeilMode) {
+TEST(MaxPool2dLayer, HandValuesAndCeilMode) {
   EXPECT_EQ(vec(nn::MaxPool2d(2)(grid(4, 4))), (std::vector<double>{5, 7, 13, 15}));
   nn::MaxPool2d floor_mode(3, {.stride = 2});
   EXPECT_EQ(vec(floor_mode(grid(4, 4))), (std::vector<double>{10}));
@@ -23,7 +23,7 @@ TEST(MaxPool2d, HandValuesAndCeilMode) {
   EXPECT_EQ(ceil.extra_repr(), "kernel_size=3, stride=2, padding=0, ceil_mode=true");
 }
 
-TEST(AvgPool2d, HandValuesCeilModeAndPadding) {
+TEST(AvgPool2dLayer, HandValuesCeilModeAndPadding) {
   EXPECT_EQ(vec(nn::AvgPool2d(2)(grid(4, 4))), (std::vector<double>{2.5, 4.5, 10.5, 12.5}));
   // Windows that run past the input in ceil mode divide by the part inside it.
   nn::AvgPool2d ceil(3, {.stride = 2, .ceil_mode = true});
@@ -33,7 +33,7 @@ TEST(AvgPool2d, HandValuesCeilModeAndPadding) {
   EXPECT_EQ(vec(nn::AvgPool2d(2, {.padding = 1, .count_include_pad = false})(x)), (std::vector<double>{1, 2, 3, 4}));
 }
 
-TEST(AdaptiveAvgPool2d, GlobalAndOverlapping) {
+TEST(AdaptiveAvgPool2dLayer, GlobalAndOverlapping) {
   EXPECT_EQ(vec(nn::AdaptiveAvgPool2d(1)(grid(4, 4))), (std::vector<double>{7.5}));
   EXPECT_EQ(vec(nn::AdaptiveAvgPool2d(2)(grid(4, 4))), (std::vector<double>{2.5, 4.5, 10.5, 12.5}));
   Tensor y = nn::AdaptiveAvgPool2d(3)(grid(4, 4));  // windows [0,2), [1,3), [2,4)
