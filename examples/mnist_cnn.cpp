@@ -9,6 +9,7 @@
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
