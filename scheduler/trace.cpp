@@ -170,7 +170,7 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
       auto [it, fresh] = id_line.emplace(j.name, lineno);
       EMBER_CHECK(fresh, where, ": job id '", j.name, "' already used on line ", it->second);
     } else {
-      j.name = "line" + std::to_string(lineno);
+      j.name = std::string("line").append(std::to_string(lineno));
     }
     j.submit = to_number(*cell("submit"), where, colname("submit"), "a submit time") * opt.time_unit;
     double g = to_number(*cell("gpus"), where, colname("gpus"), "a whole number of devices");

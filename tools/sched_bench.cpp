@@ -97,7 +97,7 @@ int sched_bench(const std::vector<std::string>& args) {
       Job j;
       j.id = static_cast<JobId>(jobs.size());
       j.spec = s;
-      j.spec.name = "r" + std::to_string(j.id);
+      j.spec.name = std::string("r").append(std::to_string(j.id));
       j.spec.submit = now - 1000;
       j.executed = u(rng) * s.duration;
       j.status = JobStatus::kRunning;
@@ -111,7 +111,7 @@ int sched_bench(const std::vector<std::string>& args) {
       Job j;
       j.id = static_cast<JobId>(jobs.size());
       j.spec = s;
-      j.spec.name = "w" + std::to_string(j.id);
+      j.spec.name = std::string("w").append(std::to_string(j.id));
       j.spec.submit = now - 1000 + i;
       j.queued_since = j.spec.submit;
       j.status = JobStatus::kWaiting;

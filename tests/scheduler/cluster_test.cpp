@@ -11,7 +11,7 @@ namespace {
 Job make_job(JobId id, int gpus, double mem = 0) {
   Job j;
   j.id = id;
-  j.spec.name = "j" + std::to_string(id);
+  j.spec.name = std::string("j").append(std::to_string(id));
   j.spec.gpus = gpus;
   j.spec.mem_per_gpu = mem;
   return j;

@@ -19,7 +19,7 @@ struct State {
   Job& add(int gpus, double estimate, bool running, double executed = 0) {
     Job j;
     j.id = static_cast<JobId>(jobs.size());
-    j.spec.name = "j" + std::to_string(j.id);
+    j.spec.name = std::string("j").append(std::to_string(j.id));
     j.spec.gpus = gpus;
     j.spec.duration = j.spec.estimate = estimate;
     j.spec.submit = static_cast<double>(j.id);
