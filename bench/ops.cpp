@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
   std::printf("bench/ops: %d thread(s); ratio = reference time / Ember time (1.00 = parity, higher is better)\n\n",
               threads);
-  Table t{{"op", "size", "ember ms", "ember rate", "reference", "ratio"}};
+  Table t{{"op", "size", "ember ms", "ember rate", "reference", "ratio"}, {}};
   for (int64_t s : {256, 512, 1024, 2048}) bench_matmul(t, s, s, s, "square");
   // The MNIST CNN's GEMMs at batch 64 (im2col conv as [B*OH*OW, C*KH*KW] x [C*KH*KW, OC]).
   bench_matmul(t, 64 * 26 * 26, 9, 32, "conv1");

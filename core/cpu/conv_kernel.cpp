@@ -1,0 +1,674 @@
+// CPU convolution: im2col + OpenBLAS GEMM for the forward pass and both backward passes.
+//
+// Images are processed in chunks. A chunk's im2col matrix [C/groups * KH * KW, nb * OH * OW] holds
+// several images side by side when the images are small, so that the GEMM has enough columns to
+// run near peak (a 5x5 input has 9 output pixels: one image alone makes a useless GEMM). Chunks
+// run in parallel on OpenMP threads, each calling single-threaded OpenBLAS (the OpenMP build runs
+// serially inside a parallel region); with fewer chunks than threads, chunks run one after another
+// and OpenBLAS threads each GEMM instead. A 1x1, stride-1, unpadded convolution is a plain GEMM on
+// the input, without im2col. Depthwise convolutions (one input and one output channel per group)
+// would make GEMMs of one row, so they run as direct loops.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/nn_kernels.h"
+#include "core/parallel.h"
+
+namespace ember {
+
+EMBER_DEFINE_STUB(conv2d_forward_stub, ConvForwardFn);
+EMBER_DEFINE_STUB(conv2d_backward_input_stub, ConvBackwardInputFn);
+EMBER_DEFINE_STUB(conv2d_backward_weight_stub, ConvBackwardWeightFn);
+
+namespace {
+
+// Row-major GEMM: C = alpha * op(A) * op(B) + beta * C.
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// Per-thread scratch that grows and is kept: the same shapes come back every training step, and
+// re-faulting megabytes of fresh pages each call would cost as much as the im2col itself.
+template <typename T>
+T* scratch(int slot, int64_t n) {
+  thread_local std::vector<unsigned char> bufs[3];
+  auto& b = bufs[slot];
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T) + 64;
+  if (b.size() < bytes) {
+    b.clear();
+    b.shrink_to_fit();
+    b.resize(bytes);
+  }
+  auto p = reinterpret_cast<uintptr_t>(b.data());
+  return reinterpret_cast<T*>((p + 63) & ~uintptr_t{63});
+}
+
+// Output columns [lo, hi) read input columns inside [0, W) for a kernel column starting at iw0.
+inline void valid_range(int64_t iw0, int64_t stride, int64_t W, int64_t OW, int64_t& lo, int64_t& hi) {
+  // ow * stride + iw0 >= 0  and  ow * stride + iw0 < W
+  lo = iw0 >= 0 ? 0 : (-iw0 + stride - 1) / stride;
+  hi = W - iw0 <= 0 ? 0 : (W - iw0 + stride - 1) / stride;
+  lo = std::min(lo, OW);
+  hi = std::clamp(hi, lo, OW);
+}
+
+// img [Cg, H, W] -> col rows (c, kh, kw), each holding output rows [oh0, oh1) (OW entries per
+// output row), row stride ld.
+template <typename T>
+void im2col(const T* img, T* col, int64_t ld, int64_t Cg, const ConvGeometry& g, int64_t oh0, int64_t oh1) {
+  const int64_t H = g.H, W = g.W, OW = g.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        T* dst = col + ((c * g.KH + kh) * g.KW + kw) * ld;
+        const int64_t iw0 = kw * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(iw0, g.sw, W, OW, lo, hi);
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          T* d = dst + (oh - oh0) * OW;
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= H) {
+            std::fill(d, d + OW, T(0));
+            continue;
+          }
+          const T* src = img + (c * H + ih) * W + iw0;
+          for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
+          if (g.sw == 1) {
+            std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.sw];
+          }
+          for (int64_t ow = hi; ow < OW; ++ow) d[ow] = T(0);
+        }
+      }
+}
+
+// The adjoint of im2col: img [Cg, H, W] += col (img must be zeroed first by the caller).
+template <typename T>
+void col2im(const T* col, int64_t ld, T* img, int64_t Cg, const ConvGeometry& g, int64_t oh0, int64_t oh1) {
+  const int64_t H = g.H, W = g.W, OW = g.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const T* src = col + ((c * g.KH + kh) * g.KW + kw) * ld;
+        const int64_t iw0 = kw * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(iw0, g.sw, W, OW, lo, hi);
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= H) continue;
+          const T* s = src + (oh - oh0) * OW;
+          T* d = img + (c * H + ih) * W + iw0;
+          if (g.sw == 1) {
+#pragma omp simd
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] += s[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow * g.sw] += s[ow];
+          }
+        }
+      }
+}
+
+// How the batch is cut into chunks and whether chunks run on parallel threads.
+struct Plan {
+  int64_t per_chunk = 1;  // images per chunk
+  int64_t chunks = 0;
+  int threads = 1;  // > 1: chunks in parallel (serial OpenBLAS inside)
+};
+
+// Enough GEMM columns per chunk to keep OpenBLAS efficient, without a chunk's im2col matrix
+// outgrowing the caches or leaving threads idle.
+Plan make_plan(const ConvGeometry& g, bool batch_images) {
+  constexpr int64_t kTargetColumns = 512;
+  const int64_t ohw = std::max<int64_t>(1, g.OH * g.OW);
+  Plan p;
+  // Below a few million multiply-adds a parallel region costs more than it saves (and on a busy
+  // machine a descheduled thread makes every barrier a scheduler time slice).
+  constexpr int64_t kMinParallelMacs = int64_t{1} << 22;
+  const int64_t macs = g.N * g.OC * ohw * (g.C / std::max<int64_t>(1, g.groups)) * g.KH * g.KW;
+#ifdef _OPENMP
+  const bool nested = omp_in_parallel();
+#else
+  const bool nested = true;
+#endif
+  const int nt = nested || macs < kMinParallelMacs ? 1 : get_num_threads();
+  int64_t b = batch_images ? std::max<int64_t>(1, kTargetColumns / ohw) : 1;
+  if (nt > 1) b = std::min(b, std::max<int64_t>(1, (g.N + nt - 1) / nt));
+  b = std::clamp<int64_t>(b, 1, std::max<int64_t>(1, g.N));
+  p.per_chunk = b;
+  p.chunks = (g.N + b - 1) / b;
+  p.threads = static_cast<int>(std::min<int64_t>(nt, p.chunks));
+  return p;
+}
+
+// f(thread, first image, images) for every chunk.
+template <typename F>
+void run_chunks(const Plan& p, int64_t N, const F& f) {
+  if (p.threads > 1) {
+#pragma omp parallel num_threads(p.threads)
+    {
+#ifdef _OPENMP
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
+    }
+  } else {
+    for (int64_t c = 0; c < p.chunks; ++c) f(0, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
+  }
+}
+
+bool is_pointwise(const ConvGeometry& g) {
+  return g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H && g.OW == g.W;
+}
+
+bool is_depthwise(const ConvGeometry& g) {
+  return g.groups > 1 && g.groups == g.C && g.groups == g.OC;
+}
+
+// Output rows per im2col tile for a single large image: the tile's column matrix stays around
+// 512 KiB (in L2/L3 while the GEMM packs it, instead of a round trip through memory), with enough
+// columns for an efficient GEMM. (At the ResNet 64-channel 56x56 layer, untiled im2col ran about
+// 15-25% slower; 256 KiB to 1 MiB tiles were within this machine's noise of each other.)
+template <typename T>
+int64_t tile_rows(const ConvGeometry& g, int64_t K) {
+  constexpr int64_t kTileBytes = int64_t{1} << 19, kMinColumns = 256;
+  const int64_t cols = std::max(kMinColumns, kTileBytes / std::max<int64_t>(1, K * static_cast<int64_t>(sizeof(T))));
+  return std::clamp<int64_t>(cols / std::max<int64_t>(1, g.OW), 1, std::max<int64_t>(1, g.OH));
+}
+
+// ------------------------------------------------------------------ depthwise (direct loops)
+
+// Output plane oc of image n from input plane oc: out[oh, ow] = sum_k w[k] * in[...].
+template <typename T>
+void depthwise_plane_forward(T* o, const T* in, const T* w, T bias, const ConvGeometry& g) {
+  std::fill(o, o + g.OH * g.OW, bias);
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const T wv = w[kh * g.KW + kw];
+      const int64_t iw0 = kw * g.dw - g.pw;
+      int64_t lo, hi;
+      valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        const T* s = in + ih * g.W + iw0;
+        T* d = o + oh * g.OW;
+        if (g.sw == 1) {
+#pragma omp simd
+          for (int64_t ow = lo; ow < hi; ++ow) d[ow] += wv * s[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) d[ow] += wv * s[ow * g.sw];
+        }
+      }
+    }
+}
+
+// ------------------------------------------------------------------ channels-last path
+// For small images (short output rows) im2col is a storm of copies a few elements long. Instead
+// the chunk's images are transposed to channels-last [nb, H, W, C], each output pixel's patch is
+// KH*KW contiguous copies of C channels ("im2row", rows = output pixels, columns (kh, kw, c)),
+// and the GEMM produces [pixels, OC], transposed back to NCHW. groups == 1 only.
+
+bool use_channels_last(const ConvGeometry& g) {
+  return g.groups == 1 && g.C >= 8 && g.OW < 16;
+}
+
+// x [C, HW] -> xt [HW, C]
+template <typename T>
+void to_channels_last(const T* x, T* xt, int64_t C, int64_t HW) {
+  for (int64_t c = 0; c < C; ++c) {
+    const T* s = x + c * HW;
+    for (int64_t i = 0; i < HW; ++i) xt[i * C + c] = s[i];
+  }
+}
+
+// xt [HW, C] -> x [C, HW] (+ b[c] when given)
+template <typename T>
+void from_channels_last(const T* xt, T* x, int64_t C, int64_t HW, const T* b) {
+  for (int64_t c = 0; c < C; ++c) {
+    T* d = x + c * HW;
+    const T bv = b ? b[c] : T(0);
+    for (int64_t i = 0; i < HW; ++i) d[i] = xt[i * C + c] + bv;
+  }
+}
+
+// Calls f(row, tap, input pixel or -1) for every output pixel of one image and kernel tap.
+template <typename F>
+void for_each_tap(const ConvGeometry& g, const F& f) {
+  for (int64_t oh = 0; oh < g.OH; ++oh)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+          f(oh * g.OW + ow, kh * g.KW + kw, in ? ih * g.W + iw : -1);
+        }
+      }
+}
+
+// One image: rows [OHW, KH*KW*C] of patches from xt [HW, C].
+template <typename T>
+void im2row(const T* xt, T* rows, const ConvGeometry& g) {
+  const int64_t C = g.C, Kp = g.KH * g.KW * C;
+  for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+    T* d = rows + r * Kp + tap * C;
+    if (pix < 0) {
+      std::fill(d, d + C, T(0));
+    } else {
+      std::memcpy(d, xt + pix * C, static_cast<size_t>(C) * sizeof(T));
+    }
+  });
+}
+
+// weight [OC, C, KH, KW] -> [OC, KH, KW, C]
+template <typename T>
+std::vector<T> weight_channels_last(const T* w, const ConvGeometry& g) {
+  const int64_t KK = g.KH * g.KW;
+  std::vector<T> r(static_cast<size_t>(g.OC * KK * g.C));
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t k = 0; k < KK; ++k) r[(oc * KK + k) * g.C + c] = w[(oc * g.C + c) * KK + k];
+  return r;
+}
+
+template <typename T>
+void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* ot = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+    }
+    gemm(false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
+    for (int64_t j = 0; j < nb; ++j) from_channels_last(ot + j * OHW * g.OC, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
+  });
+}
+
+template <typename T>
+void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* got = scratch<T>(1, rows * g.OC);
+    T* da = scratch<T>(0, rows * Kp);
+    T* xt = scratch<T>(2, HW * g.C);
+    for (int64_t j = 0; j < nb; ++j) to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    gemm(false, false, rows, Kp, g.OC, T(1), got, g.OC, wt.data(), Kp, T(0), da, Kp);
+    for (int64_t j = 0; j < nb; ++j) {
+      std::fill(xt, xt + HW * g.C, T(0));
+      const T* dj = da + j * OHW * Kp;
+      for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+        if (pix < 0) return;
+        const T* s = dj + r * Kp + tap * g.C;
+        T* d = xt + pix * g.C;
+#pragma omp simd
+        for (int64_t c = 0; c < g.C; ++c) d[c] += s[c];
+      });
+      from_channels_last(xt, gi + (n0 + j) * g.C * HW, g.C, HW, bp);
+    }
+  });
+}
+
+template <typename T>
+void cl_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, KK = g.KH * g.KW, Kp = KK * g.C;
+  const int64_t wsize = g.OC * Kp;
+  const Plan plan = make_plan(g, true);
+  std::vector<T> acc(static_cast<size_t>(plan.threads * wsize), T(0));
+  run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* got = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+      to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    }
+    gemm(true, false, g.OC, Kp, rows, T(1), got, g.OC, a, Kp, T(1), acc.data() + tid * wsize, Kp);
+  });
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t k = 0; k < KK; ++k)
+      for (int64_t c = 0; c < g.C; ++c) {
+        T s = 0;
+        for (int t = 0; t < plan.threads; ++t) s += acc[t * wsize + (oc * KK + k) * g.C + c];
+        gw[(oc * g.C + c) * KK + k] = s;
+      }
+}
+
+// ------------------------------------------------------------------ forward
+
+template <typename T>
+void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                  const ConvGeometry& g) {
+  const T* in = static_cast<const T*>(input.raw_data());
+  const T* w = static_cast<const T*>(weight.raw_data());
+  const T* bp = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
+  T* o = static_cast<T*>(out.raw_data());
+  const int64_t G = g.groups, Cg = g.C / G, OCg = g.OC / G, K = Cg * g.KH * g.KW;
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  if (g.N == 0 || OHW == 0) return;
+
+  if (is_depthwise(g)) {
+    const int64_t planes = g.N * g.C;
+    parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, OHW * K)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t p = b; p < e; ++p) {
+                     const int64_t c = p % g.C;
+                     depthwise_plane_forward(o + p * OHW, in + p * HW, w + c * K, bp ? bp[c] : T(0), g);
+                   }
+                 });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_forward(o, in, w, bp, g);
+    return;
+  }
+
+  const bool pointwise = is_pointwise(g);
+  const Plan plan = make_plan(g, !pointwise);
+  const int64_t rows = tile_rows<T>(g, K);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t cols = nb * OHW;
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
+    T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      const T* wg = w + grp * OCg * K;
+      if (nb == 1) {
+        T* dst = o + (n0 * g.OC + grp * OCg) * OHW;
+        if (bp)
+          for (int64_t oc = 0; oc < OCg; ++oc) std::fill(dst + oc * OHW, dst + (oc + 1) * OHW, bp[grp * OCg + oc]);
+        const T* src = in + (n0 * g.C + grp * Cg) * HW;
+        if (pointwise) {
+          gemm(false, false, OCg, OHW, K, T(1), wg, K, src, OHW, bp ? T(1) : T(0), dst, OHW);
+          continue;
+        }
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          im2col(src, col, tc, Cg, g, oh0, oh1);
+          gemm(false, false, OCg, tc, K, T(1), wg, K, col, tc, bp ? T(1) : T(0), dst + oh0 * g.OW, OHW);
+        }
+        continue;
+      }
+      for (int64_t j = 0; j < nb; ++j)
+        im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g, 0, g.OH);
+      gemm(false, false, OCg, cols, K, T(1), wg, K, col, cols, T(0), tmp, cols);
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t oc = 0; oc < OCg; ++oc) {
+          const T* s = tmp + oc * cols + j * OHW;
+          T* d = o + ((n0 + j) * g.OC + grp * OCg + oc) * OHW;
+          const T bv = bp ? bp[grp * OCg + oc] : T(0);
+#pragma omp simd
+          for (int64_t i = 0; i < OHW; ++i) d[i] = s[i] + bv;
+        }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ backward: input
+
+template <typename T>
+void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight, const Tensor& bias,
+                         const ConvGeometry& g) {
+  T* gi = static_cast<T*>(grad_input.raw_data());
+  const T* go = static_cast<const T*>(grad_out.raw_data());
+  const T* w = static_cast<const T*>(weight.raw_data());
+  const T* bp = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
+  const int64_t G = g.groups, Cg = g.C / G, OCg = g.OC / G, K = Cg * g.KH * g.KW;
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  if (g.N == 0 || HW == 0) return;
+
+  auto add_bias = [&](int64_t n) {
+    if (!bp) return;
+    for (int64_t c = 0; c < g.C; ++c) {
+      T* d = gi + (n * g.C + c) * HW;
+      const T bv = bp[c];
+#pragma omp simd
+      for (int64_t i = 0; i < HW; ++i) d[i] += bv;
+    }
+  };
+
+  if (is_depthwise(g)) {
+    const int64_t planes = g.N * g.C;
+    parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, OHW * K)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t p = b; p < e; ++p) {
+                     const int64_t c = p % g.C;
+                     T* d = gi + p * HW;
+                     std::fill(d, d + HW, bp ? bp[c] : T(0));
+                     // a depthwise plane's input gradient is col2im of w (outer) grad_out
+                     const T* s = go + p * OHW;
+                     const T* wc = w + c * K;
+                     for (int64_t kh = 0; kh < g.KH; ++kh)
+                       for (int64_t kw = 0; kw < g.KW; ++kw) {
+                         const T wv = wc[kh * g.KW + kw];
+                         const int64_t iw0 = kw * g.dw - g.pw;
+                         int64_t lo, hi;
+                         valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
+                         for (int64_t oh = 0; oh < g.OH; ++oh) {
+                           const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+                           if (ih < 0 || ih >= g.H) continue;
+                           const T* sr = s + oh * g.OW;
+                           T* dr = d + ih * g.W + iw0;
+                           if (g.sw == 1) {
+#pragma omp simd
+                             for (int64_t ow = lo; ow < hi; ++ow) dr[ow] += wv * sr[ow];
+                           } else {
+                             for (int64_t ow = lo; ow < hi; ++ow) dr[ow * g.sw] += wv * sr[ow];
+                           }
+                         }
+                       }
+                   }
+                 });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_input(gi, go, w, bp, g);
+    return;
+  }
+
+  const bool pointwise = is_pointwise(g);
+  const Plan plan = make_plan(g, !pointwise);
+  const int64_t rows = tile_rows<T>(g, K);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t cols = nb * OHW;
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
+    T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      const T* wg = w + grp * OCg * K;
+      if (pointwise) {  // nb == 1
+        gemm(true, false, Cg, HW, OCg, T(1), wg, K, go + (n0 * g.OC + grp * OCg) * OHW, OHW, T(0),
+             gi + (n0 * g.C + grp * Cg) * HW, HW);
+        continue;
+      }
+      if (nb == 1) {
+        T* img = gi + (n0 * g.C + grp * Cg) * HW;
+        std::fill(img, img + Cg * HW, T(0));
+        const T* src = go + (n0 * g.OC + grp * OCg) * OHW;
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          gemm(true, false, K, tc, OCg, T(1), wg, K, src + oh0 * g.OW, OHW, T(0), col, tc);
+          col2im(col, tc, img, Cg, g, oh0, oh1);
+        }
+        continue;
+      }
+      // several small images: gather their gradients side by side, one GEMM, col2im each
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t oc = 0; oc < OCg; ++oc)
+          std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
+                      static_cast<size_t>(OHW) * sizeof(T));
+      gemm(true, false, K, cols, OCg, T(1), wg, K, tmp, cols, T(0), col, cols);
+      for (int64_t j = 0; j < nb; ++j) {
+        T* img = gi + ((n0 + j) * g.C + grp * Cg) * HW;
+        std::fill(img, img + Cg * HW, T(0));
+        col2im(col + j * OHW, cols, img, Cg, g, 0, g.OH);
+      }
+    }
+    for (int64_t j = 0; j < nb; ++j) add_bias(n0 + j);
+  });
+}
+
+// ------------------------------------------------------------------ backward: weight and bias
+
+template <typename T>
+void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
+                          const Tensor& input, const ConvGeometry& g) {
+  T* gw = grad_weight.defined() ? static_cast<T*>(grad_weight.raw_data()) : nullptr;
+  T* gb = grad_bias.defined() ? static_cast<T*>(grad_bias.raw_data()) : nullptr;
+  const T* go = static_cast<const T*>(grad_out.raw_data());
+  const T* in = static_cast<const T*>(input.raw_data());
+  const int64_t G = g.groups, Cg = g.C / G, OCg = g.OC / G, K = Cg * g.KH * g.KW;
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  const int64_t wsize = g.OC * K;
+  if (gw) std::fill(gw, gw + wsize, T(0));
+
+  if (gb) {  // bias: a plain sum over each output plane, accumulated in double
+    std::vector<double> acc(static_cast<size_t>(g.OC), 0.0);
+    parallel_for(0, g.OC, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.N * OHW)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t oc = b; oc < e; ++oc) {
+                     double s = 0.0;
+                     for (int64_t n = 0; n < g.N; ++n) {
+                       const T* p = go + (n * g.OC + oc) * OHW;
+                       T part = 0;
+#pragma omp simd reduction(+ : part)
+                       for (int64_t i = 0; i < OHW; ++i) part += p[i];
+                       s += static_cast<double>(part);
+                     }
+                     acc[oc] = s;
+                   }
+                 });
+    for (int64_t oc = 0; oc < g.OC; ++oc) gb[oc] = static_cast<T>(acc[oc]);
+  }
+  if (!gw || g.N == 0 || OHW == 0) return;
+
+  if (is_depthwise(g)) {
+    // per channel: gw[c, k] = sum_n sum_o grad_out[n, c, o] * in[n, c, pos(o, k)]
+    parallel_for(0, g.C, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c)
+        for (int64_t kh = 0; kh < g.KH; ++kh)
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            const int64_t iw0 = kw * g.dw - g.pw;
+            int64_t lo, hi;
+            valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
+            T acc = 0;
+            for (int64_t n = 0; n < g.N; ++n) {
+              const T* s = go + (n * g.C + c) * OHW;
+              const T* x = in + (n * g.C + c) * HW;
+              for (int64_t oh = 0; oh < g.OH; ++oh) {
+                const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+                if (ih < 0 || ih >= g.H) continue;
+                const T* sr = s + oh * g.OW;
+                const T* xr = x + ih * g.W + iw0;
+                if (g.sw == 1) {
+#pragma omp simd reduction(+ : acc)
+                  for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow];
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow * g.sw];
+                }
+              }
+            }
+            gw[c * K + kh * g.KW + kw] = acc;
+          }
+    });
+    return;
+  }
+
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_weight(gw, go, in, g);
+    return;
+  }
+
+  const bool pointwise = is_pointwise(g);
+  const Plan plan = make_plan(g, !pointwise);
+  // Thread 0 accumulates into grad_weight itself, the others into partial sums added at the end.
+  std::vector<T> partial(static_cast<size_t>(std::max(0, plan.threads - 1)) * static_cast<size_t>(wsize), T(0));
+  const int64_t rows = tile_rows<T>(g, K);
+  run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
+    T* acc = tid == 0 ? gw : partial.data() + static_cast<size_t>(tid - 1) * static_cast<size_t>(wsize);
+    const int64_t cols = nb * OHW;
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
+    T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      T* accg = acc + grp * OCg * K;
+      if (pointwise) {  // nb == 1
+        gemm(false, true, OCg, Cg, HW, T(1), go + (n0 * g.OC + grp * OCg) * OHW, OHW, in + (n0 * g.C + grp * Cg) * HW,
+             HW, T(1), accg, K);
+        continue;
+      }
+      if (nb == 1) {
+        const T* x = in + (n0 * g.C + grp * Cg) * HW;
+        const T* src = go + (n0 * g.OC + grp * OCg) * OHW;
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          im2col(x, col, tc, Cg, g, oh0, oh1);
+          gemm(false, true, OCg, K, tc, T(1), src + oh0 * g.OW, OHW, col, tc, T(1), accg, K);
+        }
+        continue;
+      }
+      for (int64_t j = 0; j < nb; ++j)
+        im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g, 0, g.OH);
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t oc = 0; oc < OCg; ++oc)
+          std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
+                      static_cast<size_t>(OHW) * sizeof(T));
+      gemm(false, true, OCg, K, cols, T(1), tmp, cols, col, cols, T(1), accg, K);
+    }
+  });
+  for (int t = 1; t < plan.threads; ++t) {
+    const T* p = partial.data() + static_cast<size_t>(t - 1) * static_cast<size_t>(wsize);
+#pragma omp simd
+    for (int64_t i = 0; i < wsize; ++i) gw[i] += p[i];
+  }
+}
+
+void cpu_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const ConvGeometry& g) {
+  EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] { forward_impl<scalar_t>(out, input, weight, bias, g); });
+}
+
+void cpu_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
+                               const Tensor& bias, const ConvGeometry& g) {
+  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
+                       [&] { backward_input_impl<scalar_t>(grad_input, grad_out, weight, bias, g); });
+}
+
+void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
+                                const Tensor& input, const ConvGeometry& g) {
+  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
+                       [&] { backward_weight_impl<scalar_t>(grad_weight, grad_bias, grad_out, input, g); });
+}
+
+}  // namespace
+
+EMBER_REGISTER_KERNEL(conv2d_forward_stub, CPU, cpu_conv2d_forward);
+EMBER_REGISTER_KERNEL(conv2d_backward_input_stub, CPU, cpu_conv2d_backward_input);
+EMBER_REGISTER_KERNEL(conv2d_backward_weight_stub, CPU, cpu_conv2d_backward_weight);
+
+}  // namespace ember

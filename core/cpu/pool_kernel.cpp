@@ -1,0 +1,234 @@
+// CPU pooling: max (with argmax indices), average and adaptive average, forward and backward.
+// Every kernel makes one pass over its planes, threaded over the N * C planes: each plane's
+// gradient is written by one thread only, so the backward scatters need no atomics.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/nn_kernels.h"
+#include "core/parallel.h"
+
+namespace ember {
+
+EMBER_DEFINE_STUB(max_pool2d_forward_stub, MaxPoolForwardFn);
+EMBER_DEFINE_STUB(max_pool2d_backward_stub, MaxPoolBackwardFn);
+EMBER_DEFINE_STUB(avg_pool2d_forward_stub, AvgPoolForwardFn);
+EMBER_DEFINE_STUB(avg_pool2d_backward_stub, AvgPoolBackwardFn);
+EMBER_DEFINE_STUB(adaptive_avg_pool2d_forward_stub, AdaptiveAvgPoolForwardFn);
+EMBER_DEFINE_STUB(adaptive_avg_pool2d_backward_stub, AdaptiveAvgPoolBackwardFn);
+
+namespace {
+
+// Planes per parallel chunk so that a chunk carries about kParallelGrain elements of work.
+int64_t plane_grain(int64_t plane_work) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, plane_work));
+}
+
+template <typename T>
+void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dGeometry& g) {
+  const T* x = static_cast<const T*>(input.raw_data());
+  T* y = static_cast<T*>(out.raw_data());
+  int64_t* ix = static_cast<int64_t*>(indices.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  const bool simple =
+      g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.OH * 2 <= g.H && g.OW * 2 <= g.W;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* xp = x + p * HW;
+      T* yp = y + p * OHW;
+      int64_t* ip = ix + p * OHW;
+      if (simple) {  // the MNIST case: every window lies inside the plane
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const T* r0 = xp + 2 * oh * g.W;
+          const T* r1 = r0 + g.W;
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            const int64_t c = 2 * ow;
+            T best = r0[c];
+            int64_t bi = 2 * oh * g.W + c;
+            if (r0[c + 1] > best || std::isnan(r0[c + 1])) best = r0[c + 1], bi = 2 * oh * g.W + c + 1;
+            if (r1[c] > best || std::isnan(r1[c])) best = r1[c], bi = (2 * oh + 1) * g.W + c;
+            if (r1[c + 1] > best || std::isnan(r1[c + 1])) best = r1[c + 1], bi = (2 * oh + 1) * g.W + c + 1;
+            yp[oh * g.OW + ow] = best;
+            ip[oh * g.OW + ow] = bi;
+          }
+        }
+        continue;
+      }
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t h0 = std::max<int64_t>(oh * g.sh - g.ph, 0);
+        const int64_t h1 = std::min(oh * g.sh - g.ph + g.kh, g.H);
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pw, 0);
+          const int64_t w1 = std::min(ow * g.sw - g.pw + g.kw, g.W);
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t bi = h0 * g.W + w0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) {
+              const T v = xp[ih * g.W + iw];
+              // strict > keeps the first maximum; NaN propagates as in PyTorch
+              if (v > best || std::isnan(v)) {
+                best = v;
+                bi = ih * g.W + iw;
+              }
+            }
+          yp[oh * g.OW + ow] = best;
+          ip[oh * g.OW + ow] = bi;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void max_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices, const Pool2dGeometry& g) {
+  T* gi = static_cast<T*>(grad_input.raw_data());
+  const T* go = static_cast<const T*>(grad_out.raw_data());
+  const int64_t* ix = static_cast<const int64_t*>(indices.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      T* gp = gi + p * HW;
+      std::fill(gp, gp + HW, T(0));
+      const T* op = go + p * OHW;
+      const int64_t* ip = ix + p * OHW;
+      for (int64_t i = 0; i < OHW; ++i) gp[ip[i]] += op[i];
+    }
+  });
+}
+
+// The window of output (oh, ow) clipped to the input, and its divisor (PyTorch's rule).
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+inline AvgWindow avg_window(int64_t oh, int64_t ow, const Pool2dGeometry& g) {
+  int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+  int64_t h1 = std::min(h0 + g.kh, g.H + g.ph), w1 = std::min(w0 + g.kw, g.W + g.pw);
+  const int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.H), w1 = std::min(w1, g.W);
+  return {h0, h1, w0, w1, g.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+}
+
+template <typename T>
+void avg_forward(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  const T* x = static_cast<const T*>(input.raw_data());
+  T* y = static_cast<T*>(out.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* xp = x + p * HW;
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const AvgWindow w = avg_window(oh, ow, g);
+          T s = 0;
+          for (int64_t ih = w.h0; ih < w.h1; ++ih)
+            for (int64_t iw = w.w0; iw < w.w1; ++iw) s += xp[ih * g.W + iw];
+          y[p * OHW + oh * g.OW + ow] = w.divisor > 0 ? s / static_cast<T>(w.divisor) : T(0);
+        }
+    }
+  });
+}
+
+template <typename T>
+void avg_backward(const Tensor& grad_input, const Tensor& grad_out, const Pool2dGeometry& g) {
+  T* gi = static_cast<T*>(grad_input.raw_data());
+  const T* go = static_cast<const T*>(grad_out.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      T* gp = gi + p * HW;
+      std::fill(gp, gp + HW, T(0));
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const AvgWindow w = avg_window(oh, ow, g);
+          if (w.divisor <= 0) continue;
+          const T v = go[p * OHW + oh * g.OW + ow] / static_cast<T>(w.divisor);
+          for (int64_t ih = w.h0; ih < w.h1; ++ih)
+            for (int64_t iw = w.w0; iw < w.w1; ++iw) gp[ih * g.W + iw] += v;
+        }
+    }
+  });
+}
+
+// PyTorch's adaptive pooling bounds: [floor(i * in / out), ceil((i + 1) * in / out)).
+inline int64_t adaptive_start(int64_t i, int64_t in, int64_t out) {
+  return (i * in) / out;
+}
+inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
+
+template <typename T>
+void adaptive_forward(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  const T* x = static_cast<const T*>(input.raw_data());
+  T* y = static_cast<T*>(out.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* xp = x + p * HW;
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t h0 = adaptive_start(oh, g.H, g.OH), h1 = adaptive_end(oh, g.H, g.OH);
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const int64_t w0 = adaptive_start(ow, g.W, g.OW), w1 = adaptive_end(ow, g.W, g.OW);
+          T s = 0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) s += xp[ih * g.W + iw];
+          y[p * OHW + oh * g.OW + ow] = s / static_cast<T>((h1 - h0) * (w1 - w0));
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void adaptive_backward(const Tensor& grad_input, const Tensor& grad_out, const Pool2dGeometry& g) {
+  T* gi = static_cast<T*>(grad_input.raw_data());
+  const T* go = static_cast<const T*>(grad_out.raw_data());
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      T* gp = gi + p * HW;
+      std::fill(gp, gp + HW, T(0));
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t h0 = adaptive_start(oh, g.H, g.OH), h1 = adaptive_end(oh, g.H, g.OH);
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const int64_t w0 = adaptive_start(ow, g.W, g.OW), w1 = adaptive_end(ow, g.W, g.OW);
+          const T v = go[p * OHW + oh * g.OW + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) gp[ih * g.W + iw] += v;
+        }
+      }
+    }
+  });
+}
+
+void cpu_max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(input.dtype(), "max_pool2d", [&] { max_forward<scalar_t>(out, indices, input, g); });
+}
+void cpu_max_backward(const Tensor& gi, const Tensor& go, const Tensor& indices, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(go.dtype(), "max_pool2d_backward", [&] { max_backward<scalar_t>(gi, go, indices, g); });
+}
+void cpu_avg_forward(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(input.dtype(), "avg_pool2d", [&] { avg_forward<scalar_t>(out, input, g); });
+}
+void cpu_avg_backward(const Tensor& gi, const Tensor& go, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(go.dtype(), "avg_pool2d_backward", [&] { avg_backward<scalar_t>(gi, go, g); });
+}
+void cpu_adaptive_forward(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(input.dtype(), "adaptive_avg_pool2d", [&] { adaptive_forward<scalar_t>(out, input, g); });
+}
+void cpu_adaptive_backward(const Tensor& gi, const Tensor& go, const Pool2dGeometry& g) {
+  EMBER_DISPATCH_FLOAT(go.dtype(), "adaptive_avg_pool2d_backward", [&] { adaptive_backward<scalar_t>(gi, go, g); });
+}
+
+}  // namespace
+
+EMBER_REGISTER_KERNEL(max_pool2d_forward_stub, CPU, cpu_max_forward);
+EMBER_REGISTER_KERNEL(max_pool2d_backward_stub, CPU, cpu_max_backward);
+EMBER_REGISTER_KERNEL(avg_pool2d_forward_stub, CPU, cpu_avg_forward);
+EMBER_REGISTER_KERNEL(avg_pool2d_backward_stub, CPU, cpu_avg_backward);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_forward_stub, CPU, cpu_adaptive_forward);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_backward_stub, CPU, cpu_adaptive_backward);
+
+}  // namespace ember

@@ -1,0 +1,364 @@
+// CPU kernels for the fused recurrent layers (core/rnn_kernels.h).
+// Forward: one OpenBLAS GEMM projects the input of every step (biases folded in). The recurrent
+// loop then runs in one OpenMP parallel region in which each thread owns a range of hidden units:
+// per step it multiplies h_{t-1} by its slice of W_hh (packed once per call, where a BLAS call
+// would repack it at every step) and applies the fused gate math to its units; one barrier per
+// step. Backward through time uses the same split: per step the fused gate-gradient kernel for its
+// units, a barrier, then its columns of dh_{t-1} = dG_t W_hh; after the loop single OpenBLAS GEMMs
+// over all steps give d input, dW_ih and dW_hh, and GEMVs the bias gradients. float32 uses
+// vectorised approximations of exp/tanh (about 1e-7 relative error); float64 uses libm so that
+// gradient checks see exact math.
+#include <cblas.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu/rnn_cells.h"
+#include "core/cpu/rnn_gemm.h"
+#include "core/parallel.h"
+#include "core/rnn_kernels.h"
+
+namespace ember {
+
+EMBER_DEFINE_STUB(rnn_forward_stub, RnnForwardFn);
+EMBER_DEFINE_STUB(rnn_backward_stub, RnnBackwardFn);
+
+namespace {
+
+using namespace cpu::rnn;  // NOLINT(google-build-using-namespace): the kernel's own helpers
+
+// ------------------------------------------------------------------ BLAS (row-major)
+
+// C[m, n] = op(A) op(B) + beta C, tolerating empty sizes (BLAS rejects leading dimensions of 0).
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+          T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  const auto oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  const int LDA = static_cast<int>(lda), LDB = static_cast<int>(ldb), LDC = static_cast<int>(ldc);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, oa, ob, M, N, K, 1.0f, a, LDA, b, LDB, beta, c, LDC);
+  else
+    cblas_dgemm(CblasRowMajor, oa, ob, M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
+}
+
+// y[n] = column sums of A[m, n].
+template <typename T>
+void column_sums(int64_t m, int64_t n, const T* a, T* y) {
+  if (n == 0) return;
+  if (m == 0) {
+    std::fill(y, y + n, T(0));
+    return;
+  }
+  std::vector<T> ones(static_cast<size_t>(m), T(1));
+  const int M = static_cast<int>(m), N = static_cast<int>(n);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemv(CblasRowMajor, CblasTrans, M, N, 1.0f, a, N, ones.data(), 1, 0.0f, y, 1);
+  else
+    cblas_dgemv(CblasRowMajor, CblasTrans, M, N, 1.0, a, N, ones.data(), 1, 0.0, y, 1);
+}
+
+// ------------------------------------------------------------------ threads
+
+bool in_parallel() {
+#ifdef _OPENMP
+  return omp_in_parallel();
+#else
+  return false;
+#endif
+}
+
+// Runs f(tid, nthreads) on nthreads OpenMP threads (inline when 1).
+template <typename F>
+void run_threads(int nthreads, const F& f) {
+  if (nthreads <= 1) {
+    f(0, 1);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nthreads)
+  f(omp_get_thread_num(), omp_get_num_threads());
+#else
+  f(0, 1);
+#endif
+}
+
+inline void barrier(int nthreads) {
+#ifdef _OPENMP
+  if (nthreads > 1) {
+#pragma omp barrier
+  }
+#else
+  (void)nthreads;
+#endif
+}
+
+// ------------------------------------------------------------------ sequence loops
+
+struct Steps {
+  int64_t T;
+  bool reverse;
+  // Time of the s-th processed step, and the hs/cs slots it reads and writes.
+  int64_t time(int64_t s) const { return reverse ? T - 1 - s : s; }
+  int64_t prev_slot(int64_t t) const { return reverse ? t + 1 : t; }
+  int64_t next_slot(int64_t t) const { return reverse ? t : t + 1; }
+  int64_t first_slot() const { return reverse ? T : 0; }
+  int64_t last_slot() const { return reverse ? 0 : T; }
+};
+
+// Each thread owns a contiguous range of hidden-unit panels for the whole sequence: it computes
+// the GEMM columns of those units (in every gate) and then their gate math, so a step needs one
+// barrier (everyone's h_t before anyone's next GEMM), and the loop runs in one parallel region.
+struct UnitSplit {
+  int64_t q0, q1, u0, u1;  // panels [q0, q1) = units [u0, u1)
+};
+UnitSplit split_units(int64_t H, int tid, int nthreads) {
+  const int64_t panels = (H + kPanel - 1) / kPanel;
+  UnitSplit s;
+  s.q0 = panels * tid / nthreads;
+  s.q1 = panels * (tid + 1) / nthreads;
+  s.u0 = std::min(H, s.q0 * kPanel);
+  s.u1 = std::min(H, s.q1 * kPanel);
+  return s;
+}
+
+// Threads for the recurrent loop: one per panel at most, and one when a step is too small for a
+// barrier to pay off.
+int recurrent_threads(int64_t B, int64_t H, int64_t G) {
+  const int64_t panels = (H + kPanel - 1) / kPanel;
+  if (B * G * H * H < 262144 || in_parallel()) return 1;
+  return static_cast<int>(std::min<int64_t>(get_num_threads(), panels));
+}
+
+template <typename T>
+void forward_impl(const RnnForwardArgs& a) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
+  const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
+  const bool relu = cfg.mode == RnnMode::RnnRelu;
+  const Steps steps{Tn, cfg.reverse};
+  const bool all_full = cfg.lengths.empty();
+  const int64_t* len = cfg.lengths.data();
+  const TensorOptions opts{a.input.dtype(), a.input.device()};
+
+  const T* x = a.input.data_ptr<T>();
+  const T* w_ih = a.w_ih.data_ptr<T>();
+  const T* w_hh = a.w_hh.data_ptr<T>();
+  T* gates = a.ws.gates.data_ptr<T>();
+  T* hs = a.ws.hs.data_ptr<T>();
+  T* cs = lstm ? a.ws.cs.data_ptr<T>() : nullptr;
+  T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
+  T* out = a.output.data_ptr<T>();
+
+  // The input projection of every step in one GEMM, biases folded in (GRU keeps b_hn apart
+  // because r multiplies it).
+  std::vector<T> bias(static_cast<size_t>(GH), T(0)), b_hn(gru ? static_cast<size_t>(H) : 0, T(0));
+  const bool has_bias = a.b_ih.defined() || a.b_hh.defined();
+  if (a.b_ih.defined()) {
+    const T* b = a.b_ih.data_ptr<T>();
+    for (int64_t k = 0; k < GH; ++k) bias[k] += b[k];
+  }
+  if (a.b_hh.defined()) {
+    const T* b = a.b_hh.data_ptr<T>();
+    const int64_t folded = gru ? 2 * H : GH;
+    for (int64_t k = 0; k < folded; ++k) bias[k] += b[k];
+    if (gru)
+      for (int64_t k = 0; k < H; ++k) b_hn[k] = b[2 * H + k];
+  }
+  const int64_t rows = Tn * B;
+  if (has_bias) {
+    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / GH), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::memcpy(gates + r * GH, bias.data(), sizeof(T) * GH);
+    });
+  }
+  gemm<T>(false, true, rows, GH, I, x, I, w_ih, I, has_bias ? T(1) : T(0), gates, GH);
+
+  const int64_t BH = B * H;
+  T* h_first = hs + steps.first_slot() * BH;
+  if (a.h0.defined())
+    std::memcpy(h_first, a.h0.data_ptr<T>(), sizeof(T) * BH);
+  else
+    std::fill(h_first, h_first + BH, T(0));
+  if (lstm) {
+    T* c_first = cs + steps.first_slot() * BH;
+    if (a.c0.defined())
+      std::memcpy(c_first, a.c0.data_ptr<T>(), sizeof(T) * BH);
+    else
+      std::fill(c_first, c_first + BH, T(0));
+  }
+
+  // Packed W_hh^T: panel (g, q) holds gate g's units [16q, 16q + 16) as columns, K = H rows.
+  const int64_t QP = (H + kPanel - 1) / kPanel;
+  Tensor packed = empty({G * QP * H * kPanel}, opts);
+  T* pk = packed.data_ptr<T>();
+  Tensor gh_buf = gru ? empty({B, GH}, opts) : Tensor();
+  T* gh = gru ? gh_buf.data_ptr<T>() : nullptr;
+
+  run_threads(recurrent_threads(B, H, G), [&](int tid, int nthreads) {
+    const UnitSplit us = split_units(H, tid, nthreads);
+    const int64_t nu = us.u1 - us.u0;
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t q = us.q0; q < us.q1; ++q)
+        pack_panel<T>(H, q * kPanel, std::min(kPanel, H - q * kPanel), pk + (g * QP + q) * H * kPanel,
+                      [&](int64_t k, int64_t u) { return w_hh[(g * H + u) * H + k]; });
+    for (int64_t s = 0; s < Tn; ++s) {
+      const int64_t t = steps.time(s);
+      const T* hp = hs + steps.prev_slot(t) * BH;
+      T* hn = hs + steps.next_slot(t) * BH;
+      T* gt = gates + t * B * GH;
+      T* ot = out + t * BH;
+      const T* cp = lstm ? cs + steps.prev_slot(t) * BH : nullptr;
+      T* cn = lstm ? cs + steps.next_slot(t) * BH : nullptr;
+      for (int64_t g = 0; g < G; ++g)
+        for (int64_t q = us.q0; q < us.q1; ++q) {
+          const int64_t col = g * H + q * kPanel;
+          gemm_panel<T>(B, H, hp, H, pk + (g * QP + q) * H * kPanel, (gru ? gh : gt) + col, GH,
+                        std::min(kPanel, H - q * kPanel), !gru);
+        }
+      for (int64_t b = 0; b < B && nu > 0; ++b) {
+        const int64_t o = b * H + us.u0;
+        if (!all_full && t >= len[b]) {  // padding: carry the state, output zeros
+          std::memcpy(hn + o, hp + o, sizeof(T) * nu);
+          if (lstm) std::memcpy(cn + o, cp + o, sizeof(T) * nu);
+          std::fill(ot + o, ot + o + nu, T(0));
+          continue;
+        }
+        T* gb = gt + b * GH + us.u0;
+        switch (cfg.mode) {
+          case RnnMode::Lstm:
+            lstm_row<T>(H, nu, gb, cp + o, cn + o, hn + o, ot + o);
+            break;
+          case RnnMode::Gru:
+            gru_row<T>(H, nu, gb, gh + b * GH + us.u0, b_hn.data() + us.u0, hp + o, ghn + t * BH + o, hn + o, ot + o);
+            break;
+          default:
+            rnn_row<T>(relu, nu, gb, hn + o, ot + o);
+        }
+      }
+      barrier(nthreads);
+    }
+  });
+  std::memcpy(a.h_n.data_ptr<T>(), hs + steps.last_slot() * BH, sizeof(T) * BH);
+  if (lstm) std::memcpy(a.c_n.data_ptr<T>(), cs + steps.last_slot() * BH, sizeof(T) * BH);
+}
+
+template <typename T>
+void backward_impl(const RnnBackwardArgs& a) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
+  const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
+  const bool relu = cfg.mode == RnnMode::RnnRelu;
+  const Steps steps{Tn, cfg.reverse};
+  const bool all_full = cfg.lengths.empty();
+  const int64_t* len = cfg.lengths.data();
+  const int64_t BH = B * H, rows = Tn * B;
+  const TensorOptions opts{a.input.dtype(), a.input.device()};
+
+  const T* x = a.input.data_ptr<T>();
+  const T* w_ih = a.w_ih.data_ptr<T>();
+  const T* w_hh = a.w_hh.data_ptr<T>();
+  const T* gates = a.ws.gates.data_ptr<T>();
+  const T* hs = a.ws.hs.data_ptr<T>();
+  const T* cs = lstm ? a.ws.cs.data_ptr<T>() : nullptr;
+  const T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
+  const T* dout = a.grad_output.data_ptr<T>();
+
+  // dgx: gradients of the input-side pre-activations; dgh: of the hidden-side ones (they differ
+  // only for GRU's n gate, where r multiplies W_hn h + b_hn). Every row is written below.
+  Tensor dgx_buf = empty({rows, GH}, opts), dgh_buf = gru ? empty({rows, GH}, opts) : dgx_buf;
+  T* dgx = dgx_buf.data_ptr<T>();
+  T* dgh = dgh_buf.data_ptr<T>();
+  std::vector<T> dh(a.grad_h_n.data_ptr<T>(), a.grad_h_n.data_ptr<T>() + BH);
+  std::vector<T> dc(lstm ? static_cast<size_t>(BH) : 0);
+  if (lstm) std::memcpy(dc.data(), a.grad_c_n.data_ptr<T>(), sizeof(T) * BH);
+  const bool need_dh0 = a.grad_h0.defined();
+
+  // Packed W_hh: panel q holds units [16q, 16q + 16) as columns, K = G*H rows.
+  const int64_t QP = (H + kPanel - 1) / kPanel;
+  Tensor packed = empty({QP * GH * kPanel}, opts);
+  T* pk = packed.data_ptr<T>();
+
+  run_threads(recurrent_threads(B, H, G), [&](int tid, int nthreads) {
+    const UnitSplit us = split_units(H, tid, nthreads);
+    const int64_t nu = us.u1 - us.u0;
+    for (int64_t q = us.q0; q < us.q1; ++q)
+      pack_panel<T>(GH, q * kPanel, std::min(kPanel, H - q * kPanel), pk + q * GH * kPanel,
+                    [&](int64_t k, int64_t u) { return w_hh[k * H + u]; });
+    for (int64_t s = Tn - 1; s >= 0; --s) {
+      const int64_t t = steps.time(s);
+      const int64_t pslot = steps.prev_slot(t), nslot = steps.next_slot(t);
+      const T* gt = gates + t * B * GH;
+      const T* dot = dout + t * BH;
+      T* dgxt = dgx + t * B * GH;
+      T* dght = dgh + t * B * GH;
+      for (int64_t b = 0; b < B && nu > 0; ++b) {
+        const int64_t o = b * H + us.u0, go = b * GH + us.u0;
+        if (!all_full && t >= len[b]) {  // padding: gradients pass through to the carried state
+          for (int64_t g = 0; g < G; ++g) {
+            std::fill(dgxt + go + g * H, dgxt + go + g * H + nu, T(0));
+            if (gru) std::fill(dght + go + g * H, dght + go + g * H + nu, T(0));
+          }
+          continue;
+        }
+        switch (cfg.mode) {
+          case RnnMode::Lstm:
+            lstm_row_backward<T>(H, nu, gt + go, cs + pslot * BH + o, cs + nslot * BH + o, dot + o, dh.data() + o,
+                                 dc.data() + o, dgxt + go);
+            break;
+          case RnnMode::Gru:
+            gru_row_backward<T>(H, nu, gt + go, ghn + t * BH + o, hs + pslot * BH + o, dot + o, dh.data() + o,
+                                dgxt + go, dght + go);
+            break;
+          default:
+            rnn_row_backward<T>(relu, nu, gt + go, dot + o, dh.data() + o, dgxt + go);
+        }
+      }
+      barrier(nthreads);  // every unit's dG_t before anyone's dh GEMM
+      if (s > 0 || need_dh0)
+        for (int64_t q = us.q0; q < us.q1; ++q)
+          gemm_panel<T>(B, GH, dght, GH, pk + q * GH * kPanel, dh.data() + q * kPanel, H,
+                        std::min(kPanel, H - q * kPanel), true);
+    }
+  });
+  if (need_dh0) std::memcpy(a.grad_h0.data_ptr<T>(), dh.data(), sizeof(T) * BH);
+  if (a.grad_c0.defined()) std::memcpy(a.grad_c0.data_ptr<T>(), dc.data(), sizeof(T) * BH);
+
+  if (a.grad_input.defined()) gemm<T>(false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
+  if (a.grad_w_ih.defined()) gemm<T>(true, false, GH, I, rows, dgx, GH, x, I, T(0), a.grad_w_ih.data_ptr<T>(), I);
+  if (a.grad_w_hh.defined()) {
+    const T* h_prev = hs + (cfg.reverse ? BH : 0);  // the states before each step, in time order
+    gemm<T>(true, false, GH, H, rows, dgh, GH, h_prev, H, T(0), a.grad_w_hh.data_ptr<T>(), H);
+  }
+  if (a.grad_b_ih.defined()) column_sums<T>(rows, GH, dgx, a.grad_b_ih.data_ptr<T>());
+  if (a.grad_b_hh.defined()) {
+    if (!gru && a.grad_b_ih.defined())
+      std::memcpy(a.grad_b_hh.data_ptr<T>(), a.grad_b_ih.data_ptr<T>(), sizeof(T) * GH);
+    else
+      column_sums<T>(rows, GH, dgh, a.grad_b_hh.data_ptr<T>());
+  }
+}
+
+void cpu_rnn_forward(const RnnForwardArgs& a) {
+  EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
+}
+
+void cpu_rnn_backward(const RnnBackwardArgs& a) {
+  EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
+}
+
+}  // namespace
+
+EMBER_REGISTER_KERNEL(rnn_forward_stub, CPU, cpu_rnn_forward);
+EMBER_REGISTER_KERNEL(rnn_backward_stub, CPU, cpu_rnn_backward);
+
+}  // namespace ember

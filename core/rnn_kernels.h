@@ -1,0 +1,74 @@
+// Kernel interface for the fused recurrent layers of core/ops/rnn.h. The op layer checks the
+// arguments, makes the operands contiguous and allocates; a device's kernels run a whole sequence
+// forward (keeping what backward needs in a workspace) and the whole backward through time. The
+// workspace is laid out in time order so that the weight and input gradients are single GEMMs
+// over all steps.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/ops/rnn.h"
+#include "core/tensor.h"
+
+namespace ember {
+
+// Gates per hidden unit: 1 for the plain RNNs, 4 for LSTM (i, f, g, o), 3 for GRU (r, z, n).
+inline int64_t rnn_gate_count(RnnMode mode) {
+  switch (mode) {
+    case RnnMode::Lstm:
+      return 4;
+    case RnnMode::Gru:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+struct RnnConfig {
+  RnnMode mode = RnnMode::Lstm;
+  bool reverse = false;
+  int64_t T = 0, B = 0, I = 0, H = 0;
+  std::vector<int64_t> lengths;  // B values in [1, T]; empty = every sequence has length T
+};
+
+// Workspace written by forward and read by backward (all contiguous, dtype of the input):
+//   gates [T, B, G*H]  the activated gates of each step (LSTM i, f, g, o; GRU r, z, n; the plain
+//                      RNNs the new hidden state); rows of inactive (padding) steps are unspecified
+//   hs    [T+1, B, H]  hidden states: a step at time t reads slot t and writes slot t+1 (forward)
+//                      or reads slot t+1 and writes slot t (reverse), so the states before each
+//                      step are slots [0, T) or [1, T+1) in time order; padding steps carry the
+//                      state over unchanged
+//   cs    [T+1, B, H]  LSTM cell states, slots as hs; undefined otherwise
+//   ghn   [T, B, H]    GRU: W_hn h_{t-1} + b_hn of each step; undefined otherwise
+struct RnnWorkspace {
+  Tensor gates, hs, cs, ghn;
+};
+
+struct RnnForwardArgs {
+  RnnConfig cfg;
+  Tensor input;                   // [T, B, I]
+  Tensor w_ih, w_hh, b_ih, b_hh;  // biases may be undefined (zero)
+  Tensor h0, c0;                  // [B, H] or undefined (zeros)
+  Tensor output;                  // [T, B, H], written (zeros at padding steps)
+  Tensor h_n, c_n;                // [B, H], written (c_n only for LSTM)
+  RnnWorkspace ws;                // allocated by the caller, written
+};
+
+struct RnnBackwardArgs {
+  RnnConfig cfg;
+  Tensor input, w_ih, w_hh;   // as given to forward
+  RnnWorkspace ws;            // as forward left it
+  Tensor grad_output;         // [T, B, H]
+  Tensor grad_h_n, grad_c_n;  // [B, H] (grad_c_n only for LSTM)
+  // Written when defined; undefined ones are not needed.
+  Tensor grad_input, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh, grad_h0, grad_c0;
+};
+
+using RnnForwardFn = void(const RnnForwardArgs& args);
+using RnnBackwardFn = void(const RnnBackwardArgs& args);
+EMBER_DECLARE_STUB(rnn_forward_stub, RnnForwardFn);
+EMBER_DECLARE_STUB(rnn_backward_stub, RnnBackwardFn);
+
+}  // namespace ember

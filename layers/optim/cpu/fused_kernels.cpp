@@ -1,0 +1,259 @@
+// CPU kernels for the fused optimizer updates: one threaded pass per parameter, the branches on
+// hyperparameters hoisted out of the loop as template flags so the inner loops vectorise.
+#include "layers/optim/fused_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <type_traits>
+
+#include "core/parallel.h"
+
+namespace ember::optim {
+
+EMBER_DEFINE_STUB(sgd_step_stub, SgdStepFn);
+EMBER_DEFINE_STUB(adam_step_stub, AdamStepFn);
+EMBER_DEFINE_STUB(rmsprop_step_stub, RmspropStepFn);
+EMBER_DEFINE_STUB(adagrad_step_stub, AdagradStepFn);
+EMBER_DEFINE_STUB(grad_norm_stub, GradNormFn);
+EMBER_DEFINE_STUB(scale_stub, ScaleFn);
+EMBER_DEFINE_STUB(clip_value_stub, ClipValueFn);
+
+namespace {
+
+// Calls f with std::bool_constant values for each runtime flag.
+template <typename F>
+void with_flags(F&& f) {
+  f();
+}
+template <typename F, typename... Bools>
+void with_flags(F&& f, bool b, Bools... rest) {
+  if (b)
+    with_flags([&](auto... flags) { f(std::true_type{}, flags...); }, rest...);
+  else
+    with_flags([&](auto... flags) { f(std::false_type{}, flags...); }, rest...);
+}
+
+template <typename T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
+}
+
+// Chunks of a parameter update: elementwise, so the grain is the usual elementwise one.
+template <typename F>
+void for_range(int64_t n, const F& f) {
+  parallel_for(0, n, kParallelGrain, f);
+}
+
+void cpu_sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdHyper& h) {
+  EMBER_DISPATCH_FLOAT(param.dtype(), "SGD.step", [&] {
+    using T = scalar_t;
+    T* p = ptr<T>(param);
+    const T* g = ptr<T>(grad);
+    T* b = ptr<T>(buf);
+    const T lr = static_cast<T>(h.lr), wd = static_cast<T>(h.weight_decay), mom = static_cast<T>(h.momentum),
+            damp1 = static_cast<T>(1.0 - h.dampening), sign = static_cast<T>(h.maximize ? -1 : 1);
+    with_flags(
+        [&](auto WD, auto HAS_BUF, auto INIT, auto NESTEROV) {
+          for_range(param.numel(), [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) {
+              T d = sign * g[i];
+              if constexpr (WD) d += wd * p[i];
+              if constexpr (HAS_BUF) {
+                T bi;
+                if constexpr (INIT)
+                  bi = d;
+                else
+                  bi = mom * b[i] + damp1 * d;
+                b[i] = bi;
+                if constexpr (NESTEROV)
+                  d = d + mom * bi;
+                else
+                  d = bi;
+              }
+              p[i] -= lr * d;
+            }
+          });
+        },
+        h.weight_decay != 0, b != nullptr, h.init_buffer, h.nesterov);
+  });
+}
+
+void cpu_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                   const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  EMBER_DISPATCH_FLOAT(param.dtype(), "Adam.step", [&] {
+    using T = scalar_t;
+    T* p = ptr<T>(param);
+    const T* g = ptr<T>(grad);
+    T* m = ptr<T>(exp_avg);
+    T* v = ptr<T>(exp_avg_sq);
+    T* vmax = ptr<T>(max_exp_avg_sq);
+    const T b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2), omb1 = static_cast<T>(1.0 - h.beta1),
+            omb2 = static_cast<T>(1.0 - h.beta2), eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay),
+            step_size = static_cast<T>(h.lr / h.bias_correction1),
+            inv_bc2_sqrt = static_cast<T>(1.0 / std::sqrt(h.bias_correction2)),
+            decay = static_cast<T>(1.0 - h.lr * h.weight_decay), sign = static_cast<T>(h.maximize ? -1 : 1);
+    with_flags(
+        [&](auto WD, auto DECOUPLED, auto AMS) {
+          for_range(param.numel(), [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) {
+              T gi = sign * g[i];
+              T pi = p[i];
+              if constexpr (WD) {
+                if constexpr (DECOUPLED)
+                  pi *= decay;
+                else
+                  gi += wd * pi;
+              }
+              const T mi = b1 * m[i] + omb1 * gi;
+              const T vi = b2 * v[i] + omb2 * gi * gi;
+              m[i] = mi;
+              v[i] = vi;
+              T denom_sq = vi;
+              if constexpr (AMS) {
+                denom_sq = std::max(vmax[i], vi);
+                vmax[i] = denom_sq;
+              }
+              const T denom = std::sqrt(denom_sq) * inv_bc2_sqrt + eps;
+              p[i] = pi - step_size * mi / denom;
+            }
+          });
+        },
+        h.weight_decay != 0, h.decoupled_weight_decay, h.amsgrad);
+  });
+}
+
+void cpu_rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& momentum_buf,
+                      const Tensor& grad_avg, const RmspropHyper& h) {
+  EMBER_DISPATCH_FLOAT(param.dtype(), "RMSprop.step", [&] {
+    using T = scalar_t;
+    T* p = ptr<T>(param);
+    const T* g = ptr<T>(grad);
+    T* sq = ptr<T>(square_avg);
+    T* buf = ptr<T>(momentum_buf);
+    T* ga = ptr<T>(grad_avg);
+    const T lr = static_cast<T>(h.lr), alpha = static_cast<T>(h.alpha), oma = static_cast<T>(1.0 - h.alpha),
+            eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay), mom = static_cast<T>(h.momentum),
+            sign = static_cast<T>(h.maximize ? -1 : 1);
+    with_flags(
+        [&](auto WD, auto CENTERED, auto MOM) {
+          for_range(param.numel(), [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) {
+              T gi = sign * g[i];
+              if constexpr (WD) gi += wd * p[i];
+              const T si = alpha * sq[i] + oma * gi * gi;
+              sq[i] = si;
+              T avg;
+              if constexpr (CENTERED) {
+                const T gai = alpha * ga[i] + oma * gi;
+                ga[i] = gai;
+                avg = std::sqrt(si - gai * gai) + eps;
+              } else {
+                avg = std::sqrt(si) + eps;
+              }
+              if constexpr (MOM) {
+                const T bi = mom * buf[i] + gi / avg;
+                buf[i] = bi;
+                p[i] -= lr * bi;
+              } else {
+                p[i] -= lr * gi / avg;
+              }
+            }
+          });
+        },
+        h.weight_decay != 0, h.centered, buf != nullptr);
+  });
+}
+
+void cpu_adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& state_sum, const AdagradHyper& h) {
+  EMBER_DISPATCH_FLOAT(param.dtype(), "Adagrad.step", [&] {
+    using T = scalar_t;
+    T* p = ptr<T>(param);
+    const T* g = ptr<T>(grad);
+    T* sum = ptr<T>(state_sum);
+    const T clr = static_cast<T>(h.clr), eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay),
+            sign = static_cast<T>(h.maximize ? -1 : 1);
+    with_flags(
+        [&](auto WD) {
+          for_range(param.numel(), [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) {
+              T gi = sign * g[i];
+              if constexpr (WD) gi += wd * p[i];
+              const T si = sum[i] + gi * gi;
+              sum[i] = si;
+              p[i] -= clr * gi / (std::sqrt(si) + eps);
+            }
+          });
+        },
+        h.weight_decay != 0);
+  });
+}
+
+double cpu_grad_norm(const Tensor& t, double p) {
+  double result = 0;
+  EMBER_DISPATCH_FLOAT(t.dtype(), "clip_grad_norm_", [&] {
+    using T = scalar_t;
+    const T* x = ptr<T>(t);
+    std::mutex mu;
+    const bool inf = std::isinf(p);
+    for_range(t.numel(), [&](int64_t s, int64_t e) {
+      double acc = 0;
+      if (inf) {
+        bool nan = false;
+        for (int64_t i = s; i < e; ++i) {
+          const double v = std::abs(static_cast<double>(x[i]));
+          nan |= std::isnan(v);
+          acc = std::max(acc, v);
+        }
+        if (nan) acc = std::numeric_limits<double>::quiet_NaN();
+      } else if (p == 2.0) {
+        for (int64_t i = s; i < e; ++i) acc += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      } else if (p == 1.0) {
+        for (int64_t i = s; i < e; ++i) acc += std::abs(static_cast<double>(x[i]));
+      } else {
+        for (int64_t i = s; i < e; ++i) acc += std::pow(std::abs(static_cast<double>(x[i])), p);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      // NaN must survive the max (std::max would drop it).
+      result = inf ? (std::isnan(acc) || std::isnan(result) ? std::numeric_limits<double>::quiet_NaN()
+                                                            : std::max(result, acc))
+                   : result + acc;
+    });
+  });
+  return result;
+}
+
+void cpu_scale(const Tensor& t, double s) {
+  EMBER_DISPATCH_FLOAT(t.dtype(), "clip_grad_norm_", [&] {
+    using T = scalar_t;
+    T* x = ptr<T>(t);
+    const T f = static_cast<T>(s);
+    for_range(t.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) x[i] *= f;
+    });
+  });
+}
+
+void cpu_clip_value(const Tensor& t, double clip) {
+  EMBER_DISPATCH_FLOAT(t.dtype(), "clip_grad_value_", [&] {
+    using T = scalar_t;
+    T* x = ptr<T>(t);
+    const T hi = static_cast<T>(clip), lo = -hi;
+    for_range(t.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) x[i] = std::min(std::max(x[i], lo), hi);
+    });
+  });
+}
+
+}  // namespace
+
+EMBER_REGISTER_KERNEL(sgd_step_stub, CPU, cpu_sgd_step);
+EMBER_REGISTER_KERNEL(adam_step_stub, CPU, cpu_adam_step);
+EMBER_REGISTER_KERNEL(rmsprop_step_stub, CPU, cpu_rmsprop_step);
+EMBER_REGISTER_KERNEL(adagrad_step_stub, CPU, cpu_adagrad_step);
+EMBER_REGISTER_KERNEL(grad_norm_stub, CPU, cpu_grad_norm);
+EMBER_REGISTER_KERNEL(scale_stub, CPU, cpu_scale);
+EMBER_REGISTER_KERNEL(clip_value_stub, CPU, cpu_clip_value);
+
+}  // namespace ember::optim

@@ -1,0 +1,395 @@
+// nn::Module: registration rules, recursive parameter and buffer traversal with dotted names,
+// train/eval, to(dtype) in place, zero_grad, apply, state_dict round trips and every kind of
+// load_state_dict mismatch, forward hooks, summary() and the containers.
+#include "layers/module.h"
+
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops.h"
+#include "layers/container.h"
+
+using namespace ember;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.to_vector<double>() == b.to_vector<double>();
+}
+
+bool has(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
+
+// y = x * weight + bias over the last dim: a layer made of ops that exist everywhere.
+struct Affine : nn::Module {
+  Tensor weight, bias;
+  Tensor running;  // a buffer
+  explicit Affine(int64_t n, bool with_bias = true) {
+    weight = ones({n});
+    if (with_bias) bias = zeros({n});
+    running = zeros({n});
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
+    register_buffer("running", &running);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = x * weight;
+    return bias.defined() ? y + bias : y;
+  }
+};
+
+struct Block : nn::Module {
+  Affine a{3}, b{3, false};
+  Block() { register_modules({{"a", &a}, {"b", &b}}); }
+  Tensor forward(const Tensor& x) override { return b(a(x)); }
+};
+
+struct Net : nn::Module {
+  Block block;
+  Affine head{3};
+  Net() { register_modules({{"block", &block}, {"head", &head}}); }
+  Tensor forward(const Tensor& x) override { return head(block(x)); }
+};
+
+std::vector<std::string> names(const nn::NamedTensors& nt) {
+  std::vector<std::string> r;
+  for (auto& [n, t] : nt) r.push_back(n);
+  return r;
+}
+
+}  // namespace
+
+// Registration keeps pointers to members, so neither copies nor moves may exist.
+static_assert(!std::is_copy_constructible_v<nn::Module> && !std::is_move_constructible_v<nn::Module>);
+static_assert(!std::is_copy_assignable_v<nn::Module> && !std::is_move_assignable_v<nn::Module>);
+static_assert(!std::is_copy_constructible_v<nn::Sequential> && !std::is_move_constructible_v<nn::Sequential>);
+
+TEST(Module, NamedParametersAreDottedAndInRegistrationOrder) {
+  Net net;
+  EXPECT_EQ(names(net.named_parameters()),
+            (std::vector<std::string>{"block.a.weight", "block.a.bias", "block.b.weight", "head.weight", "head.bias"}));
+  EXPECT_EQ(names(net.named_parameters(false)), std::vector<std::string>{});
+  EXPECT_EQ(names(net.block.named_parameters(false)), std::vector<std::string>{});
+  EXPECT_EQ(names(net.head.named_parameters(false)), (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(net.parameters().size(), 5u);
+  for (const Tensor& p : net.parameters()) {
+    EXPECT_TRUE(p.requires_grad());
+    EXPECT_TRUE(p.is_leaf());
+  }
+  EXPECT_TRUE(net.parameters()[0].is_same(net.block.a.weight));
+  EXPECT_EQ(names(net.named_buffers()),
+            (std::vector<std::string>{"block.a.running", "block.b.running", "head.running"}));
+  EXPECT_FALSE(net.head.running.requires_grad());
+  EXPECT_EQ(net.num_parameters(), 15);
+}
+
+TEST(Module, NamedModulesAndChildren) {
+  Net net;
+  std::vector<std::string> n;
+  for (auto& [name, m] : net.named_modules()) n.push_back(name);
+  EXPECT_EQ(n, (std::vector<std::string>{"", "block", "block.a", "block.b", "head"}));
+  EXPECT_EQ(net.children().size(), 2u);
+  EXPECT_EQ(&net.child("head"), &net.head);
+  EXPECT_TRUE(has(error_of([&] { net.child("nope"); }), "no submodule named 'nope'"));
+  EXPECT_EQ(net.type_name(), "Net");
+  EXPECT_EQ(net.head.type_name(), "Affine");
+}
+
+TEST(Module, RegistrationErrors) {
+  Affine a(2);
+  Tensor t = zeros({2});
+  EXPECT_TRUE(has(error_of([&] { a.register_parameter("weight", &t); }), "already used"));
+  EXPECT_TRUE(has(error_of([&] { a.register_buffer("bias", &t); }), "already used"));
+  EXPECT_TRUE(has(error_of([&] { a.register_parameter("a.b", &t); }), "must not contain '.'"));
+  EXPECT_TRUE(has(error_of([&] { a.register_parameter("", &t); }), "empty name"));
+  EXPECT_TRUE(has(error_of([&] { a.register_module("self", &a); }), "own child"));
+  Tensor x = tensor({1.0, 2.0}, {.requires_grad = true});
+  Tensor nonleaf = x * 2.0;
+  EXPECT_TRUE(has(error_of([&] { a.register_parameter("nl", &nonleaf); }), "leaf"));
+  EXPECT_THROW(a.register_module("null", static_cast<nn::Module*>(nullptr)), Error);
+}
+
+TEST(Module, OwnedRegistrationsAndUndefinedBiasIsSkipped) {
+  nn::Module m;
+  Tensor& w = m.register_parameter("w", zeros({2, 2}));
+  Tensor& b = m.register_buffer("b", ones({2}));
+  m.register_buffer("scratch", zeros({1}), /*persistent=*/false);
+  auto child = std::make_shared<Affine>(2, false);
+  m.register_module("child", child);
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_FALSE(b.requires_grad());
+  EXPECT_EQ(names(m.named_parameters()), (std::vector<std::string>{"w", "child.weight"}));
+  EXPECT_EQ(names(m.named_buffers()), (std::vector<std::string>{"b", "scratch", "child.running"}));
+  // Non-persistent buffers stay out of the state dict.
+  EXPECT_EQ(names(m.state_dict()), (std::vector<std::string>{"w", "b", "child.weight", "child.running"}));
+  Tensor& frozen = m.register_parameter("frozen", zeros({3}), /*requires_grad=*/false);
+  EXPECT_FALSE(frozen.requires_grad());
+  EXPECT_EQ(m.num_parameters(), 4 + 2 + 3);
+  EXPECT_EQ(m.num_parameters(true), 4 + 2);
+}
+
+TEST(Module, SharedParametersAppearOnce) {
+  struct Tied : nn::Module {
+    Affine a{2}, b{2};
+    Tied() {
+      b.weight = a.weight;  // tie before registration of the parent: same TensorImpl
+      register_modules({{"a", &a}, {"b", &b}});
+    }
+  } t;
+  EXPECT_EQ(names(t.named_parameters()), (std::vector<std::string>{"a.weight", "a.bias", "b.bias"}));
+  // state_dict keeps every name, as PyTorch's does.
+  EXPECT_EQ(names(t.state_dict()).size(), 6u);
+}
+
+TEST(Module, TrainEvalRecursive) {
+  Net net;
+  EXPECT_TRUE(net.is_training());
+  net.eval();
+  for (nn::Module* m : net.modules()) EXPECT_FALSE(m->is_training());
+  net.block.train();
+  EXPECT_TRUE(net.block.a.is_training());
+  EXPECT_FALSE(net.head.is_training());
+  net.train();
+  for (nn::Module* m : net.modules()) EXPECT_TRUE(m->is_training());
+}
+
+TEST(Module, ToDtypeIsInPlaceAndKeepsLeafAndGrad) {
+  Net net;
+  Tensor handle = net.head.weight;  // e.g. held by an optimizer
+  net.head.weight.set_grad(ones({3}));
+  net.to(DType::Float64);
+  EXPECT_EQ(handle.dtype(), DType::Float64);
+  EXPECT_TRUE(handle.is_same(net.head.weight));
+  EXPECT_TRUE(handle.requires_grad());
+  EXPECT_TRUE(handle.is_leaf());
+  EXPECT_EQ(handle.grad().dtype(), DType::Float64);
+  for (const Tensor& p : net.parameters()) EXPECT_EQ(p.dtype(), DType::Float64);
+  for (const Tensor& b : net.buffers()) EXPECT_EQ(b.dtype(), DType::Float64);
+  Tensor y = net(ones({2, 3}, {.dtype = DType::Float64}));
+  EXPECT_EQ(y.dtype(), DType::Float64);
+  y.sum().backward();
+  EXPECT_EQ(net.block.a.weight.grad().dtype(), DType::Float64);
+  net.to(Device::cpu());  // a no-op move
+  EXPECT_TRUE(handle.is_same(net.head.weight));
+  EXPECT_THROW(net.to(DType::Int64), Error);
+}
+
+TEST(Module, ToDtypeLeavesIntegerBuffers) {
+  nn::Module m;
+  m.register_buffer("count", zeros({}, {.dtype = DType::Int64}));
+  m.register_parameter("w", zeros({2}));
+  m.to(DType::Float64);
+  EXPECT_EQ(m.named_buffers()[0].second.dtype(), DType::Int64);
+  EXPECT_EQ(m.named_parameters()[0].second.dtype(), DType::Float64);
+}
+
+TEST(Module, ZeroGradSetsToNoneOrZeroes) {
+  Net net;
+  net(ones({1, 3})).sum().backward();
+  for (const Tensor& p : net.parameters()) EXPECT_TRUE(p.grad().defined());
+  net.zero_grad(/*set_to_none=*/false);
+  for (const Tensor& p : net.parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().sum().item(), 0.0);
+  }
+  net.zero_grad();
+  for (const Tensor& p : net.parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(Module, ApplyVisitsChildrenFirst) {
+  Net net;
+  std::vector<std::string> order;
+  net.apply([&](nn::Module& m) { order.push_back(m.type_name()); });
+  EXPECT_EQ(order, (std::vector<std::string>{"Affine", "Affine", "Block", "Affine", "Net"}));
+  net.apply([](nn::Module& m) {
+    if (auto* a = dynamic_cast<Affine*>(&m)) {
+      NoGradGuard ng;
+      a->weight.fill_(2.0);
+    }
+  });
+  EXPECT_EQ(net.head.weight.sum().item(), 6.0);
+}
+
+TEST(Module, StateDictRoundTrip) {
+  Net a, b;
+  {
+    NoGradGuard ng;
+    int k = 0;
+    for (Tensor& p : a.parameters()) p.fill_(++k);
+    a.head.running.fill_(7.0);
+  }
+  nn::StateDict sd = a.state_dict();
+  EXPECT_EQ(names(sd), (std::vector<std::string>{"block.a.weight", "block.a.bias", "block.a.running", "block.b.weight",
+                                                 "block.b.running", "head.weight", "head.bias", "head.running"}));
+  EXPECT_FALSE(sd[0].second.requires_grad());
+  nn::LoadResult r = b.load_state_dict(sd);
+  EXPECT_TRUE(r.missing_keys.empty());
+  EXPECT_TRUE(r.unexpected_keys.empty());
+  for (size_t i = 0; i < sd.size(); ++i)
+    EXPECT_TRUE(same_values(sd[i].second, b.state_dict()[i].second)) << sd[i].first;
+  // Loading copies: b's tensors are still its own, and still require grad.
+  EXPECT_FALSE(b.head.weight.storage() == a.head.weight.storage());
+  EXPECT_TRUE(b.head.weight.requires_grad());
+}
+
+TEST(Module, LoadStateDictListsEveryMismatch) {
+  Net net;
+  nn::StateDict sd = net.state_dict();
+  sd.erase(sd.begin());                                  // missing block.a.weight
+  sd.emplace_back("extra.weight", zeros({1}));           // unexpected
+  sd[1].second = zeros({4});                             // block.a.running: shape
+  sd[2].second = zeros({3}, {.dtype = DType::Float64});  // block.b.weight: dtype
+  const Tensor before = net.block.a.bias.clone();
+  sd[0].second = full({3}, 5.0);  // a valid entry: must not be copied when the load fails
+  std::string msg = error_of([&] { net.load_state_dict(sd); });
+  EXPECT_TRUE(has(msg, "4 error(s)")) << msg;
+  EXPECT_TRUE(has(msg, "missing key 'block.a.weight'")) << msg;
+  EXPECT_TRUE(has(msg, "unexpected key 'extra.weight'")) << msg;
+  EXPECT_TRUE(has(msg, "'block.a.running': shape mismatch, the module has [3], the dict has [4]")) << msg;
+  EXPECT_TRUE(has(msg, "'block.b.weight': dtype mismatch, the module has float32, the dict has float64")) << msg;
+  EXPECT_TRUE(same_values(net.block.a.bias, before));
+
+  // Non-strict: missing/unexpected are reported, not errors; shape/dtype still are.
+  std::string msg2 = error_of([&] { net.load_state_dict(sd, false); });
+  EXPECT_TRUE(has(msg2, "2 error(s)")) << msg2;
+  EXPECT_FALSE(has(msg2, "missing key"));
+  sd[1].second = zeros({3});
+  sd[2].second = zeros({3});
+  nn::LoadResult r = net.load_state_dict(sd, false);
+  EXPECT_EQ(r.missing_keys, std::vector<std::string>{"block.a.weight"});
+  EXPECT_EQ(r.unexpected_keys, std::vector<std::string>{"extra.weight"});
+  EXPECT_EQ(net.block.a.bias.sum().item(), 15.0);
+}
+
+TEST(Module, ForwardHooksRunAfterForwardAndCanBeRemoved) {
+  Affine a(2);
+  int calls = 0;
+  Shape seen;
+  int64_t id = a.register_forward_hook([&](nn::Module& m, const Tensor& in, const Tensor& out) {
+    ++calls;
+    seen = out.shape();
+    EXPECT_EQ(&m, &a);
+    EXPECT_EQ(in.shape(), (Shape{4, 2}));
+  });
+  a(ones({4, 2}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, (Shape{4, 2}));
+  a.forward(ones({4, 2}));  // forward() itself runs no hooks
+  EXPECT_EQ(calls, 1);
+  a.remove_forward_hook(id);
+  a(ones({4, 2}));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(Module, BaseForwardThrows) {
+  nn::Module m;
+  EXPECT_TRUE(has(error_of([&] { m(ones({1})); }), "no single-tensor forward"));
+}
+
+TEST(Module, SummaryTable) {
+  Net net;
+  net.block.a.train();
+  std::string s = net.summary({2, 3});
+  EXPECT_TRUE(has(s, "Layer (type)")) << s;
+  EXPECT_TRUE(has(s, "block.a (Affine)")) << s;
+  EXPECT_TRUE(has(s, "block.b (Affine)")) << s;
+  EXPECT_TRUE(has(s, "head (Affine)")) << s;
+  EXPECT_TRUE(has(s, "[2, 3]")) << s;
+  EXPECT_TRUE(has(s, "Total params: 15")) << s;
+  EXPECT_TRUE(has(s, "Trainable params: 15")) << s;
+  EXPECT_TRUE(has(s, "Non-trainable params: 0")) << s;
+  // Rows in call order, each with its own parameter count.
+  EXPECT_LT(s.find("block.a"), s.find("block.b"));
+  EXPECT_LT(s.find("block.b"), s.find("head"));
+  // Modes are restored and no hooks are left behind.
+  EXPECT_TRUE(net.block.a.is_training());
+  int calls = 0;
+  net.head.register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) { ++calls; });
+  net(ones({1, 3}));
+  EXPECT_EQ(calls, 1);
+  nn::Module holder;
+  holder.register_module("id", nn::make<nn::Lambda>([](const Tensor& x) { return x; }));
+  EXPECT_EQ(holder.repr(), "Module(\n  (id): Lambda()\n)");
+}
+
+TEST(Module, SummaryCountsLargeNumbersWithCommas) {
+  struct Big : nn::Module {
+    Tensor w = zeros({1000, 1234});
+    Big() { register_parameter("w", &w); }
+    Tensor forward(const Tensor& x) override { return x; }
+  } big;
+  std::string s = big.summary({1});
+  EXPECT_TRUE(has(s, "Total params: 1,234,000")) << s;
+  EXPECT_TRUE(has(s, "1,234,000")) << s;
+}
+
+TEST(Module, SummaryPropagatesForwardErrorsAndRestoresState) {
+  Net net;
+  EXPECT_THROW(net.summary({2, 5}), Error);  // [2,5] * [3] does not broadcast
+  int calls = 0;
+  net.head.register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) { ++calls; });
+  net(ones({1, 3}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(net.is_training());
+}
+
+TEST(Sequential, ChainsAndNamesElements) {
+  nn::Sequential seq(nn::make<Affine>(3), nn::make<nn::Lambda>([](const Tensor& x) { return x * 2.0; }, "Double"),
+                     nn::make<Affine>(3));
+  EXPECT_EQ(seq.size(), 3u);
+  EXPECT_EQ(names(seq.named_parameters()), (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+  Tensor y = seq(full({2, 3}, 1.5));
+  EXPECT_EQ(y.sum().item(), 18.0);
+  EXPECT_EQ(seq[1].type_name(), "Double");
+  EXPECT_EQ(&seq.at<Affine>(2), seq.items()[2].get());
+  EXPECT_THROW(seq.at<Affine>(1), Error);
+  EXPECT_THROW(seq[3], Error);
+  Affine& added = seq.emplace_back<Affine>(3);
+  EXPECT_EQ(seq.size(), 4u);
+  EXPECT_EQ(&seq[3], &added);
+  std::string s = seq.summary({2, 3});
+  EXPECT_TRUE(has(s, "1 (Double)")) << s;
+  EXPECT_TRUE(has(s, "Total params: 18")) << s;
+  EXPECT_TRUE(has(seq.repr(), "(1): Double()"));
+}
+
+TEST(Sequential, NamedConstructionAndNesting) {
+  auto inner = std::make_shared<nn::Sequential>(nn::make<Affine>(2));
+  nn::Sequential seq({{"first", nn::make<Affine>(2)}, {"inner", inner}});
+  EXPECT_EQ(names(seq.named_parameters()),
+            (std::vector<std::string>{"first.weight", "first.bias", "inner.0.weight", "inner.0.bias"}));
+  EXPECT_EQ(seq(ones({1, 2})).sum().item(), 2.0);
+}
+
+TEST(ModuleList, HoldsAndRegisters) {
+  struct Stack : nn::Module {
+    nn::ModuleList layers;
+    Stack() {
+      for (int i = 0; i < 3; ++i) layers.push_back(nn::make<Affine>(2));
+      register_module("layers", &layers);
+    }
+    Tensor forward(const Tensor& x) override {
+      Tensor h = x;
+      for (auto& l : layers) h = (*l)(h);
+      return h;
+    }
+  } s;
+  EXPECT_EQ(s.parameters().size(), 6u);
+  EXPECT_EQ(s.named_parameters()[4].first, "layers.2.weight");
+  EXPECT_EQ(s(ones({1, 2})).sum().item(), 2.0);
+  EXPECT_THROW(s.layers[3], Error);
+  EXPECT_THROW(s.layers(ones({1})), Error);
+  EXPECT_EQ(s.layers.at<Affine>(0).weight.numel(), 2);
+}
