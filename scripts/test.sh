@@ -57,8 +57,10 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
   # finding (the build also passes -fno-sanitize-recover=undefined).
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1:halt_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF \
-    -DEMBER_BUILD_BENCH=OFF
+  # -O1 (with assertions on): sanitized code compiles about twice as fast as at -O3, and the
+  # reports stay readable.
+  build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
+    -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF
 fi
 
 echo "scripts/test.sh: done in $((SECONDS - start)) s"
