@@ -252,6 +252,25 @@ TEST(RnnLayer, MatchesReferenceEveryModeAndOption) {
     }
 }
 
+TEST(RnnLayer, EitherBiasAlone) {
+  // GRU keeps b_hn apart from the folded biases, so each bias on its own takes another path.
+  for (RnnMode mode : kModes)
+    for (int which : {0, 1}) {
+      Case c{mode, 4, 3, 3, 4, true, true, true, {4, 1, 3}};
+      SCOPED_TRACE(c.str() + (which == 0 ? " b_ih only" : " b_hh only"));
+      Data d = make_data(c, 19);
+      auto t = tensors_of(c, d, DType::Float64, true);
+      (which == 0 ? d.p.b_hh : d.p.b_ih).clear();
+      RefOut want = ref_layer(c.mode, d.x, c.T, c.B, c.I, c.H, d.p, d.h0, d.c0, c.lengths, c.reverse);
+      t[which == 0 ? 4 : 3] = Tensor();
+      RnnLayerResult got = run(c, t);
+      expect_near_vec(values(got.output), want.out, 1e-12, "output");
+      expect_near_vec(values(got.h_n), want.h_n, 1e-12, "h_n");
+      GradcheckResult r = gradcheck([&c](const std::vector<Tensor>& in) { return flat_results(run(c, in)); }, t);
+      EXPECT_TRUE(r.ok) << r.message;
+    }
+}
+
 TEST(RnnLayer, MatchesReferenceAtWidthsThatLeaveVectorTails) {
   // H = 37 and I = 19 are not multiples of any vector or panel width, and the sizes are large
   // enough for the recurrent loop to split the hidden units across threads; larger weights drive
