@@ -318,10 +318,12 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
           const double m = mp[r], rs = rp[r];
           if (gw) {
             double* acc = pw.data() + tid * D;
+#pragma omp simd
             for (int64_t i = 0; i < D; ++i) acc[i] += static_cast<double>(g[i]) * (static_cast<double>(xr[i]) - m) * rs;
           }
           if (gb) {
             double* acc = pb.data() + tid * D;
+#pragma omp simd
             for (int64_t i = 0; i < D; ++i) acc[i] += static_cast<double>(g[i]);
           }
           if (!gi) continue;
