@@ -25,6 +25,11 @@ phase_done setup
 # same sources, as CI makes, reuses the objects.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+if [[ -z "${HOME:-}" && -z "${CCACHE_DIR:-}" ]]; then
+  export CCACHE_DIR="$root/build-ccache"  # ccache keeps its cache under $HOME otherwise
+fi
+passed=0
+skipped=0
 
 # build_and_test <build dir> <label> <cmake options...>
 build_and_test() {
@@ -34,8 +39,13 @@ build_and_test() {
   cmake -S . -B "$dir" -G Ninja "$@" ${EMBER_CMAKE_ARGS:-}
   ninja -C "$dir" -j "$jobs"
   phase_done "$label build"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 | tee "$dir/ctest.log"
   phase_done "$label tests"
+  local total skip
+  total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/ctest.log" | tail -1)
+  skip=$(grep -cE '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$dir/ctest.log" || true)
+  passed=$((passed + ${total:-0} - skip))
+  skipped=$((skipped + skip))
 }
 
 build_and_test build release -DCMAKE_BUILD_TYPE=Release
@@ -49,5 +59,6 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
     -DEMBER_BUILD_BENCH=OFF
 fi
 
-echo "scripts/test.sh: all passed in $((SECONDS - start)) s"
+echo "scripts/test.sh: done in $((SECONDS - start)) s"
 printf '  %s\n' "${times[@]}"
+echo "ctest: $passed passed, 0 failed, $skipped skipped"

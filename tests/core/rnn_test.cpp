@@ -199,43 +199,11 @@ RnnLayerResult run(const Case& c, const std::vector<Tensor>& t) {
   return rnn_layer(c.mode, t[0], t[1], t[2], t[3], t[4], t[5], t[6], c.lengths, c.reverse);
 }
 
-// Concatenation along `dim` with its own backward (the library's cat is written elsewhere): what
-// a bidirectional stack needs to join the two directions.
-Tensor test_cat(const std::vector<Tensor>& ts, int64_t dim) {
-  Shape shape = ts[0].shape();
-  std::vector<int64_t> sizes;
-  shape[dim] = 0;
-  for (const Tensor& t : ts) {
-    sizes.push_back(t.size(dim));
-    shape[dim] += t.size(dim);
-  }
-  Tensor out = zeros(shape, ts[0].options());
-  {
-    NoGradGuard ng;
-    int64_t off = 0;
-    for (const Tensor& t : ts) {
-      out.slice(dim, off, off + t.size(dim)).copy_(t);
-      off += t.size(dim);
-    }
-  }
-  autograd::record("TestCatBackward", ts, {out},
-                   [sizes, dim](const std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
-                     std::vector<Tensor> r;
-                     int64_t off = 0;
-                     for (int64_t s : sizes) {
-                       r.push_back(g[0].slice(dim, off, off + s).contiguous());
-                       off += s;
-                     }
-                     return r;
-                   });
-  return out;
-}
-
 // Every result of a layer as one flat tensor, so that gradcheck sees all of them.
 Tensor flat_results(const RnnLayerResult& r) {
   std::vector<Tensor> parts{r.output.reshape({-1}), r.h_n.reshape({-1})};
   if (r.c_n.defined()) parts.push_back(r.c_n.reshape({-1}));
-  return test_cat(parts, 0);
+  return cat(parts, 0);
 }
 
 // B lengths in [1, T], mixed, at least one of them T.
@@ -549,10 +517,10 @@ Tensor stack_forward(RnnMode mode, const std::vector<Tensor>& t, const std::vect
       finals.push_back(r.h_n.reshape({-1}));
       if (r.c_n.defined()) finals.push_back(r.c_n.reshape({-1}));
     }
-    layer_in = test_cat(outs, 2);
+    layer_in = cat(outs, 2);
   }
   finals.insert(finals.begin(), layer_in.reshape({-1}));
-  return test_cat(finals, 0);
+  return cat(finals, 0);
 }
 
 struct Stack {
