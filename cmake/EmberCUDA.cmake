@@ -107,8 +107,14 @@ if(EMBER_WITH_CUDA)
       set(_ember_${_lib}_msg "not found")
     endif()
   endforeach()
+  # cuBLAS is found (CUDA::cublas) but linked only by the code that calls it: loading it costs
+  # about a quarter of a second per process, and every test case is a process.
+  if(NOT TARGET CUDA::cublas)
+    message(WARNING "Ember: the CUDA toolkit has no cuBLAS; the cuBLAS implementations will be missing")
+  endif()
   message(STATUS "Ember: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}) for architectures "
-                 "${CMAKE_CUDA_ARCHITECTURES}; cuDNN ${_ember_CUDNN_msg}; NCCL ${_ember_NCCL_msg}")
+                 "${CMAKE_CUDA_ARCHITECTURES}; cuBLAS ${CUDA_cublas_LIBRARY}; cuDNN ${_ember_CUDNN_msg}; "
+                 "NCCL ${_ember_NCCL_msg}")
 else()
   message(STATUS "Ember: CUDA backend off (EMBER_CUDA=${EMBER_CUDA}); building CPU-only")
 endif()

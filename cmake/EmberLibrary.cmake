@@ -3,6 +3,8 @@
 # An upper folder's CMakeLists.txt joins the package with one call:
 #   ember_library(ember_layers layers)
 #   target_link_libraries(ember_layers PUBLIC ember_core)
+# and names each third-party package its public interface needs with
+#   ember_package_dependency(Protobuf)
 
 # Headers include each other as "core/tensor.h": the source root in the build tree, and
 # <prefix>/include/ember once installed (where <ember/ember.h> and <ember/config.h> also live).
@@ -61,4 +63,15 @@ function(ember_install_library name)
       PATTERN "cuda" EXCLUDE)
   endif()
   set_property(GLOBAL APPEND PROPERTY EMBER_EXPORTED_TARGETS ${name})
+endfunction()
+
+# ember_package_dependency(<find_dependency arguments>): a package that users of the installed
+# Ember must find first because an exported target links it publicly (EmberConfig.cmake calls
+# find_dependency with these arguments).
+function(ember_package_dependency)
+  list(JOIN ARGN " " args)
+  get_property(deps GLOBAL PROPERTY EMBER_PACKAGE_DEPENDENCIES)
+  if(NOT "find_dependency(${args})" IN_LIST deps)
+    set_property(GLOBAL APPEND PROPERTY EMBER_PACKAGE_DEPENDENCIES "find_dependency(${args})")
+  endif()
 endfunction()

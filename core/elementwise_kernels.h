@@ -82,7 +82,7 @@ enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge };
 
 enum class LogicalOp { And, Or, Not };  // bool operands (b unused for Not)
 
-// out may alias a (in-place ops).
+// For the binary, unary and activation families out may alias a (the in-place ops).
 using BinaryFn = void(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha);
 using UnaryFn = void(UnaryOp op, const Tensor& out, const Tensor& a, double p0, double p1);
 using UnaryGradFn = void(UnaryGradOp op, const Tensor& out, const Tensor& grad, const Tensor& saved, double p0,
@@ -95,7 +95,7 @@ using CompareFn = void(CompareOp op, const Tensor& out, const Tensor& a, const T
 using LogicalFn = void(LogicalOp op, const Tensor& out, const Tensor& a, const Tensor& b);  // all bool
 // out = cond ? a : b; cond is bool, a/b/out share a dtype. out may alias b (masked_fill_).
 using WhereFn = void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
-// out (bool) = |a - b| <= atol + rtol * |b| (NaN is never close).
+// out (bool) = a == b or |a - b| <= atol + rtol * |b| with |a - b| finite (NaN is never close).
 using IsCloseFn = void(const Tensor& out, const Tensor& a, const Tensor& b, double rtol, double atol);
 
 EMBER_DECLARE_STUB(binary_stub, BinaryFn);

@@ -12,7 +12,8 @@
 
 namespace ember {
 
-// min and max of a contiguous int64 tensor with at least one element.
+// min and max of a contiguous int64 tensor with at least one element, returned to the host (a
+// device backend synchronises here: the op layer needs them to reject bad indices).
 using IndexRangeFn = void(const Tensor& index, int64_t* min, int64_t* max);
 
 // out (contiguous) = src (contiguous) indexed along dim by a 1-D index: out.size(dim) == index.numel().

@@ -117,8 +117,10 @@ class Module {
   int64_t register_forward_hook(ForwardHook hook);
   void remove_forward_hook(int64_t id);
   // Runs forward on zeros of `input_shape` (batch dimension included) without gradients and in
-  // eval mode (restored afterwards, so batch-norm statistics are untouched), and returns a table
-  // of each called leaf layer (name, type, output shape, parameters) with the totals.
+  // eval mode (restored afterwards, so batch-norm statistics are untouched), and returns a
+  // Keras-style table with a row per call of a leaf layer (or a module with parameters of its
+  // own) made through operator() — name, type, output shape, its own parameter count (on its
+  // first call) — and the total and trainable counts.
   std::string summary(const Shape& input_shape, DType dtype = DType::Float32);
   // The module tree, PyTorch style.
   std::string repr() const;

@@ -64,10 +64,11 @@ inline void valid_range(int64_t iw0, int64_t stride, int64_t W, int64_t OW, int6
   hi = std::clamp(hi, lo, OW);
 }
 
-// img [Cg, H, W] -> col rows (c, kh, kw), each of OH*OW entries, row stride ld.
+// img [Cg, H, W] -> col rows (c, kh, kw), each holding output rows [oh0, oh1) (OW entries per
+// output row), row stride ld.
 template <typename T>
-void im2col(const T* img, T* col, int64_t ld, int64_t Cg, const ConvGeometry& g) {
-  const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+void im2col(const T* img, T* col, int64_t ld, int64_t Cg, const ConvGeometry& g, int64_t oh0, int64_t oh1) {
+  const int64_t H = g.H, W = g.W, OW = g.OW;
   for (int64_t c = 0; c < Cg; ++c)
     for (int64_t kh = 0; kh < g.KH; ++kh)
       for (int64_t kw = 0; kw < g.KW; ++kw) {
@@ -75,8 +76,8 @@ void im2col(const T* img, T* col, int64_t ld, int64_t Cg, const ConvGeometry& g)
         const int64_t iw0 = kw * g.dw - g.pw;
         int64_t lo, hi;
         valid_range(iw0, g.sw, W, OW, lo, hi);
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          T* d = dst + oh * OW;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          T* d = dst + (oh - oh0) * OW;
           const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
           if (ih < 0 || ih >= H) {
             std::fill(d, d + OW, T(0));
@@ -96,8 +97,8 @@ void im2col(const T* img, T* col, int64_t ld, int64_t Cg, const ConvGeometry& g)
 
 // The adjoint of im2col: img [Cg, H, W] += col (img must be zeroed first by the caller).
 template <typename T>
-void col2im(const T* col, int64_t ld, T* img, int64_t Cg, const ConvGeometry& g) {
-  const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+void col2im(const T* col, int64_t ld, T* img, int64_t Cg, const ConvGeometry& g, int64_t oh0, int64_t oh1) {
+  const int64_t H = g.H, W = g.W, OW = g.OW;
   for (int64_t c = 0; c < Cg; ++c)
     for (int64_t kh = 0; kh < g.KH; ++kh)
       for (int64_t kw = 0; kw < g.KW; ++kw) {
@@ -105,10 +106,10 @@ void col2im(const T* col, int64_t ld, T* img, int64_t Cg, const ConvGeometry& g)
         const int64_t iw0 = kw * g.dw - g.pw;
         int64_t lo, hi;
         valid_range(iw0, g.sw, W, OW, lo, hi);
-        for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
           const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
           if (ih < 0 || ih >= H) continue;
-          const T* s = src + oh * OW;
+          const T* s = src + (oh - oh0) * OW;
           T* d = img + (c * H + ih) * W + iw0;
           if (g.sw == 1) {
 #pragma omp simd
@@ -133,7 +134,16 @@ Plan make_plan(const ConvGeometry& g, bool batch_images) {
   constexpr int64_t kTargetColumns = 512;
   const int64_t ohw = std::max<int64_t>(1, g.OH * g.OW);
   Plan p;
-  const int nt = omp_in_parallel() ? 1 : get_num_threads();
+  // Below a few million multiply-adds a parallel region costs more than it saves (and on a busy
+  // machine a descheduled thread makes every barrier a scheduler time slice).
+  constexpr int64_t kMinParallelMacs = int64_t{1} << 22;
+  const int64_t macs = g.N * g.OC * ohw * (g.C / std::max<int64_t>(1, g.groups)) * g.KH * g.KW;
+#ifdef _OPENMP
+  const bool nested = omp_in_parallel();
+#else
+  const bool nested = true;
+#endif
+  const int nt = nested || macs < kMinParallelMacs ? 1 : get_num_threads();
   int64_t b = batch_images ? std::max<int64_t>(1, kTargetColumns / ohw) : 1;
   if (nt > 1) b = std::min(b, std::max<int64_t>(1, (g.N + nt - 1) / nt));
   b = std::clamp<int64_t>(b, 1, std::max<int64_t>(1, g.N));
@@ -149,7 +159,11 @@ void run_chunks(const Plan& p, int64_t N, const F& f) {
   if (p.threads > 1) {
 #pragma omp parallel num_threads(p.threads)
     {
+#ifdef _OPENMP
       const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
     }
@@ -164,6 +178,17 @@ bool is_pointwise(const ConvGeometry& g) {
 
 bool is_depthwise(const ConvGeometry& g) {
   return g.groups > 1 && g.groups == g.C && g.groups == g.OC;
+}
+
+// Output rows per im2col tile for a single large image: the tile's column matrix stays around
+// 512 KiB (in L2/L3 while the GEMM packs it, instead of a round trip through memory), with enough
+// columns for an efficient GEMM. (At the ResNet 64-channel 56x56 layer, untiled im2col ran about
+// 15-25% slower; 256 KiB to 1 MiB tiles were within this machine's noise of each other.)
+template <typename T>
+int64_t tile_rows(const ConvGeometry& g, int64_t K) {
+  constexpr int64_t kTileBytes = int64_t{1} << 19, kMinColumns = 256;
+  const int64_t cols = std::max(kMinColumns, kTileBytes / std::max<int64_t>(1, K * static_cast<int64_t>(sizeof(T))));
+  return std::clamp<int64_t>(cols / std::max<int64_t>(1, g.OW), 1, std::max<int64_t>(1, g.OH));
 }
 
 // ------------------------------------------------------------------ depthwise (direct loops)
@@ -193,6 +218,148 @@ void depthwise_plane_forward(T* o, const T* in, const T* w, T bias, const ConvGe
     }
 }
 
+// ------------------------------------------------------------------ channels-last path
+// For small images (short output rows) im2col is a storm of copies a few elements long. Instead
+// the chunk's images are transposed to channels-last [nb, H, W, C], each output pixel's patch is
+// KH*KW contiguous copies of C channels ("im2row", rows = output pixels, columns (kh, kw, c)),
+// and the GEMM produces [pixels, OC], transposed back to NCHW. groups == 1 only.
+
+bool use_channels_last(const ConvGeometry& g) {
+  return g.groups == 1 && g.C >= 8 && g.OW < 16;
+}
+
+// x [C, HW] -> xt [HW, C]
+template <typename T>
+void to_channels_last(const T* x, T* xt, int64_t C, int64_t HW) {
+  for (int64_t c = 0; c < C; ++c) {
+    const T* s = x + c * HW;
+    for (int64_t i = 0; i < HW; ++i) xt[i * C + c] = s[i];
+  }
+}
+
+// xt [HW, C] -> x [C, HW] (+ b[c] when given)
+template <typename T>
+void from_channels_last(const T* xt, T* x, int64_t C, int64_t HW, const T* b) {
+  for (int64_t c = 0; c < C; ++c) {
+    T* d = x + c * HW;
+    const T bv = b ? b[c] : T(0);
+    for (int64_t i = 0; i < HW; ++i) d[i] = xt[i * C + c] + bv;
+  }
+}
+
+// Calls f(row, tap, input pixel or -1) for every output pixel of one image and kernel tap.
+template <typename F>
+void for_each_tap(const ConvGeometry& g, const F& f) {
+  for (int64_t oh = 0; oh < g.OH; ++oh)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+          f(oh * g.OW + ow, kh * g.KW + kw, in ? ih * g.W + iw : -1);
+        }
+      }
+}
+
+// One image: rows [OHW, KH*KW*C] of patches from xt [HW, C].
+template <typename T>
+void im2row(const T* xt, T* rows, const ConvGeometry& g) {
+  const int64_t C = g.C, Kp = g.KH * g.KW * C;
+  for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+    T* d = rows + r * Kp + tap * C;
+    if (pix < 0) {
+      std::fill(d, d + C, T(0));
+    } else {
+      std::memcpy(d, xt + pix * C, static_cast<size_t>(C) * sizeof(T));
+    }
+  });
+}
+
+// weight [OC, C, KH, KW] -> [OC, KH, KW, C]
+template <typename T>
+std::vector<T> weight_channels_last(const T* w, const ConvGeometry& g) {
+  const int64_t KK = g.KH * g.KW;
+  std::vector<T> r(static_cast<size_t>(g.OC * KK * g.C));
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t k = 0; k < KK; ++k) r[(oc * KK + k) * g.C + c] = w[(oc * g.C + c) * KK + k];
+  return r;
+}
+
+template <typename T>
+void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* ot = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+    }
+    gemm(false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
+    for (int64_t j = 0; j < nb; ++j) from_channels_last(ot + j * OHW * g.OC, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
+  });
+}
+
+template <typename T>
+void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
+  const std::vector<T> wt = weight_channels_last(w, g);
+  const Plan plan = make_plan(g, true);
+  run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* got = scratch<T>(1, rows * g.OC);
+    T* da = scratch<T>(0, rows * Kp);
+    T* xt = scratch<T>(2, HW * g.C);
+    for (int64_t j = 0; j < nb; ++j) to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    gemm(false, false, rows, Kp, g.OC, T(1), got, g.OC, wt.data(), Kp, T(0), da, Kp);
+    for (int64_t j = 0; j < nb; ++j) {
+      std::fill(xt, xt + HW * g.C, T(0));
+      const T* dj = da + j * OHW * Kp;
+      for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+        if (pix < 0) return;
+        const T* s = dj + r * Kp + tap * g.C;
+        T* d = xt + pix * g.C;
+#pragma omp simd
+        for (int64_t c = 0; c < g.C; ++c) d[c] += s[c];
+      });
+      from_channels_last(xt, gi + (n0 + j) * g.C * HW, g.C, HW, bp);
+    }
+  });
+}
+
+template <typename T>
+void cl_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, KK = g.KH * g.KW, Kp = KK * g.C;
+  const int64_t wsize = g.OC * Kp;
+  const Plan plan = make_plan(g, true);
+  std::vector<T> acc(static_cast<size_t>(plan.threads * wsize), T(0));
+  run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * OHW;
+    T* xt = scratch<T>(2, HW * g.C);
+    T* a = scratch<T>(0, rows * Kp);
+    T* got = scratch<T>(1, rows * g.OC);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      im2row(xt, a + j * OHW * Kp, g);
+      to_channels_last(go + (n0 + j) * g.OC * OHW, got + j * OHW * g.OC, g.OC, OHW);
+    }
+    gemm(true, false, g.OC, Kp, rows, T(1), got, g.OC, a, Kp, T(1), acc.data() + tid * wsize, Kp);
+  });
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t k = 0; k < KK; ++k)
+      for (int64_t c = 0; c < g.C; ++c) {
+        T s = 0;
+        for (int t = 0; t < plan.threads; ++t) s += acc[t * wsize + (oc * KK + k) * g.C + c];
+        gw[(oc * g.C + c) * KK + k] = s;
+      }
+}
+
 // ------------------------------------------------------------------ forward
 
 template <typename T>
@@ -218,11 +385,17 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
     return;
   }
 
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_forward(o, in, w, bp, g);
+    return;
+  }
+
   const bool pointwise = is_pointwise(g);
   const Plan plan = make_plan(g, !pointwise);
+  const int64_t rows = tile_rows<T>(g, K);
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t cols = nb * OHW;
-    T* col = pointwise ? nullptr : scratch<T>(0, K * cols);
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
     T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
     for (int64_t grp = 0; grp < G; ++grp) {
       const T* wg = w + grp * OCg * K;
@@ -231,14 +404,19 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
         if (bp)
           for (int64_t oc = 0; oc < OCg; ++oc) std::fill(dst + oc * OHW, dst + (oc + 1) * OHW, bp[grp * OCg + oc]);
         const T* src = in + (n0 * g.C + grp * Cg) * HW;
-        if (!pointwise) {
-          im2col(src, col, OHW, Cg, g);
-          src = col;
+        if (pointwise) {
+          gemm(false, false, OCg, OHW, K, T(1), wg, K, src, OHW, bp ? T(1) : T(0), dst, OHW);
+          continue;
         }
-        gemm(false, false, OCg, OHW, K, T(1), wg, K, src, OHW, bp ? T(1) : T(0), dst, OHW);
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          im2col(src, col, tc, Cg, g, oh0, oh1);
+          gemm(false, false, OCg, tc, K, T(1), wg, K, col, tc, bp ? T(1) : T(0), dst + oh0 * g.OW, OHW);
+        }
         continue;
       }
-      for (int64_t j = 0; j < nb; ++j) im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g);
+      for (int64_t j = 0; j < nb; ++j)
+        im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g, 0, g.OH);
       gemm(false, false, OCg, cols, K, T(1), wg, K, col, cols, T(0), tmp, cols);
       for (int64_t j = 0; j < nb; ++j)
         for (int64_t oc = 0; oc < OCg; ++oc) {
@@ -310,11 +488,17 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
     return;
   }
 
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_input(gi, go, w, bp, g);
+    return;
+  }
+
   const bool pointwise = is_pointwise(g);
   const Plan plan = make_plan(g, !pointwise);
+  const int64_t rows = tile_rows<T>(g, K);
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t cols = nb * OHW;
-    T* col = pointwise ? nullptr : scratch<T>(0, K * cols);
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
     T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
     for (int64_t grp = 0; grp < G; ++grp) {
       const T* wg = w + grp * OCg * K;
@@ -323,21 +507,27 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
              gi + (n0 * g.C + grp * Cg) * HW, HW);
         continue;
       }
-      const T* src;
       if (nb == 1) {
-        src = go + (n0 * g.OC + grp * OCg) * OHW;
-      } else {
-        for (int64_t j = 0; j < nb; ++j)
-          for (int64_t oc = 0; oc < OCg; ++oc)
-            std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
-                        static_cast<size_t>(OHW) * sizeof(T));
-        src = tmp;
+        T* img = gi + (n0 * g.C + grp * Cg) * HW;
+        std::fill(img, img + Cg * HW, T(0));
+        const T* src = go + (n0 * g.OC + grp * OCg) * OHW;
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          gemm(true, false, K, tc, OCg, T(1), wg, K, src + oh0 * g.OW, OHW, T(0), col, tc);
+          col2im(col, tc, img, Cg, g, oh0, oh1);
+        }
+        continue;
       }
-      gemm(true, false, K, cols, OCg, T(1), wg, K, src, cols, T(0), col, cols);
+      // several small images: gather their gradients side by side, one GEMM, col2im each
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t oc = 0; oc < OCg; ++oc)
+          std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
+                      static_cast<size_t>(OHW) * sizeof(T));
+      gemm(true, false, K, cols, OCg, T(1), wg, K, tmp, cols, T(0), col, cols);
       for (int64_t j = 0; j < nb; ++j) {
         T* img = gi + ((n0 + j) * g.C + grp * Cg) * HW;
         std::fill(img, img + Cg * HW, T(0));
-        col2im(col + j * OHW, cols, img, Cg, g);
+        col2im(col + j * OHW, cols, img, Cg, g, 0, g.OH);
       }
     }
     for (int64_t j = 0; j < nb; ++j) add_bias(n0 + j);
@@ -410,14 +600,20 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
     return;
   }
 
+  if (use_channels_last(g) && !is_pointwise(g)) {
+    cl_backward_weight(gw, go, in, g);
+    return;
+  }
+
   const bool pointwise = is_pointwise(g);
   const Plan plan = make_plan(g, !pointwise);
   // Thread 0 accumulates into grad_weight itself, the others into partial sums added at the end.
   std::vector<T> partial(static_cast<size_t>(std::max(0, plan.threads - 1)) * static_cast<size_t>(wsize), T(0));
+  const int64_t rows = tile_rows<T>(g, K);
   run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
     T* acc = tid == 0 ? gw : partial.data() + static_cast<size_t>(tid - 1) * static_cast<size_t>(wsize);
     const int64_t cols = nb * OHW;
-    T* col = pointwise ? nullptr : scratch<T>(0, K * cols);
+    T* col = pointwise ? nullptr : scratch<T>(0, K * (nb == 1 ? rows * g.OW : cols));
     T* tmp = nb > 1 ? scratch<T>(1, OCg * cols) : nullptr;
     for (int64_t grp = 0; grp < G; ++grp) {
       T* accg = acc + grp * OCg * K;
@@ -426,18 +622,23 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
              HW, T(1), accg, K);
         continue;
       }
-      for (int64_t j = 0; j < nb; ++j) im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g);
-      const T* src;
       if (nb == 1) {
-        src = go + (n0 * g.OC + grp * OCg) * OHW;
-      } else {
-        for (int64_t j = 0; j < nb; ++j)
-          for (int64_t oc = 0; oc < OCg; ++oc)
-            std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
-                        static_cast<size_t>(OHW) * sizeof(T));
-        src = tmp;
+        const T* x = in + (n0 * g.C + grp * Cg) * HW;
+        const T* src = go + (n0 * g.OC + grp * OCg) * OHW;
+        for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
+          const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
+          im2col(x, col, tc, Cg, g, oh0, oh1);
+          gemm(false, true, OCg, K, tc, T(1), src + oh0 * g.OW, OHW, col, tc, T(1), accg, K);
+        }
+        continue;
       }
-      gemm(false, true, OCg, K, cols, T(1), src, cols, col, cols, T(1), accg, K);
+      for (int64_t j = 0; j < nb; ++j)
+        im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g, 0, g.OH);
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t oc = 0; oc < OCg; ++oc)
+          std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
+                      static_cast<size_t>(OHW) * sizeof(T));
+      gemm(false, true, OCg, K, cols, T(1), tmp, cols, col, cols, T(1), accg, K);
     }
   });
   for (int t = 1; t < plan.threads; ++t) {

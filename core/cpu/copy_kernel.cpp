@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "core/copy.h"
 #include "core/cpu/loops.h"
 
@@ -28,9 +29,20 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
 }
 
 void cpu_fill(const Tensor& dst, double value) {
+  // Writes without reading the destination: fresh memory may hold any bit pattern, and reading
+  // it (even to overwrite) is undefined for bool.
   EMBER_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
     const scalar_t v = cast_value<scalar_t>(value);
-    cpu::map1<scalar_t, scalar_t>(dst, dst, [v](scalar_t) { return v; });
+    std::array<const Tensor*, 1> ops{&dst};
+    std::array<char*, 1> base{static_cast<char*>(dst.raw_data())};
+    cpu::for_each_run<1>(dst.shape(), ops, base, [v](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t n) {
+      scalar_t* o = reinterpret_cast<scalar_t*>(p[0]);
+      if (s[0] == 1) {
+        std::fill(o, o + n, v);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = v;
+      }
+    });
   });
 }
 

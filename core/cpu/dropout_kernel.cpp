@@ -1,5 +1,6 @@
 // CPU dropout: applies a 0/1 uint8 mask and the 1/(1-p) scale in one vectorised pass (the same
-// kernel serves the backward, with the same mask).
+// kernel serves the backward, with the same mask). A multiplication rather than a select, as
+// PyTorch: a dropped NaN or infinity stays NaN.
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
 
@@ -17,7 +18,7 @@ void apply(const Tensor& out, const Tensor& input, const Tensor& mask, double sc
   const T s = static_cast<T>(scale);
   parallel_for(0, input.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
 #pragma omp simd
-    for (int64_t i = b; i < e; ++i) y[i] = m[i] ? x[i] * s : T(0);
+    for (int64_t i = b; i < e; ++i) y[i] = x[i] * (static_cast<T>(m[i]) * s);
   });
 }
 

@@ -61,37 +61,37 @@ void binary_impl(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& 
   switch (op) {
     case BinaryOp::Add:
       if (alpha == 1.0)
-        cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x + y); });
+        cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(x + y); });
       else
-        cpu::map2<T, T, T>(out, a, b, [al](T x, T y) { return static_cast<T>(x + al * y); });
+        cpu::map2<T, T, T>(out, a, b, [al](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(x + al * y); });
       break;
     case BinaryOp::Sub:
       if (alpha == 1.0)
-        cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x - y); });
+        cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(x - y); });
       else
-        cpu::map2<T, T, T>(out, a, b, [al](T x, T y) { return static_cast<T>(x - al * y); });
+        cpu::map2<T, T, T>(out, a, b, [al](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(x - al * y); });
       break;
     case BinaryOp::Mul:
-      cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x * y); });
+      cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(x * y); });
       break;
     case BinaryOp::Div:
       if constexpr (std::is_integral_v<T>) {
         EMBER_FAIL("div: integer operands must be converted to a floating dtype first");
       } else {
-        cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return x / y; });
+        cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return x / y; });
       }
       break;
     case BinaryOp::Maximum:
-      cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return max_of(x, y); });
+      cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return max_of(x, y); });
       break;
     case BinaryOp::Minimum:
-      cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return min_of(x, y); });
+      cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return min_of(x, y); });
       break;
     case BinaryOp::Pow:
       if constexpr (std::is_integral_v<T>)
-        cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
+        cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return int_pow(x, y); });
       else
-        cpu::map2<T, T, T>(out, a, b, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
+        cpu::map2<T, T, T>(out, a, b, [](T x, T y) EMBER_VEC_LAMBDA { return static_cast<T>(std::pow(x, y)); });
       break;
   }
 }
@@ -106,25 +106,27 @@ void cpu_binary_grad(BinaryGradOp op, const Tensor& out, const Tensor& grad, con
     auto run = [&](auto f) { cpu::map3_fast<T, T, T, T>(out, grad, a, b, f); };
     switch (op) {
       case BinaryGradOp::MaximumA:
-        run([](T g, T x, T y) { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x < y, T(0), g)); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x < y, T(0), g)); });
         break;
       case BinaryGradOp::MaximumB:
-        run([](T g, T x, T y) { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x > y, T(0), g)); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x > y, T(0), g)); });
         break;
       case BinaryGradOp::MinimumA:
-        run([](T g, T x, T y) { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x > y, T(0), g)); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x > y, T(0), g)); });
         break;
       case BinaryGradOp::MinimumB:
-        run([](T g, T x, T y) { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x < y, T(0), g)); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return cpu::blend(x == y, T(0.5) * g, cpu::blend(x < y, T(0), g)); });
         break;
       case BinaryGradOp::PowBase:
-        run([](T g, T x, T y) { return cpu::blend(y == T(0), T(0), g * y * std::pow(x, y - T(1))); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return cpu::blend(y == T(0), T(0), g * y * std::pow(x, y - T(1))); });
         break;
       case BinaryGradOp::PowExponent:
-        run([](T g, T x, T y) { return cpu::blend(x == T(0) && y >= T(0), T(0), g * std::pow(x, y) * std::log(x)); });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA {
+          return cpu::blend(x == T(0) && y >= T(0), T(0), g * std::pow(x, y) * std::log(x));
+        });
         break;
       case BinaryGradOp::DivDivisor:
-        run([](T g, T x, T y) { return -g * (x / y) / y; });
+        run([](T g, T x, T y) EMBER_VEC_LAMBDA { return -g * (x / y) / y; });
         break;
     }
   });
@@ -135,46 +137,46 @@ void compare_impl(CompareOp op, const Tensor& out, const Tensor& a, const Tensor
   auto run = [&](auto f) { cpu::map2<bool, T, T>(out, a, b, f); };
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     // Storage types: compare their float values.
-    auto fl = [](T v) { return static_cast<float>(v); };
+    auto fl = [](T v) EMBER_VEC_LAMBDA { return static_cast<float>(v); };
     switch (op) {
       case CompareOp::Eq:
-        run([fl](T x, T y) { return fl(x) == fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) == fl(y); });
         break;
       case CompareOp::Ne:
-        run([fl](T x, T y) { return fl(x) != fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) != fl(y); });
         break;
       case CompareOp::Lt:
-        run([fl](T x, T y) { return fl(x) < fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) < fl(y); });
         break;
       case CompareOp::Le:
-        run([fl](T x, T y) { return fl(x) <= fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) <= fl(y); });
         break;
       case CompareOp::Gt:
-        run([fl](T x, T y) { return fl(x) > fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) > fl(y); });
         break;
       case CompareOp::Ge:
-        run([fl](T x, T y) { return fl(x) >= fl(y); });
+        run([fl](T x, T y) EMBER_VEC_LAMBDA { return fl(x) >= fl(y); });
         break;
     }
   } else {
     switch (op) {
       case CompareOp::Eq:
-        run([](T x, T y) { return x == y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x == y; });
         break;
       case CompareOp::Ne:
-        run([](T x, T y) { return x != y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x != y; });
         break;
       case CompareOp::Lt:
-        run([](T x, T y) { return x < y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x < y; });
         break;
       case CompareOp::Le:
-        run([](T x, T y) { return x <= y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x <= y; });
         break;
       case CompareOp::Gt:
-        run([](T x, T y) { return x > y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x > y; });
         break;
       case CompareOp::Ge:
-        run([](T x, T y) { return x >= y; });
+        run([](T x, T y) EMBER_VEC_LAMBDA { return x >= y; });
         break;
     }
   }
@@ -236,7 +238,7 @@ void cpu_isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rto
   EMBER_DISPATCH_FLOAT(a.dtype(), "isclose", [&] {
     using T = scalar_t;
     const T rt = static_cast<T>(rtol), at = static_cast<T>(atol);
-    cpu::map2<bool, T, T>(out, a, b, [rt, at](T x, T y) {
+    cpu::map2<bool, T, T>(out, a, b, [rt, at](T x, T y) EMBER_VEC_LAMBDA {
       // An infinite difference is never close (inf vs -inf), as PyTorch.
       const T d = std::fabs(x - y);
       return x == y || (d <= at + rt * std::fabs(y) && d < std::numeric_limits<T>::infinity());

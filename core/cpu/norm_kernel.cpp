@@ -91,7 +91,7 @@ void normalise_channels(T* y, const T* x, const std::vector<double>& mean, const
     });
     return;
   }
-  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / S), [&](int64_t b, int64_t e) {
+  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, S)), [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       const int64_t c = nc % C;
       const T a = scale[c], sh = shift[c], hd = head[c], tl = tail[c];
@@ -247,7 +247,7 @@ void bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
     });
     return;
   }
-  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / S), [&](int64_t b, int64_t e) {
+  parallel_for(0, N * C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, S)), [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       const int64_t c = nc % C;
       const T a = ca[c], bb = cb[c], k = cc[c], hd = head[c], tl = tail[c];
@@ -318,28 +318,41 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
           const double m = mp[r], rs = rp[r];
           if (gw) {
             double* acc = pw.data() + tid * D;
+#pragma omp simd
             for (int64_t i = 0; i < D; ++i) acc[i] += static_cast<double>(g[i]) * (static_cast<double>(xr[i]) - m) * rs;
           }
           if (gb) {
             double* acc = pb.data() + tid * D;
+#pragma omp simd
             for (int64_t i = 0; i < D; ++i) acc[i] += static_cast<double>(g[i]);
           }
           if (!gi) continue;
           // dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = dy * w
+          const SplitMean<T> sm(m);
+          const T hd = sm.head, tl = sm.tail, trs = static_cast<T>(rs);
           double s1 = 0, s2 = 0;
+          if (w) {
 #pragma omp simd reduction(+ : s1, s2)
-          for (int64_t i = 0; i < D; ++i) {
-            const double gwv = static_cast<double>(g[i]) * (w ? static_cast<double>(w[i]) : 1.0);
-            s1 += gwv;
-            s2 += gwv * (static_cast<double>(xr[i]) - m) * rs;
+            for (int64_t i = 0; i < D; ++i) {
+              const T gv = g[i] * w[i];
+              s1 += static_cast<double>(gv);
+              s2 += static_cast<double>(gv * (((xr[i] - hd) - tl) * trs));
+            }
+          } else {
+#pragma omp simd reduction(+ : s1, s2)
+            for (int64_t i = 0; i < D; ++i) {
+              s1 += static_cast<double>(g[i]);
+              s2 += static_cast<double>(g[i] * (((xr[i] - hd) - tl) * trs));
+            }
           }
           const T c1 = static_cast<T>(s1 / static_cast<double>(D)), c2 = static_cast<T>(s2 / static_cast<double>(D));
-          const T tm = static_cast<T>(m), trs = static_cast<T>(rs);
           T* o = gi + r * D;
+          if (w) {
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) {
-            const T xhat = (xr[i] - tm) * trs;
-            o[i] = trs * (g[i] * (w ? w[i] : T(1)) - c1 - xhat * c2);
+            for (int64_t i = 0; i < D; ++i) o[i] = trs * (g[i] * w[i] - c1 - ((xr[i] - hd) - tl) * trs * c2);
+          } else {
+#pragma omp simd
+            for (int64_t i = 0; i < D; ++i) o[i] = trs * (g[i] - c1 - ((xr[i] - hd) - tl) * trs * c2);
           }
         }
       });

@@ -7,14 +7,13 @@
 //  - columns: the innermost kept dim is contiguous (reducing leading dims, as bias gradients
 //    do): a block of outputs keeps a buffer of accumulators and every reduced row is added into
 //    it with a vectorised loop; threads split the blocks, or the rows with per-thread partials.
-// float32 sums, products, norms and variances accumulate in double.
+// float32 sums, products, norms and variances accumulate in double. The backward helpers live
+// in reduce_grad_kernel.cpp.
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
-#include "core/cpu/loops.h"
 #include "core/parallel.h"
 #include "core/reduce_kernels.h"
 
@@ -22,16 +21,13 @@ namespace ember {
 
 EMBER_DEFINE_STUB(reduce_stub, ReduceFn);
 EMBER_DEFINE_STUB(arg_reduce_stub, ArgReduceFn);
-EMBER_DEFINE_STUB(reduce_grad_stub, ReduceGradFn);
-EMBER_DEFINE_STUB(index_grad_stub, IndexGradFn);
-EMBER_DEFINE_STUB(prod_grad_stub, ProdGradFn);
 
 namespace {
 
 // Independent accumulators per loop: enough to hide the add latency of the vector unit.
 constexpr int kLanes = 32;
 // Outputs per column block: the accumulators stay in L1 while rows stream past.
-constexpr int64_t kColBlock = 1024;
+constexpr int64_t kColBlock = 8192;
 // Below this many contiguous outputs the column strategy's per-row overhead is not worth it.
 constexpr int64_t kMinColWidth = 8;
 
@@ -168,6 +164,55 @@ void run_rows(const Red& red, const T* base, const Layout& L) {
   });
 }
 
+// Rows whose reduced dims form several groups (e.g. [N, C, H, W] over N, H and W): a block of
+// outputs advances through the outer reduced positions together, so each step reads the
+// runs of all outputs in the block in memory order instead of jumping a large stride per
+// output. Threads split the blocks, or the outer positions with per-thread partials.
+template <typename Red, typename T>
+void run_rows_grouped(const Red& red, const T* base, const Layout& L) {
+  using acc_t = typename Red::acc_t;
+  const int64_t n_in = L.red.inner_size(), s_in = L.red.inner_stride();
+  const int64_t Q = L.R / n_in, O = L.O;
+  const int64_t B = std::clamp<int64_t>(kParallelGrain / n_in, 1, O);
+  const int64_t items = (O + B - 1) / B;
+  const int nt = get_num_threads();
+  int64_t qsplit = 1;
+  if (items < nt && L.R * std::min(B, O) >= kParallelGrain) qsplit = std::min<int64_t>((nt + items - 1) / items, Q);
+  std::vector<std::vector<acc_t>> parts(static_cast<size_t>(qsplit > 1 ? items * qsplit : 0));
+  auto work = [&](int64_t w, std::vector<acc_t>& acc, std::vector<int64_t>& offs) {
+    const int64_t it = w / qsplit, k = w % qsplit;
+    const int64_t o0 = it * B, nb = std::min(B, O - o0);
+    const int64_t q0 = Q * k / qsplit, q1 = Q * (k + 1) / qsplit;
+    offs.resize(static_cast<size_t>(nb));
+    Odometer ok(L.kept, L.kept.ndim(), o0);
+    for (int64_t j = 0; j < nb; ++j, ok.next()) offs[j] = ok.offset();
+    acc.assign(static_cast<size_t>(nb), red.init(q0 * n_in));
+    Odometer oq(L.red, L.red.ndim() - 1, q0);
+    for (int64_t q = q0; q < q1; ++q, oq.next())
+      for (int64_t j = 0; j < nb; ++j) red.run(acc[j], base + offs[j] + oq.offset(), n_in, s_in, q * n_in);
+  };
+  parallel_for(0, items * qsplit, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L.R * B, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<acc_t> acc;
+                 std::vector<int64_t> offs;
+                 for (int64_t w = b; w < e; ++w) {
+                   work(w, acc, offs);
+                   if (qsplit > 1) {
+                     parts[w] = acc;
+                   } else {
+                     for (size_t j = 0; j < acc.size(); ++j) red.store(w * B + static_cast<int64_t>(j), acc[j]);
+                   }
+                 }
+               });
+  if (qsplit == 1) return;
+  for (int64_t it = 0; it < items; ++it) {
+    std::vector<acc_t>& acc = parts[it * qsplit];
+    for (int64_t k = 1; k < qsplit; ++k)
+      for (size_t j = 0; j < acc.size(); ++j) red.merge(acc[j], parts[it * qsplit + k][j]);
+    for (size_t j = 0; j < acc.size(); ++j) red.store(it * B + static_cast<int64_t>(j), acc[j]);
+  }
+}
+
 template <typename Red, typename T>
 void run_columns(const Red& red, const T* base, const Layout& L) {
   using Col = typename Red::Col;
@@ -232,6 +277,8 @@ void run_reduce(const Red& red, const T* base, const Layout& L) {
   const bool columns = L.kept.inner_stride() == 1 && L.kept.inner_size() >= kMinColWidth && L.red.inner_stride() != 1;
   if (columns)
     run_columns(red, base, L);
+  else if (L.red.ndim() > 1)
+    run_rows_grouped(red, base, L);
   else
     run_rows(red, base, L);
 }
@@ -264,45 +311,59 @@ constexpr T worst_value() {
     return IsMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
-// NaN-propagating extreme of a contiguous run, kLanes accumulators wide.
+// The loops below keep kLanes independent accumulators, fold the tail into them, and combine
+// them as a tree, so that neither the main loop nor the final combine is one serial chain.
+// Runs shorter than kLanes take a plain loop.
+
+// NaN-propagating extreme of map(p[i]) over a contiguous run, starting from init.
 template <bool IsMax, typename T, typename Map>
 T lane_extreme(const T* p, int64_t n, T init, const Map& map) {
+  auto pick = [](T a, T b) { return better<IsMax>(b, a) ? b : a; };
+  if (n < kLanes) {
+    T m = init;
+    for (int64_t i = 0; i < n; ++i) m = pick(m, map(p[i]));
+    return m;
+  }
   T lanes[kLanes];
   for (int j = 0; j < kLanes; ++j) lanes[j] = init;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd
-    for (int j = 0; j < kLanes; ++j) {
-      const T x = map(p[i + j]);
-      lanes[j] = better<IsMax>(x, lanes[j]) ? x : lanes[j];
-    }
+    for (int j = 0; j < kLanes; ++j) lanes[j] = pick(lanes[j], map(p[i + j]));
   }
-  T m = init;
-  for (; i < n; ++i) {
-    const T x = map(p[i]);
-    m = better<IsMax>(x, m) ? x : m;
-  }
-  for (int j = 0; j < kLanes; ++j) m = better<IsMax>(lanes[j], m) ? lanes[j] : m;
-  return m;
+  for (int64_t j = 0; i + j < n; ++j) lanes[j] = pick(lanes[j], map(p[i + j]));
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] = pick(lanes[j], lanes[j + w]);
+  return lanes[0];
 }
 
-// Sum of map(p[i]) over a contiguous run in Acc, kLanes accumulators wide.
+// Sum of map(p[i]) over a contiguous run, in Acc.
 template <typename Acc, typename T, typename Map>
 Acc lane_sum(const T* p, int64_t n, const Map& map) {
+  if (n < kLanes) {
+    Acc t = 0;
+    for (int64_t i = 0; i < n; ++i) t += map(p[i]);
+    return t;
+  }
   Acc lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd
     for (int j = 0; j < kLanes; ++j) lanes[j] += map(p[i + j]);
   }
-  Acc t = 0;
-  for (; i < n; ++i) t += map(p[i]);
-  for (int j = 0; j < kLanes; ++j) t += lanes[j];
-  return t;
+  for (int64_t j = 0; i + j < n; ++j) lanes[j] += map(p[i + j]);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  return lanes[0];
 }
 
 template <typename Acc, typename T>
 Acc lane_prod(const T* p, int64_t n) {
+  if (n < kLanes) {
+    Acc t = 1;
+    for (int64_t i = 0; i < n; ++i) t *= static_cast<Acc>(p[i]);
+    return t;
+  }
   Acc lanes[kLanes];
   for (int j = 0; j < kLanes; ++j) lanes[j] = 1;
   int64_t i = 0;
@@ -310,10 +371,10 @@ Acc lane_prod(const T* p, int64_t n) {
 #pragma omp simd
     for (int j = 0; j < kLanes; ++j) lanes[j] *= static_cast<Acc>(p[i + j]);
   }
-  Acc t = 1;
-  for (; i < n; ++i) t *= static_cast<Acc>(p[i]);
-  for (int j = 0; j < kLanes; ++j) t *= lanes[j];
-  return t;
+  for (int64_t j = 0; i + j < n; ++j) lanes[j] *= static_cast<Acc>(p[i + j]);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] *= lanes[j + w];
+  return lanes[0];
 }
 
 // ------------------------------------------------------------------ reducers
@@ -401,12 +462,13 @@ template <bool IsMax, typename T, typename Map>
 struct ExtremeReducer {
   T* out;
   Map map;
+  T start;  // the extreme of nothing: the worst value, or 0 for the max of |x|
   using acc_t = T;
   struct Col {
     std::vector<T> m;
   };
 
-  T init(int64_t) const { return worst_value<IsMax, T>(); }
+  T init(int64_t) const { return start; }
   void run(T& acc, const T* p, int64_t n, int64_t s, int64_t) const {
     T m = acc;
     if (s == 1) {
@@ -423,7 +485,7 @@ struct ExtremeReducer {
     if (better<IsMax>(b, a)) a = b;
   }
   void store(int64_t o, T a) const { out[o] = a; }
-  Col make_col(int64_t n, int64_t) const { return {std::vector<T>(static_cast<size_t>(n), worst_value<IsMax, T>())}; }
+  Col make_col(int64_t n, int64_t) const { return {std::vector<T>(static_cast<size_t>(n), start)}; }
   void row(Col& c, const T* x, int64_t n, int64_t) const {
     T* m = c.m.data();
 #pragma omp simd
@@ -649,8 +711,18 @@ void reduce_floating(ReduceOp op, const Tensor& out, const T* base, const Layout
                    base, L);
       } else if (std::isinf(p)) {
         auto absf = [](T x) { return std::abs(x); };
-        run_reduce(ExtremeReducer<true, T, decltype(absf)>{y, absf}, base, L);
+        run_reduce(ExtremeReducer<true, T, decltype(absf)>{y, absf, T(0)}, base, L);
+      } else if (p == 3.0) {
+        run_reduce(sum_reducer<T, double>(
+                       y,
+                       [](T x) {
+                         const double a = std::abs(static_cast<double>(x));
+                         return a * a * a;
+                       },
+                       [](double a) { return std::cbrt(a); }),
+                   base, L);
       } else {
+        // A general power is a libm call per element: correct but far from memory speed.
         run_reduce(sum_reducer<T, double>(
                        y, [p](T x) { return std::pow(std::abs(static_cast<double>(x)), p); },
                        [p](double a) { return std::pow(a, 1.0 / p); }),
@@ -692,10 +764,11 @@ void cpu_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, 
         }
         break;
       case ReduceOp::Max:
-        run_reduce(ExtremeReducer<true, T, decltype(ident)>{out.data_ptr<T>(), ident}, base, L);
+        run_reduce(ExtremeReducer<true, T, decltype(ident)>{out.data_ptr<T>(), ident, worst_value<true, T>()}, base, L);
         break;
       case ReduceOp::Min:
-        run_reduce(ExtremeReducer<false, T, decltype(ident)>{out.data_ptr<T>(), ident}, base, L);
+        run_reduce(ExtremeReducer<false, T, decltype(ident)>{out.data_ptr<T>(), ident, worst_value<false, T>()}, base,
+                   L);
         break;
       default:
         if constexpr (std::is_floating_point_v<T>) {
@@ -721,110 +794,9 @@ void cpu_arg_reduce(ArgReduceOp op, const Tensor& values, const Tensor& indices,
   });
 }
 
-template <typename T>
-T sign_of(T x) {
-  return static_cast<T>((x > 0) - (x < 0));
-}
-
-void cpu_reduce_grad(ReduceGradOp op, const Tensor& gi, const Tensor& x, const Tensor& a, const Tensor& b, double p) {
-  EMBER_DISPATCH_FLOAT(x.dtype(), "reduction backward", [&] {
-    using T = scalar_t;
-    switch (op) {
-      case ReduceGradOp::EqMask:
-        cpu::map2<T, T, T>(gi, x, a, [](T v, T m) { return static_cast<T>(v == m); });
-        break;
-      case ReduceGradOp::AbsEqMask:
-        cpu::map2<T, T, T>(gi, x, a, [](T v, T m) { return static_cast<T>(std::abs(v) == m); });
-        break;
-      case ReduceGradOp::EqScale:
-        cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T m, T g) { return v == m ? g : T(0); });
-        break;
-      case ReduceGradOp::AbsEqSignScale:
-        cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T m, T g) { return std::abs(v) == m ? sign_of(v) * g : T(0); });
-        break;
-      case ReduceGradOp::CenteredScale:
-        cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T m, T g) { return g * (v - m); });
-        break;
-      case ReduceGradOp::ExpScale:
-        cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T m, T g) {
-          return m == -std::numeric_limits<T>::infinity() ? T(0) : g * std::exp(v - m);
-        });
-        break;
-      case ReduceGradOp::NormScale: {
-        const T pm1 = static_cast<T>(p - 1.0);
-        if (p == 1.0) {
-          cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T, T g) { return g * sign_of(v); });
-        } else if (p == 2.0) {
-          cpu::map3<T, T, T, T>(gi, x, a, b, [](T v, T n, T g) { return n == 0 ? T(0) : g * v / n; });
-        } else {
-          cpu::map3<T, T, T, T>(gi, x, a, b, [pm1](T v, T n, T g) {
-            return (n == 0 || v == 0) ? T(0) : g * sign_of(v) * std::pow(std::abs(v) / n, pm1);
-          });
-        }
-        break;
-      }
-    }
-  });
-}
-
-template <typename T>
-void index_grad_impl(T* out, const T* gp, const int64_t* ip, int64_t A, int64_t R, int64_t C) {
-  parallel_for(0, A, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R * C, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t a = b; a < e; ++a)
-      for (int64_t r = 0; r < R; ++r) {
-        T* o = out + (a * R + r) * C;
-        const T* gr = gp + a * C;
-        const int64_t* ir = ip + a * C;
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) o[c] = ir[c] == r ? gr[c] : T(0);
-      }
-  });
-}
-
-void cpu_index_grad(const Tensor& gi, const Tensor& g, const Tensor& indices) {
-  EMBER_DISPATCH_FLOAT(gi.dtype(), "max/min backward", [&] {
-    using T = scalar_t;
-    index_grad_impl<T>(gi.data_ptr<T>(), g.data_ptr<T>(), indices.data_ptr<int64_t>(), gi.size(0), gi.size(1),
-                       gi.size(2));
-  });
-}
-
-// Exclusive products by a prefix pass and a suffix pass, so zeros need no special case.
-void cpu_prod_grad(const Tensor& gi, const Tensor& g, const Tensor& x) {
-  const int64_t A = x.size(0), R = x.size(1), C = x.size(2);
-  EMBER_DISPATCH_FLOAT(x.dtype(), "prod backward", [&] {
-    using T = scalar_t;
-    T* out = gi.data_ptr<T>();
-    const T* gp = g.data_ptr<T>();
-    const T* xp = x.data_ptr<T>();
-    parallel_for(0, A, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R * C, 1)), [&](int64_t b, int64_t e) {
-      std::vector<T> acc(static_cast<size_t>(C));
-      for (int64_t a = b; a < e; ++a) {
-        const T* xa = xp + a * R * C;
-        T* oa = out + a * R * C;
-        std::fill(acc.begin(), acc.end(), T(1));
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t c = 0; c < C; ++c) {
-            oa[r * C + c] = acc[c];
-            acc[c] *= xa[r * C + c];
-          }
-        std::copy(gp + a * C, gp + (a + 1) * C, acc.begin());
-        for (int64_t r = R - 1; r >= 0; --r)
-          for (int64_t c = 0; c < C; ++c) {
-            oa[r * C + c] *= acc[c];
-            acc[c] *= xa[r * C + c];
-          }
-      }
-    });
-  });
-}
-
 }  // namespace
 
 EMBER_REGISTER_KERNEL(reduce_stub, CPU, cpu_reduce);
 EMBER_REGISTER_KERNEL(arg_reduce_stub, CPU, cpu_arg_reduce);
-EMBER_REGISTER_KERNEL(reduce_grad_stub, CPU, cpu_reduce_grad);
-EMBER_REGISTER_KERNEL(index_grad_stub, CPU, cpu_index_grad);
-EMBER_REGISTER_KERNEL(prod_grad_stub, CPU, cpu_prod_grad);
 
 }  // namespace ember

@@ -20,22 +20,22 @@ EMBER_DEFINE_STUB(unary_grad_stub, UnaryGradFn);
 
 namespace {
 
-inline float k_exp(float x) {
+EMBER_VEC_INLINE float k_exp(float x) {
   return cpu::exp_f32(x);
 }
-inline double k_exp(double x) {
+EMBER_VEC_INLINE double k_exp(double x) {
   return std::exp(x);
 }
-inline float k_log(float x) {
+EMBER_VEC_INLINE float k_log(float x) {
   return cpu::log_f32(x);
 }
-inline double k_log(double x) {
+EMBER_VEC_INLINE double k_log(double x) {
   return std::log(x);
 }
-inline float k_log1p(float x) {
+EMBER_VEC_INLINE float k_log1p(float x) {
   return cpu::log1p_f32(x);
 }
-inline double k_log1p(double x) {
+EMBER_VEC_INLINE double k_log1p(double x) {
   return std::log1p(x);
 }
 
@@ -84,7 +84,7 @@ template <typename T, bool Recip>
 void run_sqrt(const Tensor& out, const Tensor& a) {
   cpu::map1_runs<T>(
       out, a, [](T* o, const T* x, int64_t n) { sqrt_run<T, Recip>(o, x, n); },
-      [](T x) { return Recip ? T(1) / std::sqrt(x) : std::sqrt(x); });
+      [](T x) EMBER_VEC_LAMBDA { return Recip ? T(1) / std::sqrt(x) : std::sqrt(x); });
 }
 
 // A double bound as T: saturated to T's range for integers (the op promotes to float when a
@@ -107,7 +107,7 @@ void run_pow_scalar(const Tensor& out, const Tensor& a, double e) {
   auto run = [&](auto f) { cpu::map1<T, T>(out, a, f); };
   if constexpr (std::is_integral_v<T>) {
     const uint64_t n = static_cast<uint64_t>(e);  // the op checked: a non-negative integer
-    run([n](T x) {
+    run([n](T x) EMBER_VEC_LAMBDA {
       using U = std::make_unsigned_t<T>;
       U r = 1, b = static_cast<U>(x);
       for (uint64_t k = n; k; k >>= 1) {
@@ -121,22 +121,22 @@ void run_pow_scalar(const Tensor& out, const Tensor& a, double e) {
     if (e == 0.0) {
       run([](T) { return T(1); });
     } else if (e == 1.0) {
-      run([](T x) { return x; });
+      run([](T x) EMBER_VEC_LAMBDA { return x; });
     } else if (e == 2.0) {
-      run([](T x) { return x * x; });
+      run([](T x) EMBER_VEC_LAMBDA { return x * x; });
     } else if (e == 3.0) {
-      run([](T x) { return x * x * x; });
+      run([](T x) EMBER_VEC_LAMBDA { return x * x * x; });
     } else if (e == -1.0) {
-      run([](T x) { return T(1) / x; });
+      run([](T x) EMBER_VEC_LAMBDA { return T(1) / x; });
     } else if (e == -2.0) {
-      run([](T x) { return T(1) / (x * x); });
+      run([](T x) EMBER_VEC_LAMBDA { return T(1) / (x * x); });
     } else if (e == 0.5) {
       run_sqrt<T, false>(out, a);
     } else if (e == -0.5) {
       run_sqrt<T, true>(out, a);
     } else {
       const T te = static_cast<T>(e);
-      run([te](T x) { return static_cast<T>(std::pow(x, te)); });
+      run([te](T x) EMBER_VEC_LAMBDA { return static_cast<T>(std::pow(x, te)); });
     }
   }
 }
@@ -146,29 +146,29 @@ void unary_impl(UnaryOp op, const Tensor& out, const Tensor& a, double p0, doubl
   auto run = [&](auto f) { cpu::map1<T, T>(out, a, f); };
   switch (op) {
     case UnaryOp::Neg:
-      run([](T x) { return static_cast<T>(-x); });
+      run([](T x) EMBER_VEC_LAMBDA { return static_cast<T>(-x); });
       return;
     case UnaryOp::Abs:
       if constexpr (std::is_floating_point_v<T>)
-        run([](T x) { return std::fabs(x); });
+        run([](T x) EMBER_VEC_LAMBDA { return std::fabs(x); });
       else if constexpr (std::is_signed_v<T>)
-        run([](T x) { return static_cast<T>(x < 0 ? -x : x); });
+        run([](T x) EMBER_VEC_LAMBDA { return static_cast<T>(x < 0 ? -x : x); });
       else
-        run([](T x) { return x; });
+        run([](T x) EMBER_VEC_LAMBDA { return x; });
       return;
     case UnaryOp::Sign:
       if constexpr (std::is_unsigned_v<T>)
-        run([](T x) { return static_cast<T>(x != 0); });
+        run([](T x) EMBER_VEC_LAMBDA { return static_cast<T>(x != 0); });
       else
-        run([](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); });
+        run([](T x) EMBER_VEC_LAMBDA { return static_cast<T>((T(0) < x) - (x < T(0))); });
       return;
     case UnaryOp::Square:
-      run([](T x) { return static_cast<T>(x * x); });
+      run([](T x) EMBER_VEC_LAMBDA { return static_cast<T>(x * x); });
       return;
     case UnaryOp::Clamp: {
       const T lo = bound_as<T>(p0), hi = bound_as<T>(p1);
       // min(max(x, lo), hi) as PyTorch: NaN stays NaN, and lo > hi gives hi everywhere.
-      run([lo, hi](T x) {
+      run([lo, hi](T x) EMBER_VEC_LAMBDA {
         const T t = x < lo ? lo : x;
         return t > hi ? hi : t;
       });
@@ -185,13 +185,13 @@ void unary_impl(UnaryOp op, const Tensor& out, const Tensor& a, double p0, doubl
   } else {
     switch (op) {
       case UnaryOp::Exp:
-        run([](T x) { return k_exp(x); });
+        run([](T x) EMBER_VEC_LAMBDA { return k_exp(x); });
         break;
       case UnaryOp::Log:
-        run([](T x) { return k_log(x); });
+        run([](T x) EMBER_VEC_LAMBDA { return k_log(x); });
         break;
       case UnaryOp::Log1p:
-        run([](T x) { return k_log1p(x); });
+        run([](T x) EMBER_VEC_LAMBDA { return k_log1p(x); });
         break;
       case UnaryOp::Sqrt:
         run_sqrt<T, false>(out, a);
@@ -215,29 +215,29 @@ void cpu_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const
     auto run = [&](auto f) { cpu::map2<T, T, T>(out, grad, saved, f); };
     switch (op) {
       case UnaryGradOp::Abs:
-        run([](T g, T x) { return g * static_cast<T>((T(0) < x) - (x < T(0))); });
+        run([](T g, T x) EMBER_VEC_LAMBDA { return g * static_cast<T>((T(0) < x) - (x < T(0))); });
         break;
       case UnaryGradOp::Exp:
-        run([](T g, T y) { return g * y; });
+        run([](T g, T y) EMBER_VEC_LAMBDA { return g * y; });
         break;
       case UnaryGradOp::Log:
-        run([](T g, T x) { return g / x; });
+        run([](T g, T x) EMBER_VEC_LAMBDA { return g / x; });
         break;
       case UnaryGradOp::Log1p:
-        run([](T g, T x) { return g / (T(1) + x); });
+        run([](T g, T x) EMBER_VEC_LAMBDA { return g / (T(1) + x); });
         break;
       case UnaryGradOp::Sqrt:
-        run([](T g, T y) { return g / (T(2) * y); });
+        run([](T g, T y) EMBER_VEC_LAMBDA { return g / (T(2) * y); });
         break;
       case UnaryGradOp::Rsqrt:
-        run([](T g, T y) { return T(-0.5) * g * y * y * y; });
+        run([](T g, T y) EMBER_VEC_LAMBDA { return T(-0.5) * g * y * y * y; });
         break;
       case UnaryGradOp::Square:
-        run([](T g, T x) { return T(2) * g * x; });
+        run([](T g, T x) EMBER_VEC_LAMBDA { return T(2) * g * x; });
         break;
       case UnaryGradOp::Clamp: {
         const T lo = static_cast<T>(p0), hi = static_cast<T>(p1);
-        run([lo, hi](T g, T x) { return cpu::blend(x >= lo && x <= hi, g, T(0)); });
+        run([lo, hi](T g, T x) EMBER_VEC_LAMBDA { return cpu::blend(x >= lo && x <= hi, g, T(0)); });
         break;
       }
       case UnaryGradOp::Pow: {
@@ -247,13 +247,13 @@ void cpu_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const
         else if (p0 == 1.0)
           run([](T g, T) { return g; });
         else if (p0 == 2.0)
-          run([](T g, T x) { return T(2) * g * x; });
+          run([](T g, T x) EMBER_VEC_LAMBDA { return T(2) * g * x; });
         else if (p0 == 3.0)
-          run([](T g, T x) { return T(3) * g * x * x; });
+          run([](T g, T x) EMBER_VEC_LAMBDA { return T(3) * g * x * x; });
         else if (p0 == -1.0)
-          run([](T g, T x) { return -g / (x * x); });
+          run([](T g, T x) EMBER_VEC_LAMBDA { return -g / (x * x); });
         else
-          run([e](T g, T x) { return g * e * static_cast<T>(std::pow(x, e - T(1))); });
+          run([e](T g, T x) EMBER_VEC_LAMBDA { return g * e * static_cast<T>(std::pow(x, e - T(1))); });
         break;
       }
     }

@@ -12,6 +12,18 @@
 #include <cmath>
 #include <cstdint>
 
+// Forced inline: GCC's heuristics otherwise leave some of these out of line at some call sites,
+// and an opaque call keeps the whole loop scalar.
+// EMBER_VEC_LAMBDA does the same for a kernel's per-element lambda, which GCC will otherwise
+// call out of line once the inlined math makes it big: `[](float x) EMBER_VEC_LAMBDA { ... }`.
+#if defined(__GNUC__)
+#define EMBER_VEC_INLINE inline __attribute__((always_inline))
+#define EMBER_VEC_LAMBDA __attribute__((always_inline))
+#else
+#define EMBER_VEC_INLINE inline
+#define EMBER_VEC_LAMBDA
+#endif
+
 namespace ember::cpu {
 
 // c ? a : b as a bit blend. A plain ?: between two computed values lets GCC sink each
@@ -19,11 +31,11 @@ namespace ember::cpu {
 // floating-point work back out of a branch, so the loop stays scalar; the blend keeps both
 // values live and the loop vectorises. Use it in every elementwise lambda that picks between
 // computed floating-point values.
-inline float blend(bool c, float a, float b) {
+EMBER_VEC_INLINE float blend(bool c, float a, float b) {
   const uint32_t m = 0u - static_cast<uint32_t>(c);
   return std::bit_cast<float>((m & std::bit_cast<uint32_t>(a)) | (~m & std::bit_cast<uint32_t>(b)));
 }
-inline double blend(bool c, double a, double b) {
+EMBER_VEC_INLINE double blend(bool c, double a, double b) {
   const uint64_t m = 0u - static_cast<uint64_t>(c);
   return std::bit_cast<double>((m & std::bit_cast<uint64_t>(a)) | (~m & std::bit_cast<uint64_t>(b)));
 }
@@ -31,7 +43,7 @@ inline double blend(bool c, double a, double b) {
 namespace vm_detail {
 
 // a * b + c, fused when the target has FMA (then it is one instruction and one rounding).
-inline float fmadd(float a, float b, float c) {
+EMBER_VEC_INLINE float fmadd(float a, float b, float c) {
 #if defined(__FMA__)
   return std::fma(a, b, c);
 #else
@@ -40,7 +52,7 @@ inline float fmadd(float a, float b, float c) {
 }
 
 // 2^n for integer n in [-126, 127], built from the exponent bits.
-inline float pow2i(int32_t n) {
+EMBER_VEC_INLINE float pow2i(int32_t n) {
   return std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23);
 }
 
@@ -49,7 +61,7 @@ inline float pow2i(int32_t n) {
 // e^x. Cephes' expf: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so that n*ln2 is exact),
 // a degree-5 polynomial for e^r, then a scale by 2^n applied as two factors so that results in
 // the subnormal range and up to FLT_MAX come out right without special cases.
-inline float exp_f32(float x) {
+EMBER_VEC_INLINE float exp_f32(float x) {
   using namespace vm_detail;
   // Beyond these the result is 0 or inf anyway; the clamp keeps n small. Selects, not
   // std::min/max, so that NaN passes through unchanged.
@@ -74,7 +86,7 @@ inline float exp_f32(float x) {
 
 // ln x. Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), a degree-8 polynomial in m - 1.
 // Subnormal inputs are first scaled by 2^23 into the normal range.
-inline float log_f32(float x) {
+EMBER_VEC_INLINE float log_f32(float x) {
   using namespace vm_detail;
   const bool tiny = x < 1.17549435e-38f;  // below FLT_MIN (also true for 0 and negatives)
   const float xs = x * blend(tiny, 8388608.0f, 1.0f);
@@ -107,7 +119,7 @@ inline float log_f32(float x) {
 
 // ln(1 + x) with full relative accuracy for tiny x: log(u) * x / (u - 1) with u = 1 + x cancels
 // the rounding error of u (Goldberg's trick).
-inline float log1p_f32(float x) {
+EMBER_VEC_INLINE float log1p_f32(float x) {
   using namespace vm_detail;
   const float u = 1.0f + x;
   const float d = u - 1.0f;
@@ -117,7 +129,7 @@ inline float log1p_f32(float x) {
 
 // e^x - 1: a polynomial near 0, where e^x - 1 would cancel, e^x - 1 elsewhere (at most ~2 bits
 // lost there, since |e^x - 1| >= 0.29 when |x| >= ln2/2).
-inline float expm1_f32(float x) {
+EMBER_VEC_INLINE float expm1_f32(float x) {
   using namespace vm_detail;
   float p = 1.9875691500e-4f;
   p = fmadd(p, x, 1.3981999507e-3f);
@@ -132,7 +144,7 @@ inline float expm1_f32(float x) {
 
 // tanh x: an odd polynomial for |x| < 0.625, 1 - 2 / (e^{2|x|} + 1) with the sign restored
 // beyond (which saturates to +-1 without overflow trouble: 2 / inf = 0).
-inline float tanh_f32(float x) {
+EMBER_VEC_INLINE float tanh_f32(float x) {
   using namespace vm_detail;
   const float ax = std::fabs(x);
   const float s = x * x;
@@ -148,7 +160,7 @@ inline float tanh_f32(float x) {
 
 // 1 / (1 + e^-x), computed from e^-|x| so that the lower tail keeps its relative accuracy
 // (1 / (1 + inf) would flush sigmoid(-89) to 0).
-inline float sigmoid_f32(float x) {
+EMBER_VEC_INLINE float sigmoid_f32(float x) {
   using namespace vm_detail;
   const float e = exp_f32(-std::fabs(x));
   const float p = 1.0f / (1.0f + e);
@@ -162,7 +174,7 @@ namespace vm_detail {
 // A polynomial approximates (1 + 2a) e^{a^2} erfc(a) - 1 in q = (a - 2) / (a + 2), which maps
 // [0, inf) onto [-1, 1); it is a Chebyshev fit to high-precision values for a in [0, 10].
 // erfc(a) underflows to 0 beyond a ~ 10.05.
-inline float erfc_nonneg(float a, float s, float ds) {
+EMBER_VEC_INLINE float erfc_nonneg(float a, float s, float ds) {
   const float q = (a - 2.0f) / (a + 2.0f);
   float p = 8.3000416026441677e-5f;
   p = fmadd(p, q, 1.7610272115004042e-4f);
@@ -182,7 +194,7 @@ inline float erfc_nonneg(float a, float s, float ds) {
 }
 
 // x*x as s + ds exactly: one FMA, or Dekker's product (Veltkamp split) without one.
-inline void square_split(float x, float& s, float& ds) {
+EMBER_VEC_INLINE void square_split(float x, float& s, float& ds) {
   s = x * x;
 #if defined(__FMA__)
   ds = std::fma(x, x, -s);
@@ -197,7 +209,7 @@ inline void square_split(float x, float& s, float& ds) {
 }  // namespace vm_detail
 
 // erfc(x).
-inline float erfc_f32(float x) {
+EMBER_VEC_INLINE float erfc_f32(float x) {
   using namespace vm_detail;
   float s, ds;
   square_split(x, s, ds);
@@ -209,7 +221,7 @@ inline float erfc_f32(float x) {
 // tail (gelu(x) = x Phi(x) there is a tiny number, not a cancellation). (x / sqrt 2)^2 is
 // computed from x, not from the rounded x / sqrt 2: the tail's relative condition number is
 // about x^2, so half an ulp in the argument would cost ~x^2 / 2 ulps in the result.
-inline float normal_cdf_f32(float x) {
+EMBER_VEC_INLINE float normal_cdf_f32(float x) {
   using namespace vm_detail;
   float s, ds;
   square_split(x, s, ds);
@@ -218,7 +230,7 @@ inline float normal_cdf_f32(float x) {
 }
 
 // The standard normal density (x^2 split as in normal_cdf_f32, for the same reason).
-inline float normal_pdf_f32(float x) {
+EMBER_VEC_INLINE float normal_pdf_f32(float x) {
   using namespace vm_detail;
   float s, ds;
   square_split(x, s, ds);

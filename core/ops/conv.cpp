@@ -24,8 +24,8 @@ void check_pair(const std::array<int64_t, 2>& v, int64_t min, const char* op, co
 }
 
 // Checks shared by both ops: a 4-D float input and weight of one dtype and device, positive
-// groups, and an optional bias of `out_channels`.
-void check_common(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups, const char* op) {
+// groups dividing the input channels.
+void check_common(const Tensor& input, const Tensor& weight, int64_t groups, const char* op) {
   nn_detail::check_float_input(input, op, "input");
   EMBER_CHECK(input.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got shape ", shape_str(input.shape()));
   nn_detail::check_like_input(weight, input, op, "weight");
@@ -35,7 +35,6 @@ void check_common(const Tensor& input, const Tensor& weight, const Tensor& bias,
   EMBER_CHECK(groups >= 1, op, ": groups must be positive, got ", groups);
   EMBER_CHECK(input.size(1) % groups == 0, op, ": groups (", groups, ") must divide the input's ", input.size(1),
               " channels");
-  (void)bias;
 }
 
 // The extent a dilated kernel covers.
@@ -47,7 +46,7 @@ int64_t span(int64_t k, int64_t d) {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams p) {
   const char* op = "conv2d";
-  check_common(input, weight, bias, p.groups, op);
+  check_common(input, weight, p.groups, op);
   check_pair(p.stride, 1, op, "stride");
   check_pair(p.dilation, 1, op, "dilation");
   check_pair(p.padding, 0, op, "padding");
@@ -115,7 +114,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ConvTranspose2dParams p) {
   const char* op = "conv_transpose2d";
-  check_common(input, weight, bias, p.groups, op);
+  check_common(input, weight, p.groups, op);
   check_pair(p.stride, 1, op, "stride");
   check_pair(p.dilation, 1, op, "dilation");
   check_pair(p.padding, 0, op, "padding");

@@ -32,7 +32,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   const int64_t C = unbatched ? logits.size(0) : logits.size(1);
   EMBER_CHECK(C > 0, op, ": logits have no classes (shape ", shape_str(logits.shape()), ")");
   const int64_t N = unbatched ? 1 : logits.size(0);
-  const int64_t S = N == 0 ? 0 : logits.numel() / (N * C);
+  int64_t S = 1;  // the trailing dims' size, from the shape (N may be 0)
+  for (int64_t d = 2; d < logits.dim(); ++d) S *= logits.size(d);
   Shape sample_shape;  // the logits' shape without the class dim
   if (!unbatched) {
     sample_shape = logits.shape();

@@ -581,10 +581,19 @@ bool equal(const Tensor& a, const Tensor& b) {
 
 namespace {
 
+// An in-place result cannot go into a tensor whose elements share memory (an expanded view):
+// the elements would overwrite each other in an unspecified order.
+void check_writable(const Tensor& a, const char* name) {
+  for (int64_t d = 0; d < a.dim(); ++d)
+    EMBER_CHECK(a.strides()[d] != 0 || a.shape()[d] <= 1, name, ": the in-place tensor of shape ", shape_str(a.shape()),
+                " has elements that share memory (an expanded view); clone() it first");
+}
+
 // Checks that op's result (broadcast shape, promoted dtype `dt`) can be written into `a`.
 void check_inplace_result(const Tensor& a, const Shape& shape, DType dt, const char* name) {
   EMBER_CHECK(shape == a.shape(), name, ": the result shape ", shape_str(shape),
               " does not match the in-place tensor's ", shape_str(a.shape()));
+  check_writable(a, name);
   EMBER_CHECK(!(is_floating(dt) && !is_floating(a.dtype())) && !(dt != DType::Bool && a.dtype() == DType::Bool), name,
               ": the result dtype ", dtype_name(dt), " cannot be written into a tensor of dtype ",
               dtype_name(a.dtype()));
@@ -625,31 +634,33 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, double alpha, co
   if (track) {
     SavedTensor sout;
     if (op == BinaryOp::Div && b.requires_grad()) sout = SavedTensor(a);
-    InputMeta mb = meta_of(b);
-    autograd::record_inplace(name, a, {b}, [op, alpha, sa_old, sb, sout, mb](const Grads& g, const Needs& n) -> Grads {
-      Grads r(2);
-      switch (op) {
-        case BinaryOp::Add:
-        case BinaryOp::Sub: {
-          const double s = op == BinaryOp::Add ? alpha : -alpha;
-          if (n[0]) r[0] = g[0];
-          if (n[1]) r[1] = reduce_grad(s == 1.0 ? g[0] : mul(g[0], s), mb.shape, mb.dtype);
-          break;
-        }
-        case BinaryOp::Mul:
-          if (n[0]) r[0] = mul(g[0], sb.get());
-          if (n[1]) r[1] = reduce_grad(mul(g[0], sa_old.get()), mb.shape, mb.dtype);
-          break;
-        case BinaryOp::Div:
-          // d(a/b)/db = -a/b^2 = -out/b.
-          if (n[0]) r[0] = div(g[0], sb.get());
-          if (n[1]) r[1] = reduce_grad(neg(div(mul(g[0], sout.get()), sb.get())), mb.shape, mb.dtype);
-          break;
-        default:
-          break;
-      }
-      return r;
-    });
+    InputMeta ma = meta_of(a), mb = meta_of(b);
+    autograd::record_inplace(name, a, {b},
+                             [op, alpha, sa_old, sb, sout, ma, mb](const Grads& g, const Needs& n) -> Grads {
+                               Grads r(2);
+                               switch (op) {
+                                 case BinaryOp::Add:
+                                 case BinaryOp::Sub: {
+                                   const double s = op == BinaryOp::Add ? alpha : -alpha;
+                                   if (n[0]) r[0] = g[0];
+                                   if (n[1]) r[1] = reduce_grad(s == 1.0 ? g[0] : mul(g[0], s), mb.shape, mb.dtype);
+                                   break;
+                                 }
+                                 case BinaryOp::Mul:
+                                   if (n[0]) r[0] = reduce_grad(mul(g[0], sb.get()), ma.shape, ma.dtype);
+                                   if (n[1]) r[1] = reduce_grad(mul(g[0], sa_old.get()), mb.shape, mb.dtype);
+                                   break;
+                                 case BinaryOp::Div:
+                                   // d(a/b)/db = -a/b^2 = -out/b.
+                                   if (n[0]) r[0] = reduce_grad(div(g[0], sb.get()), ma.shape, ma.dtype);
+                                   if (n[1])
+                                     r[1] = reduce_grad(neg(div(mul(g[0], sout.get()), sb.get())), mb.shape, mb.dtype);
+                                   break;
+                                 default:
+                                   break;
+                               }
+                               return r;
+                             });
   }
   return a;
 }
@@ -679,6 +690,7 @@ Tensor& mul_(Tensor& a, double b) {
 
 Tensor& clamp_(Tensor& a, std::optional<double> min, std::optional<double> max) {
   const ClampArgs c = clamp_args(a, min, max, "clamp_");
+  check_writable(a, "clamp_");
   EMBER_CHECK(c.dtype == a.dtype(), "clamp_: bounds that are not integers cannot clamp a tensor of dtype ",
               dtype_name(a.dtype()), " in place");
   const bool track = autograd::any_requires_grad({a});
@@ -701,6 +713,7 @@ Tensor& clamp_(Tensor& a, std::optional<double> min, std::optional<double> max) 
 
 Tensor& relu_(Tensor& a) {
   numeric_dtype(a, "relu_");
+  check_writable(a, "relu_");
   const bool track = autograd::any_requires_grad({a});
   if (track) autograd::check_inplace(a, "relu_");
   activation_stub(a.device())(ActivationOp::Relu, a, a, 0, 0);
@@ -716,6 +729,7 @@ Tensor& relu_(Tensor& a) {
 
 Tensor& neg_(Tensor& a) {
   numeric_dtype(a, "neg_");
+  check_writable(a, "neg_");
   const bool track = autograd::any_requires_grad({a});
   if (track) autograd::check_inplace(a, "neg_");
   unary_stub(a.device())(UnaryOp::Neg, a, a, 0, 0);
@@ -733,6 +747,7 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, double value) {
   const Shape shape = broadcast_shapes(a.shape(), mask.shape(), "masked_fill_");
   EMBER_CHECK(shape == a.shape(), "masked_fill_: the mask of shape ", shape_str(mask.shape()),
               " does not broadcast to the tensor's shape ", shape_str(a.shape()));
+  check_writable(a, "masked_fill_");
   const bool track = autograd::any_requires_grad({a});
   if (track) autograd::check_inplace(a, "masked_fill_");
   Tensor m = cast_expand(unaliased(a, mask), shape, DType::Bool);

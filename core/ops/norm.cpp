@@ -20,7 +20,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   EMBER_CHECK(input.dim() >= 2, op, ": expected an input [N, C, *] with at least 2 dims, got shape ",
               shape_str(input.shape()));
   const int64_t N = input.size(0), C = input.size(1);
-  const int64_t S = C == 0 || N == 0 ? 0 : input.numel() / (N * C);
+  int64_t S = 1;  // the spatial size, from the shape (N or C may be 0)
+  for (int64_t d = 2; d < input.dim(); ++d) S *= input.size(d);
   EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
               ": running_mean and running_var must both be given or both be undefined");
   nn_detail::check_channel_vector(running_mean, C, input, op, "running_mean");

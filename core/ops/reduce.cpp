@@ -36,15 +36,20 @@ void check_floating(const Tensor& a, const char* op) {
               ": expected a float32 or float64 tensor, got ", dtype_name(a.dtype()));
 }
 
-// What every reduction needs to know about its dims.
-struct Plan {
+// The shapes of a reduction: what a backward needs (it captures these, never the input view,
+// which would keep the input's memory alive as long as the graph).
+struct ReduceShape {
   std::vector<int64_t> rd;  // sorted reduced dims (empty for a 0-dim input)
   Shape in_shape;
   Shape out_shape;  // the result's shape (keepdim honoured)
   Shape kept;       // the result's shape with keepdim, for broadcasting gradients back
-  Tensor view;      // the input permuted to [kept dims..., reduced dims...]
+  int64_t R = 1;    // reduced element count
+};
+
+struct Plan : ReduceShape {
+  Tensor view;  // the input permuted to [kept dims..., reduced dims...]
   int64_t nred = 0;
-  int64_t R = 1;  // reduced element count
+  ReduceShape shape() const { return *this; }
 };
 
 // `dims` empty means all dims.
@@ -90,7 +95,7 @@ Tensor bool_as_uint8(const Tensor& a) {
 }
 
 // A kept-shape tensor broadcast back to the input's shape.
-Tensor spread(const Tensor& t, const Plan& p) {
+Tensor spread(const Tensor& t, const ReduceShape& p) {
   return t.reshape(p.kept).expand(p.in_shape);
 }
 
@@ -128,11 +133,11 @@ Tensor extreme(const Tensor& a_in, const std::vector<int64_t>& dims, bool keepdi
   if (autograd::any_requires_grad({a})) {
     SavedTensor sx(a), so(out);
     autograd::record(is_max ? "AmaxBackward" : "AminBackward", {a}, {out},
-                     [sx, so, p](const Grads& g, const Needs&) -> Grads {
+                     [sx, so, rs = p.shape()](const Grads& g, const Needs&) -> Grads {
                        Tensor x = sx.get();
-                       Tensor o = spread(so.get(), p);
-                       Tensor count = sum(grad_kernel(ReduceGradOp::EqMask, x, o, Tensor(), 0), p.rd, true);
-                       Tensor share = spread(div(g[0].reshape(p.kept), count), p);
+                       Tensor o = spread(so.get(), rs);
+                       Tensor count = sum(grad_kernel(ReduceGradOp::EqMask, x, o, Tensor(), 0), rs.rd, true);
+                       Tensor share = spread(div(g[0].reshape(rs.kept), count), rs);
                        return {grad_kernel(ReduceGradOp::EqScale, x, o, share, 0)};
                      });
   }
@@ -151,12 +156,12 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& a_in, int64_t dim, bool keep
     SavedTensor si(indices);
     const auto arc = split_at(p.in_shape, p.rd.empty() ? 0 : p.rd[0]);
     autograd::record(is_max ? "MaxBackward" : "MinBackward", {a}, {values},
-                     [si, p, arc](const Grads& g, const Needs&) -> Grads {
+                     [si, rs = p.shape(), arc](const Grads& g, const Needs&) -> Grads {
                        Tensor gk = g[0].reshape({arc[0], arc[2]}).contiguous();
                        Tensor idx = si.get().reshape({arc[0], arc[2]}).contiguous();
                        Tensor gi = empty({arc[0], arc[1], arc[2]}, g[0].options());
                        index_grad_stub(gi.device())(gi, gk, idx);
-                       return {gi.view(p.in_shape)};
+                       return {gi.view(rs.in_shape)};
                      });
   }
   return {values, indices};
@@ -181,15 +186,16 @@ Tensor variance(const Tensor& a, std::vector<int64_t> dims, bool unbiased, bool 
   if (autograd::any_requires_grad({a})) {
     SavedTensor sx(a), so(out);
     const double denom = std::max(0.0, static_cast<double>(p.R) - correction);
-    autograd::record(take_sqrt ? "StdBackward" : "VarBackward", {a}, {out},
-                     [sx, so, p, denom, take_sqrt](const Grads& g, const Needs&) -> Grads {
-                       Tensor x = sx.get();
-                       Tensor mu = mean(x, p.rd, true);
-                       Tensor gk = g[0].reshape(p.kept);
-                       // d var / dx = 2 (x - mean) / denom; d std / dx = (x - mean) / (denom * std)
-                       Tensor scale = take_sqrt ? div(gk, mul(so.get().reshape(p.kept), denom)) : mul(gk, 2.0 / denom);
-                       return {grad_kernel(ReduceGradOp::CenteredScale, x, mu.expand(p.in_shape), spread(scale, p), 0)};
-                     });
+    autograd::record(
+        take_sqrt ? "StdBackward" : "VarBackward", {a}, {out},
+        [sx, so, rs = p.shape(), denom, take_sqrt](const Grads& g, const Needs&) -> Grads {
+          Tensor x = sx.get();
+          Tensor mu = mean(x, rs.rd, true);
+          Tensor gk = g[0].reshape(rs.kept);
+          // d var / dx = 2 (x - mean) / denom; d std / dx = (x - mean) / (denom * std)
+          Tensor scale = take_sqrt ? div(gk, mul(so.get().reshape(rs.kept), denom)) : mul(gk, 2.0 / denom);
+          return {grad_kernel(ReduceGradOp::CenteredScale, x, mu.expand(rs.in_shape), spread(scale, rs), 0)};
+        });
   }
   return out;
 }
@@ -233,8 +239,9 @@ Tensor sum(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
   const DType dt = is_floating(a.dtype()) ? a.dtype() : DType::Int64;
   Tensor out = run_reduce(ReduceOp::Sum, p, dt, 0);
   if (autograd::any_requires_grad({a})) {
-    autograd::record("SumBackward", {a}, {out},
-                     [p](const Grads& g, const Needs&) -> Grads { return {spread(g[0], p).contiguous()}; });
+    autograd::record("SumBackward", {a}, {out}, [rs = p.shape()](const Grads& g, const Needs&) -> Grads {
+      return {spread(g[0], rs).contiguous()};
+    });
   }
   return out;
 }
@@ -246,8 +253,8 @@ Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   Tensor out = run_reduce(ReduceOp::Mean, p, a.dtype(), 0);
   if (autograd::any_requires_grad({a})) {
     const double scale = 1.0 / static_cast<double>(p.R);
-    autograd::record("MeanBackward", {a}, {out}, [p, scale](const Grads& g, const Needs&) -> Grads {
-      return {spread(mul(g[0], scale), p).contiguous()};
+    autograd::record("MeanBackward", {a}, {out}, [rs = p.shape(), scale](const Grads& g, const Needs&) -> Grads {
+      return {spread(mul(g[0], scale), rs).contiguous()};
     });
   }
   return out;
@@ -262,12 +269,12 @@ Tensor prod(const Tensor& a_in, int64_t dim, bool keepdim) {
   if (autograd::any_requires_grad({a})) {
     SavedTensor sx(a);
     const auto arc = split_at(p.in_shape, p.rd.empty() ? 0 : p.rd[0]);
-    autograd::record("ProdBackward", {a}, {out}, [sx, p, arc](const Grads& g, const Needs&) -> Grads {
+    autograd::record("ProdBackward", {a}, {out}, [sx, rs = p.shape(), arc](const Grads& g, const Needs&) -> Grads {
       Tensor x = sx.get().contiguous().view({arc[0], arc[1], arc[2]});
       Tensor gk = g[0].reshape({arc[0], arc[2]}).contiguous();
       Tensor gi = empty({arc[0], arc[1], arc[2]}, x.options());
       prod_grad_stub(gi.device())(gi, gk, x);
-      return {gi.view(p.in_shape)};
+      return {gi.view(rs.in_shape)};
     });
   }
   return out;
@@ -370,8 +377,8 @@ Tensor logsumexp(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
   logsumexp_stub(a.device())(out, in3);
   if (autograd::any_requires_grad({a})) {
     SavedTensor sx(a), so(out);
-    autograd::record("LogsumexpBackward", {a}, {out}, [sx, so, p](const Grads& g, const Needs&) -> Grads {
-      return {grad_kernel(ReduceGradOp::ExpScale, sx.get(), spread(so.get(), p), spread(g[0], p), 0)};
+    autograd::record("LogsumexpBackward", {a}, {out}, [sx, so, rs = p.shape()](const Grads& g, const Needs&) -> Grads {
+      return {grad_kernel(ReduceGradOp::ExpScale, sx.get(), spread(so.get(), rs), spread(g[0], rs), 0)};
     });
   }
   return out;
@@ -385,16 +392,16 @@ Tensor norm(const Tensor& a, double pval, std::vector<int64_t> dims, bool keepdi
   Tensor out = run_reduce(ReduceOp::Norm, p, a.dtype(), pval);
   if (autograd::any_requires_grad({a})) {
     SavedTensor sx(a), so(out);
-    autograd::record("NormBackward", {a}, {out}, [sx, so, p, pval](const Grads& g, const Needs&) -> Grads {
+    autograd::record("NormBackward", {a}, {out}, [sx, so, rs = p.shape(), pval](const Grads& g, const Needs&) -> Grads {
       Tensor x = sx.get();
-      Tensor o = spread(so.get(), p);
+      Tensor o = spread(so.get(), rs);
       if (std::isinf(pval)) {
         // Like amax of |x|: shared evenly among the elements of largest magnitude.
-        Tensor count = sum(grad_kernel(ReduceGradOp::AbsEqMask, x, o, Tensor(), 0), p.rd, true);
-        Tensor share = spread(div(g[0].reshape(p.kept), count), p);
+        Tensor count = sum(grad_kernel(ReduceGradOp::AbsEqMask, x, o, Tensor(), 0), rs.rd, true);
+        Tensor share = spread(div(g[0].reshape(rs.kept), count), rs);
         return {grad_kernel(ReduceGradOp::AbsEqSignScale, x, o, share, 0)};
       }
-      return {grad_kernel(ReduceGradOp::NormScale, x, o, spread(g[0], p), pval)};
+      return {grad_kernel(ReduceGradOp::NormScale, x, o, spread(g[0], rs), pval)};
     });
   }
   return out;

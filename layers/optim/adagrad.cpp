@@ -48,14 +48,11 @@ void Adagrad::step() {
       Tensor g = grad_for_step(p);
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
-      Tensor* sum = st.find("sum");
-      if (!sum) {  // a group added after construction
-        st.tensors.emplace_back("sum", state_like(p, o.at("initial_accumulator_value")));
-        sum = st.find("sum");
-      }
+      // Made at construction; a group added later gets it here.
+      Tensor sum = state_tensor(st, "sum", p, o.at("initial_accumulator_value"));
       ++st.step;
       h.clr = o.at("lr") / (1.0 + static_cast<double>(st.step - 1) * o.at("lr_decay"));
-      adagrad_step_stub(p.device())(p, g, *sum, h);
+      adagrad_step_stub(p.device())(p, g, sum, h);
       p.bump_version();
     }
   }

@@ -59,23 +59,12 @@ void Adam::step() {
       Tensor g = grad_for_step(p);
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
-      if (st.tensors.empty()) {
-        st.tensors.emplace_back("exp_avg", state_like(p));
-        st.tensors.emplace_back("exp_avg_sq", state_like(p));
-      }
-      Tensor vmax;
-      if (h.amsgrad) {
-        if (Tensor* t = st.find("max_exp_avg_sq")) {
-          vmax = *t;
-        } else {
-          vmax = state_like(p);
-          st.tensors.emplace_back("max_exp_avg_sq", vmax);
-        }
-      }
+      Tensor m = state_tensor(st, "exp_avg", p), v = state_tensor(st, "exp_avg_sq", p);
+      Tensor vmax = h.amsgrad ? state_tensor(st, "max_exp_avg_sq", p) : Tensor();
       ++st.step;
       h.bias_correction1 = 1.0 - std::pow(h.beta1, static_cast<double>(st.step));
       h.bias_correction2 = 1.0 - std::pow(h.beta2, static_cast<double>(st.step));
-      adam_step_stub(p.device())(p, g, *st.find("exp_avg"), *st.find("exp_avg_sq"), vmax, h);
+      adam_step_stub(p.device())(p, g, m, v, vmax, h);
       p.bump_version();
     }
   }

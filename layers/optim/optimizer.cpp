@@ -109,6 +109,25 @@ Tensor Optimizer::state_like(const Tensor& p, double value) {
   return full(p.shape(), value, {p.dtype(), p.device()});
 }
 
+Tensor Optimizer::state_tensor(ParamState& st, const std::string& name, const Tensor& p, double init, bool* created) {
+  if (created) *created = false;
+  Tensor* t = st.find(name);
+  if (!t) {
+    if (created) *created = true;
+    st.tensors.emplace_back(name, state_like(p, init));
+    return st.tensors.back().second;
+  }
+  EMBER_CHECK(t->shape() == p.shape(), "optimizer state '", name, "' has shape ", shape_str(t->shape()),
+              " but its parameter has shape ", shape_str(p.shape()));
+  if (t->dtype() != p.dtype() || t->device() != p.device() || !t->is_contiguous()) {
+    NoGradGuard ng;
+    Tensor c = empty(p.shape(), {p.dtype(), p.device()});
+    c.copy_(*t);
+    *t = c;
+  }
+  return *t;
+}
+
 OptimizerState Optimizer::state_dict() const {
   OptimizerState s;
   s.optimizer = name();

@@ -90,6 +90,11 @@ class Optimizer {
   Tensor grad_for_step(const Tensor& p) const;
   // A zero-filled (or `value`-filled) state tensor shaped like p.
   static Tensor state_like(const Tensor& p, double value = 0.0);
+  // The state tensor `name` of p: created filled with `init` when missing (`*created` says so),
+  // and converted to p's dtype and device when p has moved since (Module::to after the
+  // optimizer was made), so a kernel always sees matching operands.
+  static Tensor state_tensor(ParamState& st, const std::string& name, const Tensor& p, double init = 0.0,
+                             bool* created = nullptr);
 
   Hyperparams defaults_;
   std::vector<ParamGroup> groups_;

@@ -46,15 +46,9 @@ void RMSprop::step() {
       Tensor g = grad_for_step(p);
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
-      auto get = [&](const char* n) {
-        if (Tensor* t = st.find(n)) return *t;
-        Tensor t = state_like(p);
-        st.tensors.emplace_back(n, t);
-        return t;
-      };
-      Tensor sq = get("square_avg");
-      Tensor buf = h.momentum > 0 ? get("momentum_buffer") : Tensor();
-      Tensor ga = h.centered ? get("grad_avg") : Tensor();
+      Tensor sq = state_tensor(st, "square_avg", p);
+      Tensor buf = h.momentum > 0 ? state_tensor(st, "momentum_buffer", p) : Tensor();
+      Tensor ga = h.centered ? state_tensor(st, "grad_avg", p) : Tensor();
       ++st.step;
       rmsprop_step_stub(p.device())(p, g, sq, buf, ga, h);
       p.bump_version();

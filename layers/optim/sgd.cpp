@@ -48,15 +48,7 @@ void SGD::step() {
       ParamState& st = state_[p.impl()];
       Tensor buf;
       h.init_buffer = false;
-      if (h.momentum != 0) {
-        if (Tensor* b = st.find("momentum_buffer")) {
-          buf = *b;
-        } else {
-          buf = state_like(p);
-          st.tensors.emplace_back("momentum_buffer", buf);
-          h.init_buffer = true;
-        }
-      }
+      if (h.momentum != 0) buf = state_tensor(st, "momentum_buffer", p, 0.0, &h.init_buffer);
       ++st.step;
       sgd_step_stub(p.device())(p, g, buf, h);
       p.bump_version();

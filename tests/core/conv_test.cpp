@@ -244,6 +244,43 @@ TEST(Conv2d, PointwiseDepthwiseAndBatchedChunks) {
   check_conv(many, DType::Float64, false, 10);  // pointwise, many images
 }
 
+TEST(Conv2d, SmallImagesChannelsLastPath) {
+  // At least 8 channels and output rows shorter than 16: the channels-last im2row path.
+  Cfg c;
+  c.N = 5, c.C = 9, c.OC = 6, c.H = 7, c.W = 6;
+  check_conv(c, DType::Float64, false, 31);
+  check_conv(c, DType::Float32, false, 32);
+  c.ph = 2, c.pw = 1, c.sh = 2, c.dw = 2, c.KW = 2, c.bias = false;
+  check_conv(c, DType::Float64, false, 33);
+  c.N = 40;  // several images per GEMM and several threads
+  check_conv(c, DType::Float64, false, 34);
+  Cfg t;  // transposed: the conv it inverts has OC = 8 input channels
+  t.N = 3, t.C = 5, t.OC = 8, t.H = 4, t.W = 3, t.sh = 2, t.sw = 2, t.ph = 1, t.opw = 1;
+  check_conv(t, DType::Float64, true, 35);
+  Cfg mnist;  // the MNIST CNN's second and third layers, scaled down
+  mnist.N = 3, mnist.C = 32, mnist.OC = 8, mnist.H = 13, mnist.W = 13;
+  check_conv(mnist, DType::Float32, false, 36);
+  mnist.C = 16, mnist.H = 5, mnist.W = 5;
+  check_conv(mnist, DType::Float32, false, 37);
+  Tensor x = randn_t({2, 8, 4, 4}, 38, DType::Float64, true);
+  Tensor w = randn_t({3, 8, 3, 3}, 39, DType::Float64, true);
+  Conv2dParams p;
+  p.padding = {1, 0};
+  EXPECT_TRUE(grad_ok([p](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), p); }, {x, w}));
+}
+
+TEST(Conv2d, LargeImagesRunInRowTiles) {
+  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles.
+  Cfg c;
+  c.N = 1, c.C = 32, c.OC = 3, c.H = 32, c.W = 31, c.ph = 1, c.pw = 1;
+  check_conv(c, DType::Float64, false, 21);
+  c.sh = 2, c.dw = 2;
+  check_conv(c, DType::Float32, false, 22);
+  Cfg t;  // conv_transpose2d's forward runs the tiled backward-data path of the conv it inverts
+  t.N = 1, t.C = 3, t.OC = 32, t.H = 16, t.W = 15, t.sh = 2, t.sw = 2, t.ph = 1, t.oph = 1;
+  check_conv(t, DType::Float64, true, 23);
+}
+
 TEST(Conv2d, NonContiguousInputAndEmptyBatch) {
   Tensor base = randn_t({1, 3, 6, 5}, 11, DType::Float64);
   Tensor x = base.transpose(2, 3);  // [1, 3, 5, 6], not contiguous

@@ -70,6 +70,8 @@ TEST(Dropout, ProbabilityOneGivesZerosAndZeroGradient) {
   EXPECT_EQ(vec(y), std::vector<double>(10, 0.0));
   y.sum().backward();
   EXPECT_EQ(vec(x.grad()), std::vector<double>(10, 0.0));
+  // a multiplication by the mask, as PyTorch: a dropped NaN stays NaN
+  EXPECT_TRUE(std::isnan(dropout(tensor({NAN}), 1.0, true).item()));
 }
 
 TEST(Dropout, BackwardUsesTheSameMask) {

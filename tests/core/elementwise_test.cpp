@@ -494,6 +494,19 @@ TEST(ElementwiseInplace, GradcheckThroughInplaceOps) {
       {a, b});
 }
 
+TEST(ElementwiseInplace, GradientsKeepTheirInputsDType) {
+  Tensor w = leaf(tensor({1, 2}));                             // float32
+  Tensor b = leaf(tensor({3, 4}, {.dtype = DType::Float64}));  // float64
+  Tensor a = w * 1.0;
+  a.mul_(b);
+  a.div_(b * 2.0);
+  a.sum().backward();
+  EXPECT_EQ(w.grad().dtype(), DType::Float32);
+  EXPECT_EQ(b.grad().dtype(), DType::Float64);
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{0.5, 0.5}));
+  for (double v : vals(b.grad())) EXPECT_NEAR(v, 0.0, 1e-6);  // a * b / (2b) does not depend on b
+}
+
 TEST(ElementwiseInplace, UnderNoGradOnALeafIsAllowed) {
   Tensor w = leaf(f64({1, 2}));
   {
@@ -618,6 +631,18 @@ TEST(ElementwiseErrors, InplaceResultMustKeepTheShapeAndDType) {
         clamp_(a, 0.5, std::nullopt);
       },
       {"clamp_"});
+}
+
+TEST(ElementwiseErrors, InplaceIntoAnExpandedView) {
+  Tensor e = zeros({3}).expand({2, 3});
+  expect_error([&] { e.add_(ones({2, 3})); }, {"add_", "share memory"});
+  expect_error([&] { relu_(e); }, {"relu_", "share memory"});
+  expect_error([&] { neg_(e); }, {"neg_", "share memory"});
+  expect_error([&] { clamp_(e, 0.0, 1.0); }, {"clamp_", "share memory"});
+  expect_error([&] { masked_fill_(e, ones({2, 3}, {.dtype = DType::Bool}), 1.0); }, {"masked_fill_", "share memory"});
+  Tensor one = zeros({1}).expand({1, 1});  // size-1 expanded dims are fine
+  one.add_(1.0);
+  EXPECT_EQ(vals(one), (std::vector<double>{1}));
 }
 
 TEST(ElementwiseErrors, InplaceOnALeafThatRequiresGrad) {

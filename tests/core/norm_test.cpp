@@ -116,6 +116,18 @@ TEST(BatchNorm, Gradcheck) {
   }
 }
 
+TEST(Norms, NonContiguousAndEmptyInputs) {
+  Tensor base = randn_t({4, 3, 5}, 19, DType::Float64);
+  Tensor x = base.transpose(0, 2);  // [5, 3, 4], not contiguous
+  Tensor rm = zeros({3}, {.dtype = DType::Float64}), rv = ones({3}, {.dtype = DType::Float64});
+  EXPECT_TRUE(all_close(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true),
+                        vec(batch_norm(x.contiguous(), Tensor(), Tensor(), Tensor(), Tensor(), true)), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(layer_norm(x, {4}), vec(layer_norm(x.contiguous(), {4})), 1e-14, 1e-14));
+  EXPECT_EQ(layer_norm(zeros({0, 4}), {4}).shape(), (Shape{0, 4}));
+  EXPECT_EQ(batch_norm(zeros({0, 3}), rm.to(DType::Float32), rv.to(DType::Float32), Tensor(), Tensor(), false).shape(),
+            (Shape{0, 3}));
+}
+
 TEST(BatchNorm, Errors) {
   Tensor x = zeros({4, 3});
   expect_error([&] { batch_norm(zeros({4}), Tensor(), Tensor(), Tensor(), Tensor(), true); },

@@ -218,6 +218,8 @@ TEST(Reduce, SumOfEmptyIsZeroAndMeanOfEmptyIsNan) {
   for (float v : m.to_vector<float>()) EXPECT_TRUE(std::isnan(v));
   EXPECT_EQ(prod(e, 0).to_vector<float>(), std::vector<float>(3, 1.0f));
   EXPECT_EQ(norm(e).item(), 0.0);
+  EXPECT_EQ(norm(e, kInf).item(), 0.0);
+  EXPECT_EQ(norm(e, 3.0, {0}).to_vector<float>(), std::vector<float>(3, 0.0f));
 }
 
 TEST(Reduce, ZeroDimTensors) {
@@ -374,6 +376,14 @@ TEST(Reduce, TiesGiveTheFirstIndex) {
   EXPECT_EQ(argmin(big).item(), 199999.0);
   Tensor bigc = big.t().contiguous();  // [100000, 2]: reduce dim 0 as columns
   EXPECT_EQ(argmax(bigc, 0).to_vector<int64_t>(), (std::vector<int64_t>{70000, 0}));
+  // The flat order of a transposed view: two groups of reduced dims, split across threads.
+  Tensor tall = zeros({100000, 2}, {.dtype = DType::Float64});
+  tall.select(1, 1).slice(0, 70000, 70001).fill_(5);
+  tall.select(1, 1).slice(0, 90000, 90001).fill_(5);
+  EXPECT_EQ(argmax(tall.t()).item(), 170000.0);
+  tall.select(1, 0).slice(0, 10, 11).fill_(5);
+  EXPECT_EQ(argmax(tall.t()).item(), 10.0);
+  EXPECT_EQ(argmax(tall).item(), 20.0);
   Tensor wide = zeros({60000, 16}, {.dtype = DType::Float64});
   wide.select(1, 3).slice(0, 40000, 40001).fill_(2);
   wide.select(1, 3).slice(0, 50000, 50001).fill_(2);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "layers/container.h"
@@ -68,6 +70,11 @@ std::vector<std::string> names(const nn::NamedTensors& nt) {
 }
 
 }  // namespace
+
+// Registration keeps pointers to members, so neither copies nor moves may exist.
+static_assert(!std::is_copy_constructible_v<nn::Module> && !std::is_move_constructible_v<nn::Module>);
+static_assert(!std::is_copy_assignable_v<nn::Module> && !std::is_move_assignable_v<nn::Module>);
+static_assert(!std::is_copy_constructible_v<nn::Sequential> && !std::is_move_constructible_v<nn::Sequential>);
 
 TEST(Module, NamedParametersAreDottedAndInRegistrationOrder) {
   Net net;

@@ -9,6 +9,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
+#include "layers/module.h"
 #include "layers/optim/adagrad.h"
 #include "layers/optim/adam.h"
 #include "layers/optim/clip_grad.h"
@@ -174,6 +175,18 @@ TEST(Optimizer, ParamGroupsHaveTheirOwnHyperparameters) {
   EXPECT_DOUBLE_EQ(a.item(), 0.9);
   EXPECT_DOUBLE_EQ(b.item(), 1.0 - 0.5 * 2.0);
   EXPECT_DOUBLE_EQ(c.item(), 0.0);
+}
+
+TEST(Optimizer, GroupsFromBracedLists) {
+  // The form docs/API.md shows: groups of parameter lists with per-group overrides.
+  std::vector<Tensor> backbone{param(), param()}, head{param()};
+  SGD opt({{backbone, {{"lr", 1e-3}}}, {head, {{"lr", 1e-2}, {"weight_decay", 0.0}}}},
+          {.lr = 1e-2, .momentum = 0.9, .weight_decay = 5e-4});
+  ASSERT_EQ(opt.param_groups().size(), 2u);
+  EXPECT_EQ(opt.param_groups()[0].params.size(), 2u);
+  EXPECT_EQ(opt.param_groups()[0].options.at("weight_decay"), 5e-4);
+  EXPECT_EQ(opt.param_groups()[1].options.at("weight_decay"), 0.0);
+  EXPECT_EQ(opt.param_groups()[1].options.at("momentum"), 0.9);
 }
 
 TEST(Optimizer, ParamsWithoutGradAreSkippedAndZeroGrad) {
@@ -371,6 +384,24 @@ TEST(Optimizer, StateDictRoundTripContinuesIdentically) {
   b.step();
   EXPECT_EQ(p.to_vector<float>(), q.to_vector<float>());
   EXPECT_EQ(b.find_state(q)->step, 3);
+}
+
+TEST(Optimizer, StateFollowsAModuleMovedToAnotherDtype) {
+  Tensor p = param(DType::Float32);
+  nn::Module m;
+  m.register_parameter("p", &p);
+  Adam opt(m.parameters(), {.lr = 0.1});
+  set_grads(p, 1);
+  opt.step();
+  EXPECT_EQ(opt.find_state(p)->find("exp_avg")->dtype(), DType::Float32);
+  m.to(DType::Float64);  // same tensor, new dtype: the optimizer still holds it
+  EXPECT_EQ(p.dtype(), DType::Float64);
+  const std::vector<double> before = p.to_vector<double>();
+  set_grads(p, 2);
+  opt.step();
+  EXPECT_EQ(opt.find_state(p)->find("exp_avg")->dtype(), DType::Float64);
+  EXPECT_EQ(opt.find_state(p)->step, 2);
+  EXPECT_NE(p.to_vector<double>(), before);
 }
 
 TEST(Optimizer, LoadStateDictReportsEveryMismatch) {

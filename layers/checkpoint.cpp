@@ -1,0 +1,310 @@
+#include "layers/checkpoint.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "checkpoint.pb.h"
+#include "core/atomic_file.h"
+#include "core/autograd/grad_mode.h"
+#include "core/error.h"
+
+namespace ember {
+
+namespace {
+
+constexpr char kMagic[8] = {'E', 'M', 'B', 'R', 'C', 'K', 'P', 'T'};
+constexpr uint64_t kAlign = 64;
+constexpr size_t kPreamble = 24;  // magic, version, reserved, header length
+
+uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+proto::DType to_proto(DType t) { return static_cast<proto::DType>(static_cast<int>(t)); }
+
+DType from_proto(int v, const std::string& where) {
+  EMBER_CHECK(v >= 0 && v < kNumDTypes, "checkpoint: ", where, " has unknown dtype code ", v);
+  return static_cast<DType>(v);
+}
+
+uint32_t crc_of(const void* data, uint64_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// Collects tensors to write: each gets a record whose offset points into the data section.
+class TensorWriter {
+ public:
+  void add(proto::TensorRecord* rec, const std::string& name, const Tensor& t) {
+    EMBER_CHECK(t.defined(), "checkpoint: tensor '", name, "' is undefined");
+    Tensor c;
+    {
+      NoGradGuard ng;
+      c = t.detach().cpu().contiguous();
+    }
+    rec->set_name(name);
+    rec->set_dtype(to_proto(c.dtype()));
+    for (int64_t s : c.shape()) rec->add_shape(s);
+    const uint64_t nbytes = static_cast<uint64_t>(c.numel()) * c.itemsize();
+    rec->set_offset(next_);
+    rec->set_nbytes(nbytes);
+    rec->set_crc32(crc_of(c.raw_data(), nbytes));
+    blobs_.push_back({next_, c, nbytes});
+    next_ = align_up(next_ + nbytes);
+  }
+  void write(std::FILE* f, const std::string& path) const {
+    static const char zeros[kAlign] = {};
+    uint64_t pos = 0;
+    for (const auto& b : blobs_) {
+      write_all(f, zeros, b.offset - pos, path);
+      write_all(f, b.data.raw_data(), b.nbytes, path);
+      pos = b.offset + b.nbytes;
+    }
+  }
+
+ private:
+  struct Blob {
+    uint64_t offset;
+    Tensor data;
+    uint64_t nbytes;
+  };
+  std::vector<Blob> blobs_;
+  uint64_t next_ = 0;
+};
+
+class TensorReader {
+ public:
+  TensorReader(std::FILE* f, const std::string& path, uint64_t data_start, uint64_t file_size)
+      : f_(f), path_(path), data_start_(data_start), file_size_(file_size) {}
+
+  Tensor read(const proto::TensorRecord& rec) const {
+    const std::string where = "'" + path_ + "' tensor '" + rec.name() + "'";
+    DType dt = from_proto(rec.dtype(), where);
+    Shape shape(rec.shape().begin(), rec.shape().end());
+    for (int64_t s : shape) EMBER_CHECK(s >= 0, "checkpoint: ", where, " has a negative size");
+    const uint64_t nbytes = static_cast<uint64_t>(numel_of(shape)) * itemsize(dt);
+    EMBER_CHECK(nbytes == rec.nbytes(), "checkpoint: ", where, " declares ", rec.nbytes(), " bytes but shape ",
+                shape_str(shape), " of ", dtype_name(dt), " needs ", nbytes);
+    EMBER_CHECK(data_start_ + rec.offset() + nbytes <= file_size_, "checkpoint: ", where,
+                " lies beyond the end of the file (the file is truncated)");
+    Tensor t = empty(shape, {dt, Device::cpu()});
+    if (nbytes > 0) {
+      EMBER_CHECK(::fseeko(f_, static_cast<off_t>(data_start_ + rec.offset()), SEEK_SET) == 0 &&
+                      std::fread(t.raw_data(), 1, nbytes, f_) == nbytes,
+                  "checkpoint: cannot read ", where, " (truncated file?)");
+    }
+    EMBER_CHECK(crc_of(t.raw_data(), nbytes) == rec.crc32(), "checkpoint: ", where,
+                " fails its CRC32 check (the file is corrupt)");
+    return t;
+  }
+
+ private:
+  std::FILE* f_;
+  std::string path_;
+  uint64_t data_start_, file_size_;
+};
+
+void put_u32(std::string& s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t get_le(const unsigned char* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const CheckpointContents& c) {
+  proto::Checkpoint header;
+  header.set_format_version(kCheckpointFormatVersion);
+  TensorWriter tw;
+  for (const auto& [name, t] : c.model_parameters) tw.add(header.mutable_model()->add_parameters(), name, t);
+  for (const auto& [name, t] : c.model_buffers) tw.add(header.mutable_model()->add_buffers(), name, t);
+  for (const auto& os : c.optimizers) {
+    proto::OptimizerState* po = header.add_optimizers();
+    po->set_type(os.optimizer);
+    int64_t index = 0;
+    for (size_t g = 0; g < os.groups.size(); ++g) {
+      proto::ParamGroup* pg = po->add_groups();
+      for (const auto& [k, v] : os.groups[g]) (*pg->mutable_hyperparameters())[k] = v;
+      const auto& states = g < os.params.size() ? os.params[g] : std::vector<optim::ParamState>{};
+      for (const auto& ps : states) {
+        pg->add_params(index);
+        if (ps.step != 0 || !ps.tensors.empty()) {
+          proto::ParamState* pps = po->add_states();
+          pps->set_param(index);
+          pps->set_step(ps.step);
+          for (const auto& [tn, tt] : ps.tensors) tw.add(pps->add_tensors(), tn, tt);
+        }
+        ++index;
+      }
+    }
+  }
+  for (const auto& [name, gs] : c.generators) {
+    proto::GeneratorState* pg = header.add_generators();
+    pg->set_name(name);
+    pg->set_seed(gs.seed);
+    pg->set_offset(gs.offset);
+  }
+  proto::TrainingPosition* pp = header.mutable_position();
+  pp->set_epoch(c.position.epoch);
+  pp->set_step(c.position.step);
+  pp->set_loader_epoch(c.position.loader_epoch);
+  pp->set_loader_batch(c.position.loader_batch);
+  pp->set_world_size(c.position.world_size);
+  pp->set_rank(c.position.rank);
+  for (const auto& [k, v] : c.metadata) (*header.mutable_metadata())[k] = v;
+  for (const auto& [name, t] : c.extra_tensors) tw.add(header.add_extra_tensors(), name, t);
+
+  std::string head;
+  EMBER_CHECK(header.SerializeToString(&head), "checkpoint: cannot serialise the header of '", path, "'");
+  std::string pre(kMagic, kMagic + 8);
+  put_u32(pre, kCheckpointFormatVersion);
+  put_u32(pre, 0);
+  put_u64(pre, head.size());
+  const uint64_t data_start = align_up(kPreamble + head.size());
+  write_file_atomic(path, [&](std::FILE* f) {
+    write_all(f, pre.data(), pre.size(), path);
+    write_all(f, head.data(), head.size(), path);
+    static const char zeros[kAlign] = {};
+    write_all(f, zeros, data_start - kPreamble - head.size(), path);
+    tw.write(f, path);
+  });
+}
+
+CheckpointContents read_checkpoint(const std::string& path) {
+  EMBER_CHECK(std::filesystem::is_regular_file(path), "checkpoint: '", path, "' does not exist or is not a file");
+  const uint64_t file_size = std::filesystem::file_size(path);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  EMBER_CHECK(f, "checkpoint: cannot open '", path, "'");
+  unsigned char pre[kPreamble];
+  EMBER_CHECK(file_size >= kPreamble && std::fread(pre, 1, kPreamble, f.get()) == kPreamble, "checkpoint: '", path,
+              "' is too short to be an Ember checkpoint (", file_size, " bytes)");
+  EMBER_CHECK(std::memcmp(pre, kMagic, 8) == 0, "checkpoint: '", path,
+              "' is not an Ember checkpoint (bad magic; expected \"EMBRCKPT\")");
+  const uint32_t version = static_cast<uint32_t>(get_le(pre + 8, 4));
+  EMBER_CHECK(version == kCheckpointFormatVersion, "checkpoint: '", path, "' has format version ", version,
+              " but this build reads version ", kCheckpointFormatVersion);
+  const uint64_t head_len = get_le(pre + 16, 8);
+  EMBER_CHECK(head_len <= file_size - kPreamble, "checkpoint: '", path, "' is truncated (header of ", head_len,
+              " bytes, file of ", file_size, ")");
+  std::string head(head_len, '\0');
+  EMBER_CHECK(std::fread(head.data(), 1, head_len, f.get()) == head_len, "checkpoint: cannot read the header of '",
+              path, "'");
+  proto::Checkpoint h;
+  EMBER_CHECK(h.ParseFromString(head), "checkpoint: the header of '", path, "' is corrupt");
+  TensorReader tr(f.get(), path, align_up(kPreamble + head_len), file_size);
+
+  CheckpointContents c;
+  for (const auto& r : h.model().parameters()) c.model_parameters.emplace_back(r.name(), tr.read(r));
+  for (const auto& r : h.model().buffers()) c.model_buffers.emplace_back(r.name(), tr.read(r));
+  for (const auto& po : h.optimizers()) {
+    optim::OptimizerState os;
+    os.optimizer = po.type();
+    std::map<int64_t, const proto::ParamState*> by_index;
+    for (const auto& ps : po.states()) by_index[ps.param()] = &ps;
+    for (const auto& pg : po.groups()) {
+      os.groups.emplace_back(pg.hyperparameters().begin(), pg.hyperparameters().end());
+      std::vector<optim::ParamState> states;
+      for (int64_t idx : pg.params()) {
+        optim::ParamState s;
+        auto it = by_index.find(idx);
+        if (it != by_index.end()) {
+          s.step = it->second->step();
+          for (const auto& r : it->second->tensors()) s.tensors.emplace_back(r.name(), tr.read(r));
+        }
+        states.push_back(std::move(s));
+      }
+      os.params.push_back(std::move(states));
+    }
+    c.optimizers.push_back(std::move(os));
+  }
+  for (const auto& g : h.generators()) c.generators.emplace_back(g.name(), GeneratorState{g.seed(), g.offset()});
+  const auto& p = h.position();
+  c.position = {p.epoch(), p.step(), p.loader_epoch(), p.loader_batch(), p.world_size(), p.rank()};
+  c.metadata.insert(h.metadata().begin(), h.metadata().end());
+  for (const auto& r : h.extra_tensors()) c.extra_tensors.emplace_back(r.name(), tr.read(r));
+  return c;
+}
+
+// ------------------------------------------------------------ conveniences
+
+namespace {
+
+void split_state(const nn::Module& m, CheckpointContents& c) {
+  std::set<std::string> params;
+  for (const auto& [name, t] : m.named_parameters()) params.insert(name);
+  for (auto& [name, t] : m.state_dict()) (params.count(name) ? c.model_parameters : c.model_buffers).emplace_back(name, t);
+}
+
+void load_into(nn::Module& m, const CheckpointContents& c, bool strict) {
+  nn::StateDict sd = c.model_parameters;
+  sd.insert(sd.end(), c.model_buffers.begin(), c.model_buffers.end());
+  m.load_state_dict(sd, strict);
+}
+
+}  // namespace
+
+void save(const nn::Module& module, const std::string& path) {
+  CheckpointContents c;
+  split_state(module, c);
+  write_checkpoint(path, c);
+}
+
+void load(nn::Module& module, const std::string& path, bool strict) {
+  load_into(module, read_checkpoint(path), strict);
+}
+
+void save(const optim::Optimizer& optimizer, const std::string& path) {
+  CheckpointContents c;
+  c.optimizers.push_back(optimizer.state_dict());
+  write_checkpoint(path, c);
+}
+
+void load(optim::Optimizer& optimizer, const std::string& path) {
+  CheckpointContents c = read_checkpoint(path);
+  EMBER_CHECK(c.optimizers.size() == 1, "checkpoint: '", path, "' holds ", c.optimizers.size(),
+              " optimizer states (expected 1)");
+  optimizer.load_state_dict(c.optimizers[0]);
+}
+
+void save_training(const std::string& path, const TrainingState& state, const TrainingPosition& position,
+                   const std::map<std::string, std::string>& metadata) {
+  CheckpointContents c;
+  if (state.model) split_state(*state.model, c);
+  for (const optim::Optimizer* o : state.optimizers) c.optimizers.push_back(o->state_dict());
+  for (const auto& [name, g] : state.generators) c.generators.emplace_back(name, g->state());
+  c.position = position;
+  c.metadata = metadata;
+  write_checkpoint(path, c);
+}
+
+std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
+                                                                              const TrainingState& state) {
+  CheckpointContents c = read_checkpoint(path);
+  EMBER_CHECK(c.optimizers.size() == state.optimizers.size(), "checkpoint: '", path, "' holds ",
+              c.optimizers.size(), " optimizer states but the program has ", state.optimizers.size());
+  std::map<std::string, GeneratorState> gens(c.generators.begin(), c.generators.end());
+  for (const auto& [name, g] : state.generators)
+    EMBER_CHECK(gens.count(name), "checkpoint: '", path, "' has no state for generator '", name, "'");
+  // Everything is validated before anything changes: the model and optimizers check all of
+  // their mismatches before copying.
+  if (state.model) load_into(*state.model, c, true);
+  for (size_t i = 0; i < state.optimizers.size(); ++i) state.optimizers[i]->load_state_dict(c.optimizers[i]);
+  for (const auto& [name, g] : state.generators) g->set_state(gens[name]);
+  return {c.position, c.metadata};
+}
+
+}  // namespace ember

@@ -1,0 +1,66 @@
+// Checkpoints: a module's parameters and buffers, optimizers' state, generator states, the
+// training position and free-form metadata in one file (format: proto/checkpoint.proto — a
+// Protobuf header followed by raw 64-byte-aligned tensor data, so tensors beyond Protobuf's 2 GB
+// message limit work). Files are written atomically (temporary file, fsync, rename). Reading
+// checks the magic, version, sizes and a CRC32 per tensor; loading into a module or optimizer
+// checks names, shapes and dtypes and reports every mismatch in one ember::Error.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/generator.h"
+#include "layers/module.h"
+#include "layers/optim/optimizer.h"
+
+namespace ember {
+
+inline constexpr uint32_t kCheckpointFormatVersion = 1;
+
+struct TrainingPosition {
+  int64_t epoch = 0;
+  int64_t step = 0;          // optimizer steps taken so far
+  int64_t loader_epoch = 0;  // the data loader's position (data::LoaderPosition)
+  int64_t loader_batch = 0;
+  int32_t world_size = 1;
+  int32_t rank = 0;
+};
+
+// Everything a checkpoint file holds, in memory.
+struct CheckpointContents {
+  nn::StateDict model_parameters;
+  nn::StateDict model_buffers;
+  std::vector<optim::OptimizerState> optimizers;
+  std::vector<std::pair<std::string, GeneratorState>> generators;
+  TrainingPosition position;
+  std::map<std::string, std::string> metadata;
+  nn::NamedTensors extra_tensors;
+};
+
+void write_checkpoint(const std::string& path, const CheckpointContents& contents);
+CheckpointContents read_checkpoint(const std::string& path);
+
+// A model alone.
+void save(const nn::Module& module, const std::string& path);
+// Loads parameters and buffers into `module` (strict: every name must match both ways).
+void load(nn::Module& module, const std::string& path, bool strict = true);
+// An optimizer alone.
+void save(const optim::Optimizer& optimizer, const std::string& path);
+void load(optim::Optimizer& optimizer, const std::string& path);
+
+// A whole training state: what `resume` needs to continue bit for bit.
+struct TrainingState {
+  nn::Module* model = nullptr;
+  std::vector<optim::Optimizer*> optimizers;
+  std::vector<std::pair<std::string, Generator*>> generators;  // e.g. {"default", &default_generator()}
+};
+void save_training(const std::string& path, const TrainingState& state, const TrainingPosition& position,
+                   const std::map<std::string, std::string>& metadata = {});
+// Restores model, optimizers and generators (each named generator must be in the file) and
+// returns the position and the metadata.
+std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
+                                                                              const TrainingState& state);
+
+}  // namespace ember

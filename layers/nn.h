@@ -1,0 +1,26 @@
+// Everything of the training API in one include: modules and containers, layers, losses,
+// initialisers, nn::functional, optimizers, gradient clipping and LR schedules.
+#pragma once
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops.h"
+#include "layers/activation.h"
+#include "layers/container.h"
+#include "layers/conv.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/functional.h"
+#include "layers/init.h"
+#include "layers/linear.h"
+#include "layers/loss.h"
+#include "layers/module.h"
+#include "layers/normalization.h"
+#include "layers/optim/adagrad.h"
+#include "layers/optim/adam.h"
+#include "layers/optim/clip_grad.h"
+#include "layers/optim/lr_scheduler.h"
+#include "layers/optim/rmsprop.h"
+#include "layers/optim/sgd.h"
+#include "layers/pooling.h"
+#include "layers/rnn.h"
+#include "layers/shape.h"

@@ -1,0 +1,106 @@
+// Recurrent layers: RNN (tanh or relu), LSTM and GRU with num_layers, bidirectional, batch_first,
+// dropout between layers (training only), optional initial states and variable-length batches.
+// Each layer and direction is one call to core's fused rnn_layer (a single autograd node with a
+// hand-written backward through time); directions are concatenated along features.
+//
+// Shapes and names follow torch.nn.RNN/LSTM/GRU: input [T, B, I] ([B, T, I] with batch_first; an
+// unbatched [T, I] is accepted too), output [T, B, D*H], h_n and c_n [L*D, B, H] (L layers, D = 2
+// when bidirectional); parameters weight_ih_l{k}[_reverse] [G*H, in], weight_hh_l{k}[_reverse]
+// [G*H, H], bias_ih_l{k}[_reverse], bias_hh_l{k}[_reverse] [G*H] with G = 1, 4 (i, f, g, o), 3
+// (r, z, n), all initialised from U(-1/sqrt(H), 1/sqrt(H)).
+//
+// Variable lengths: `lengths` gives each sequence's length (any order, each in [1, T]); outputs
+// past a sequence's length are zero, its final state is the state at its own length (for the
+// reverse direction: after reading its whole sequence backwards from its last valid step), and
+// the padding contributes no gradient — what PyTorch computes from a packed sequence.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "core/generator.h"
+#include "core/ops/rnn.h"
+#include "layers/module.h"
+
+namespace ember::nn {
+
+struct LSTMOptions {
+  int64_t num_layers = 1;
+  bool bias = true;
+  bool batch_first = false;
+  double dropout = 0.0;  // on the outputs of every layer but the last, in training
+  bool bidirectional = false;
+};
+using GRUOptions = LSTMOptions;
+
+enum class RnnNonlinearity { Tanh, Relu };
+struct RNNOptions {
+  int64_t num_layers = 1;
+  RnnNonlinearity nonlinearity = RnnNonlinearity::Tanh;
+  bool bias = true;
+  bool batch_first = false;
+  double dropout = 0.0;
+  bool bidirectional = false;
+};
+
+// Initial states; undefined = zeros. h (and c for LSTM): [L*D, B, H] ([L*D, H] for an unbatched input).
+struct RnnState {
+  Tensor h = {};
+  Tensor c = {};
+};
+
+struct RnnOutput {
+  Tensor output = {};  // [T, B, D*H] ([B, T, D*H] with batch_first)
+  Tensor h_n = {};     // [L*D, B, H]
+  Tensor c_n = {};     // LSTM only
+};
+
+class RNNBase : public Module {
+ public:
+  RnnOutput forward(const Tensor& input, const RnnState& state = {}, const std::vector<int64_t>& lengths = {});
+  RnnOutput operator()(const Tensor& input, const RnnState& state = {}, const std::vector<int64_t>& lengths = {}) {
+    return forward(input, state, lengths);
+  }
+  void reset_parameters(Generator* gen = nullptr);
+  std::string extra_repr() const override;
+
+  // The parameters of one layer and direction (bias_* undefined without bias).
+  Tensor& weight_ih(int64_t layer, bool reverse = false) { return *params_[index(layer, reverse)][0]; }
+  Tensor& weight_hh(int64_t layer, bool reverse = false) { return *params_[index(layer, reverse)][1]; }
+  Tensor& bias_ih(int64_t layer, bool reverse = false) { return *params_[index(layer, reverse)][2]; }
+  Tensor& bias_hh(int64_t layer, bool reverse = false) { return *params_[index(layer, reverse)][3]; }
+
+  const RnnMode mode;
+  const int64_t input_size, hidden_size, num_layers;
+  const bool bias, batch_first, bidirectional;
+  const double dropout;
+
+ protected:
+  RNNBase(RnnMode mode, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
+          double dropout, bool bidirectional, const char* name);
+
+ private:
+  size_t index(int64_t layer, bool reverse) const;
+  const char* name_;
+  std::vector<std::array<Tensor*, 4>> params_;  // per (layer, direction), into the module's owned tensors
+};
+
+class RNN : public RNNBase {
+ public:
+  RNN(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  std::string type_name() const override { return "RNN"; }
+};
+
+class LSTM : public RNNBase {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, LSTMOptions options = {});
+  std::string type_name() const override { return "LSTM"; }
+};
+
+class GRU : public RNNBase {
+ public:
+  GRU(int64_t input_size, int64_t hidden_size, GRUOptions options = {});
+  std::string type_name() const override { return "GRU"; }
+};
+
+}  // namespace ember::nn

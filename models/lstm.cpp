@@ -1,0 +1,74 @@
+#include "models/lstm.h"
+
+#include <cmath>
+
+#include "core/philox.h"
+
+namespace ember::models {
+
+LstmLanguageModel::LstmLanguageModel(LstmLmOptions o)
+    : opts(o),
+      embed(o.vocab_size, o.embed_dim),
+      lstm(o.embed_dim, o.hidden, {.num_layers = o.layers, .batch_first = true, .dropout = o.dropout}),
+      head(o.hidden, o.vocab_size) {
+  EMBER_CHECK(o.vocab_size > 0, "LstmLanguageModel: vocab_size must be positive");
+  register_modules({{"embed", &embed}, {"lstm", &lstm}, {"head", &head}});
+}
+
+nn::RnnOutput LstmLanguageModel::forward_with_state(const Tensor& tokens, const nn::RnnState& state) {
+  EMBER_CHECK(tokens.dim() == 2, "LstmLanguageModel: expected tokens [B, T], got ", shape_str(tokens.shape()));
+  nn::RnnOutput r = lstm(embed(tokens), state);
+  r.output = head(r.output);
+  return r;
+}
+
+std::vector<int64_t> LstmLanguageModel::generate(const std::vector<int64_t>& prompt, int64_t length,
+                                                 double temperature, Generator* gen) {
+  EMBER_CHECK(!prompt.empty(), "LstmLanguageModel::generate: the prompt is empty");
+  NoGradGuard ng;
+  const bool was_training = is_training();
+  eval();
+  Generator& g = gen ? *gen : default_generator();
+  std::vector<int64_t> out;
+  nn::RnnOutput r = forward_with_state(from_vector(prompt, {1, static_cast<int64_t>(prompt.size())}));
+  for (int64_t i = 0; i < length; ++i) {
+    Tensor logits = r.output.select(1, r.output.size(1) - 1).reshape({opts.vocab_size});
+    int64_t next;
+    if (temperature <= 0) {
+      next = argmax(logits).item<int64_t>();
+    } else {
+      std::vector<double> p = softmax(logits.to(DType::Float64) / temperature, 0).to_vector<double>();
+      double u = rand({1}, {.dtype = DType::Float64}, &g).item(), acc = 0;
+      next = static_cast<int64_t>(p.size()) - 1;
+      for (size_t k = 0; k < p.size(); ++k) {
+        acc += p[k];
+        if (u < acc) {
+          next = static_cast<int64_t>(k);
+          break;
+        }
+      }
+    }
+    out.push_back(next);
+    r = forward_with_state(from_vector(std::vector<int64_t>{next}, {1, 1}), {r.h_n, r.c_n});
+  }
+  train(was_training);
+  return out;
+}
+
+BiLstmClassifier::BiLstmClassifier(BiLstmOptions o)
+    : opts(o),
+      embed(o.vocab_size, o.embed_dim, {.padding_idx = o.padding_idx}),
+      lstm(o.embed_dim, o.hidden, {.batch_first = true, .bidirectional = true}),
+      head(2 * o.hidden, o.classes) {
+  register_modules({{"embed", &embed}, {"lstm", &lstm}, {"head", &head}});
+}
+
+Tensor BiLstmClassifier::forward(const Tensor& tokens, const std::vector<int64_t>& lengths) {
+  EMBER_CHECK(tokens.dim() == 2, "BiLstmClassifier: expected tokens [B, T], got ", shape_str(tokens.shape()));
+  nn::RnnOutput r = lstm(embed(tokens), {}, lengths);
+  // h_n is [2, B, H]: forward direction's state at each length, backward direction's at step 0.
+  Tensor both = cat({r.h_n.select(0, 0), r.h_n.select(0, 1)}, 1);
+  return head(both);
+}
+
+}  // namespace ember::models

@@ -1,0 +1,32 @@
+// Convolutional classifiers for 28x28 single-channel images (MNIST, Fashion-MNIST).
+#pragma once
+
+#include "layers/nn.h"
+
+namespace ember::models {
+
+// Conv(1->32, 3x3)+ReLU, MaxPool 2, Conv(32->64, 3x3)+ReLU, MaxPool 2, Conv(64->64, 3x3)+ReLU,
+// Flatten, Linear(576->64)+ReLU, Linear(64->10). Input [N, 1, 28, 28], output logits [N, 10].
+class MnistCnn : public nn::Module {
+ public:
+  MnistCnn();
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "MnistCnn"; }
+
+  nn::Conv2d c1{1, 32, 3}, c2{32, 64, 3}, c3{64, 64, 3};
+  nn::Linear f1{576, 64}, f2{64, 10};
+};
+
+// LeNet-5 (LeCun et al., 1998) for 28x28 inputs: Conv(1->6, 5x5, pad 2)+Tanh, AvgPool 2,
+// Conv(6->16, 5x5)+Tanh, AvgPool 2, Linear(400->120)+Tanh, Linear(120->84)+Tanh, Linear(84->10).
+class LeNet5 : public nn::Module {
+ public:
+  LeNet5();
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LeNet5"; }
+
+  nn::Conv2d c1{1, 6, 5, {.padding = 2}}, c2{6, 16, 5};
+  nn::Linear f1{400, 120}, f2{120, 84}, f3{84, 10};
+};
+
+}  // namespace ember::models

@@ -1,0 +1,205 @@
+#include "scheduler/cluster.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/error.h"
+
+namespace ember::sched {
+
+Topology::Topology(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {
+  EMBER_CHECK(!nodes_.empty(), "cluster: expected at least one node");
+  std::vector<int> sizes;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    EMBER_CHECK(nodes_[n].gpus > 0, "cluster: node ", n, " has ", nodes_[n].gpus, " devices, expected at least 1");
+    EMBER_CHECK(nodes_[n].mem_per_gpu >= 0, "cluster: node ", n, " has negative memory per device");
+    first_.push_back(total_);
+    total_ += nodes_[n].gpus;
+    sizes.push_back(nodes_[n].gpus);
+  }
+  stride_ = nodes_[0].gpus;
+  for (size_t n = 0; n + 1 < nodes_.size(); ++n)
+    if (nodes_[n].gpus != stride_) stride_ = 0;
+  if (nodes_.back().gpus > stride_) stride_ = 0;
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  int acc = 0;
+  for (int s : sizes) prefix_by_size_.push_back(acc += s);
+}
+
+Topology Topology::uniform(int gpus, int node_gpus, double mem_per_gpu) {
+  EMBER_CHECK(gpus > 0, "cluster: expected a positive number of devices, got ", gpus);
+  if (node_gpus <= 0 || node_gpus > gpus) node_gpus = gpus;
+  std::vector<NodeSpec> nodes;
+  for (int left = gpus; left > 0; left -= node_gpus) nodes.push_back({std::min(left, node_gpus), mem_per_gpu});
+  return Topology(std::move(nodes));
+}
+
+int Topology::node_of_slow(int device) const {
+  auto it = std::upper_bound(first_.begin(), first_.end(), device);
+  return static_cast<int>(it - first_.begin()) - 1;
+}
+
+int Topology::min_nodes(int gpus, double mem) const {
+  if (gpus <= 0) return -1;
+  if (mem <= 0) {
+    auto it = std::lower_bound(prefix_by_size_.begin(), prefix_by_size_.end(), gpus);
+    return it == prefix_by_size_.end() ? -1 : static_cast<int>(it - prefix_by_size_.begin()) + 1;
+  }
+  std::vector<int> sizes;
+  for (int n = 0; n < num_nodes(); ++n)
+    if (eligible(n, mem)) sizes.push_back(nodes_[n].gpus);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  int acc = 0;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    if ((acc += sizes[k]) >= gpus) return static_cast<int>(k) + 1;
+  return -1;
+}
+
+FreeMap::FreeMap(const Topology& topo) : topo_(&topo), free_(topo.num_nodes()), total_free_(topo.num_devices()) {
+  for (int n = 0; n < topo.num_nodes(); ++n) free_[n] = topo.node(n).gpus;
+}
+
+int FreeMap::max_free() const {
+  int m = 0;
+  for (int f : free_) m = std::max(m, f);
+  return m;
+}
+
+void FreeMap::take(const Placement& p) {
+  for (const Slice& s : p) {
+    free_[s.node] -= s.count;
+    total_free_ -= s.count;
+  }
+}
+
+void FreeMap::give(const Placement& p) {
+  for (const Slice& s : p) {
+    free_[s.node] += s.count;
+    total_free_ += s.count;
+  }
+}
+
+std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
+  if (gpus <= 0 || gpus > total_free_) return std::nullopt;
+  const Topology& t = *topo_;
+  int k = t.min_nodes(gpus, mem);
+  if (k < 0) return std::nullopt;
+  // Tightest node holding `need` devices among those not excluded.
+  auto tightest = [&](int need, const std::vector<char>* excluded) -> int {
+    int best = -1;
+    for (int n = 0; n < t.num_nodes(); ++n) {
+      if (free_[n] < need || !t.eligible(n, mem) || (excluded && (*excluded)[n])) continue;
+      if (best < 0 || free_[n] < free_[best] ||
+          (free_[n] == free_[best] && t.node(n).mem_per_gpu < t.node(best).mem_per_gpu))
+        best = n;
+    }
+    return best;
+  };
+  if (k == 1) {
+    int n = tightest(gpus, nullptr);
+    if (n < 0) return std::nullopt;
+    return Placement{{n, gpus}};
+  }
+  // A multi-node gang: the k-1 emptiest nodes whole, the remainder on the tightest other node.
+  std::vector<int> order;
+  for (int n = 0; n < t.num_nodes(); ++n)
+    if (free_[n] > 0 && t.eligible(n, mem)) order.push_back(n);
+  if (static_cast<int>(order.size()) < k) return std::nullopt;
+  std::partial_sort(order.begin(), order.begin() + (k - 1), order.end(), [&](int a, int b) {
+    if (free_[a] != free_[b]) return free_[a] > free_[b];
+    if (t.node(a).mem_per_gpu != t.node(b).mem_per_gpu) return t.node(a).mem_per_gpu < t.node(b).mem_per_gpu;
+    return a < b;
+  });
+  Placement p;
+  std::vector<char> used(t.num_nodes(), 0);
+  int left = gpus;
+  for (int i = 0; i < k - 1 && left > 0; ++i) {
+    int c = std::min(free_[order[i]], left);
+    p.push_back({order[i], c});
+    used[order[i]] = 1;
+    left -= c;
+  }
+  if (left > 0) {
+    int n = tightest(left, &used);
+    if (n < 0) return std::nullopt;
+    p.push_back({n, left});
+  }
+  return p;
+}
+
+std::optional<Placement> FreeMap::place_preferring(int node, int gpus, double mem) const {
+  if (node >= 0 && node < topo_->num_nodes() && free_[node] >= gpus && topo_->eligible(node, mem) &&
+      topo_->min_nodes(gpus, mem) == 1)
+    return Placement{{node, gpus}};
+  return best_fit(gpus, mem);
+}
+
+Placement placement_of(const Topology& t, const Job& j) {
+  Placement p;
+  for (int d : j.devices) {
+    int n = t.node_of(d);
+    auto it = std::find_if(p.begin(), p.end(), [n](const Slice& s) { return s.node == n; });
+    if (it == p.end())
+      p.push_back({n, 1});
+    else
+      ++it->count;
+  }
+  return p;
+}
+
+std::string placement_problem(const FreeMap& free, const Placement& p, int gpus, double mem) {
+  const Topology& t = free.topology();
+  int sum = 0;
+  std::vector<char> seen(t.num_nodes(), 0);
+  for (const Slice& s : p) {
+    if (s.node < 0 || s.node >= t.num_nodes()) return detail::concat("node ", s.node, " does not exist");
+    if (seen[s.node]) return detail::concat("node ", s.node, " appears twice");
+    seen[s.node] = 1;
+    if (s.count <= 0) return detail::concat("slice on node ", s.node, " has ", s.count, " devices");
+    if (s.count > free.free(s.node))
+      return detail::concat("node ", s.node, " has ", free.free(s.node), " free devices, ", s.count, " asked");
+    if (!t.eligible(s.node, mem))
+      return detail::concat("node ", s.node, " has ", t.node(s.node).mem_per_gpu, " GiB per device, ", mem, " needed");
+    sum += s.count;
+  }
+  if (sum != gpus) return detail::concat("placement has ", sum, " devices, the gang needs ", gpus);
+  int k = t.min_nodes(gpus, mem);
+  if (static_cast<int>(p.size()) > k)
+    return detail::concat("placement spans ", p.size(), " nodes, a gang of ", gpus, " must span at most ", k);
+  return {};
+}
+
+Cluster::Cluster(Topology topo) : topo_(std::move(topo)), free_(topo_), owner_(topo_.num_devices(), -1) {}
+
+std::vector<int> Cluster::allocate(const Job& job, const Placement& p) {
+  std::string why = placement_problem(free_, p, job.spec.gpus, job.spec.mem_per_gpu);
+  EMBER_CHECK(why.empty(), "cluster: cannot place job '", job.spec.name, "': ", why);
+  std::vector<int> devices;
+  for (const Slice& s : p) {
+    int first = topo_.first_device(s.node), left = s.count;
+    for (int d = first; d < first + topo_.node(s.node).gpus && left > 0; ++d)
+      if (owner_[d] < 0) {
+        owner_[d] = job.id;
+        devices.push_back(d);
+        --left;
+      }
+  }
+  free_.take(p);
+  return devices;
+}
+
+void Cluster::release(const Job& job) {
+  Placement p;
+  for (int d : job.devices) {
+    EMBER_CHECK(owner_[d] == job.id, "cluster: job '", job.spec.name, "' releases device ", d, " it does not hold");
+    owner_[d] = -1;
+    int n = topo_.node_of(d);
+    if (!p.empty() && p.back().node == n)
+      ++p.back().count;
+    else
+      p.push_back({n, 1});
+  }
+  free_.give(p);
+}
+
+}  // namespace ember::sched

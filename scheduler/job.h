@@ -1,0 +1,62 @@
+// A job as the scheduler sees it: what was asked for (JobSpec, fixed at submission) and how far it
+// has got (Job, updated by whoever drives the policies: the trace simulator or the daemon). Policies
+// only read Jobs; the driver owns them, so the same policy objects work on a simulated clock and
+// on a real one.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ember::sched {
+
+using JobId = std::int64_t;
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct JobSpec {
+  std::string name;        // the submitter's id (a trace's job_id)
+  double submit = 0;       // seconds on the driver's clock
+  int gpus = 1;            // gang size: all devices at once or none
+  double mem_per_gpu = 0;  // GiB needed on each device; 0 fits any device
+  double duration = -1;    // true run time in seconds; only a simulator knows it (<0: unknown)
+  double estimate = -1;    // the submitter's expected run time in seconds (<0: none given)
+  int priority = 0;        // larger runs first under the priority policy
+  std::string queue;       // team or virtual cluster
+};
+
+enum class JobStatus { kPending, kWaiting, kRunning, kDone };
+
+struct Job {
+  JobId id = -1;
+  JobSpec spec;
+  JobStatus status = JobStatus::kPending;
+  double executed = 0;  // seconds run on its gang so far, repeated work included
+  double overhead = 0;  // seconds of work added by preemptions (checkpoint, restore, lost work)
+  int preemptions = 0;
+  double queued_since = 0;  // when it last entered the queue: submission or preemption
+  double last_start = -1;   // when its current or latest run began
+  double first_start = -1;
+  double finish = -1;
+  std::vector<int> devices;  // global device indices held while running
+
+  // GPU-seconds consumed: what least-attained-service policies rank by.
+  double attained() const { return executed * spec.gpus; }
+
+  // Seconds still to run if the estimate is right; +inf without an estimate. Never below one
+  // second: a job that outlives its estimate is treated as about to finish, not as free.
+  double estimated_remaining() const {
+    if (spec.estimate < 0) return kInf;
+    double r = spec.estimate + overhead - executed;
+    return r < 1.0 ? 1.0 : r;
+  }
+  // Seconds still to run from the true duration (an oracle's view); falls back to the estimate.
+  double true_remaining() const {
+    if (spec.duration < 0) return estimated_remaining();
+    double r = spec.duration + overhead - executed;
+    return r < 0 ? 0 : r;
+  }
+};
+
+}  // namespace ember::sched

@@ -1,0 +1,344 @@
+#include "scheduler/list_schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+namespace ember::sched {
+namespace {
+
+// The order a policy asked for, produced lazily: `pull` appends the next job to `seq`.
+class OrderSource {
+ public:
+  // Heap-backed: pops from `heap` (already a min-heap).
+  explicit OrderSource(std::vector<Ranked>* heap) : heap_(heap) {}
+  explicit OrderSource(std::span<const Job* const> sorted) : sorted_(sorted), sorted_mode_(true) {}
+
+  bool pull() {
+    if (!sorted_mode_) {
+      if (heap_->empty()) return false;
+      std::pop_heap(heap_->begin(), heap_->end(), std::greater<>());
+      seq.push_back(heap_->back().job);
+      heap_->pop_back();
+      return true;
+    }
+    while (next_ < sorted_.size()) {
+      const Job* j = sorted_[next_++];
+      if (max_gpus_ >= 0 && (j->status != JobStatus::kWaiting || j->spec.gpus > max_gpus_)) continue;
+      seq.push_back(j);
+      orig.push_back(next_ - 1);
+      return true;
+    }
+    return false;
+  }
+
+  // Every running job still to be pulled, worst ranked first.
+  std::vector<const Job*> running_worst_first() const {
+    std::vector<const Job*> out;
+    if (sorted_mode_) {
+      for (size_t k = sorted_.size(); k-- > next_;)
+        if (sorted_[k]->status == JobStatus::kRunning) out.push_back(sorted_[k]);
+      return out;
+    }
+    std::vector<Ranked> run;
+    for (const Ranked& r : *heap_)
+      if (r.job->status == JobStatus::kRunning) run.push_back(r);
+    std::sort(run.begin(), run.end(), std::greater<>());
+    for (const Ranked& r : run) out.push_back(r.job);
+    return out;
+  }
+
+  // From now on pull only waiting jobs of at most `max_gpus` devices.
+  void restrict(int max_gpus) {
+    max_gpus_ = max_gpus;
+    if (sorted_mode_) return;
+    std::erase_if(*heap_,
+                  [&](const Ranked& r) { return r.job->status != JobStatus::kWaiting || r.job->spec.gpus > max_gpus; });
+    std::make_heap(heap_->begin(), heap_->end(), std::greater<>());
+  }
+
+  std::vector<const Job*> seq;
+  std::vector<size_t> orig;  // sorted mode: each pulled job's position in the given order
+
+ private:
+  std::vector<Ranked>* heap_ = nullptr;
+  std::span<const Job* const> sorted_;
+  bool sorted_mode_ = false;
+  size_t next_ = 0;
+  int max_gpus_ = -1;
+};
+
+// Running jobs that a better-ranked waiting job may displace, worst first. A job leaves the set
+// when the walk reaches it (it keeps its devices) or when it is preempted.
+class Victims {
+ public:
+  // `worst_first` must be every running job the walk will pull, in exactly the reverse of the
+  // order it pulls them: the k-th running job pulled is then victim n-1-k, no lookup needed.
+  Victims(const Topology& t, std::vector<const Job*> worst_first) : topo_(t), jobs_(std::move(worst_first)) {
+    alive_.assign(jobs_.size(), 1);
+    for (const Job* j : jobs_) alive_gpus_ += j->spec.gpus;
+  }
+
+  int alive_gpus() const { return alive_gpus_; }
+
+  // Victims preempted in this walk that it never reached, best ranked first.
+  std::vector<const Job*> unpulled_preempted() const {
+    std::vector<const Job*> out;
+    for (int v = static_cast<int>(jobs_.size()) - 1 - pulled_; v >= 0; --v)
+      if (preempted_.count(v)) out.push_back(jobs_[v]);
+    return out;
+  }
+
+  // The walk reached its next running job: it keeps its devices. False if it was preempted already.
+  bool commit_next(const Job* j) {
+    int v = static_cast<int>(jobs_.size()) - 1 - pulled_++;
+    if (v < 0 || jobs_[v] != j) throw std::logic_error("list_schedule: running jobs pulled out of order");
+    if (!alive_[v]) return false;
+    drop(v);
+    return true;
+  }
+
+  // Preempts (into `d`, updating `free`) the cheapest victims that let the gang be placed, and
+  // returns its placement; changes nothing when no choice of victims would do. Cheapest: the
+  // best job preempted is as badly ranked as possible, then the fewest devices are freed.
+  std::optional<Placement> make_room(FreeMap& free, const Job& j, Decision& d, ListStats& stats) {
+    const int g = j.spec.gpus;
+    const double mem = j.spec.mem_per_gpu;
+    const int k = topo_.min_nodes(g, mem);
+    if (k < 0 || alive_gpus_ == 0) return std::nullopt;
+    if (per_node_.empty()) index_nodes();
+    std::vector<int> chosen;
+    if (k == 1) {
+      int best_node = -1, best_rank = 0, best_freed = 0;
+      for (int n = 0; n < topo_.num_nodes(); ++n) {
+        if (!topo_.eligible(n, mem) || free.free(n) + node_alive_[n] < g) continue;
+        int f = free.free(n), rank = -1;
+        for (const auto& [v, c] : per_node_[n]) {
+          if (f >= g) break;
+          if (!alive_[v]) continue;
+          f += c;
+          rank = v;
+        }
+        if (f < g || rank < 0) continue;
+        if (best_node < 0 || rank < best_rank || (rank == best_rank && f < best_freed))
+          best_node = n, best_rank = rank, best_freed = f;
+      }
+      if (best_node < 0) return std::nullopt;
+      int f = free.free(best_node);
+      std::vector<std::pair<int, int>> picked;  // (victim, devices on the node)
+      for (const auto& [v, c] : per_node_[best_node]) {
+        if (f >= g) break;
+        if (!alive_[v]) continue;
+        f += c;
+        picked.push_back({v, c});
+      }
+      // Spare the worst-ranked picks that turn out unnecessary once better ones had to go too.
+      for (const auto& [v, c] : picked) {
+        if (f - c >= g)
+          f -= c;
+        else
+          chosen.push_back(v);
+      }
+    } else {
+      std::vector<std::pair<int, int>> avail;  // (devices obtainable, node)
+      for (int n = 0; n < topo_.num_nodes(); ++n)
+        if (topo_.eligible(n, mem)) avail.push_back({free.free(n) + node_alive_[n], n});
+      if (static_cast<int>(avail.size()) < k) return std::nullopt;
+      std::partial_sort(avail.begin(), avail.begin() + k, avail.end(), std::greater<>());
+      int total = 0;
+      for (int i = 0; i < k; ++i) total += avail[i].first;
+      if (total < g) return std::nullopt;
+      FreeMap trial = free;
+      std::vector<char> taken(jobs_.size(), 0);
+      for (int i = 0; i < k && !trial.best_fit(g, mem); ++i)
+        for (const auto& [v, c] : per_node_[avail[i].second]) {
+          if (!alive_[v] || taken[v]) continue;
+          taken[v] = 1;
+          chosen.push_back(v);
+          trial.give(slices(v));
+          if (trial.best_fit(g, mem)) break;
+        }
+      if (!trial.best_fit(g, mem)) return std::nullopt;
+    }
+    for (int v : chosen) {
+      drop(v);
+      preempted_.insert(v);
+      free.give(slices(v));
+      d.preempt.push_back(jobs_[v]->id);
+      if (stats.collect) stats.preempted.push_back(jobs_[v]);
+    }
+    return free.best_fit(g, mem);
+  }
+
+ private:
+  // Where each victim's devices are; built on the first make_room only, as most walks need none.
+  void index_nodes() {
+    per_node_.resize(topo_.num_nodes());
+    node_alive_.assign(topo_.num_nodes(), 0);
+    start_.push_back(0);
+    for (size_t v = 0; v < jobs_.size(); ++v) {
+      int last = -1;
+      for (int d : jobs_[v]->devices) {
+        int n = topo_.node_of(d);
+        if (n == last) {
+          ++flat_.back().count;
+        } else {
+          flat_.push_back({n, 1});
+          last = n;
+        }
+      }
+      start_.push_back(static_cast<int>(flat_.size()));
+      for (const Slice& s : slices(static_cast<int>(v))) {
+        per_node_[s.node].push_back({static_cast<int>(v), s.count});
+        if (alive_[v]) node_alive_[s.node] += s.count;
+      }
+    }
+  }
+  Placement slices(int v) const { return Placement(flat_.begin() + start_[v], flat_.begin() + start_[v + 1]); }
+  void drop(int v) {
+    alive_[v] = 0;
+    alive_gpus_ -= jobs_[v]->spec.gpus;
+    if (!per_node_.empty())
+      for (int k = start_[v]; k < start_[v + 1]; ++k) node_alive_[flat_[k].node] -= flat_[k].count;
+  }
+
+  const Topology& topo_;
+  std::vector<const Job*> jobs_;
+  int pulled_ = 0;
+  std::vector<char> alive_;
+  std::set<int> preempted_;
+  int alive_gpus_ = 0;
+  std::vector<Slice> flat_;  // victim v's devices: flat_[start_[v], start_[v+1])
+  std::vector<int> start_;
+  std::vector<int> node_alive_;                             // devices of live victims on each node
+  std::vector<std::vector<std::pair<int, int>>> per_node_;  // (victim, devices on node), worst first
+};
+
+// Largest gang that might still be placed: one node's free devices, or for a gang that must span
+// nodes anyway, all free devices.
+int largest_placeable(const FreeMap& free) {
+  int m = free.max_free(), total = free.total_free();
+  return total > m && free.topology().min_nodes(total) > 1 ? total : m;
+}
+
+Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool strict, const std::vector<int>* pref,
+                  ListStats* stats) {
+  ListStats dummy;
+  if (!stats) stats = &dummy;
+  Decision d;
+  if (s.waiting.empty()) return d;
+  FreeMap free = s.cluster->free();
+  auto place = [&](size_t pos, const Job& j) -> std::optional<Placement> {
+    if (pref) {
+      size_t o = src.orig[pos];
+      if (o < pref->size() && (*pref)[o] >= 0)
+        return free.place_preferring((*pref)[o], j.spec.gpus, j.spec.mem_per_gpu);
+    }
+    return free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);
+  };
+  auto start = [&](const Job& j, Placement p) {
+    free.take(p);
+    d.start.push_back({j.id, std::move(p)});
+    if (stats->collect) stats->started.push_back(&j);
+  };
+  // Fills free devices from the rest of the order (from seq position `from`), without preempting.
+  auto fill = [&](size_t from) {
+    int cap = largest_placeable(free);
+    if (cap <= 0) return;
+    if (!strict) src.restrict(cap);
+    for (size_t pos = from; free.total_free() > 0; ++pos) {
+      if (pos >= src.seq.size() && !src.pull()) break;
+      const Job& j = *src.seq[pos];
+      if (j.status != JobStatus::kWaiting) continue;
+      if (j.spec.gpus > cap) {
+        if (strict) break;
+        continue;
+      }
+      if (auto p = place(pos, j)) {
+        start(j, std::move(*p));
+        cap = largest_placeable(free);
+      } else if (strict) {
+        break;
+      }
+    }
+  };
+
+  if (!preemptive) {
+    fill(0);
+    return d;
+  }
+
+  // Walk the order: a running job keeps its devices, a waiting job starts on free devices or on
+  // those of worse-ranked running jobs (preempted), until no device is left to hand out.
+  Victims victims(s.cluster->topology(), src.running_worst_first());
+  int remaining = free.total_free() + victims.alive_gpus();
+  std::vector<size_t> passed;
+  while (remaining > 0 && src.pull()) {
+    const size_t pos = src.seq.size() - 1;
+    const Job& j = *src.seq[pos];
+    if (j.status == JobStatus::kRunning) {
+      if (victims.commit_next(&j))
+        remaining -= j.spec.gpus;
+      else
+        passed.push_back(pos);  // preempted earlier in this walk: may move to spare devices
+      continue;
+    }
+    if (j.status != JobStatus::kWaiting) continue;
+    if (j.spec.gpus > remaining) {
+      stats->skipped_for_budget = true;
+      stats->passed_over.push_back({j.id, remaining});
+      passed.push_back(pos);
+      continue;
+    }
+    auto p = place(pos, j);
+    if (!p) p = victims.make_room(free, j, d, *stats);
+    if (!p) {
+      stats->unplaced = true;
+      stats->passed_over.push_back({j.id, remaining});
+      passed.push_back(pos);
+      continue;
+    }
+    start(j, std::move(*p));
+    remaining -= j.spec.gpus;
+  }
+  // A preemption may have freed more than its job needed, or have hit a job that fits elsewhere:
+  // offer the spare devices to the jobs passed over and to the preempted (which then migrate),
+  // in rank order, so that no device idles while a job that fits waits.
+  for (size_t pos : passed) {
+    if (free.total_free() == 0) break;
+    if (auto p = place(pos, *src.seq[pos])) start(*src.seq[pos], std::move(*p));
+  }
+  for (const Job* j : victims.unpulled_preempted()) {
+    if (free.total_free() == 0) break;
+    if (auto p = free.best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
+  }
+  return d;
+}
+
+}  // namespace
+
+Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const ListOptions& opt, ListStats* stats) {
+  if (opt.preemptive) {
+    // Running jobs ranked before every waiting job keep their devices whatever happens; leaving
+    // them out of the heap saves popping most of the cluster at every decision.
+    const Ranked* best_waiting = nullptr;
+    for (const Ranked& r : ranked)
+      if (r.job->status == JobStatus::kWaiting && (!best_waiting || r < *best_waiting)) best_waiting = &r;
+    if (best_waiting) {
+      Ranked bw = *best_waiting;
+      std::erase_if(ranked, [&](const Ranked& r) { return r.job->status == JobStatus::kRunning && r < bw; });
+    }
+  }
+  std::make_heap(ranked.begin(), ranked.end(), std::greater<>());
+  OrderSource src(&ranked);
+  return run_list(s, src, opt.preemptive, opt.strict, nullptr, stats);
+}
+
+Decision list_schedule_sorted(const SchedState& s, std::span<const Job* const> order, const ListOptions& opt,
+                              const std::vector<int>* preferred_node, ListStats* stats) {
+  OrderSource src(order);
+  return run_list(s, src, opt.preemptive, opt.strict, preferred_node, stats);
+}
+
+}  // namespace ember::sched

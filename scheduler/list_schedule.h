@@ -1,0 +1,59 @@
+// List scheduling: the one placement engine behind the ordering policies and the starting point of
+// the search policies. A policy ranks jobs (smaller key first); list_schedule walks that order and
+// places each job with best fit. Without preemption it fills the free devices (stopping at the
+// first job that does not fit when `strict`). With preemption it first picks, by device count,
+// the best-ranked set of jobs that the whole cluster could hold, then starts the waiting ones in
+// that set, preempting running jobs outside the set only when a waiting job needs their devices,
+// and finally fills what is left without preempting anyone.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+// Lexicographic rank, smaller first; the job id breaks the last tie so that every policy is
+// deterministic.
+struct Ranked {
+  double k1 = 0, k2 = 0, k3 = 0;
+  const Job* job = nullptr;
+  bool operator<(const Ranked& o) const {
+    if (k1 != o.k1) return k1 < o.k1;
+    if (k2 != o.k2) return k2 < o.k2;
+    if (k3 != o.k3) return k3 < o.k3;
+    return job->id < o.job->id;
+  }
+  bool operator>(const Ranked& o) const { return o < *this; }
+};
+
+struct ListOptions {
+  bool preemptive = false;
+  bool strict = false;  // non-preemptive only: stop at the first waiting job that does not fit
+};
+
+// What a preemptive list schedule ran into: enough for a search policy to tell that the greedy
+// answer is already optimal (the walk took every job in rank order until the devices ran out).
+struct ListStats {
+  bool skipped_for_budget = false;  // passed over a waiting job needing more devices than were left
+  bool unplaced = false;            // a waiting job that fit by count found no devices, even by preempting
+  // The waiting jobs behind the two flags above, in rank order, each with the devices the walk
+  // had left to hand out when it passed over it.
+  std::vector<std::pair<JobId, int>> passed_over;
+  // The jobs behind the decision's starts and preemptions (filled only when `collect` is set).
+  bool collect = false;
+  std::vector<const Job*> started, preempted;
+};
+
+// `ranked` holds every job the policy considers: waiting ones, and running ones when preemptive.
+// It is consumed (heap-ordered in place); only as much of the order as needed is sorted, so a
+// decision over thousands of waiting jobs stays cheap when a few devices are free.
+Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const ListOptions& opt = {},
+                       ListStats* stats = nullptr);
+
+// Same on an order already sorted, with an optional preferred node per position (a search
+// policy's placement genes; -1 or absent: best fit): how a search policy decodes a candidate.
+Decision list_schedule_sorted(const SchedState& s, std::span<const Job* const> order, const ListOptions& opt = {},
+                              const std::vector<int>* preferred_node = nullptr, ListStats* stats = nullptr);
+
+}  // namespace ember::sched

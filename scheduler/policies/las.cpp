@@ -1,0 +1,82 @@
+// Discretised least attained service (Tiresias' 2D-LAS): a job's attained service is the
+// device-seconds it has consumed (devices x seconds run). Queue q holds the jobs whose attained
+// service lies between thresholds q-1 and q; a better queue always goes first, and within a
+// queue jobs keep submission order, running ones ahead of waiting ones so that equals never
+// preempt each other. New jobs enter the top queue, so short jobs overtake long ones without any
+// knowledge of durations, and long jobs sink as they run. Starvation guard: a job that has waited
+// `promote` times as long as it has ever run is moved back to the top queue (its attained service
+// counts again from there). Preemptive: a job that sinks below a waiting one gives way.
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "scheduler/list_schedule.h"
+#include "scheduler/params.h"
+#include "scheduler/policies/policies.h"
+
+namespace ember::sched {
+namespace {
+
+class Las final : public Policy {
+ public:
+  Las(std::vector<double> thresholds, double promote) : thresholds_(std::move(thresholds)), promote_(promote) {}
+  std::string name() const override { return "las"; }
+  PolicyTraits traits() const override { return {.clairvoyant = false, .preemptive = true, .work_conserving = true}; }
+
+  Decision decide(const SchedState& s) override {
+    if (s.waiting.empty()) return {};
+    if (promote_ > 0)
+      for (const Job* j : s.waiting)
+        if (queue_of(*j) > 0 && s.now - j->queued_since >= promote_ * j->executed - 1e-9) base_[j->id] = j->attained();
+    ranked_.clear();
+    for (const Job* j : s.waiting) ranked_.push_back({static_cast<double>(queue_of(*j)), 1, j->spec.submit, j});
+    for (const Job* j : s.running) ranked_.push_back({static_cast<double>(queue_of(*j)), 0, j->spec.submit, j});
+    return list_schedule(s, ranked_, {.preemptive = true});
+  }
+
+  double next_wakeup(const SchedState& s) const override {
+    double t = kInf;
+    if (s.waiting.empty()) return t;  // demotions matter only when someone waits
+    for (const Job* j : s.running) {
+      double a = attained(*j);
+      auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
+      if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / j->spec.gpus);
+    }
+    if (promote_ > 0)
+      for (const Job* j : s.waiting)
+        if (queue_of(*j) > 0) t = std::min(t, std::max(s.now, j->queued_since + promote_ * j->executed));
+    return t;
+  }
+
+  void forget(JobId id) override { base_.erase(id); }
+
+ private:
+  double attained(const Job& j) const {
+    auto it = base_.find(j.id);
+    return j.attained() - (it == base_.end() ? 0.0 : it->second);
+  }
+  int queue_of(const Job& j) const {
+    double a = attained(j);
+    return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), a) - thresholds_.begin());
+  }
+
+  std::vector<double> thresholds_;
+  double promote_;
+  std::unordered_map<JobId, double> base_;  // attained service at the latest promotion
+  std::vector<Ranked> ranked_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_las(const PolicyParams& p) {
+  ParamReader r("las", p);
+  std::vector<double> th = r.numbers("thresholds", {3600.0, 36000.0}, 0.0, 1e15);
+  double promote = r.number("promote", 0.0, 0.0, 1e9);
+  r.finish();
+  for (size_t i = 1; i < th.size(); ++i)
+    EMBER_CHECK(th[i] > th[i - 1], "--set las.thresholds: expected increasing device-seconds, got ", th[i - 1],
+                " then ", th[i]);
+  return std::make_unique<Las>(std::move(th), promote);
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,36 @@
+// Shortest remaining service first: the oracle yardstick. Ranks every job, running or waiting, by
+// the device-seconds it still needs according to its true duration (the simulator knows it; a
+// live daemon only has estimates), and preempts a running job whenever better-ranked waiting jobs
+// need its devices. Remaining service only shrinks while a job runs and grows when it is
+// preempted (the preemption cost is added to its work), so two jobs never take turns forever.
+#include "scheduler/list_schedule.h"
+#include "scheduler/params.h"
+#include "scheduler/policies/policies.h"
+
+namespace ember::sched {
+namespace {
+
+class Srsf final : public Policy {
+ public:
+  std::string name() const override { return "srsf"; }
+  PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
+  Decision decide(const SchedState& s) override {
+    if (s.waiting.empty()) return {};
+    ranked_.clear();
+    for (const Job* j : s.waiting) ranked_.push_back({j->true_remaining() * j->spec.gpus, 1, j->spec.submit, j});
+    for (const Job* j : s.running) ranked_.push_back({j->true_remaining() * j->spec.gpus, 0, j->spec.submit, j});
+    return list_schedule(s, ranked_, {.preemptive = true});
+  }
+
+ private:
+  std::vector<Ranked> ranked_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_srsf(const PolicyParams& p) {
+  ParamReader("srsf", p).finish();
+  return std::make_unique<Srsf>();
+}
+
+}  // namespace ember::sched

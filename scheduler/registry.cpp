@@ -1,0 +1,52 @@
+// Names the built-in policies and builds them; the --compare order runs from the simple baselines
+// to the clairvoyant yardstick and the search policies.
+#include "core/error.h"
+#include "scheduler/policies/policies.h"
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::unique_ptr<Policy> (*make)(const PolicyParams&);
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> e = {
+      {"fcfs", make_fcfs},     {"fcfs-backfill", make_backfill},
+      {"sjf", make_sjf},       {"priority", make_priority},
+      {"las", make_las},       {"srsf", make_srsf},
+      {"greedy", make_greedy},
+#ifdef EMBER_HAVE_CBC
+      {"ilp", make_ilp},
+#endif
+      {"sa", make_annealing},  {"ga", make_genetic},
+  };
+  return e;
+}
+
+}  // namespace
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Entry& e : entries()) n.push_back(e.name);
+    return n;
+  }();
+  return names;
+}
+
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams& params) {
+  std::string n = name == "backfill" ? "fcfs-backfill" : name == "tiresias" ? "las" : name;
+  for (const Entry& e : entries())
+    if (n == e.name) return e.make(params);
+#ifndef EMBER_HAVE_CBC
+  if (n == "ilp") return make_ilp(params);  // explains the missing solver
+#endif
+  std::string known;
+  for (const std::string& k : policy_names()) known += (known.empty() ? "" : ", ") + k;
+  EMBER_FAIL("unknown policy '", name, "': expected one of ", known);
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,272 @@
+#include "scheduler/report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ember::sched {
+namespace {
+
+struct Column {
+  const char* key;     // JSON/CSV key
+  const char* header;  // table header
+  double Metrics::*field;
+};
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> c = {
+      {"avg_jct", "avg JCT s", &Metrics::avg_jct},
+      {"p50_jct", "p50 JCT s", &Metrics::p50_jct},
+      {"p99_jct", "p99 JCT s", &Metrics::p99_jct},
+      {"makespan", "makespan s", &Metrics::makespan},
+      {"busy_fraction", "busy", &Metrics::busy_fraction},
+      {"avg_queue_delay", "avg queue s", &Metrics::avg_queue_delay},
+      {"preemptions_per_job", "preempt/job", &Metrics::preemptions_per_job},
+      {"max_slowdown", "max slowdown", &Metrics::max_slowdown},
+  };
+  return c;
+}
+
+std::string num(double v) {
+  char buf[64];
+  double a = std::abs(v);
+  if (v == 0)
+    std::snprintf(buf, sizeof buf, "0");
+  else if (a >= 1000)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (a >= 10)
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+// Shortest round-tripping form for JSON/CSV.
+std::string exact(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  double back = std::strtod(buf, nullptr);
+  for (int prec = 6; prec < 17; ++prec) {
+    char b2[64];
+    std::snprintf(b2, sizeof b2, "%.*g", prec, v);
+    if (std::strtod(b2, nullptr) == back) return b2;
+  }
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else
+      o += c;
+  }
+  return o + "\"";
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
+  }
+  return o;
+}
+
+std::string pad(const std::string& s, size_t w, bool left = false) {
+  if (s.size() >= w) return s;
+  return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+std::string format_summary(const SimResult& r) {
+  std::ostringstream o;
+  o << "policy " << r.policy << (r.traits.clairvoyant ? " (uses durations/estimates)" : "") << " on " << r.gpus
+    << " devices, " << r.jobs.size() << " jobs, preemption cost " << num(r.preempt_cost) << " s\n";
+  const Metrics& m = r.metrics;
+  o << "  avg JCT          " << num(m.avg_jct) << " s (" << num(m.avg_jct / 3600) << " h)\n"
+    << "  p50 JCT          " << num(m.p50_jct) << " s\n"
+    << "  p99 JCT          " << num(m.p99_jct) << " s\n"
+    << "  makespan         " << num(m.makespan) << " s\n"
+    << "  busy fraction    " << num(m.busy_fraction) << " (during the arrival window)\n"
+    << "  avg queue delay  " << num(m.avg_queue_delay) << " s\n"
+    << "  preemptions/job  " << num(m.preemptions_per_job) << "\n"
+    << "  max slowdown     " << num(m.max_slowdown) << "\n"
+    << "  simulated in     " << num(r.wall_seconds) << " s (" << r.decisions << " decisions)\n";
+  for (const auto& [k, v] : r.counters) o << "  " << pad(k, 16, true) << " " << num(v) << "\n";
+  return o.str();
+}
+
+std::string format_table(const std::vector<SimResult>& rs, int baseline) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"policy", "clairv."};
+  for (const Column& c : columns()) head.push_back(c.header);
+  head.push_back("sim s");
+  rows.push_back(head);
+  for (const SimResult& r : rs) {
+    std::vector<std::string> row = {r.policy, r.traits.clairvoyant ? "yes" : "no"};
+    for (const Column& c : columns()) {
+      double v = r.metrics.*c.field;
+      std::string cell = num(v);
+      if (baseline >= 0) {
+        double b = rs[baseline].metrics.*c.field;
+        cell += b != 0 ? " (" + num(v / b) + ")" : " (-)";
+      }
+      row.push_back(cell);
+    }
+    row.push_back(num(r.wall_seconds));
+    rows.push_back(row);
+  }
+  std::vector<size_t> w(head.size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  std::ostringstream o;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) o << (i ? "  " : "") << pad(row[i], w[i], i < 2);
+    o << "\n";
+  }
+  if (baseline >= 0) o << "(ratio to " << rs[baseline].policy << " in parentheses)\n";
+  return o.str();
+}
+
+std::string to_json(const std::vector<SimResult>& rs) {
+  std::ostringstream o;
+  o << "[\n";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const SimResult& r = rs[i];
+    o << "  {\"policy\": " << json_string(r.policy)
+      << ", \"clairvoyant\": " << (r.traits.clairvoyant ? "true" : "false")
+      << ", \"preemptive\": " << (r.traits.preemptive ? "true" : "false") << ", \"gpus\": " << r.gpus
+      << ", \"jobs\": " << r.jobs.size() << ", \"preempt_cost\": " << exact(r.preempt_cost);
+    for (const Column& c : columns()) o << ", \"" << c.key << "\": " << exact(r.metrics.*c.field);
+    o << ", \"decisions\": " << r.decisions << ", \"sim_seconds\": " << exact(r.wall_seconds);
+    o << ", \"counters\": {";
+    bool first = true;
+    for (const auto& [k, v] : r.counters) {
+      o << (first ? "" : ", ") << json_string(k) << ": " << exact(v);
+      first = false;
+    }
+    o << "}}" << (i + 1 < rs.size() ? "," : "") << "\n";
+  }
+  o << "]\n";
+  return o.str();
+}
+
+std::string to_csv(const std::vector<SimResult>& rs) {
+  std::ostringstream o;
+  o << "policy,clairvoyant,preemptive,gpus,jobs,preempt_cost";
+  for (const Column& c : columns()) o << "," << c.key;
+  o << ",decisions,sim_seconds\n";
+  for (const SimResult& r : rs) {
+    o << r.policy << "," << (r.traits.clairvoyant ? "true" : "false") << "," << (r.traits.preemptive ? "true" : "false")
+      << "," << r.gpus << "," << r.jobs.size() << "," << exact(r.preempt_cost);
+    for (const Column& c : columns()) o << "," << exact(r.metrics.*c.field);
+    o << "," << r.decisions << "," << exact(r.wall_seconds) << "\n";
+  }
+  return o.str();
+}
+
+std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
+  static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  const double W = 760, H = 480, left = 70, right = 170, top = 40, bottom = 50;
+  const double pw = W - left - right, ph = H - top - bottom;
+  double lo = kInf, hi = 0;
+  for (const SimResult& r : rs)
+    for (const JobResult& j : r.jobs) {
+      double x = std::max(j.jct(), 1.0);
+      lo = std::min(lo, x), hi = std::max(hi, x);
+    }
+  if (!(lo < kInf)) lo = 1, hi = 10;
+  double d0 = std::floor(std::log10(lo)), d1 = std::ceil(std::log10(hi));
+  if (d1 <= d0) d1 = d0 + 1;
+  auto X = [&](double v) { return left + (std::log10(std::max(v, 1.0)) - d0) / (d1 - d0) * pw; };
+  auto Y = [&](double f) { return top + (1 - f) * ph; };
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+    << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
+    << "</text>\n";
+  for (int dec = static_cast<int>(d0); dec <= static_cast<int>(d1); ++dec) {
+    double x = X(std::pow(10.0, dec));
+    o << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\"" << top + ph
+      << "\" stroke=\"#ddd\"/>\n<text x=\"" << x << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">1e" << dec
+      << "</text>\n";
+  }
+  for (int k = 0; k <= 4; ++k) {
+    double y = Y(k / 4.0);
+    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + pw << "\" y2=\"" << y
+      << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << k / 4.0
+      << "</text>\n";
+  }
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 12
+    << "\" text-anchor=\"middle\">job completion time (s, log scale)</text>\n";
+  o << "<text transform=\"translate(18," << top + ph / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">fraction of jobs</text>\n";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    std::vector<double> v;
+    for (const JobResult& j : rs[i].jobs) v.push_back(j.jct());
+    std::sort(v.begin(), v.end());
+    const char* color = colors[i % 10];
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"";
+    const size_t steps = std::min<size_t>(v.size(), 400);
+    for (size_t k = 0; k < steps; ++k) {
+      size_t idx = steps == 1 ? 0 : k * (v.size() - 1) / (steps - 1);
+      o << X(v[idx]) << "," << Y((idx + 1.0) / v.size()) << " ";
+    }
+    o << "\"/>\n";
+    double ly = top + 14 + 18.0 * i;
+    o << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
+      << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + pw + 42 << "\" y=\"" << ly + 4
+      << "\">" << xml_escape(rs[i].policy) << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    EMBER_CHECK(f, "cannot write ", path, ": ", std::strerror(errno));
+    f << content;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      EMBER_FAIL("cannot write ", path, ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    EMBER_FAIL("cannot write ", path, ": ", std::strerror(err));
+  }
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,25 @@
+// Turns simulation results into what `ember sched simulate` prints and writes: a text table (with
+// each metric's ratio to a baseline row when comparing policies), a JSON list, a CSV table and an
+// SVG of the JCT distributions. Files are written whole or not at all.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/simulator.h"
+
+namespace ember::sched {
+
+// One result: a block of "metric: value" lines.
+std::string format_summary(const SimResult& r);
+// One row per result; when `baseline` >= 0, each cell also shows value / baseline's value.
+std::string format_table(const std::vector<SimResult>& rs, int baseline = -1);
+std::string to_json(const std::vector<SimResult>& rs);
+std::string to_csv(const std::vector<SimResult>& rs);
+// Empirical CDF of JCT per result on a log time axis.
+std::string to_svg(const std::vector<SimResult>& rs, const std::string& title);
+
+// Writes through a temporary file renamed into place; throws ember::Error naming the path.
+void write_file(const std::string& path, const std::string& content);
+
+}  // namespace ember::sched

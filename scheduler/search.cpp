@@ -1,0 +1,152 @@
+#include "scheduler/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "scheduler/params.h"
+
+namespace ember::sched {
+
+double SearchObjective::value(const Job& j) const {
+  double r = j.estimated_remaining();
+  return r == kInf ? 0.0 : 1.0 / std::max(r, 1.0);
+}
+
+double SearchObjective::penalty(const Job& j) const {
+  double r = j.estimated_remaining();
+  if (r == kInf || preempt_cost <= 0) return 0.0;
+  return value(j) * preempt_cost / (r + preempt_cost);
+}
+
+double SearchObjective::score(const SchedState& s, const Decision& d) const {
+  std::unordered_map<JobId, const Job*> by_id;
+  for (const Job* j : s.waiting) by_id[j->id] = j;
+  for (const Job* j : s.running) by_id[j->id] = j;
+  double total = 0;
+  for (const Start& st : d.start) total += value(*by_id.at(st.job));
+  for (JobId id : d.preempt) total -= value(*by_id.at(id)) + penalty(*by_id.at(id));
+  return total;
+}
+
+double SearchProblem::score(const Candidate& c) const {
+  ListStats st;
+  st.collect = true;
+  decode(c, &st);
+  double total = 0;
+  for (const Job* j : st.started) total += objective.value(*j);
+  for (const Job* j : st.preempted) total -= objective.value(*j) + objective.penalty(*j);
+  return total;
+}
+
+double SearchProblem::score(const Decision& d) const {
+  if (by_id.empty())
+    for (const Job* j : order) by_id[j->id] = j;
+  double total = 0;
+  for (const Start& st : d.start) total += objective.value(*by_id.at(st.job));
+  for (JobId id : d.preempt) {
+    const Job& j = *by_id.at(id);
+    total -= objective.value(j) + objective.penalty(j);
+  }
+  return total;
+}
+
+SearchProblem::Candidate SearchProblem::greedy() const {
+  Candidate c;
+  for (size_t i = fixed; i < window_end; ++i) c.perm.push_back(static_cast<int>(i));
+  c.node.assign(window_end, -1);
+  return c;
+}
+
+Decision SearchProblem::decode(const Candidate& c, ListStats* stats) const {
+  std::vector<const Job*>& o = scratch_order;
+  o.clear();
+  std::vector<int>& pref = scratch_pref;
+  pref.assign(window_end, -1);
+  for (size_t i = 0; i < fixed; ++i) {
+    pref[o.size()] = c.node[i];
+    o.push_back(order[i]);
+  }
+  for (int i : c.perm) {
+    pref[o.size()] = c.node[i];
+    o.push_back(order[i]);
+  }
+  o.insert(o.end(), order.begin() + window_end, order.end());
+  return list_schedule_sorted(*state, o, {.preemptive = true}, &pref, stats);
+}
+
+void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
+  const int nodes = state->cluster->topology().num_nodes();
+  bool can_swap = c.perm.size() >= 2, can_move = !movable.empty() && nodes > 1;
+  if (!can_swap && !can_move) return;
+  if (can_swap && (!can_move || rng() % 10 < 6)) {
+    size_t a = rng() % c.perm.size(), b = rng() % c.perm.size();
+    if (a == b) b = (a + 1) % c.perm.size();
+    std::swap(c.perm[a], c.perm[b]);
+  } else {
+    int pos = movable[rng() % movable.size()];
+    c.node[pos] = (rng() % 5 == 0) ? -1 : static_cast<int>(rng() % nodes);
+  }
+}
+
+Decision SearchPolicy::decide(const SchedState& s) {
+  counters_["decisions"] += 1;
+  if (s.waiting.empty()) return {};
+  SearchObjective obj{s.preempt_cost};
+  ranked_.clear();
+  for (const Job* j : s.waiting) ranked_.push_back({-obj.value(*j) / j->spec.gpus, 1, j->spec.submit, j});
+  for (const Job* j : s.running)
+    ranked_.push_back({-(obj.value(*j) + obj.penalty(*j)) / j->spec.gpus, 0, j->spec.submit, j});
+  ListStats stats;
+  Decision greedy;
+  if (!searches()) return list_schedule(s, ranked_, {.preemptive = true});
+  heap_ = ranked_;
+  greedy = list_schedule(s, heap_, {.preemptive = true}, &stats);
+  if (!opt_.always) {
+    if (!stats.skipped_for_budget && !stats.unplaced) return greedy;
+    if (!last_improved_ && stats.passed_over == last_passed_over_ && s.now - last_search_ < opt_.repeat_after)
+      return greedy;
+  }
+  last_passed_over_ = stats.passed_over;
+  last_search_ = s.now;
+  last_improved_ = false;
+  counters_["searches"] += 1;
+  SearchProblem p;
+  p.state = &s;
+  p.objective = obj;
+  std::sort(ranked_.begin(), ranked_.end());
+  const double n = s.cluster->num_devices();
+  double cum = 0;
+  for (const Ranked& r : ranked_) {
+    p.order.push_back(r.job);
+    cum += r.job->spec.gpus;
+    if (cum <= n - opt_.margin) p.fixed = p.order.size();
+    if (p.window_end == 0 && cum >= n + opt_.margin) p.window_end = p.order.size();
+  }
+  if (p.window_end == 0) p.window_end = p.order.size();
+  p.window_end = std::min(p.window_end, p.fixed + static_cast<size_t>(opt_.window));
+  const Topology& t = s.cluster->topology();
+  for (size_t i = 0; i < p.window_end; ++i) {
+    const Job& j = *p.order[i];
+    if (j.status == JobStatus::kWaiting && t.min_nodes(j.spec.gpus, j.spec.mem_per_gpu) == 1)
+      p.movable.push_back(static_cast<int>(i));
+  }
+  double greedy_score = p.score(greedy);
+  std::optional<Decision> better = improve(p, greedy, greedy_score);
+  if (better && p.score(*better) > greedy_score + 1e-12 * std::abs(greedy_score)) {
+    counters_["improved"] += 1;
+    last_improved_ = true;
+    return std::move(*better);
+  }
+  return greedy;
+}
+
+SearchPolicy::Options read_search_options(ParamReader& r) {
+  SearchPolicy::Options o;
+  o.margin = r.number("margin", o.margin, 0, 1e9);
+  o.window = static_cast<int>(r.number("window", o.window, 1, 1e6));
+  o.always = r.number("always", 0, 0, 1) != 0;
+  o.repeat_after = r.number("repeat_after", o.repeat_after, 0, 1e12);
+  return o;
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,102 @@
+// The greedy and search policies (greedy best fit, integer program, simulated annealing, genetic
+// algorithm) share one objective and one decision space, so that "never worse than greedy" means
+// something exact.
+//
+// Decision space: which jobs hold devices after this decision (running ones may be preempted) and
+// where the started ones go. Objective (larger is better): the sum over jobs that run of
+// v = 1 / (estimated remaining seconds), the rate at which the running set completes jobs, minus,
+// for each preempted job, v + pen with pen = v * S / (r + S): the completion rate its lost S
+// seconds cost it (S the preemption cost). Packing the most completion rate into the devices is
+// what shortest-remaining-service-first does greedily; the search policies do it better where
+// gangs and nodes make greedy packing fall short.
+//
+// Greedy answer: a preemptive list schedule in order of value per device (best fit placement).
+// It is optimal whenever its chosen set fills the cluster in that order with everything placed;
+// only otherwise does a search policy search, over the order of the contested jobs (those around
+// the point where the devices run out) and the nodes of every job near the top, decoding each
+// candidate with the same list schedule. It returns the greedy answer unless it found a strictly
+// better one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/list_schedule.h"
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+struct SearchObjective {
+  double preempt_cost = 0;
+  double value(const Job& j) const;
+  double penalty(const Job& j) const;
+  // Change in the objective that `d` makes relative to leaving everything as it is.
+  double score(const SchedState& s, const Decision& d) const;
+};
+
+// One decision's search space.
+struct SearchProblem {
+  const SchedState* state = nullptr;
+  SearchObjective objective;
+  std::vector<const Job*> order;  // greedy order: every running and waiting job
+  size_t fixed = 0;               // order[0, fixed) keeps its rank
+  size_t window_end = 0;          // order[fixed, window_end) may be reordered
+  // A candidate: a permutation of the window (indices into `order`) and a preferred node for
+  // each job in order[0, window_end) (-1: best fit).
+  struct Candidate {
+    std::vector<int> perm;
+    std::vector<int> node;
+  };
+  Candidate greedy() const;
+  Decision decode(const Candidate& c, ListStats* stats = nullptr) const;
+  double score(const Candidate& c) const;
+  double score(const Decision& d) const;
+  // A neighbour: swaps two window jobs or re-homes a job of the top on another node.
+  void mutate(Candidate& c, std::mt19937_64& rng) const;
+  std::vector<int> movable;  // positions in [0, window_end) of waiting jobs that fit on one node
+  mutable std::unordered_map<JobId, const Job*> by_id;  // built on demand by score(Decision)
+  mutable std::vector<const Job*> scratch_order;        // decode's buffers, reused
+  mutable std::vector<int> scratch_pref;
+};
+
+class SearchPolicy : public Policy {
+ public:
+  struct Options {
+    double margin = 32;   // devices on each side of the capacity boundary whose jobs are contested
+    int window = 48;      // at most this many contested jobs
+    bool always = false;  // search even when greedy is provably optimal (benchmarks, tests)
+    // A search that did not beat greedy is not repeated while greedy passes over the same jobs
+    // with the same devices left, until this many seconds have passed.
+    double repeat_after = 600;
+  };
+  explicit SearchPolicy(Options o) : opt_(o) {}
+  PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
+  Decision decide(const SchedState& s) final;
+  // False for plain greedy: nothing to search.
+  virtual bool searches() const { return true; }
+  // decisions, searches run, searches that beat greedy.
+  std::map<std::string, double> counters() const override { return counters_; }
+
+ protected:
+  // A better candidate decision than `greedy` (scored `greedy_score`), or nothing.
+  virtual std::optional<Decision> improve(const SearchProblem& p, const Decision& greedy, double greedy_score) = 0;
+
+ private:
+  Options opt_;
+  std::vector<Ranked> ranked_, heap_;
+  std::vector<std::pair<JobId, int>> last_passed_over_;
+  double last_search_ = -kInf;
+  bool last_improved_ = false;
+  std::map<std::string, double> counters_;
+};
+
+// Reads margin/window/always for policy `name`.
+class ParamReader;
+SearchPolicy::Options read_search_options(ParamReader& r);
+
+}  // namespace ember::sched

@@ -1,0 +1,206 @@
+#include "scheduler/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ember::sched {
+namespace {
+
+constexpr double kEps = 1e-6;  // seconds; trace times are whole seconds
+
+bool submit_order(const Job* a, const Job* b) {
+  if (a->spec.submit != b->spec.submit) return a->spec.submit < b->spec.submit;
+  return a->id < b->id;
+}
+
+}  // namespace
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = p * (v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction) {
+  Metrics m;
+  m.busy_fraction = busy_fraction;
+  if (jobs.empty()) return m;
+  std::vector<double> jct;
+  double first = kInf, last = -kInf, delay = 0, pre = 0;
+  for (const JobResult& j : jobs) {
+    jct.push_back(j.jct());
+    first = std::min(first, j.submit);
+    last = std::max(last, j.finish);
+    delay += j.queue_delay();
+    pre += j.preemptions;
+    if (j.duration > 0) m.max_slowdown = std::max(m.max_slowdown, j.jct() / j.duration);
+  }
+  double sum = 0;
+  for (double x : jct) sum += x;
+  const double n = static_cast<double>(jobs.size());
+  m.avg_jct = sum / n;
+  m.p50_jct = percentile(jct, 0.50);
+  m.p99_jct = percentile(std::move(jct), 0.99);
+  m.makespan = last - first;
+  m.avg_queue_delay = delay / n;
+  m.preemptions_per_job = pre / n;
+  return m;
+}
+
+SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Policy& policy, const SimOptions& opt) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  EMBER_CHECK(opt.preempt_cost >= 0, "simulate: preemption cost must be >= 0 seconds, got ", opt.preempt_cost);
+  const size_t n = trace.size();
+  std::vector<Job> jobs(n);
+  for (size_t i = 0; i < n; ++i) {
+    jobs[i].id = static_cast<JobId>(i);
+    jobs[i].spec = trace[i];
+    const JobSpec& s = trace[i];
+    EMBER_CHECK(s.duration >= 0, "simulate: job '", s.name, "' has no duration; a simulation needs every job's");
+    EMBER_CHECK(topo.min_nodes(s.gpus, s.mem_per_gpu) > 0, "simulate: job '", s.name, "' needs ", s.gpus, " devices",
+                s.mem_per_gpu > 0 ? " with enough memory" : "", " but the cluster has ", topo.num_devices(), " in ",
+                topo.num_nodes(), " node(s); it could never run");
+  }
+  std::vector<size_t> arrival(n);
+  for (size_t i = 0; i < n; ++i) arrival[i] = i;
+  std::stable_sort(arrival.begin(), arrival.end(),
+                   [&](size_t a, size_t b) { return jobs[a].spec.submit < jobs[b].spec.submit; });
+
+  Cluster cluster(topo);
+  std::vector<const Job*> waiting, running;
+  SimResult res;
+  res.policy = policy.name();
+  res.traits = policy.traits();
+  res.gpus = topo.num_devices();
+  res.preempt_cost = opt.preempt_cost;
+  if (n == 0) return res;
+
+  const double window0 = jobs[arrival.front()].spec.submit, window1 = jobs[arrival.back()].spec.submit;
+  double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
+  auto remaining = [](const Job& j) { return j.spec.duration + j.overhead - j.executed; };
+  auto state = [&](double t) {
+    SchedState st;
+    st.now = t;
+    st.cluster = &cluster;
+    st.waiting = waiting;
+    st.running = running;
+    st.preempt_cost = opt.preempt_cost;
+    return st;
+  };
+
+  double t = window0;
+  size_t next = 0, done = 0;
+  std::vector<char> drop(n, 0);
+  while (done < n) {
+    while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
+      Job& j = jobs[arrival[next++]];
+      j.status = JobStatus::kWaiting;
+      j.queued_since = j.spec.submit;
+      waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+    }
+
+    Decision d = policy.decide(state(t));
+    ++res.decisions;
+    if (!d.empty()) {
+      for (JobId id : d.preempt) {
+        EMBER_CHECK(id >= 0 && static_cast<size_t>(id) < n && jobs[id].status == JobStatus::kRunning, "policy '",
+                    policy.name(), "' preempted job ", id, ", which is not running");
+        Job& j = jobs[id];
+        cluster.release(j);
+        j.devices.clear();
+        j.status = JobStatus::kWaiting;
+        j.preemptions += 1;
+        j.overhead += opt.preempt_cost;
+        j.queued_since = t;
+        running.erase(std::find(running.begin(), running.end(), &j));
+        waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+      }
+      for (const Start& st : d.start) {
+        EMBER_CHECK(st.job >= 0 && static_cast<size_t>(st.job) < n && jobs[st.job].status == JobStatus::kWaiting,
+                    "policy '", policy.name(), "' started job ", st.job, ", which is not waiting");
+        Job& j = jobs[st.job];
+        try {
+          j.devices = cluster.allocate(j, st.placement);
+        } catch (const Error& e) {
+          EMBER_FAIL("policy '", policy.name(), "': ", e.what());
+        }
+        j.status = JobStatus::kRunning;
+        j.last_start = t;
+        if (j.first_start < 0) j.first_start = t;
+        drop[j.id] = 1;
+        running.push_back(&j);
+      }
+      if (!d.start.empty()) {
+        std::erase_if(waiting, [&](const Job* j) { return drop[j->id]; });
+        for (const Start& st : d.start) drop[st.job] = 0;
+      }
+    }
+    SchedState after = state(t);
+    if (opt.observer) opt.observer(after, d);
+
+    double t_next = next < n ? jobs[arrival[next]].spec.submit : kInf;
+    for (const Job* j : running) t_next = std::min(t_next, t + std::max(0.0, remaining(*j)));
+    double wake = policy.next_wakeup(after);
+    if (wake > t + kEps) t_next = std::min(t_next, wake);
+    if (t_next == kInf) {
+      EMBER_FAIL("policy '", policy.name(), "' left ", waiting.size(), " job(s) waiting at t=", t,
+                 " with nothing running and no arrivals to come (first: '",
+                 waiting.empty() ? "" : waiting.front()->spec.name, "')");
+    }
+    const double dt = t_next - t;
+    const int busy = cluster.busy();
+    busy_area += busy * std::max(0.0, std::min(t_next, window1) - std::max(t, window0));
+    whole_area += busy * dt;
+    for (const Job* jc : running) jobs[jc->id].executed += dt;
+    t = t_next;
+
+    bool finished = false;
+    for (const Job* jc : running) {
+      Job& j = jobs[jc->id];
+      if (remaining(j) > kEps) continue;
+      cluster.release(j);
+      j.devices.clear();
+      j.status = JobStatus::kDone;
+      j.finish = t;
+      policy.forget(j.id);
+      ++done;
+      finished = true;
+    }
+    if (finished) std::erase_if(running, [](const Job* j) { return j->status == JobStatus::kDone; });
+  }
+
+  res.jobs.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Job& j = jobs[i];
+    JobResult& r = res.jobs[i];
+    r.name = j.spec.name;
+    r.submit = j.spec.submit;
+    r.duration = j.spec.duration;
+    r.gpus = j.spec.gpus;
+    r.first_start = j.first_start;
+    r.finish = j.finish;
+    r.run_time = j.executed;
+    r.preemptions = j.preemptions;
+  }
+  const double window = window1 - window0;
+  double busy_fraction;
+  if (window > 0) {
+    busy_fraction = busy_area / (window * topo.num_devices());
+  } else {  // every job arrived at once: use the whole run instead
+    double span = 0;
+    for (const JobResult& r : res.jobs) span = std::max(span, r.finish - window0);
+    busy_fraction = span > 0 ? whole_area / (span * topo.num_devices()) : 0;
+  }
+  res.metrics = compute_metrics(res.jobs, busy_fraction);
+  res.counters = policy.counters();
+  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+}  // namespace ember::sched

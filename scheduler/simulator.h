@@ -1,0 +1,66 @@
+// Trace-driven discrete-event simulation of a policy on a cluster. Events are arrivals,
+// completions and the policy's own wake-ups; at each event time the simulator asks the policy
+// for a decision and applies it exactly as the daemon would (preemptions, then starts), so what
+// is measured here is what the daemon runs. A job runs for its trace duration on whatever
+// devices it gets; each preemption adds `preempt_cost` seconds to the work it must still do
+// (checkpoint, restore and lost progress).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler/cluster.h"
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+struct SimOptions {
+  double preempt_cost = 0;
+  // Called after every applied decision with the state it left (tests check invariants here).
+  std::function<void(const SchedState&, const Decision&)> observer;
+};
+
+struct JobResult {
+  std::string name;
+  double submit = 0, duration = 0;
+  int gpus = 0;
+  double first_start = 0, finish = 0;
+  double run_time = 0;  // seconds on devices, repeated work included
+  int preemptions = 0;
+  double jct() const { return finish - submit; }
+  double queue_delay() const { return jct() - run_time; }
+};
+
+struct Metrics {
+  double avg_jct = 0, p50_jct = 0, p99_jct = 0;
+  double makespan = 0;         // first submission to last completion
+  double busy_fraction = 0;    // device-seconds used / available between the first and last arrival
+  double avg_queue_delay = 0;  // time not running, preempted spells included
+  double preemptions_per_job = 0;
+  double max_slowdown = 0;  // JCT / duration; jobs of zero duration are left out
+};
+
+struct SimResult {
+  std::string policy;
+  PolicyTraits traits;
+  int gpus = 0;
+  double preempt_cost = 0;
+  Metrics metrics;
+  std::vector<JobResult> jobs;  // in trace order
+  long decisions = 0;
+  double wall_seconds = 0;  // host time the simulation took
+  std::map<std::string, double> counters;
+};
+
+// Throws ember::Error when a job can never fit the cluster, when the policy returns an invalid
+// decision (naming the policy, the job and why), or when it leaves jobs waiting on a cluster
+// where nothing else will ever happen.
+SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Policy& policy, const SimOptions& opt = {});
+
+// Linear interpolation between order statistics (p in [0, 1]); the input need not be sorted.
+double percentile(std::vector<double> v, double p);
+Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction);
+
+}  // namespace ember::sched

@@ -1,0 +1,62 @@
+#include "tools/command.h"
+
+#include <iostream>
+
+#include "core/error.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+namespace {
+
+std::string table_usage(const std::string& prog, const std::vector<Command>& table) {
+  std::string u = "usage: " + prog + " <command> [flags]\n\ncommands:\n";
+  for (const Command& c : table)
+    u += "  " + c.name + std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') + c.summary + "\n";
+  u += "\nRun '" + prog + " <command> --help' for a command's flags.\n";
+  return u;
+}
+
+}  // namespace
+
+int dispatch(const std::string& prog, const std::vector<Command>& table, const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << prog << ": expected a command\n" << table_usage(prog, table);
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << table_usage(prog, table);
+    return 0;
+  }
+  for (const Command& c : table)
+    if (c.name == args[0]) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::cerr << prog << ": unknown command '" << args[0] << "'\n" << table_usage(prog, table);
+  return 2;
+}
+
+int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << prog << ": " << e.what() << "\n\n" << usage;
+    return 2;
+  } catch (const ember::Error& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+std::vector<Command> top_level_commands() {
+  return {
+      {"sched", "multi-job device scheduler: trace simulation of its policies",
+       [](const std::vector<std::string>& a) { return dispatch("ember sched", sched_commands(), a); }},
+  };
+}
+
+std::vector<Command> sched_commands() {
+  return {
+      {"simulate", "run scheduling policies on a job trace and report JCT, makespan, utilisation", sched_simulate},
+      {"bench", "time one scheduling decision over a large synthetic queue, per policy", sched_bench},
+  };
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,33 @@
+// How `ember` finds its subcommands: each level (`ember`, `ember sched`) is a table of named
+// commands, so a new one (train, launch, sched serve/submit ...) is one more table entry and one
+// function. A leaf command returns the process exit status: 0 success, 1 a failure (ember::Error:
+// bad file, impossible job), 2 a usage mistake (UsageError: the message and the usage on stderr).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ember::cli {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(const std::vector<std::string>& args)> run;  // args after the command's name
+};
+
+// Runs the command named by args[0] with the rest; `prog` is the path so far ("ember sched").
+int dispatch(const std::string& prog, const std::vector<Command>& table, const std::vector<std::string>& args);
+
+// Runs a leaf command's body, turning UsageError into status 2 (message + usage) and
+// ember::Error into status 1.
+int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body);
+
+// The tables.
+std::vector<Command> top_level_commands();
+std::vector<Command> sched_commands();
+
+int sched_simulate(const std::vector<std::string>& args);
+int sched_bench(const std::vector<std::string>& args);
+
+}  // namespace ember::cli

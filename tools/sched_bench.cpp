@@ -1,0 +1,150 @@
+// `ember sched bench`: times one scheduling decision per policy on a large synthetic state: a
+// cluster whose devices are mostly held by running jobs and a queue of many waiting jobs, both
+// drawn from a trace's job shapes (or a built-in mix). Search policies are forced to search
+// (their shortcut when greedy is provably optimal would otherwise make them as fast as greedy).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "core/error.h"
+#include "scheduler/search.h"
+#include "scheduler/trace.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+namespace {
+
+using namespace ember::sched;
+
+std::vector<JobSpec> synthetic_shapes(std::mt19937_64& rng) {
+  std::vector<JobSpec> v;
+  std::lognormal_distribution<double> dur(7.5, 2.0);
+  const int widths[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 16};
+  for (int i = 0; i < 5000; ++i) {
+    JobSpec j;
+    j.gpus = widths[rng() % 20];
+    j.duration = j.estimate = std::max(60.0, dur(rng));
+    v.push_back(j);
+  }
+  return v;
+}
+
+}  // namespace
+
+int sched_bench(const std::vector<std::string>& args) {
+  Flags f;
+  f.add("trace", "FILE", "draw job shapes (devices, durations) from this trace (default: a built-in mix)")
+      .add("gpus", "N", "devices (default 384)")
+      .add("node-gpus", "K", "devices per node (default 8)")
+      .add("waiting", "W", "waiting jobs (default 1000)")
+      .add("free", "F", "devices left free by the running jobs (default 32)")
+      .add("policy", "P[,P...]", "policies to time (default: all)")
+      .add("repeat", "R", "decisions timed per policy; the median is reported (default 3)")
+      .add("preempt-cost", "S", "seconds per preemption (default 60)")
+      .add("seed", "N", "random seed (default 1)")
+      .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
+      .add("help", "", "show this help");
+  const std::string usage = "usage: ember sched bench [flags]\n\nflags:\n" + f.help();
+  return run_leaf("ember sched bench", usage, [&]() -> int {
+    f.parse(args);
+    if (f.has("help")) {
+      std::cout << usage;
+      return 0;
+    }
+    const int gpus = static_cast<int>(f.integer("gpus", 384, 1, 1'000'000));
+    const int node_gpus = static_cast<int>(f.integer("node-gpus", 8, 0, 1'000'000));
+    const int waiting_n = static_cast<int>(f.integer("waiting", 1000, 0, 10'000'000));
+    const int free_target = static_cast<int>(f.integer("free", 32, 0, gpus));
+    const int repeat = static_cast<int>(f.integer("repeat", 3, 1, 1000));
+    const double cost = f.number("preempt-cost", 60, 0, 1e12);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(f.integer("seed", 1, 0, 1L << 62)));
+    std::vector<std::string> names = policy_names();
+    if (f.has("policy")) {
+      names.clear();
+      std::string s = f.str("policy");
+      for (size_t b = 0;;) {
+        size_t c = s.find(',', b);
+        names.push_back(s.substr(b, c - b));
+        if (c == std::string::npos) break;
+        b = c + 1;
+      }
+    }
+    PolicyParams params;
+    for (const std::string& kv : f.all("set")) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
+      params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const char* search : {"ilp", "sa", "ga"})
+      if (!params.count(std::string(search) + ".always")) params[std::string(search) + ".always"] = "1";
+
+    std::vector<JobSpec> shapes = f.has("trace") ? read_trace(f.str("trace")) : synthetic_shapes(rng);
+    Topology topo = Topology::uniform(gpus, node_gpus);
+    Cluster cluster(topo);
+    std::vector<Job> jobs;
+    jobs.reserve(gpus + waiting_n + 1);
+    std::vector<const Job*> running, waiting;
+    const double now = 1e6;
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int tries = 0; cluster.free().total_free() > free_target && tries < 100 * gpus; ++tries) {
+      JobSpec s = shapes[rng() % shapes.size()];
+      if (s.gpus > cluster.free().total_free() - free_target) continue;
+      auto p = cluster.free().best_fit(s.gpus, s.mem_per_gpu);
+      if (!p) continue;
+      Job j;
+      j.id = static_cast<JobId>(jobs.size());
+      j.spec = s;
+      j.spec.name = std::string("r").append(std::to_string(j.id));
+      j.spec.submit = now - 1000;
+      j.executed = u(rng) * s.duration;
+      j.status = JobStatus::kRunning;
+      j.last_start = j.first_start = now - j.executed;
+      jobs.push_back(std::move(j));
+      jobs.back().devices = cluster.allocate(jobs.back(), *p);
+    }
+    for (int i = 0; i < waiting_n; ++i) {
+      JobSpec s = shapes[rng() % shapes.size()];
+      if (topo.min_nodes(s.gpus, s.mem_per_gpu) < 0) continue;
+      Job j;
+      j.id = static_cast<JobId>(jobs.size());
+      j.spec = s;
+      j.spec.name = std::string("w").append(std::to_string(j.id));
+      j.spec.submit = now - 1000 + i;
+      j.queued_since = j.spec.submit;
+      j.status = JobStatus::kWaiting;
+      jobs.push_back(std::move(j));
+    }
+    for (const Job& j : jobs) (j.status == JobStatus::kRunning ? running : waiting).push_back(&j);
+    SchedState st;
+    st.now = now;
+    st.cluster = &cluster;
+    st.running = running;
+    st.waiting = waiting;
+    st.preempt_cost = cost;
+    std::printf(
+        "decision over %zu waiting jobs, %zu running on %d devices (%d free) in %d node(s), preemption cost %g s\n",
+        waiting.size(), running.size(), gpus, cluster.free().total_free(), topo.num_nodes(), cost);
+    std::printf("%-14s %12s %8s %9s %14s\n", "policy", "decision ms", "starts", "preempts", "objective");
+    SearchObjective obj{cost};
+    for (const std::string& name : names) {
+      std::vector<double> ms;
+      Decision d;
+      for (int r = 0; r < repeat; ++r) {
+        std::unique_ptr<Policy> p = make_policy(name, params);
+        auto t0 = std::chrono::steady_clock::now();
+        d = p->decide(st);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("%-14s %12.3f %8zu %9zu %14.6g\n", name.c_str(), ms[ms.size() / 2], d.start.size(), d.preempt.size(),
+                  obj.score(st, d));
+    }
+    std::printf("(objective: the search policies' score of each decision, scheduler/search.h; larger is better)\n");
+    return 0;
+  });
+}
+
+}  // namespace ember::cli

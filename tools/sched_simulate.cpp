@@ -1,0 +1,163 @@
+// `ember sched simulate`: runs policies over a job trace on one or more cluster sizes and reports
+// JCT, makespan, utilisation, queueing, preemptions and slowdown, optionally as JSON, CSV and an
+// SVG of the JCT distributions.
+#include <iostream>
+#include <memory>
+
+#include "core/error.h"
+#include "scheduler/report.h"
+#include "scheduler/simulator.h"
+#include "scheduler/trace.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+namespace {
+
+using namespace ember::sched;
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    size_t comma = s.find(',', begin);
+    out.push_back(s.substr(begin, comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string o;
+  for (const std::string& s : v) o += (o.empty() ? "" : ", ") + s;
+  return o;
+}
+
+bool known_policy(const std::string& n) {
+  if (n == "backfill" || n == "tiresias" || n == "ilp") return true;
+  for (const std::string& k : policy_names())
+    if (k == n) return true;
+  return false;
+}
+
+}  // namespace
+
+int sched_simulate(const std::vector<std::string>& args) {
+  Flags f;
+  f.add("trace", "FILE", "job trace (CSV, see docs/SCHEDULER.md)")
+      .add("gpus", "N[,N...]", "devices in the cluster; several sizes run one after the other")
+      .add("policy", "P[,P...]", "policy or policies to run")
+      .add("compare", "", "run every policy; the table shows each metric's ratio to fcfs")
+      .add("preempt-cost", "S", "seconds of work lost or repeated per preemption (default 0)")
+      .add("node-gpus", "K", "devices per node; a gang spans as few nodes as possible (default 8, 0: one flat pool)")
+      .add("gpu-mem", "GIB", "memory of every device, checked against a mem_per_gpu column (default 0: unlimited)")
+      .add("columns", "MAP",
+           "column names for other CSVs: field=column,... (fields: id, submit, gpus, duration, "
+           "estimate, priority, queue, mem)")
+      .add("time-unit", "U", "unit of the trace's times: s, ms, min or h (default s)")
+      .add("no-estimates", "", "without an estimate column, give jobs no estimate (default: the true duration)")
+      .add("set", "POLICY.KEY=V", "policy parameter, e.g. las.thresholds=3600,36000 (repeatable)", true)
+      .add("out", "FILE.json", "write the results as a JSON list")
+      .add("csv", "FILE", "write the results table as CSV")
+      .add("svg", "FILE", "write the JCT distributions (CDFs) as SVG")
+      .add("help", "", "show this help");
+  const std::string usage =
+      "usage: ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]\n\nflags:\n" + f.help() +
+      "\npolicies: " + join(policy_names()) + " (aliases: backfill, tiresias)\n";
+  return run_leaf("ember sched simulate", usage, [&]() -> int {
+    f.parse(args);
+    if (f.has("help")) {
+      std::cout << usage;
+      return 0;
+    }
+    const std::string trace_path = f.require("trace");
+    if (!f.has("gpus")) throw UsageError("--gpus is required");
+    std::vector<long> sizes = f.integers("gpus", 1, 10'000'000);
+    if (f.has("policy") == f.has("compare")) throw UsageError("give exactly one of --policy and --compare");
+    std::vector<std::string> names = f.has("compare") ? policy_names() : split(f.str("policy"));
+    for (const std::string& n : names)
+      if (!known_policy(n))
+        throw UsageError("--policy: unknown policy '" + n + "': expected one of " + join(policy_names()));
+    const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
+    const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
+    const double gpu_mem = f.number("gpu-mem", 0, 0, 1e9);
+    TraceOptions topt;
+    if (f.has("columns")) {
+      try {
+        topt.columns = ColumnMap::parse(f.str("columns"));
+      } catch (const ember::Error& e) {
+        throw UsageError(e.what());
+      }
+    }
+    const std::string unit = f.str("time-unit", "s");
+    if (unit == "s")
+      topt.time_unit = 1;
+    else if (unit == "ms")
+      topt.time_unit = 1e-3;
+    else if (unit == "min")
+      topt.time_unit = 60;
+    else if (unit == "h")
+      topt.time_unit = 3600;
+    else
+      throw UsageError("--time-unit: expected s, ms, min or h, got '" + unit + "'");
+    topt.exact_estimates = !f.has("no-estimates");
+    PolicyParams params;
+    for (const std::string& kv : f.all("set")) {
+      size_t eq = kv.find('='), dot = kv.find('.');
+      if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || eq + 1 == kv.size())
+        throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
+      if (!known_policy(kv.substr(0, dot)))
+        throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) + "'");
+      params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    // Build every policy once up front so that a bad parameter fails before any long run.
+    for (const std::string& n : names) {
+      try {
+        make_policy(n, params);
+      } catch (const ember::Error& e) {
+        throw UsageError(e.what());
+      }
+    }
+
+    std::vector<JobSpec> trace = read_trace(trace_path, topt);
+    double first = trace.front().submit, last = trace.back().submit, work = 0;
+    for (const JobSpec& j : trace) work += j.gpus * j.duration;
+    std::vector<SimResult> all;
+    for (long n : sizes) {
+      Topology topo = Topology::uniform(static_cast<int>(n), static_cast<int>(node_gpus), gpu_mem);
+      std::cout << "trace " << trace_path << ": " << trace.size() << " jobs; " << n << " devices in "
+                << topo.num_nodes() << " node(s)";
+      if (last > first) std::cout << "; offered load " << work / (n * (last - first)) << " over the arrival window";
+      std::cout << "\n";
+      std::vector<SimResult> rs;
+      for (const std::string& name : names) {
+        std::unique_ptr<Policy> p = make_policy(name, params);
+        SimOptions so;
+        so.preempt_cost = preempt_cost;
+        rs.push_back(simulate(trace, topo, *p, so));
+      }
+      if (rs.size() == 1) {
+        std::cout << format_summary(rs[0]);
+      } else {
+        int base = -1;
+        for (size_t i = 0; i < rs.size(); ++i)
+          if (rs[i].policy == "fcfs") base = static_cast<int>(i);
+        std::cout << format_table(rs, base);
+      }
+      std::cout << "\n";
+      for (SimResult& r : rs) all.push_back(std::move(r));
+    }
+    if (f.has("out")) write_file(f.str("out"), to_json(all));
+    if (f.has("csv")) write_file(f.str("csv"), to_csv(all));
+    if (f.has("svg")) {
+      std::vector<SimResult> labelled = all;
+      if (sizes.size() > 1)
+        for (SimResult& r : labelled) r.policy.append("@").append(std::to_string(r.gpus));
+      write_file(f.str("svg"), to_svg(labelled, "JCT distribution: " + trace_path));
+    }
+    return 0;
+  });
+}
+
+}  // namespace ember::cli
