@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,52 +89,68 @@ inline void cpu_relax() {
 // The recurrent loop's work as a sequence of phases (a step, or half a step in backward), each
 // split into items that any thread may claim. An item of phase p starts once every item of the
 // earlier phases has finished, so a step waits for the work of the previous one, not for a
-// particular thread: when a thread is descheduled (a busy machine, data-loader threads on the
-// same cores), the others take its share instead of stalling at a barrier until it runs again.
+// particular thread: a thread descheduled between items (a busy machine, data-loader threads on
+// the same cores) leaves its share to the others. One descheduled in the middle of an item still
+// stalls the step until it runs again, for a scheduler time slice; a thread that has waited that
+// long takes the rest of the loop on alone (the others stop claiming items), so a busy machine
+// costs one such stall per call instead of one per few steps.
 class PhasedQueue {
  public:
   PhasedQueue(int64_t phases, int64_t items) : items_(items), total_(phases * items) {}
 
-  // Called by every participating thread; f(phase, item) runs each item exactly once.
+  // Called by every participating thread (tid in [0, nthreads)); f(phase, item) runs each item
+  // exactly once.
   template <typename F>
-  void run(const F& f) {
+  void run(int tid, const F& f) {
     for (;;) {
+      const int owner = solo_.load(std::memory_order_relaxed);
+      if (owner >= 0 && owner != tid) return;
       const int64_t idx = next_.fetch_add(1, std::memory_order_relaxed);
       if (idx >= total_) return;
       const int64_t phase = idx / items_;
-      wait_for(phase * items_);
+      wait_for(tid, phase * items_);
       f(phase, idx - phase * items_);
       done_.fetch_add(1, std::memory_order_release);
     }
   }
 
  private:
-  void wait_for(int64_t finished) const {
-    for (int spins = 0; done_.load(std::memory_order_acquire) < finished; ++spins) {
-      if (spins < 256)
+  // Items in a step are sized (UnitGroups) to take well under this on a core of their own.
+  static constexpr auto kStall = std::chrono::milliseconds(2);
+
+  void wait_for(int tid, int64_t finished) {
+    if (done_.load(std::memory_order_acquire) >= finished) return;
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 1; done_.load(std::memory_order_acquire) < finished; ++spins) {
+      if (spins % 256 != 0) {
         cpu_relax();
-      else
-        std::this_thread::yield();  // let the thread that holds the missing item run
+        continue;
+      }
+      std::this_thread::yield();  // let the thread that holds the missing item run
+      int none = -1;
+      if (std::chrono::steady_clock::now() - start > kStall)
+        solo_.compare_exchange_strong(none, tid, std::memory_order_relaxed);
     }
   }
 
   const int64_t items_, total_;
   alignas(64) std::atomic<int64_t> next_{0};
   alignas(64) std::atomic<int64_t> done_{0};
+  alignas(64) std::atomic<int> solo_{-1};
 };
 
-// Runs queue.run(f) on nthreads OpenMP threads (inline when 1).
+// Runs queue.run on nthreads OpenMP threads (inline when 1).
 template <typename F>
 void run_queue(int nthreads, PhasedQueue& queue, const F& f) {
 #ifdef _OPENMP
   if (nthreads > 1) {
 #pragma omp parallel num_threads(nthreads)
-    queue.run(f);
+    queue.run(omp_get_thread_num(), f);
     return;
   }
 #endif
   (void)nthreads;
-  queue.run(f);
+  queue.run(0, f);
 }
 
 // ------------------------------------------------------------------ sequence loops
@@ -150,11 +167,15 @@ struct Steps {
 };
 
 // A phase's items are groups of hidden-unit panels: an item computes the GEMM columns of its
-// units (in every gate) and then their gate math, so the items of a step are independent.
+// units (in every gate) and then their gate math, so the items of a step are independent. There
+// are a few per thread, for balance, and more when a step is large, so that an item stays well
+// under PhasedQueue's stall limit (16M multiply-adds: about 0.2 ms on one core).
 struct UnitGroups {
   int64_t H, panels, count;
-  UnitGroups(int64_t h, int nthreads)
-      : H(h), panels((h + kPanel - 1) / kPanel), count(std::min<int64_t>(panels, 4 * nthreads)) {}
+  UnitGroups(int64_t h, int64_t step_macs, int nthreads)
+      : H(h),
+        panels((h + kPanel - 1) / kPanel),
+        count(std::min(panels, std::max<int64_t>(4 * nthreads, step_macs / (int64_t{1} << 24) + 1))) {}
   int64_t q0(int64_t item) const { return panels * item / count; }  // panels [q0, q1)
   int64_t q1(int64_t item) const { return panels * (item + 1) / count; }
   int64_t u0(int64_t item) const { return std::min(H, q0(item) * kPanel); }  // units [u0, u1)
@@ -233,7 +254,7 @@ void forward_impl(const RnnForwardArgs& a) {
 
   // Phase 0 packs W_hh; phase 1 + s runs step s.
   const int nthreads = recurrent_threads(B, H, G);
-  const UnitGroups groups(H, nthreads);
+  const UnitGroups groups(H, B * G * H * H, nthreads);
   PhasedQueue queue(1 + Tn, groups.count);
   run_queue(nthreads, queue, [&](int64_t phase, int64_t item) {
     const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
@@ -320,7 +341,7 @@ void backward_impl(const RnnBackwardArgs& a) {
   // units) and a phase of dh_{t-1} += dG_t W_hh (the item's units, reading every unit's dG_t).
   // The very last product is dh_0, needed only for h0's gradient.
   const int nthreads = recurrent_threads(B, H, G);
-  const UnitGroups groups(H, nthreads);
+  const UnitGroups groups(H, B * G * H * H, nthreads);
   PhasedQueue queue(2 * Tn + (need_dh0 ? 1 : 0), groups.count);
   run_queue(nthreads, queue, [&](int64_t phase, int64_t item) {
     const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
