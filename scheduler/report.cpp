@@ -114,7 +114,8 @@ std::string format_summary(const SimResult& r) {
     << "  avg queue delay  " << num(m.avg_queue_delay) << " s\n"
     << "  preemptions/job  " << num(m.preemptions_per_job) << "\n"
     << "  max slowdown     " << num(m.max_slowdown) << "\n"
-    << "  simulated in     " << num(r.wall_seconds) << " s (" << r.decisions << " decisions)\n";
+    << "  simulated in     " << num(r.wall_seconds) << " s wall, " << num(r.cpu_seconds) << " s CPU (" << r.decisions
+    << " decisions)\n";
   for (const auto& [k, v] : r.counters) o << "  " << pad(k, 16, true) << " " << num(v) << "\n";
   return o.str();
 }
@@ -123,7 +124,7 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"policy", "clairv."};
   for (const Column& c : columns()) head.push_back(c.header);
-  head.push_back("sim s");
+  head.push_back("sim CPU s");
   rows.push_back(head);
   for (const SimResult& r : rs) {
     std::vector<std::string> row = {r.policy, r.traits.clairvoyant ? "yes" : "no"};
@@ -136,7 +137,7 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline) {
       }
       row.push_back(cell);
     }
-    row.push_back(num(r.wall_seconds));
+    row.push_back(num(r.cpu_seconds));
     rows.push_back(row);
   }
   std::vector<size_t> w(head.size(), 0);
@@ -161,7 +162,8 @@ std::string to_json(const std::vector<SimResult>& rs) {
       << ", \"preemptive\": " << (r.traits.preemptive ? "true" : "false") << ", \"gpus\": " << r.gpus
       << ", \"jobs\": " << r.jobs.size() << ", \"preempt_cost\": " << exact(r.preempt_cost);
     for (const Column& c : columns()) o << ", \"" << c.key << "\": " << exact(r.metrics.*c.field);
-    o << ", \"decisions\": " << r.decisions << ", \"sim_seconds\": " << exact(r.wall_seconds);
+    o << ", \"decisions\": " << r.decisions << ", \"sim_seconds\": " << exact(r.wall_seconds)
+      << ", \"sim_cpu_seconds\": " << exact(r.cpu_seconds);
     o << ", \"counters\": {";
     bool first = true;
     for (const auto& [k, v] : r.counters) {
@@ -178,12 +180,12 @@ std::string to_csv(const std::vector<SimResult>& rs) {
   std::ostringstream o;
   o << "policy,clairvoyant,preemptive,gpus,jobs,preempt_cost";
   for (const Column& c : columns()) o << "," << c.key;
-  o << ",decisions,sim_seconds\n";
+  o << ",decisions,sim_seconds,sim_cpu_seconds\n";
   for (const SimResult& r : rs) {
     o << r.policy << "," << (r.traits.clairvoyant ? "true" : "false") << "," << (r.traits.preemptive ? "true" : "false")
       << "," << r.gpus << "," << r.jobs.size() << "," << exact(r.preempt_cost);
     for (const Column& c : columns()) o << "," << exact(r.metrics.*c.field);
-    o << "," << r.decisions << "," << exact(r.wall_seconds) << "\n";
+    o << "," << r.decisions << "," << exact(r.wall_seconds) << "," << exact(r.cpu_seconds) << "\n";
   }
   return o.str();
 }

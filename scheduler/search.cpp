@@ -105,6 +105,7 @@ Decision SearchPolicy::decide(const SchedState& s) {
     if (!stats.skipped_for_budget && !stats.unplaced) return greedy;
     if (!last_improved_ && stats.passed_over == last_passed_over_ && s.now - last_search_ < opt_.repeat_after)
       return greedy;
+    if (s.now - last_search_ < opt_.interval) return greedy;
   }
   last_passed_over_ = stats.passed_over;
   last_search_ = s.now;
@@ -146,6 +147,7 @@ SearchPolicy::Options read_search_options(ParamReader& r) {
   o.window = static_cast<int>(r.number("window", o.window, 1, 1e6));
   o.always = r.number("always", 0, 0, 1) != 0;
   o.repeat_after = r.number("repeat_after", o.repeat_after, 0, 1e12);
+  o.interval = r.number("interval", o.interval, 0, 1e12);
   return o;
 }
 

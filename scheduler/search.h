@@ -73,6 +73,10 @@ class SearchPolicy : public Policy {
     // A search that did not beat greedy is not repeated while greedy passes over the same jobs
     // with the same devices left, until this many seconds have passed.
     double repeat_after = 600;
+    // At most one search per this many seconds (a scheduling round); greedy in between. Searching
+    // at every decision costs 20-80x the simulation time for a JCT change within +-0.5% on the
+    // Philly week (bench/RESULTS.md), so the default round is half an hour.
+    double interval = 1800;
   };
   explicit SearchPolicy(Options o) : opt_(o) {}
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }

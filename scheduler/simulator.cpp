@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 
 #include "core/error.h"
 
@@ -14,6 +15,12 @@ constexpr double kEps = 1e-6;  // seconds; trace times are whole seconds
 bool submit_order(const Job* a, const Job* b) {
   if (a->spec.submit != b->spec.submit) return a->spec.submit < b->spec.submit;
   return a->id < b->id;
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 }  // namespace
@@ -55,6 +62,7 @@ Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction
 
 SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Policy& policy, const SimOptions& opt) {
   const auto wall0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
   EMBER_CHECK(opt.preempt_cost >= 0, "simulate: preemption cost must be >= 0 seconds, got ", opt.preempt_cost);
   const size_t n = trace.size();
   std::vector<Job> jobs(n);
@@ -200,6 +208,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   res.metrics = compute_metrics(res.jobs, busy_fraction);
   res.counters = policy.counters();
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  res.cpu_seconds = process_cpu_seconds() - cpu0;
   return res;
 }
 

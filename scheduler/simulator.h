@@ -51,6 +51,7 @@ struct SimResult {
   std::vector<JobResult> jobs;  // in trace order
   long decisions = 0;
   double wall_seconds = 0;  // host time the simulation took
+  double cpu_seconds = 0;   // CPU time of the process meanwhile (steadier than wall time on a shared machine)
   std::map<std::string, double> counters;
 };
 

@@ -70,8 +70,8 @@ class Las final : public Policy {
 
 std::unique_ptr<Policy> make_las(const PolicyParams& p) {
   ParamReader r("las", p);
-  std::vector<double> th = r.numbers("thresholds", {3600.0, 36000.0}, 0.0, 1e15);
-  double promote = r.number("promote", 0.0, 0.0, 1e9);
+  std::vector<double> th = r.numbers("thresholds", {900.0, 9000.0, 90000.0}, 0.0, 1e15);
+  double promote = r.number("promote", 8.0, 0.0, 1e9);
   r.finish();
   for (size_t i = 1; i < th.size(); ++i)
     EMBER_CHECK(th[i] > th[i - 1], "--set las.thresholds: expected increasing device-seconds, got ", th[i - 1],

@@ -70,8 +70,9 @@ TEST(ExactJct, SearchPoliciesPackMoreCompletionRate) {
   // t=40: e replaces a. t=50: a replaces d. t=60: b (1/40) beats a+d (1/60+1/170): a preempted,
   // b runs 60-100; then a (60 s left) runs 100-160 and d (170 s left) 100-270.
   JctMap want{{"a", 160}, {"b", 90}, {"c", 30}, {"d", 250}, {"e", 20}};
-  for (const char* p : {"ilp", "sa", "ga"}) {
-    SimResult r = run(p, small(), 4);
+  for (std::string p : {"ilp", "sa", "ga"}) {
+    // Searching at every decision that may gain (interval 0), not once per half hour.
+    SimResult r = run(p, small(), 4, 0, 0, {{p + ".interval", "0"}});
     EXPECT_EQ(jcts(r), want) << p;
     EXPECT_DOUBLE_EQ(r.metrics.avg_jct, 110) << p;
   }
@@ -129,7 +130,7 @@ TEST(ExactJct, LasDemotesAtTheThresholdAndGuardsStarvation) {
   std::vector<JobSpec> jobs = {job("x", 0, 1, 30), job("y", 5, 1, 20), job("z", 40, 1, 5)};
   // x sinks at t=10 and y (top queue) preempts it; y sinks at 20 but, running, keeps its device
   // against x in the same queue; x resumes at 30, z (top queue) preempts it at 40 for 5 s.
-  SimResult r = run("las", jobs, 1, 0, 0, {{"las.thresholds", "10"}});
+  SimResult r = run("las", jobs, 1, 0, 0, {{"las.thresholds", "10"}, {"las.promote", "0"}});
   EXPECT_EQ(jcts(r), (JctMap{{"x", 55}, {"y", 25}, {"z", 5}}));
   EXPECT_EQ(preemptions(r), (std::map<std::string, int>{{"x", 2}, {"y", 0}, {"z", 0}}));
   // Promotion after waiting as long as it ran: x returns to the top at 20 and preempts y; y
@@ -144,7 +145,7 @@ TEST(ExactJct, LasCountsDeviceSeconds) {
   // Four devices; w runs from 0, v and u (1 device each) arrive at 1 and wait; at 2.5 w sinks and
   // both (top queue) preempt it... w needs 4 so it waits until both are done.
   std::vector<JobSpec> jobs = {job("w", 0, 4, 20), job("v", 1, 1, 5), job("u", 1, 1, 8)};
-  SimResult r = run("las", jobs, 4, 0, 0, {{"las.thresholds", "10"}});
+  SimResult r = run("las", jobs, 4, 0, 0, {{"las.thresholds", "10"}, {"las.promote", "0"}});
   // v runs 2.5-7.5, u 2.5-10.5 (u sinks at 12.5 but is alone); w resumes at 10.5 with 17.5 left.
   EXPECT_EQ(jcts(r), (JctMap{{"w", 28}, {"v", 6.5}, {"u", 9.5}}));
 }
