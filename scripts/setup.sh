@@ -29,6 +29,8 @@ packages=(
   libboost-context-dev
   # scheduler/: job queue and history
   libsqlite3-dev
+  # scheduler/: the integer-programming placement policy (CBC)
+  coinor-libcbc-dev
 )
 
 missing=()
