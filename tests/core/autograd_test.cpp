@@ -7,21 +7,12 @@
 #include "core/autograd/gradcheck.h"
 #include "core/autograd/node.h"
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-std::vector<double> vec(const Tensor& t) {
-  return t.to_vector<double>();
-}
 Tensor f64(std::initializer_list<double> v, bool rg = true) {
   return tensor(v, {.dtype = DType::Float64, .requires_grad = rg});
 }

@@ -7,8 +7,10 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 
 namespace {
 
@@ -32,25 +34,6 @@ std::vector<double> vals(const Tensor& t) {
 
 std::vector<int64_t> ivals(const Tensor& t) {
   return t.to_vector<int64_t>();
-}
-
-template <typename F>
-void expect_error(F&& f, const std::string& op, const std::string& part = "") {
-  try {
-    f();
-    ADD_FAILURE() << "no ember::Error thrown (expected one naming " << op << ")";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    if (!part.empty()) {
-      EXPECT_NE(msg.find(part), std::string::npos) << msg;
-    }
-  }
-}
-
-void check_grad(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& in) {
-  auto r = gradcheck(f, in);
-  EXPECT_TRUE(r.ok) << r.message;
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 
 namespace {
 
@@ -63,25 +65,6 @@ void expect_close(const Tensor& got, const Tensor& want, double tol) {
   ASSERT_EQ(got.shape(), want.shape());
   auto g = got.to_vector<double>(), w = want.to_vector<double>();
   for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol) << "element " << i;
-}
-
-template <typename F>
-void expect_error(F&& f, const std::string& op, const std::string& part = "") {
-  try {
-    f();
-    ADD_FAILURE() << "no ember::Error thrown (expected one naming " << op << ")";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    if (!part.empty()) {
-      EXPECT_NE(msg.find(part), std::string::npos) << msg;
-    }
-  }
-}
-
-void check_grad(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& in) {
-  auto r = gradcheck(f, in);
-  EXPECT_TRUE(r.ok) << r.message;
 }
 
 }  // namespace

@@ -4,19 +4,10 @@
 #include <cmath>
 
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace ember;
-
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using namespace test_util;
 
 TEST(Tensor, ZerosHaveShapeAndValues) {
   Tensor t = zeros({2, 3});

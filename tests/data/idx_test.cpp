@@ -9,8 +9,10 @@
 
 #include "core/ops.h"
 #include "data/mnist.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 using namespace ember::data;
 namespace fs = std::filesystem;
 
@@ -46,15 +48,6 @@ void write(const fs::path& p, const std::string& bytes, bool gz = false) {
   } else {
     std::ofstream(p, std::ios::binary) << bytes;
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A tiny MNIST-shaped set: n images of 2x3 pixels with value i*10+j, labels i%10.

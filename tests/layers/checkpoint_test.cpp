@@ -1,14 +1,17 @@
 // Checkpoints: round trips, exact resume, and every kind of bad file.
+#include "layers/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "layers/checkpoint.h"
 #include "layers/nn.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,20 +35,13 @@ struct Net : nn::Module {
   Tensor forward(const Tensor& x) override { return f2(drop(relu(bn(f1(x))))); }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::string slurp(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
 }
-void spit(const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+void spit(const std::string& p, const std::string& s) {
+  std::ofstream(p, std::ios::binary) << s;
+}
 
 // One training step on a batch chosen by a shuffled order from `order_gen`.
 void train_steps(Net& net, optim::Optimizer& opt, Generator& order_gen, Generator& dropout_gen, int steps,

@@ -7,24 +7,12 @@
 
 #include "core/autograd/gradcheck.h"
 #include "layers/nn.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
-}
-std::vector<double> vec(const Tensor& t) {
-  return t.to_vector<double>();
-}
 void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;

@@ -8,25 +8,13 @@
 
 #include "core/autograd/gradcheck.h"
 #include "layers/nn.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 using nn::Reduction;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
-}
-std::vector<double> vec(const Tensor& t) {
-  return t.to_vector<double>();
-}
 Tensor f64(std::initializer_list<double> v, bool rg = false) {
   return tensor(v, {.dtype = DType::Float64, .requires_grad = rg});
 }

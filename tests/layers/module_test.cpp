@@ -10,26 +10,15 @@
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "layers/container.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool same_values(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.to_vector<double>() == b.to_vector<double>();
-}
-
-bool has(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
 }
 
 // y = x * weight + bias over the last dim: a layer made of ops that exist everywhere.

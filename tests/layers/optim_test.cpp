@@ -15,23 +15,13 @@
 #include "layers/optim/clip_grad.h"
 #include "layers/optim/rmsprop.h"
 #include "layers/optim/sgd.h"
+#include "test_helpers.h"
 
 using namespace ember;
+using namespace test_util;
 using namespace ember::optim;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
-}
 
 const std::vector<double> kP0 = {1.0, -2.0, 0.5, 3.0};
 

@@ -10,25 +10,13 @@
 
 #include "core/autograd/gradcheck.h"
 #include "layers/nn.h"
+#include "test_helpers.h"
 
 namespace layers_test {
 
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ember::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-inline bool has(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
-}
-
-inline std::vector<double> vec(const ember::Tensor& t) {
-  return t.to_vector<double>();
-}
+using test_util::error_of;
+using test_util::has;
+using test_util::vec;
 
 inline void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());

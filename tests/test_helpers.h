@@ -1,0 +1,55 @@
+// Helpers every test suite uses: capturing an ember::Error's message, checking that an error
+// names its op, reading a tensor as doubles, and asserting a float64 gradcheck.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autograd/gradcheck.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace test_util {
+
+// The message of the ember::Error that f throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ember::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool has(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
+
+// Expects f to throw an ember::Error whose message contains `op` (and `part`, when given).
+inline void expect_error(const std::function<void()>& f, const std::string& op, const std::string& part = "") {
+  try {
+    f();
+    ADD_FAILURE() << "no ember::Error thrown (expected one naming " << op << ")";
+  } catch (const ember::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(op), std::string::npos) << msg;
+    if (!part.empty()) {
+      EXPECT_NE(msg.find(part), std::string::npos) << msg;
+    }
+  }
+}
+
+inline std::vector<double> vec(const ember::Tensor& t) {
+  return t.to_vector<double>();
+}
+
+inline void check_grad(const std::function<ember::Tensor(const std::vector<ember::Tensor>&)>& f,
+                       const std::vector<ember::Tensor>& in) {
+  auto r = ember::gradcheck(f, in);
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+}  // namespace test_util
