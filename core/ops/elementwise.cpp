@@ -522,29 +522,28 @@ Tensor gt(const Tensor& a, const Tensor& b) {
 Tensor ge(const Tensor& a, const Tensor& b) {
   return compare(CompareOp::Ge, a, b, "ge");
 }
+// Tensor-scalar comparisons: the scalar becomes a 0-dim tensor of a's dtype.
+static Tensor compare_scalar(CompareOp op, const Tensor& a, double b, const char* name) {
+  check_defined(a, name);
+  return compare(op, a, scalar_like(b, a), name);
+}
 Tensor eq(const Tensor& a, double b) {
-  check_defined(a, "eq");
-  return compare(CompareOp::Eq, a, scalar_like(b, a), "eq");
+  return compare_scalar(CompareOp::Eq, a, b, "eq");
 }
 Tensor ne(const Tensor& a, double b) {
-  check_defined(a, "ne");
-  return compare(CompareOp::Ne, a, scalar_like(b, a), "ne");
+  return compare_scalar(CompareOp::Ne, a, b, "ne");
 }
 Tensor lt(const Tensor& a, double b) {
-  check_defined(a, "lt");
-  return compare(CompareOp::Lt, a, scalar_like(b, a), "lt");
+  return compare_scalar(CompareOp::Lt, a, b, "lt");
 }
 Tensor le(const Tensor& a, double b) {
-  check_defined(a, "le");
-  return compare(CompareOp::Le, a, scalar_like(b, a), "le");
+  return compare_scalar(CompareOp::Le, a, b, "le");
 }
 Tensor gt(const Tensor& a, double b) {
-  check_defined(a, "gt");
-  return compare(CompareOp::Gt, a, scalar_like(b, a), "gt");
+  return compare_scalar(CompareOp::Gt, a, b, "gt");
 }
 Tensor ge(const Tensor& a, double b) {
-  check_defined(a, "ge");
-  return compare(CompareOp::Ge, a, scalar_like(b, a), "ge");
+  return compare_scalar(CompareOp::Ge, a, b, "ge");
 }
 
 Tensor logical_not(const Tensor& a) {
