@@ -19,9 +19,17 @@ constexpr char kMagic[8] = {'E', 'M', 'B', 'R', 'C', 'K', 'P', 'T'};
 constexpr uint64_t kAlign = 64;
 constexpr size_t kPreamble = 24;  // magic, version, reserved, header length
 
-uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
 
-proto::DType to_proto(DType t) { return static_cast<proto::DType>(static_cast<int>(t)); }
+// Tensor bytes move in pieces of at most this size, so no single fwrite/fread and no call of
+// zlib's crc32 (whose length is a 32-bit uInt) ever sees a tensor beyond 2 GB whole.
+uint64_t g_io_chunk = uint64_t{1} << 30;
+
+proto::DType to_proto(DType t) {
+  return static_cast<proto::DType>(static_cast<int>(t));
+}
 
 DType from_proto(int v, const std::string& where) {
   EMBER_CHECK(v >= 0 && v < kNumDTypes, "checkpoint: ", where, " has unknown dtype code ", v);
@@ -32,12 +40,31 @@ uint32_t crc_of(const void* data, uint64_t n) {
   uLong crc = crc32(0L, Z_NULL, 0);
   const auto* p = static_cast<const Bytef*>(data);
   while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
+    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, g_io_chunk));
     crc = crc32(crc, p, chunk);
     p += chunk;
     n -= chunk;
   }
   return static_cast<uint32_t>(crc);
+}
+
+void write_chunked(std::FILE* f, const void* data, uint64_t n, const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
+  for (uint64_t done = 0; done < n;) {
+    const uint64_t k = std::min(n - done, g_io_chunk);
+    write_all(f, p + done, static_cast<size_t>(k), path);
+    done += k;
+  }
+}
+
+bool read_chunked(std::FILE* f, void* data, uint64_t n) {
+  auto* p = static_cast<char*>(data);
+  for (uint64_t done = 0; done < n;) {
+    const uint64_t k = std::min(n - done, g_io_chunk);
+    if (std::fread(p + done, 1, static_cast<size_t>(k), f) != k) return false;
+    done += k;
+  }
+  return true;
 }
 
 // Collects tensors to write: each gets a record whose offset points into the data section.
@@ -65,7 +92,7 @@ class TensorWriter {
     uint64_t pos = 0;
     for (const auto& b : blobs_) {
       write_all(f, zeros, b.offset - pos, path);
-      write_all(f, b.data.raw_data(), b.nbytes, path);
+      write_chunked(f, b.data.raw_data(), b.nbytes, path);
       pos = b.offset + b.nbytes;
     }
   }
@@ -89,16 +116,22 @@ class TensorReader {
     const std::string where = "'" + path_ + "' tensor '" + rec.name() + "'";
     DType dt = from_proto(rec.dtype(), where);
     Shape shape(rec.shape().begin(), rec.shape().end());
-    for (int64_t s : shape) EMBER_CHECK(s >= 0, "checkpoint: ", where, " has a negative size");
-    const uint64_t nbytes = static_cast<uint64_t>(numel_of(shape)) * itemsize(dt);
+    // The size is computed with overflow checks: a corrupt shape must give an error, not a
+    // wrapped-around byte count.
+    uint64_t nbytes = itemsize(dt);
+    for (int64_t s : shape) {
+      EMBER_CHECK(s >= 0, "checkpoint: ", where, " has a negative size in shape ", shape_str(shape));
+      EMBER_CHECK(!__builtin_mul_overflow(nbytes, static_cast<uint64_t>(s), &nbytes), "checkpoint: ", where,
+                  " has an impossible shape ", shape_str(shape), " (its byte count overflows)");
+    }
     EMBER_CHECK(nbytes == rec.nbytes(), "checkpoint: ", where, " declares ", rec.nbytes(), " bytes but shape ",
                 shape_str(shape), " of ", dtype_name(dt), " needs ", nbytes);
-    EMBER_CHECK(data_start_ + rec.offset() + nbytes <= file_size_, "checkpoint: ", where,
-                " lies beyond the end of the file (the file is truncated)");
+    EMBER_CHECK(rec.offset() <= file_size_ && nbytes <= file_size_ && data_start_ + rec.offset() + nbytes <= file_size_,
+                "checkpoint: ", where, " lies beyond the end of the file (the file is truncated)");
     Tensor t = empty(shape, {dt, Device::cpu()});
     if (nbytes > 0) {
       EMBER_CHECK(::fseeko(f_, static_cast<off_t>(data_start_ + rec.offset()), SEEK_SET) == 0 &&
-                      std::fread(t.raw_data(), 1, nbytes, f_) == nbytes,
+                      read_chunked(f_, t.raw_data(), nbytes),
                   "checkpoint: cannot read ", where, " (truncated file?)");
     }
     EMBER_CHECK(crc_of(t.raw_data(), nbytes) == rec.crc32(), "checkpoint: ", where,
@@ -125,6 +158,17 @@ uint64_t get_le(const unsigned char* p, int n) {
 }
 
 }  // namespace
+
+namespace checkpoint_detail {
+void set_io_chunk_bytes(uint64_t bytes) {
+  EMBER_CHECK(bytes >= 1 && bytes <= (uint64_t{1} << 30), "checkpoint: the I/O chunk must be 1 byte to 1 GiB, not ",
+              bytes);
+  g_io_chunk = bytes;
+}
+uint64_t io_chunk_bytes() {
+  return g_io_chunk;
+}
+}  // namespace checkpoint_detail
 
 void write_checkpoint(const std::string& path, const CheckpointContents& c) {
   proto::Checkpoint header;
@@ -246,7 +290,8 @@ namespace {
 void split_state(const nn::Module& m, CheckpointContents& c) {
   std::set<std::string> params;
   for (const auto& [name, t] : m.named_parameters()) params.insert(name);
-  for (auto& [name, t] : m.state_dict()) (params.count(name) ? c.model_parameters : c.model_buffers).emplace_back(name, t);
+  for (auto& [name, t] : m.state_dict())
+    (params.count(name) ? c.model_parameters : c.model_buffers).emplace_back(name, t);
 }
 
 void load_into(nn::Module& m, const CheckpointContents& c, bool strict) {
@@ -294,8 +339,8 @@ void save_training(const std::string& path, const TrainingState& state, const Tr
 std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
                                                                               const TrainingState& state) {
   CheckpointContents c = read_checkpoint(path);
-  EMBER_CHECK(c.optimizers.size() == state.optimizers.size(), "checkpoint: '", path, "' holds ",
-              c.optimizers.size(), " optimizer states but the program has ", state.optimizers.size());
+  EMBER_CHECK(c.optimizers.size() == state.optimizers.size(), "checkpoint: '", path, "' holds ", c.optimizers.size(),
+              " optimizer states but the program has ", state.optimizers.size());
   std::map<std::string, GeneratorState> gens(c.generators.begin(), c.generators.end());
   for (const auto& [name, g] : state.generators)
     EMBER_CHECK(gens.count(name), "checkpoint: '", path, "' has no state for generator '", name, "'");

@@ -6,6 +6,7 @@
 // checks names, shapes and dtypes and reports every mismatch in one ember::Error.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -62,5 +63,13 @@ void save_training(const std::string& path, const TrainingState& state, const Tr
 // returns the position and the metadata.
 std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
                                                                               const TrainingState& state);
+
+namespace checkpoint_detail {
+// Tensor data is written, read and checksummed in pieces of at most this many bytes (1 GiB by
+// default; at most 1 GiB), so that tensors beyond 2 GB never reach a call limited to 32-bit
+// sizes. Tests set a few bytes to run the piecewise path on small tensors. Not thread-safe.
+void set_io_chunk_bytes(uint64_t bytes);
+uint64_t io_chunk_bytes();
+}  // namespace checkpoint_detail
 
 }  // namespace ember

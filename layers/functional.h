@@ -39,6 +39,10 @@ using ember::embedding;
 using ember::layer_norm;
 using ember::max_pool2d;
 using ember::max_pool2d_with_indices;
+// One recurrent layer and direction over a whole sequence (what RNN/LSTM/GRU call per layer).
+using ember::rnn_layer;
+using ember::RnnLayerResult;
+using ember::RnnMode;
 
 // y = x W^T + b over the last dim of x: weight [out, in], bias [out] or undefined; x [..., in].
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());

@@ -31,6 +31,8 @@ packages=(
   libsqlite3-dev
   # scheduler/: the integer-programming placement policy (CBC)
   coinor-libcbc-dev
+  # bench/: optional reference for the benchmarks (bench/layers compares with libtorch when found)
+  libtorch-dev
 )
 
 missing=()

@@ -1,6 +1,7 @@
 // The one header a program using Ember includes: tensors and every op, autograd (NoGradGuard,
-// gradcheck), devices, generators, threads, memory statistics and streams. Upper layers (nn
-// modules, optimizers, data loading, the scheduler) join this list as they are built.
+// gradcheck), devices, generators, threads, memory statistics and streams; the training API
+// (nn modules, layers, losses, initialisers, optimizers, LR schedules, checkpoints). Upper
+// layers (data loading, the scheduler) join this list as they are built.
 #pragma once
 
 #include <ember/config.h>
@@ -17,3 +18,5 @@
 #include "core/parallel.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "layers/checkpoint.h"
+#include "layers/nn.h"

@@ -1,12 +1,16 @@
-// Checkpoints: round trips, exact resume, and every kind of bad file.
+// Checkpoints: round trips, exact resume (in one process; tests/layers/resume checks it across
+// processes), piecewise I/O of large tensors, 64-bit offsets, and every kind of bad file.
 #include "layers/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
+#include "checkpoint.pb.h"
 #include "layers/nn.h"
 #include "test_helpers.h"
 
@@ -204,4 +208,168 @@ TEST(Checkpoint, BadFilesGiveClearErrors) {
   spit(s.file("flip"), flipped);
   EXPECT_NE(error_of([&] { read_checkpoint(s.file("flip")); }).find("CRC32"), std::string::npos);
   EXPECT_NE(error_of([&] { save(a, s.file("no_such_dir/x.ckpt")); }).find("does not exist"), std::string::npos);
+}
+
+// ---- large tensors: piecewise I/O and 64-bit offsets
+
+namespace {
+
+// The file split into its preamble fields, its parsed header and the data section.
+struct RawCheckpoint {
+  proto::Checkpoint header;
+  std::string data;  // from the aligned data start to the end
+};
+RawCheckpoint split(const std::string& bytes) {
+  RawCheckpoint r;
+  uint64_t head_len = 0;
+  for (int i = 7; i >= 0; --i) head_len = (head_len << 8) | static_cast<unsigned char>(bytes[16 + i]);
+  EXPECT_TRUE(r.header.ParseFromString(bytes.substr(24, head_len)));
+  const uint64_t data_start = (24 + head_len + 63) / 64 * 64;
+  r.data = bytes.substr(data_start);
+  return r;
+}
+// A file with `header`, and `data` placed `gap` bytes into the data section (a hole before it).
+void join(const std::string& path, const proto::Checkpoint& header, const std::string& data, uint64_t gap = 0) {
+  std::string head;
+  ASSERT_TRUE(header.SerializeToString(&head));
+  std::string out = "EMBRCKPT";
+  for (uint32_t v : {kCheckpointFormatVersion, 0u})
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((head.size() >> (8 * i)) & 0xff));
+  out += head;
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << out;
+  }
+  // The data goes after a hole: the file is sparse, so a gap of gigabytes costs no disk.
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(::fseeko(f, static_cast<off_t>(out.size() + gap), SEEK_SET), 0);
+  ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  std::fclose(f);
+}
+
+struct ChunkGuard {
+  uint64_t saved = checkpoint_detail::io_chunk_bytes();
+  explicit ChunkGuard(uint64_t n) { checkpoint_detail::set_io_chunk_bytes(n); }
+  ~ChunkGuard() { checkpoint_detail::set_io_chunk_bytes(saved); }
+};
+
+}  // namespace
+
+TEST(Checkpoint, TensorsMoveInPiecesAndTheFileIsTheSame) {
+  Scratch s;
+  CheckpointContents c;
+  Generator g(5);
+  // Sizes around the 7-byte piece: empty, smaller, equal, not a multiple, many pieces.
+  c.extra_tensors = {{"empty", zeros({0})},
+                     {"u8x3", ones({3}, {.dtype = DType::UInt8})},
+                     {"u8x7", arange(0, 7, 1, {.dtype = DType::UInt8})},
+                     {"f32x13", randn({13}, {}, &g)},
+                     {"f64", randn({37, 5}, {.dtype = DType::Float64}, &g)}};
+  write_checkpoint(s.file("whole.ckpt"), c);
+  {
+    ChunkGuard small(7);
+    write_checkpoint(s.file("pieces.ckpt"), c);
+    EXPECT_EQ(slurp(s.file("pieces.ckpt")), slurp(s.file("whole.ckpt")));
+    CheckpointContents r = read_checkpoint(s.file("pieces.ckpt"));
+    ASSERT_EQ(r.extra_tensors.size(), c.extra_tensors.size());
+    for (size_t i = 0; i < c.extra_tensors.size(); ++i)
+      EXPECT_TRUE(equal(r.extra_tensors[i].second, c.extra_tensors[i].second)) << c.extra_tensors[i].first;
+    // The checksum is still over the whole tensor: a flipped byte in a late piece is caught.
+    std::string bad = slurp(s.file("pieces.ckpt"));
+    bad[bad.size() - 9] ^= 0x10;
+    spit(s.file("bad.ckpt"), bad);
+    EXPECT_TRUE(has(error_of([&] { read_checkpoint(s.file("bad.ckpt")); }), "'f64' fails its CRC32"))
+        << error_of([&] { read_checkpoint(s.file("bad.ckpt")); });
+  }
+  EXPECT_EQ(checkpoint_detail::io_chunk_bytes(), uint64_t{1} << 30);
+  EXPECT_TRUE(has(error_of([] { checkpoint_detail::set_io_chunk_bytes(0); }), "1 byte to 1 GiB"));
+  EXPECT_TRUE(has(error_of([] { checkpoint_detail::set_io_chunk_bytes((uint64_t{1} << 30) + 1); }), "1 GiB"));
+}
+
+TEST(Checkpoint, TensorDataBeyondFourGigabytesIsFound) {
+  Scratch s;
+  CheckpointContents c;
+  c.extra_tensors = {{"far", arange(0, 16, 1, {.dtype = DType::Float32})}};
+  write_checkpoint(s.file("near.ckpt"), c);
+  RawCheckpoint raw = split(slurp(s.file("near.ckpt")));
+  // Move the tensor 5 GiB into the data section (past every 32-bit offset) of a sparse file.
+  const uint64_t gap = uint64_t{5} << 30;
+  raw.header.mutable_extra_tensors(0)->set_offset(gap);
+  join(s.file("far.ckpt"), raw.header, raw.data.substr(0, 64), gap);
+  ASSERT_GT(fs::file_size(s.file("far.ckpt")), gap);
+  CheckpointContents r = read_checkpoint(s.file("far.ckpt"));
+  ASSERT_EQ(r.extra_tensors.size(), 1u);
+  EXPECT_TRUE(equal(r.extra_tensors[0].second, c.extra_tensors[0].second));
+}
+
+TEST(Checkpoint, CorruptHeadersGiveClearErrors) {
+  Scratch s;
+  CheckpointContents c;
+  c.extra_tensors = {{"t", arange(0, 6, 1, {.dtype = DType::Float32}).view({2, 3})}};
+  write_checkpoint(s.file("ok.ckpt"), c);
+  const RawCheckpoint good = split(slurp(s.file("ok.ckpt")));
+  auto error_with = [&](const std::function<void(proto::TensorRecord&)>& edit) {
+    proto::Checkpoint h = good.header;
+    edit(*h.mutable_extra_tensors(0));
+    join(s.file("edited.ckpt"), h, good.data);
+    return error_of([&] { read_checkpoint(s.file("edited.ckpt")); });
+  };
+  EXPECT_TRUE(has(error_with([](proto::TensorRecord& r) { r.set_dtype(static_cast<proto::DType>(42)); }),
+                  "tensor 't' has unknown dtype code 42"));
+  EXPECT_TRUE(has(error_with([](proto::TensorRecord& r) { r.set_shape(0, -2); }), "negative size"));
+  EXPECT_TRUE(has(error_with([](proto::TensorRecord& r) {
+                    r.set_shape(0, int64_t{1} << 40);
+                    r.set_shape(1, int64_t{1} << 40);
+                  }),
+                  "impossible shape"));
+  EXPECT_TRUE(has(error_with([](proto::TensorRecord& r) { r.set_nbytes(20); }), "declares 20 bytes"));
+  EXPECT_TRUE(has(error_with([](proto::TensorRecord& r) { r.set_offset(uint64_t{1} << 62); }), "beyond the end"));
+  // Header bytes that do not parse.
+  std::string bytes = slurp(s.file("ok.ckpt"));
+  for (size_t i = 24; i < 40; ++i) bytes[i] = static_cast<char>(0xff);
+  spit(s.file("garbled.ckpt"), bytes);
+  EXPECT_TRUE(has(error_of([&] { read_checkpoint(s.file("garbled.ckpt")); }), "header of"));
+  // A header length beyond the file.
+  bytes = slurp(s.file("ok.ckpt"));
+  bytes[20] = 0x7f;
+  spit(s.file("longhead.ckpt"), bytes);
+  EXPECT_TRUE(has(error_of([&] { read_checkpoint(s.file("longhead.ckpt")); }), "truncated"));
+}
+
+TEST(Checkpoint, LoadErrorsLeaveEverythingAsItWas) {
+  Scratch s;
+  Net a;
+  optim::SGD opt(a.parameters(), {.lr = 0.1});
+  Generator g(3);
+  save_training(s.file("t.ckpt"), {&a, {&opt}, {{"g", &g}}}, {});
+  // Another optimizer count, a generator the file lacks, an optimizer from a model-only file, an
+  // optimizer of another kind.
+  Net b;
+  optim::SGD o1(b.parameters(), {.lr = 0.1}), o2(b.parameters(), {.lr = 0.1});
+  EXPECT_TRUE(has(error_of([&] {
+                    load_training(s.file("t.ckpt"), {&b, {&o1, &o2}, {}});
+                  }),
+                  "holds 1 optimizer states but the program has 2"));
+  Generator other(9);
+  EXPECT_TRUE(has(error_of([&] {
+                    load_training(s.file("t.ckpt"), {&b, {&o1}, {{"loader", &other}}});
+                  }),
+                  "no state for generator 'loader'"));
+  EXPECT_EQ(other.state().seed, 9u);
+  save(a, s.file("model.ckpt"));
+  EXPECT_TRUE(has(error_of([&] { load(o1, s.file("model.ckpt")); }), "holds 0 optimizer states (expected 1)"));
+  optim::Adam adam(b.parameters());
+  EXPECT_TRUE(has(error_of([&] { load(adam, s.file("t.ckpt")); }), "the state is for SGD, not Adam"));
+  // A failed write keeps the previous file whole and leaves no temporary file behind.
+  const std::string before = slurp(s.file("model.ckpt"));
+  CheckpointContents bad;
+  bad.extra_tensors = {{"ok", ones({2})}, {"undefined", Tensor()}};
+  EXPECT_TRUE(has(error_of([&] { write_checkpoint(s.file("model.ckpt"), bad); }), "'undefined' is undefined"));
+  EXPECT_EQ(slurp(s.file("model.ckpt")), before);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(s.dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2);  // t.ckpt and model.ckpt
 }

@@ -223,3 +223,14 @@ TEST(Rnn, Errors) {
   EXPECT_THROW(nn::LSTM(3, 4, {.dropout = 2.0}), Error);
   EXPECT_THROW(lstm(zeros({3})), Error);
 }
+
+TEST(Rnn, FunctionalRnnLayerIsTheModulesMath) {
+  nn::LSTM lstm(3, 4);
+  Tensor x = randn({5, 2, 3});
+  nn::RnnOutput o = lstm(x);
+  nn::F::RnnLayerResult r = nn::F::rnn_layer(nn::F::RnnMode::Lstm, x, lstm.weight_ih(0), lstm.weight_hh(0),
+                                             lstm.bias_ih(0), lstm.bias_hh(0), Tensor(), Tensor());
+  EXPECT_TRUE(equal(o.output, r.output));
+  EXPECT_TRUE(equal(o.h_n[0], r.h_n));
+  EXPECT_TRUE(equal(o.c_n[0], r.c_n));
+}
