@@ -5,10 +5,13 @@
 // per second (SGD with momentum, Adam) over about a million parameters. Ratio = Ember rate /
 // libtorch rate (1.00 = parity, higher is better); "n/a" when CMake found no libtorch.
 //
-//   layers [--threads N] [--reps R]
+//   layers [--threads N] [--reps R] [--only SUBSTRING]   (--only: the rows whose name contains it)
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,15 +28,45 @@ namespace ref = ember::bench::torchref;
 namespace {
 
 int g_reps = 7;
+std::string g_only;  // --only: run the rows whose name contains this
 
-template <typename F>
-double timed(F&& f) {
-  return seconds_per_call(f, g_reps);
+bool wanted(const std::string& what) {
+  return g_only.empty() || what.find(g_only) != std::string::npos;
+}
+
+struct Times {
+  double ember = 0, torch = 0;  // median seconds per call; torch 0 without libtorch
+};
+
+// Times the Ember call and the libtorch call interleaved, round by round, so that both see the
+// same load on a shared machine: each is calibrated to about 50 ms per measurement, one warm-up
+// round, then g_reps rounds; the medians are returned.
+Times compare(const std::function<void()>& ember_call, const ref::Call& torch_call) {
+  auto batch = [](const std::function<void()>& f, int n) {
+    const auto a = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count() / n;
+  };
+  const int ne = calibrate(ember_call), nt = torch_call ? calibrate(torch_call) : 0;
+  std::vector<double> te, tt;
+  for (int r = 0; r <= g_reps; ++r) {
+    const double e = batch(ember_call, ne);
+    const double t = torch_call ? batch(torch_call, nt) : 0;
+    if (r == 0) continue;  // warm-up round
+    te.push_back(e);
+    tt.push_back(t);
+  }
+  std::sort(te.begin(), te.end());
+  std::sort(tt.begin(), tt.end());
+  return {te[te.size() / 2], tt[tt.size() / 2]};
 }
 
 // Adds a row "what | size | ember rate | libtorch rate | ratio"; work / seconds = rate.
-void row(Table& t, const std::string& what, const std::string& size, double work, const char* unit, double ember_s,
-         double torch_s) {
+void row(Table& t, const std::string& what, const std::string& size, double work, const char* unit,
+         const std::function<void()>& ember_call, const ref::Call& torch_call) {
+  if (!wanted(what)) return;
+  const Times times = compare(ember_call, torch_call);
+  const double ember_s = times.ember, torch_s = times.torch;
   const double er = work / ember_s;
   std::vector<std::string> r{what, size, fmt(er, "%.2f") + " " + unit, fmt(ember_s * 1e3, "%.3f")};
   if (ref::available()) {
@@ -60,13 +93,11 @@ void bench_conv(Table& t, const std::string& name, const ref::ConvShape& s) {
   Tensor y = conv(x);
   Tensor g = randn(y.shape());
   const double flops = 2.0 * static_cast<double>(y.numel()) * static_cast<double>(s.in_channels * s.kernel * s.kernel);
-  const double fwd = timed([&] { Tensor out = conv(x); });
-  const double bwd = timed([&] { autograd::grad({y}, {x, conv.weight, conv.bias}, {g}, true); });
-  row(t, "conv2d fwd " + name, conv_size(s), flops / 1e9, "GFLOP/s", fwd,
-      ref::available() ? ref::conv2d_forward(s) : 0);
+  auto fwd = [&] { Tensor out = conv(x); };
+  auto bwd = [&] { autograd::grad({y}, {x, conv.weight, conv.bias}, {g}, true); };
+  row(t, "conv2d fwd " + name, conv_size(s), flops / 1e9, "GFLOP/s", fwd, ref::conv2d_forward(s));
   // The input and weight gradients are each as many multiply-adds as the forward.
-  row(t, "conv2d bwd " + name, conv_size(s), 2 * flops / 1e9, "GFLOP/s", bwd,
-      ref::available() ? ref::conv2d_backward(s) : 0);
+  row(t, "conv2d bwd " + name, conv_size(s), 2 * flops / 1e9, "GFLOP/s", bwd, ref::conv2d_backward(s));
 }
 
 void bench_pool(Table& t, const std::string& name, const ref::PoolShape& s) {
@@ -74,18 +105,16 @@ void bench_pool(Table& t, const std::string& name, const ref::PoolShape& s) {
   nn::MaxPool2d pool(s.kernel, {.stride = s.stride, .padding = s.padding});
   Tensor y = pool(x);
   Tensor g = randn(y.shape());
-  const double fwd = timed([&] { Tensor out = pool(x); });
-  const double bwd = timed([&] { autograd::grad({y}, {x}, {g}, true); });
   const double in_bytes = 4.0 * static_cast<double>(x.numel()), out_bytes = 4.0 * static_cast<double>(y.numel());
   const std::string size = std::to_string(s.batch) + "x" + std::to_string(s.channels) + "x" + std::to_string(s.height) +
                            "x" + std::to_string(s.width) + ", " + std::to_string(s.kernel) + "/" +
                            std::to_string(s.stride) + (s.padding ? " p" + std::to_string(s.padding) : "");
   // Bytes read and written: forward reads the input and writes the output; backward reads the
   // output gradient and writes the input gradient.
-  row(t, "max_pool2d fwd " + name, size, (in_bytes + out_bytes) / 1e9, "GB/s", fwd,
-      ref::available() ? ref::max_pool2d_forward(s) : 0);
-  row(t, "max_pool2d bwd " + name, size, (in_bytes + out_bytes) / 1e9, "GB/s", bwd,
-      ref::available() ? ref::max_pool2d_backward(s) : 0);
+  auto fwd = [&] { Tensor out = pool(x); };
+  auto bwd = [&] { autograd::grad({y}, {x}, {g}, true); };
+  row(t, "max_pool2d fwd " + name, size, (in_bytes + out_bytes) / 1e9, "GB/s", fwd, ref::max_pool2d_forward(s));
+  row(t, "max_pool2d bwd " + name, size, (in_bytes + out_bytes) / 1e9, "GB/s", bwd, ref::max_pool2d_backward(s));
 }
 
 void bench_lstm(Table& t, int64_t steps, int64_t batch, int64_t hidden) {
@@ -93,16 +122,15 @@ void bench_lstm(Table& t, int64_t steps, int64_t batch, int64_t hidden) {
   Tensor x = randn({steps, batch, hidden}).requires_grad_(true);
   std::vector<Tensor> wrt{x};
   for (const Tensor& p : lstm.parameters()) wrt.push_back(p);
-  const double fwd = timed([&] { nn::RnnOutput o = lstm(x); });
-  const double fb = timed([&] {
+  auto fwd_bwd = [&] {
     nn::RnnOutput o = lstm(x);
     autograd::grad({o.output.sum()}, wrt);
-  });
+  };
   const std::string size = "T" + std::to_string(steps) + " B" + std::to_string(batch) + " H" + std::to_string(hidden);
-  row(t, "lstm fwd", size, static_cast<double>(steps), "steps/s", fwd,
-      ref::available() ? ref::lstm_forward(steps, batch, hidden) : 0);
-  row(t, "lstm fwd+bwd", size, static_cast<double>(steps), "steps/s", fb,
-      ref::available() ? ref::lstm_forward_backward(steps, batch, hidden) : 0);
+  auto fwd = [&] { nn::RnnOutput o = lstm(x); };
+  row(t, "lstm fwd", size, static_cast<double>(steps), "steps/s", fwd, ref::lstm_forward(steps, batch, hidden));
+  row(t, "lstm fwd+bwd", size, static_cast<double>(steps), "steps/s", fwd_bwd,
+      ref::lstm_forward_backward(steps, batch, hidden));
 }
 
 void bench_optim(Table& t, const std::string& kind) {
@@ -121,9 +149,9 @@ void bench_optim(Table& t, const std::string& kind) {
     opt = std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
   else
     opt = std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = 1e-3});
-  const double s = timed([&] { opt->step(); });
-  row(t, kind == "sgd" ? "SGD momentum step" : "Adam step", std::to_string(total) + " params", 1.0, "steps/s", s,
-      ref::available() ? ref::optimizer_step(kind, sizes.data(), static_cast<int>(sizes.size())) : 0);
+  row(
+      t, kind == "sgd" ? "SGD momentum step" : "Adam step", std::to_string(total) + " params", 1.0, "steps/s",
+      [&] { opt->step(); }, ref::optimizer_step(kind, sizes.data(), static_cast<int>(sizes.size())));
 }
 
 }  // namespace
@@ -133,10 +161,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      g_only = argv[++i];
     } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       g_reps = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n", argv[0]);
       return 2;
     }
   }
@@ -146,7 +176,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);  // OpenMP and OpenBLAS
   ref::set_threads(threads);
-  std::printf("bench/layers: %d thread(s), median of %d runs after warm-up; libtorch %s\n", threads, g_reps,
+  std::printf("bench/layers: %d thread(s), median of %d interleaved runs after warm-up; libtorch %s\n", threads, g_reps,
               ref::version().c_str());
   std::printf("ratio = Ember rate / libtorch rate (1.00 = parity, higher is better)\n\n");
 

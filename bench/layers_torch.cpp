@@ -1,9 +1,11 @@
 // bench/layers' reference side: the layers of bench/layers.cpp in libtorch's C++ frontend, set
-// up and timed exactly as the Ember side (same shapes, grad mode on in forward, gradients through
-// autograd::grad with the graph retained, medians after warm-up).
+// up exactly as the Ember side (same shapes, grad mode on in forward, gradients through
+// autograd::grad with the graph retained). Each function returns a closure making one call; the
+// closure owns everything it uses.
 #include <torch/torch.h>
 
-#include "bench/bench_util.h"
+#include <memory>
+
 #include "bench/layers_ref.h"
 
 namespace ember::bench::torchref {
@@ -26,69 +28,68 @@ torch::nn::Conv2d make_conv(const ConvShape& s) {
 torch::Tensor conv_input(const ConvShape& s) {
   return torch::randn({s.batch, s.in_channels, s.height, s.width}).requires_grad_(true);
 }
-torch::nn::MaxPool2dOptions pool_opts(const PoolShape& s) {
-  return torch::nn::MaxPool2dOptions(s.kernel).stride(s.stride).padding(s.padding);
+torch::nn::MaxPool2d make_pool(const PoolShape& s) {
+  return torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(s.kernel).stride(s.stride).padding(s.padding));
+}
+torch::Tensor pool_input(const PoolShape& s) {
+  return torch::randn({s.batch, s.channels, s.height, s.width}).requires_grad_(true);
 }
 }  // namespace
 
-double conv2d_forward(const ConvShape& s) {
-  torch::nn::Conv2d conv = make_conv(s);
-  torch::Tensor x = conv_input(s);
-  return seconds_per_call([&] { torch::Tensor y = conv->forward(x); });
+Call conv2d_forward(const ConvShape& s) {
+  return [conv = make_conv(s), x = conv_input(s)]() mutable { torch::Tensor y = conv->forward(x); };
 }
 
-double conv2d_backward(const ConvShape& s) {
+Call conv2d_backward(const ConvShape& s) {
   torch::nn::Conv2d conv = make_conv(s);
   torch::Tensor x = conv_input(s);
   torch::Tensor y = conv->forward(x);
   torch::Tensor g = torch::randn_like(y);
-  return seconds_per_call([&] { torch::autograd::grad({y}, {x, conv->weight, conv->bias}, {g}, true); });
+  return [conv, x, y, g] { torch::autograd::grad({y}, {x, conv->weight, conv->bias}, {g}, true); };
 }
 
-double max_pool2d_forward(const PoolShape& s) {
-  torch::Tensor x = torch::randn({s.batch, s.channels, s.height, s.width}).requires_grad_(true);
-  torch::nn::MaxPool2d pool(pool_opts(s));
-  return seconds_per_call([&] { torch::Tensor y = pool->forward(x); });
+Call max_pool2d_forward(const PoolShape& s) {
+  return [pool = make_pool(s), x = pool_input(s)]() mutable { torch::Tensor y = pool->forward(x); };
 }
 
-double max_pool2d_backward(const PoolShape& s) {
-  torch::Tensor x = torch::randn({s.batch, s.channels, s.height, s.width}).requires_grad_(true);
-  torch::nn::MaxPool2d pool(pool_opts(s));
+Call max_pool2d_backward(const PoolShape& s) {
+  torch::nn::MaxPool2d pool = make_pool(s);
+  torch::Tensor x = pool_input(s);
   torch::Tensor y = pool->forward(x);
   torch::Tensor g = torch::randn_like(y);
-  return seconds_per_call([&] { torch::autograd::grad({y}, {x}, {g}, true); });
+  return [x, y, g] { torch::autograd::grad({y}, {x}, {g}, true); };
 }
 
-double lstm_forward(int64_t steps, int64_t batch, int64_t hidden) {
+Call lstm_forward(int64_t steps, int64_t batch, int64_t hidden) {
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(hidden, hidden));
   torch::Tensor x = torch::randn({steps, batch, hidden}).requires_grad_(true);
-  return seconds_per_call([&] { auto out = lstm->forward(x); });
+  return [lstm, x]() mutable { auto out = lstm->forward(x); };
 }
 
-double lstm_forward_backward(int64_t steps, int64_t batch, int64_t hidden) {
+Call lstm_forward_backward(int64_t steps, int64_t batch, int64_t hidden) {
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(hidden, hidden));
   torch::Tensor x = torch::randn({steps, batch, hidden}).requires_grad_(true);
   std::vector<torch::Tensor> wrt{x};
   for (const auto& p : lstm->parameters()) wrt.push_back(p);
-  return seconds_per_call([&] {
+  return [lstm, x, wrt]() mutable {
     torch::Tensor out = std::get<0>(lstm->forward(x));
     torch::autograd::grad({out.sum()}, wrt);
-  });
+  };
 }
 
-double optimizer_step(const std::string& kind, const int64_t* sizes, int count) {
+Call optimizer_step(const std::string& kind, const int64_t* sizes, int count) {
   std::vector<torch::Tensor> params;
   for (int i = 0; i < count; ++i) {
     torch::Tensor p = torch::randn({sizes[i]}).requires_grad_(true);
     p.mutable_grad() = torch::randn({sizes[i]}) * 1e-3;
     params.push_back(p);
   }
-  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::shared_ptr<torch::optim::Optimizer> opt;
   if (kind == "sgd")
-    opt = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
+    opt = std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
   else
-    opt = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
-  return seconds_per_call([&] { opt->step(); });
+    opt = std::make_shared<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
+  return [opt] { opt->step(); };
 }
 
 }  // namespace ember::bench::torchref

@@ -10,26 +10,26 @@ std::string version() {
   return "not found at configure time";
 }
 void set_threads(int) {}
-double conv2d_forward(const ConvShape&) {
-  return 0;
+Call conv2d_forward(const ConvShape&) {
+  return {};
 }
-double conv2d_backward(const ConvShape&) {
-  return 0;
+Call conv2d_backward(const ConvShape&) {
+  return {};
 }
-double max_pool2d_forward(const PoolShape&) {
-  return 0;
+Call max_pool2d_forward(const PoolShape&) {
+  return {};
 }
-double max_pool2d_backward(const PoolShape&) {
-  return 0;
+Call max_pool2d_backward(const PoolShape&) {
+  return {};
 }
-double lstm_forward(int64_t, int64_t, int64_t) {
-  return 0;
+Call lstm_forward(int64_t, int64_t, int64_t) {
+  return {};
 }
-double lstm_forward_backward(int64_t, int64_t, int64_t) {
-  return 0;
+Call lstm_forward_backward(int64_t, int64_t, int64_t) {
+  return {};
 }
-double optimizer_step(const std::string&, const int64_t*, int) {
-  return 0;
+Call optimizer_step(const std::string&, const int64_t*, int) {
+  return {};
 }
 
 }  // namespace ember::bench::torchref

@@ -157,6 +157,40 @@ TEST(MaxPool2d, NaNPropagates) {
   EXPECT_TRUE(std::isnan(max_pool2d(x, 2).item()));
 }
 
+TEST(MaxPool2d, InteriorAndBorderWindowsKeepTheTieAndNaNRules) {
+  // 3x3/2 with padding 1 on 7x9 (the ResNet stem's geometry): interior windows run the
+  // vectorised path, border windows the general loop. Values with many ties and a few NaNs;
+  // expected: the first maximum in row-major window order, a NaN beating everything (the last
+  // NaN of the window), as PyTorch.
+  const int64_t H = 7, W = 9, OH = 4, OW = 5;
+  std::vector<double> v(H * W);
+  for (int64_t i = 0; i < H * W; ++i) v[i] = static_cast<double>((i * 7) % 3);
+  v[2 * W + 4] = NAN, v[2 * W + 5] = NAN, v[5 * W + 1] = NAN;
+  Tensor x = from_vector(v, {1, 1, H, W});
+  Pool2dParams p;
+  p.kernel = {3, 3}, p.stride = {2, 2}, p.padding = {1, 1};
+  auto [y, idx] = max_pool2d_with_indices(x, p);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, OH, OW}));
+  std::vector<double> got = vec(y);
+  std::vector<int64_t> gi = idx.to_vector<int64_t>();
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      double best = -INFINITY;
+      int64_t bi = -1;
+      for (int64_t ih = std::max<int64_t>(0, 2 * oh - 1); ih < std::min(H, 2 * oh + 2); ++ih)
+        for (int64_t iw = std::max<int64_t>(0, 2 * ow - 1); iw < std::min(W, 2 * ow + 2); ++iw) {
+          const double e = v[ih * W + iw];
+          if (bi < 0 || e > best || std::isnan(e)) best = e, bi = ih * W + iw;
+        }
+      const size_t o = static_cast<size_t>(oh * OW + ow);
+      EXPECT_EQ(gi[o], bi) << "output " << oh << "," << ow;
+      if (std::isnan(best))
+        EXPECT_TRUE(std::isnan(got[o]));
+      else
+        EXPECT_EQ(got[o], best);
+    }
+}
+
 TEST(MaxPool2d, CeilModeOutputSize) {
   // 6 wide, kernel 2, stride 4, padding 1: ceil would give 3 windows, but the third would start
   // at 7 >= 6 + 1 (past the input and its left padding), so PyTorch keeps 2.
