@@ -196,6 +196,11 @@ void write_checkpoint(const std::string& path, const CheckpointContents& c) {
       }
     }
   }
+  for (const auto& ss : c.schedulers) {
+    proto::SchedulerState* ps = header.add_schedulers();
+    ps->set_kind(ss.kind);
+    for (const auto& [k, v] : ss.state) (*ps->mutable_state())[k] = v;
+  }
   for (const auto& [name, gs] : c.generators) {
     proto::GeneratorState* pg = header.add_generators();
     pg->set_name(name);
@@ -276,6 +281,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
     c.optimizers.push_back(std::move(os));
   }
   for (const auto& g : h.generators()) c.generators.emplace_back(g.name(), GeneratorState{g.seed(), g.offset()});
+  for (const auto& s : h.schedulers())
+    c.schedulers.push_back({s.kind(), std::map<std::string, double>(s.state().begin(), s.state().end())});
   const auto& p = h.position();
   c.position = {p.epoch(), p.step(), p.loader_epoch(), p.loader_batch(), p.world_size(), p.rank()};
   c.metadata.insert(h.metadata().begin(), h.metadata().end());
@@ -301,6 +308,20 @@ void load_into(nn::Module& m, const CheckpointContents& c, bool strict) {
 }
 
 }  // namespace
+
+ScheduleRef::ScheduleRef(optim::LRScheduler* s)
+    : kind_("LRScheduler"),
+      save_([s] { return s->state_dict(); }),
+      load_([s](const std::map<std::string, double>& m) { s->load_state_dict(m); }) {
+  EMBER_CHECK(s != nullptr, "TrainingState: a null LR schedule");
+}
+
+ScheduleRef::ScheduleRef(optim::ReduceLROnPlateau* s)
+    : kind_("ReduceLROnPlateau"),
+      save_([s] { return s->state_dict(); }),
+      load_([s](const std::map<std::string, double>& m) { s->load_state_dict(m); }) {
+  EMBER_CHECK(s != nullptr, "TrainingState: a null ReduceLROnPlateau");
+}
 
 void save(const nn::Module& module, const std::string& path) {
   CheckpointContents c;
@@ -331,6 +352,7 @@ void save_training(const std::string& path, const TrainingState& state, const Tr
   if (state.model) split_state(*state.model, c);
   for (const optim::Optimizer* o : state.optimizers) c.optimizers.push_back(o->state_dict());
   for (const auto& [name, g] : state.generators) c.generators.emplace_back(name, g->state());
+  for (const ScheduleRef& s : state.schedulers) c.schedulers.push_back({s.kind(), s.state_dict()});
   c.position = position;
   c.metadata = metadata;
   write_checkpoint(path, c);
@@ -344,10 +366,26 @@ std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(co
   std::map<std::string, GeneratorState> gens(c.generators.begin(), c.generators.end());
   for (const auto& [name, g] : state.generators)
     EMBER_CHECK(gens.count(name), "checkpoint: '", path, "' has no state for generator '", name, "'");
+  EMBER_CHECK(c.schedulers.size() == state.schedulers.size(), "checkpoint: '", path, "' holds ", c.schedulers.size(),
+              " LR schedules but the program has ", state.schedulers.size());
+  for (size_t i = 0; i < c.schedulers.size(); ++i)
+    EMBER_CHECK(c.schedulers[i].kind == state.schedulers[i].kind(), "checkpoint: '", path, "' LR schedule ", i,
+                " is a ", c.schedulers[i].kind, " but the program's is a ", state.schedulers[i].kind());
   // Everything is validated before anything changes: the model and optimizers check all of
-  // their mismatches before copying.
-  if (state.model) load_into(*state.model, c, true);
-  for (size_t i = 0; i < state.optimizers.size(); ++i) state.optimizers[i]->load_state_dict(c.optimizers[i]);
+  // their mismatches before copying. The schedules go first and are put back if anything after
+  // them refuses.
+  std::vector<std::map<std::string, double>> before;
+  try {
+    for (size_t i = 0; i < state.schedulers.size(); ++i) {
+      before.push_back(state.schedulers[i].state_dict());
+      state.schedulers[i].load_state_dict(c.schedulers[i].state);
+    }
+    if (state.model) load_into(*state.model, c, true);
+    for (size_t i = 0; i < state.optimizers.size(); ++i) state.optimizers[i]->load_state_dict(c.optimizers[i]);
+  } catch (...) {
+    for (size_t i = 0; i < before.size(); ++i) state.schedulers[i].load_state_dict(before[i]);
+    throw;
+  }
   for (const auto& [name, g] : state.generators) g->set_state(gens[name]);
   return {c.position, c.metadata};
 }

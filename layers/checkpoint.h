@@ -1,5 +1,5 @@
-// Checkpoints: a module's parameters and buffers, optimizers' state, generator states, the
-// training position and free-form metadata in one file (format: proto/checkpoint.proto — a
+// Checkpoints: a module's parameters and buffers, optimizers' state, LR schedules' state,
+// generator states, the training position and free-form metadata in one file (format: proto/checkpoint.proto — a
 // Protobuf header followed by raw 64-byte-aligned tensor data, so tensors beyond Protobuf's 2 GB
 // message limit work). Files are written atomically (temporary file, fsync, rename). Reading
 // checks the magic, version, sizes and a CRC32 per tensor; loading into a module or optimizer
@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include "core/generator.h"
 #include "layers/module.h"
+#include "layers/optim/lr_scheduler.h"
 #include "layers/optim/optimizer.h"
 
 namespace ember {
@@ -29,12 +31,19 @@ struct TrainingPosition {
   int32_t rank = 0;
 };
 
+// An LR schedule's state as stored: its kind and its state_dict().
+struct ScheduleState {
+  std::string kind;  // "LRScheduler" or "ReduceLROnPlateau"
+  std::map<std::string, double> state;
+};
+
 // Everything a checkpoint file holds, in memory.
 struct CheckpointContents {
   nn::StateDict model_parameters;
   nn::StateDict model_buffers;
   std::vector<optim::OptimizerState> optimizers;
   std::vector<std::pair<std::string, GeneratorState>> generators;
+  std::vector<ScheduleState> schedulers;
   TrainingPosition position;
   std::map<std::string, std::string> metadata;
   nn::NamedTensors extra_tensors;
@@ -51,16 +60,34 @@ void load(nn::Module& module, const std::string& path, bool strict = true);
 void save(const optim::Optimizer& optimizer, const std::string& path);
 void load(optim::Optimizer& optimizer, const std::string& path);
 
+// An LR schedule in a training state: any optim::LRScheduler, or a ReduceLROnPlateau (which
+// steps on a metric and is not one), converted implicitly from a pointer.
+class ScheduleRef {
+ public:
+  ScheduleRef(optim::LRScheduler* s);        // NOLINT(google-explicit-constructor): {&sched} in a list
+  ScheduleRef(optim::ReduceLROnPlateau* s);  // NOLINT(google-explicit-constructor)
+  const std::string& kind() const { return kind_; }
+  std::map<std::string, double> state_dict() const { return save_(); }
+  void load_state_dict(const std::map<std::string, double>& s) const { load_(s); }
+
+ private:
+  std::string kind_;
+  std::function<std::map<std::string, double>()> save_;
+  std::function<void(const std::map<std::string, double>&)> load_;
+};
+
 // A whole training state: what `resume` needs to continue bit for bit.
 struct TrainingState {
   nn::Module* model = nullptr;
   std::vector<optim::Optimizer*> optimizers;
   std::vector<std::pair<std::string, Generator*>> generators;  // e.g. {"default", &default_generator()}
+  std::vector<ScheduleRef> schedulers;                         // restored in this order
 };
 void save_training(const std::string& path, const TrainingState& state, const TrainingPosition& position,
                    const std::map<std::string, std::string>& metadata = {});
-// Restores model, optimizers and generators (each named generator must be in the file) and
-// returns the position and the metadata.
+// Restores model, optimizers, schedules and generators (each named generator must be in the
+// file; the schedules must match the file's in number and kind) and returns the position and the
+// metadata. Checks everything before changing anything: on an error, all is as it was.
 std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
                                                                               const TrainingState& state);
 

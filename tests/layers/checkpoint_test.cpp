@@ -373,3 +373,51 @@ TEST(Checkpoint, LoadErrorsLeaveEverythingAsItWas) {
   for (const auto& e : fs::directory_iterator(s.dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 2);  // t.ckpt and model.ckpt
 }
+
+TEST(Checkpoint, SchedulesAreRestoredAndMismatchesRefused) {
+  Scratch s;
+  Net a;
+  optim::SGD opt(a.parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::StepLR step(opt, 2, 0.5);
+  optim::ReduceLROnPlateau plateau(opt, {.patience = 1});
+  for (int i = 0; i < 3; ++i) step.step();
+  plateau.step(1.0);
+  plateau.step(2.0);
+  save_training(s.file("t.ckpt"), {&a, {&opt}, {}, {&step, &plateau}}, {});
+  EXPECT_EQ(read_checkpoint(s.file("t.ckpt")).schedulers.size(), 2u);
+
+  Net b;
+  optim::SGD opt_b(b.parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::StepLR step_b(opt_b, 2, 0.5);
+  optim::ReduceLROnPlateau plateau_b(opt_b, {.patience = 1});
+  // Another count or another kind of schedule: refused, and nothing changes.
+  EXPECT_TRUE(has(error_of([&] {
+                    load_training(s.file("t.ckpt"), {&b, {&opt_b}, {}, {&step_b}});
+                  }),
+                  "holds 2 LR schedules but the program has 1"));
+  EXPECT_TRUE(has(error_of([&] {
+                    load_training(s.file("t.ckpt"), {&b, {&opt_b}, {}, {&plateau_b, &step_b}});
+                  }),
+                  "LR schedule 0 is a LRScheduler but the program's is a ReduceLROnPlateau"));
+  // A failure after the schedules were loaded (the model does not match) puts them back.
+  optim::SGD opt_c({randn({2}).requires_grad_(true)}, {.lr = 0.1});
+  optim::StepLR step_c(opt_c, 2, 0.5);
+  optim::ReduceLROnPlateau plateau_c(opt_c, {.patience = 1});
+  struct Small : nn::Module {
+    nn::Linear f{1, 1};
+    Small() { register_module("f", &f); }
+  } small;
+  EXPECT_FALSE(error_of([&] {
+                 load_training(s.file("t.ckpt"), {&small, {&opt_c}, {}, {&step_c, &plateau_c}});
+               }).empty());
+  EXPECT_EQ(step_c.last_epoch(), 0);
+  EXPECT_EQ(plateau_c.num_bad_epochs(), 0);
+
+  load_training(s.file("t.ckpt"), {&b, {&opt_b}, {}, {&step_b, &plateau_b}});
+  EXPECT_EQ(step_b.last_epoch(), 3);
+  EXPECT_EQ(step_b.state_dict(), step.state_dict());
+  EXPECT_EQ(plateau_b.state_dict(), plateau.state_dict());
+  step.step();
+  step_b.step();
+  EXPECT_DOUBLE_EQ(opt_b.param_groups()[0].options.at("lr"), opt.param_groups()[0].options.at("lr"));
+}

@@ -4,13 +4,14 @@
 // optimizer steps, optionally starting from a training checkpoint (--load) and optionally
 // writing one at the end (--save), and dumps every parameter and buffer, bit for bit, to --out.
 // Running N + M steps straight and N steps, save, then M steps in a fresh process must give
-// identical dumps. --skip-rng and --skip-loader leave out one part of the restore, so the script
-// can show that the comparison catches a resume that is not exact.
+// identical dumps. --skip-rng, --skip-loader and --skip-schedule each leave out one part of the
+// restore, so the script can show that the comparison catches a resume that is not exact.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <tuple>
 
 #include "data/dataloader.h"
 #include "layers/checkpoint.h"
@@ -35,7 +36,7 @@ struct Net : nn::Module {
 struct Args {
   int64_t steps = 0;
   std::string load, save, out;
-  bool skip_rng = false, skip_loader = false;
+  bool skip_rng = false, skip_loader = false, skip_schedule = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -58,6 +59,8 @@ Args parse(int argc, char** argv) {
       a.skip_rng = true;
     else if (k == "--skip-loader")
       a.skip_loader = true;
+    else if (k == "--skip-schedule")
+      a.skip_schedule = true;
     else
       EMBER_CHECK(false, "resume_check: unknown argument '", k, "'");
   }
@@ -104,11 +107,21 @@ int main(int argc, char** argv) try {
   if (!args.load.empty()) {
     std::vector<std::pair<std::string, Generator*>> gens;
     if (!args.skip_rng) gens.emplace_back("default", &default_generator());
-    auto [pos, meta] = load_training(args.load, {&net, {&opt}, gens});
-    std::map<std::string, double> sched_state;
-    for (const auto& [k, v] : meta)
-      if (k.rfind("sched.", 0) == 0) sched_state[k.substr(6)] = std::strtod(v.c_str(), nullptr);
-    sched.load_state_dict(sched_state);
+    std::vector<ScheduleRef> schedules;
+    if (!args.skip_schedule) schedules.emplace_back(&sched);
+    TrainingPosition pos;
+    std::map<std::string, std::string> meta;
+    if (args.skip_schedule) {
+      // The file holds a schedule the program does not restore: read around it.
+      CheckpointContents c = read_checkpoint(args.load);
+      c.schedulers.clear();
+      const std::string tmp = args.load + ".noschedule";
+      write_checkpoint(tmp, c);
+      std::tie(pos, meta) = load_training(tmp, {&net, {&opt}, gens, schedules});
+    } else {
+      std::tie(pos, meta) = load_training(args.load, {&net, {&opt}, gens, schedules});
+    }
+    EMBER_CHECK(meta.at("program") == "resume_check", "resume_check: '", args.load, "' is not this program's");
     if (!args.skip_loader) loader.set_position({pos.loader_epoch, pos.loader_batch});
     step = pos.step;
   }
@@ -127,15 +140,10 @@ int main(int argc, char** argv) try {
   }
 
   if (!args.save.empty()) {
-    std::map<std::string, std::string> meta;
-    char buf[64];
-    for (const auto& [k, v] : sched.state_dict()) {
-      std::snprintf(buf, sizeof buf, "%a", v);  // hex float: exact
-      meta["sched." + k] = buf;
-    }
     const data::LoaderPosition lp = loader.position();
     TrainingPosition pos{.epoch = lp.epoch, .step = step, .loader_epoch = lp.epoch, .loader_batch = lp.batch};
-    save_training(args.save, {&net, {&opt}, {{"default", &default_generator()}}}, pos, meta);
+    save_training(args.save, {&net, {&opt}, {{"default", &default_generator()}}, {&sched}}, pos,
+                  {{"program", "resume_check"}});
   }
   dump(net, args.out);
   std::cout << "resume_check: " << step << " steps, loader at epoch " << loader.position().epoch << " batch "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Exact resume in a fresh process: N + M steps straight must equal N steps, save, and M steps in
-# a second process that loads the checkpoint, bit for bit. Two deliberately incomplete resumes
-# (generator state not restored; loader position not restored) must differ, which shows that
+# a second process that loads the checkpoint, bit for bit. Three deliberately incomplete resumes
+# (generator state, loader position or LR schedule not restored) must differ, which shows that
 # the comparison can fail.
 set -euo pipefail
 prog=$1
@@ -19,7 +19,7 @@ fi
 if ! cmp "$dir/straight.bin" "$dir/resumed.bin"; then
   echo "FAIL: resumed run differs from the straight run"; exit 1
 fi
-for skip in --skip-rng --skip-loader; do
+for skip in --skip-rng --skip-loader --skip-schedule; do
   "$prog" --steps $M --load "$dir/ckpt" $skip --out "$dir/bad.bin"
   if cmp -s "$dir/straight.bin" "$dir/bad.bin"; then
     echo "FAIL: a resume with $skip still matched: the check cannot tell"; exit 1
