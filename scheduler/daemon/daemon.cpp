@@ -79,6 +79,7 @@ class Daemon {
       reap();
       poll_adopted();
       enforce_grace();
+      if (wall_now() >= wakeup_) dirty_ = true;
       if (dirty_) schedule();
       if (g_stop_signal) {
         say("stopped by signal ", static_cast<int>(g_stop_signal), "; running jobs keep running for the next daemon");
@@ -428,7 +429,10 @@ class Daemon {
         save(r, r.info.reason());
       }
     }
-    wakeup_ = policy_->next_wakeup(state(wall_now()));
+    const double after = wall_now();
+    wakeup_ = policy_->next_wakeup(state(after));
+    // A wake-up that is already due must not spin the loop: decide again shortly instead.
+    if (wakeup_ < kInf) wakeup_ = std::max(wakeup_, after + 0.05);
   }
 
   int timeout_ms() const {

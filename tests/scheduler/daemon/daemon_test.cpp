@@ -433,6 +433,35 @@ TEST_F(DaemonTest, BadSpecsAndImpossibleJobsAreRejectedWithTheReason) {
   write_file(dir_ + "/gate", "");
 }
 
+TEST_F(DaemonTest, ExitStatusesDecideWhatComesNext) {
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs"});
+  auto shell = [&](const std::string& name, const std::string& script, int max_restarts) {
+    JobSpec s;
+    s.set_name(name);
+    s.set_command("/bin/sh");
+    s.add_args("-c");
+    s.add_args(script);
+    s.set_workdir(dir_);
+    s.set_max_restarts(max_restarts);
+    return submit(s);
+  };
+  int64_t failing = shell("failing", "exit 3", 2);
+  // Exits 75 once (as a job that checkpointed on its own would), then succeeds.
+  int64_t again = shell("again", "if [ -e marker ]; then exit 0; fi; touch marker; exit 75", 0);
+  ASSERT_TRUE(wait_for([&] { return finished(failing) && finished(again); }));
+  JobInfo f = job(failing);
+  EXPECT_EQ(f.state(), ember::proto::FAILED);
+  EXPECT_EQ(f.exit_code(), 3);
+  EXPECT_EQ(f.restarts(), 2);
+  EXPECT_EQ(f.attempts(), 3);
+  EXPECT_NE(f.reason().find("no restarts left"), std::string::npos) << f.reason();
+  JobInfo a = job(again);
+  EXPECT_EQ(a.state(), ember::proto::DONE) << a.reason();
+  EXPECT_EQ(a.preemptions(), 1);
+  EXPECT_EQ(a.restarts(), 0) << "exit 75 is a preemption, not a failure";
+  EXPECT_EQ(a.attempts(), 2);
+}
+
 TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
   Result r = cli({"submit", "--name", "hello", "--", "/bin/sh", "-c", "echo hello from $EMBER_JOB_ID"});
