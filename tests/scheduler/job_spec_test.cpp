@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "core/error.h"
@@ -162,6 +164,47 @@ TEST(Pool, CpuDevicesAndTheirErrors) {
   if (query_gpus().empty()) {
     EXPECT_NE(error_of([] { make_pool("gpu"); }).find("lists no GPU"), std::string::npos);
   }
+}
+
+// The GPU path without a GPU: a stand-in nvidia-smi on the PATH answers the query the daemon makes.
+TEST(Pool, GpusFromNvidiaSmiGroupedByMemory) {
+  char tmpl[] = "/tmp/ember-smi-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  {
+    std::ofstream f(dir + "/nvidia-smi");
+    f << "#!/bin/sh\necho '0, 81559'\necho '1, 40960'\necho '2, 81559'\n";
+  }
+  std::filesystem::permissions(dir + "/nvidia-smi", std::filesystem::perms::owner_all);
+  const char* old = std::getenv("PATH");
+  std::string saved = old ? old : "";
+  ::setenv("PATH", (dir + ":" + saved).c_str(), 1);
+  auto gpus = query_gpus();
+  Pool all = make_pool("gpu");
+  Pool some = make_pool("gpu:2,1");
+  Pool autop = make_pool("auto");
+  std::string bad = error_of([] { make_pool("gpu:5"); });
+  std::string twice = error_of([] { make_pool("gpu:1,1"); });
+  ::setenv("PATH", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_NEAR(gpus[0].second, 81559 / 1024.0, 1e-9);
+  ASSERT_EQ(all.devices.size(), 3u);
+  EXPECT_FALSE(all.cpu());
+  // The two 80 GiB GPUs first (one node), then the 40 GiB one (another node).
+  EXPECT_EQ(all.devices[0].cuda_index, 0);
+  EXPECT_EQ(all.devices[1].cuda_index, 2);
+  EXPECT_EQ(all.devices[2].cuda_index, 1);
+  Topology t = all.topology();
+  EXPECT_EQ(t.num_nodes(), 2);
+  EXPECT_EQ(t.min_nodes(2, 60), 1) << "two 80 GiB devices";
+  EXPECT_EQ(t.min_nodes(3, 60), -1) << "only two devices have 60 GiB";
+  EXPECT_EQ(t.min_nodes(3, 0), 2);
+  ASSERT_EQ(some.devices.size(), 2u);
+  EXPECT_EQ(some.devices[0].name, "gpu2");
+  EXPECT_EQ(autop.devices.size(), 3u) << "auto takes the GPUs when there are some";
+  EXPECT_NE(bad.find("there is no GPU 5"), std::string::npos) << bad;
+  EXPECT_NE(twice.find("GPU 1 listed twice"), std::string::npos) << twice;
 }
 
 }  // namespace

@@ -462,6 +462,38 @@ TEST_F(DaemonTest, ExitStatusesDecideWhatComesNext) {
   EXPECT_EQ(a.attempts(), 2);
 }
 
+// GPUs without a GPU: a stand-in nvidia-smi on the daemon's PATH lists three devices; a job sees
+// its GPUs in CUDA_VISIBLE_DEVICES in nvidia-smi's (PCI bus) numbering.
+TEST_F(DaemonTest, GpuJobsSeeTheirDevicesInCudaVisibleDevices) {
+  fs::create_directories(dir_ + "/bin");
+  write_file(dir_ + "/bin/nvidia-smi", "#!/bin/sh\necho '0, 81559'\necho '1, 40960'\necho '2, 81559'\n");
+  fs::permissions(dir_ + "/bin/nvidia-smi", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  const std::string saved = path ? path : "/usr/bin:/bin";
+  ::setenv("PATH", (dir_ + "/bin:" + saved).c_str(), 1);
+  start_daemon({"--devices", "gpu", "--policy", "fcfs"});
+  ::setenv("PATH", saved.c_str(), 1);
+  JobSpec s;
+  s.set_name("big");
+  s.set_command("/bin/sh");
+  s.add_args("-c");
+  s.add_args("echo cuda=$CUDA_VISIBLE_DEVICES order=$CUDA_DEVICE_ORDER devices=$EMBER_DEVICES");
+  s.set_devices(2);
+  s.set_memory_gib(60);
+  s.set_workdir(dir_);
+  int64_t big = submit(s);
+  ASSERT_TRUE(wait_for([&] { return finished(big); }));
+  EXPECT_EQ(job(big).state(), ember::proto::DONE) << job(big).reason();
+  EXPECT_NE(log_of(big).find("cuda=0,2 order=PCI_BUS_ID devices=gpu0,gpu2"), std::string::npos) << log_of(big);
+  s.set_devices(1);
+  s.set_memory_gib(100);
+  Request q;
+  *q.mutable_submit()->mutable_spec() = s;
+  Response r = ember::sched::call_daemon(state_, q, 10);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("with 100 GiB each and the largest device has 79.6"), std::string::npos) << r.error();
+}
+
 TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
   Result r = cli({"submit", "--name", "hello", "--", "/bin/sh", "-c", "echo hello from $EMBER_JOB_ID"});
