@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +123,7 @@ class DaemonTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     daemon_ = ::fork();
     if (daemon_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test killed by ctest takes its daemon along
       int fd = ::open((dir_ + "/daemon.out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
@@ -182,6 +184,13 @@ class DaemonTest : public ::testing::Test {
   }
 
   // A shell job that waits for the file `gate` (in the test folder), then prints `msg`.
+  // Shell that waits for the file `gate`; it gives up (status 9) when the test folder is gone or
+  // after about two minutes, so that a test killed by ctest leaves no job behind for long.
+  std::string wait_gate(const std::string& gate) {
+    return "n=0; while [ ! -e " + dir_ + "/" + gate + " ]; do [ -d " + dir_ +
+           " ] || exit 9; n=$((n+1)); [ $n -gt 6000 ] && exit 9; sleep 0.02; done";
+  }
+
   JobSpec gated(const std::string& name, int devices, const std::string& gate) {
     JobSpec s;
     s.set_name(name);
@@ -189,8 +198,8 @@ class DaemonTest : public ::testing::Test {
     s.add_args("-c");
     s.add_args(
         "echo devices=$EMBER_DEVICES threads=$OMP_NUM_THREADS cuda=[$CUDA_VISIBLE_DEVICES]; "
-        "grep Cpus_allowed_list /proc/self/status; while [ ! -e " +
-        dir_ + "/" + gate + " ]; do sleep 0.02; done; echo finished " + name);
+        "grep Cpus_allowed_list /proc/self/status; " +
+        wait_gate(gate) + "; echo finished " + name);
     s.set_devices(devices);
     s.set_workdir(dir_);
     return s;
@@ -508,8 +517,7 @@ TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
   r = cli({"status", "--job", "1"});
   EXPECT_NE(r.out.find("last exit:   0"), std::string::npos) << r.out;
-  r = cli(
-      {"submit", "--name", "waits", "--", "/bin/sh", "-c", "while [ ! -e " + dir_ + "/gate ]; do sleep 0.02; done"});
+  r = cli({"submit", "--name", "waits", "--", "/bin/sh", "-c", wait_gate("gate")});
   r = cli({"queue"});
   EXPECT_NE(r.out.find("waits"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;

@@ -94,7 +94,12 @@ int main(int argc, char** argv) {
       if (pos.step == a.gate_step && !a.gate.empty()) {
         std::printf("waiting for gate at step %lld\n", static_cast<long long>(pos.step));
         std::fflush(stdout);
-        while (!fs::exists(a.gate) && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        // Gives up when the gate's folder is gone (the test ended) or after about two minutes.
+        for (int i = 0; !fs::exists(a.gate) && !g_stop; ++i) {
+          EMBER_CHECK(i < 12000 && fs::exists(fs::path(a.gate).parent_path()), "sched_trainer: gave up waiting for ",
+                      a.gate);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
       }
       if (g_stop) {
         checkpoint();
