@@ -397,10 +397,21 @@ class Daemon {
     return s;
   }
 
+  // A policy that returns an impossible decision is a bug, but one that must not take the jobs'
+  // daemon down: it is reported, and the daemon asks again a second later.
   void schedule() {
     dirty_ = false;
     wakeup_ = kInf;
     if (draining_) return;
+    try {
+      decide_and_apply();
+    } catch (const Error& e) {
+      say("error: ", e.what(), "; deciding again in 1 s");
+      wakeup_ = wall_now() + 1;
+    }
+  }
+
+  void decide_and_apply() {
     double now = wall_now();
     Decision d = policy_->decide(state(now));
     for (JobId id : d.preempt) {
