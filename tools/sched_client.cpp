@@ -169,6 +169,19 @@ int sched_status(const std::vector<std::string>& args) {
                 << "\n  pid:         " << (j.pid() ? std::to_string(j.pid()) : "-") << "\n  spec:\n";
       std::istringstream spec(spec_to_text(j.spec()));
       for (std::string line; std::getline(spec, line);) std::cout << "    " << line << "\n";
+      std::cout << "  events:\n";
+      for (const std::string& e : j.events()) {
+        // "epoch-seconds state what": the time as local clock time.
+        std::istringstream is(e);
+        double t;
+        std::string rest;
+        is >> t;
+        std::getline(is, rest);
+        std::time_t tt = static_cast<std::time_t>(t);
+        char buf[32];
+        std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&tt));
+        std::cout << "    " << buf << rest << "\n";
+      }
       return 0;
     }
     int busy = 0;

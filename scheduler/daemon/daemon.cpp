@@ -574,7 +574,9 @@ class Daemon {
     if (q.job() != 0) {
       auto it = jobs_.find(q.job());
       EMBER_CHECK(it != jobs_.end(), "no job ", q.job(), " (ids run from 1 to ", next_id_hint(), ")");
-      fill_info(it->second, resp.add_jobs());
+      proto::JobInfo* info = resp.add_jobs();
+      fill_info(it->second, info);
+      for (const std::string& e : store_->events(q.job())) info->add_events(e);
     } else {
       for (const auto& [id, r] : jobs_)
         if (q.all() || r.active()) fill_info(r, resp.add_jobs());

@@ -517,6 +517,10 @@ TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
   r = cli({"status", "--job", "1"});
   EXPECT_NE(r.out.find("last exit:   0"), std::string::npos) << r.out;
+  // Every transition is in the database and shows in the job's history.
+  EXPECT_NE(r.out.find(" queued submitted\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" running starting attempt 1 on cpu0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" done exit 0\n"), std::string::npos) << r.out;
   r = cli({"submit", "--name", "waits", "--", "/bin/sh", "-c", wait_gate("gate")});
   r = cli({"queue"});
   EXPECT_NE(r.out.find("waits"), std::string::npos) << r.out;
