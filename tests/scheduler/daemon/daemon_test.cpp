@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "scheduler/daemon/wire.h"
+#include "scheduler/policy.h"
 
 namespace fs = std::filesystem;
 using ember::proto::JobInfo;
@@ -502,6 +503,39 @@ TEST_F(DaemonTest, GpuJobsSeeTheirDevicesInCudaVisibleDevices) {
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.error().find("with 100 GiB each and the largest device has 79.6"), std::string::npos) << r.error();
 }
+
+// Every policy the simulator has drives the live daemon too: a mix of gang sizes, with and
+// without estimates, all runs to completion.
+class EveryPolicy : public DaemonTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(EveryPolicy, RunsAMixOfJobsToCompletion) {
+  start_daemon({"--devices", "cpu:2", "--policy", GetParam()});
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    std::string name = "j";  // (not "j" + to_string: GCC 12 warns falsely on that)
+    name += std::to_string(i);
+    JobSpec s = gated(name, i % 3 == 1 ? 2 : 1, "gate");
+    if (i % 2 == 0) s.set_expected_seconds(10 + i);
+    s.set_priority(i % 3);
+    ids.push_back(submit(s));
+  }
+  EXPECT_EQ(job(ids[0]).state(), ember::proto::RUNNING) << "an idle pool starts the first job at once";
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] {
+    for (int64_t id : ids)
+      if (!finished(id)) return false;
+    return true;
+  }));
+  for (int64_t id : ids)
+    EXPECT_EQ(job(id).state(), ember::proto::DONE) << GetParam() << " job " << id << ": " << job(id).reason();
+}
+
+INSTANTIATE_TEST_SUITE_P(Daemon, EveryPolicy, ::testing::ValuesIn(ember::sched::policy_names()), [](const auto& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+});
 
 TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
