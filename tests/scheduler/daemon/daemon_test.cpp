@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -120,7 +121,8 @@ class DaemonTest : public ::testing::Test {
   }
 
   void start_daemon(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {EMBER_EXE, "sched", "serve", "--state", state_, "--grace", "10"};
+    std::vector<std::string> argv = {EMBER_EXE, "sched", "serve", "--state", state_};
+    if (std::find(extra.begin(), extra.end(), "--grace") == extra.end()) argv.insert(argv.end(), {"--grace", "10"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     daemon_ = ::fork();
     if (daemon_ == 0) {
@@ -320,6 +322,21 @@ TEST_F(DaemonTest, CancelQueuedAndRunningJobs) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("no job 99"), std::string::npos) << r.out;
   EXPECT_EQ(status().devices(0).job(), -1) << "the device is free again";
+}
+
+TEST_F(DaemonTest, AJobThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
+  start_daemon({"--devices", "cpu:1", "--policy", "fcfs", "--grace", "0.2"});
+  JobSpec s = gated("stubborn", 1, "never");
+  s.set_args(1, "trap '' TERM; echo trapped; " + s.args(1));
+  int64_t id = submit(s);
+  ASSERT_TRUE(wait_for([&] { return log_of(id).find("trapped") != std::string::npos; }));
+  Result r = cli({"cancel", "--job", std::to_string(id)});
+  EXPECT_EQ(r.status, 0) << r.out;
+  ASSERT_TRUE(wait_for([&] { return finished(id); }));
+  JobInfo j = job(id);
+  EXPECT_EQ(j.state(), ember::proto::CANCELLED);
+  EXPECT_EQ(j.exit_code(), 128 + SIGKILL) << j.reason();
+  EXPECT_EQ(status().devices(0).job(), -1);
 }
 
 TEST_F(DaemonTest, PreemptedJobResumesFromItsCheckpointWithIdenticalParameters) {
