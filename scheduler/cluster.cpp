@@ -188,6 +188,29 @@ std::vector<int> Cluster::allocate(const Job& job, const Placement& p) {
   return devices;
 }
 
+void Cluster::allocate_exact(const Job& job, const std::vector<int>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    int d = devices[i];
+    EMBER_CHECK(d >= 0 && d < num_devices(), "cluster: job '", job.spec.name, "' holds device ", d,
+                ", but there are only ", num_devices());
+    EMBER_CHECK(owner_[d] < 0, "cluster: job '", job.spec.name, "' holds device ", d, ", which job ", owner_[d],
+                " holds too");
+    for (size_t k = 0; k < i; ++k)
+      EMBER_CHECK(devices[k] != d, "cluster: job '", job.spec.name, "' lists device ", d, " twice");
+  }
+  Placement p;
+  for (int d : devices) {
+    owner_[d] = job.id;
+    int n = topo_.node_of(d);
+    auto it = std::find_if(p.begin(), p.end(), [n](const Slice& s) { return s.node == n; });
+    if (it == p.end())
+      p.push_back({n, 1});
+    else
+      ++it->count;
+  }
+  free_.take(p);
+}
+
 void Cluster::release(const Job& job) {
   Placement p;
   for (int d : job.devices) {

@@ -104,6 +104,9 @@ class Cluster {
   // Gives the job the lowest-numbered free devices of each slice; throws ember::Error naming
   // the job when the placement is not valid (a policy bug, never silently repaired).
   std::vector<int> allocate(const Job& job, const Placement& p);
+  // Gives the job exactly `devices` (a restarted daemon re-adopting a running job); throws
+  // ember::Error when one does not exist or is held by another job.
+  void allocate_exact(const Job& job, const std::vector<int>& devices);
   void release(const Job& job);
 
  private:

@@ -47,7 +47,7 @@ int run_leaf(const std::string& prog, const std::string& usage, const std::funct
 
 std::vector<Command> top_level_commands() {
   return {
-      {"sched", "multi-job device scheduler: trace simulation of its policies",
+      {"sched", "multi-job device scheduler: the daemon, its clients, trace simulation",
        [](const std::vector<std::string>& a) { return dispatch("ember sched", sched_commands(), a); }},
   };
 }
@@ -56,6 +56,13 @@ std::vector<Command> sched_commands() {
   return {
       {"simulate", "run scheduling policies on a job trace and report JCT, makespan, utilisation", sched_simulate},
       {"bench", "time one scheduling decision over a large synthetic queue, per policy", sched_bench},
+      {"serve", "run the daemon that shares this machine's devices between jobs", sched_serve},
+      {"submit", "submit a job (spec file or command line) to the daemon", sched_submit},
+      {"status", "the daemon's devices and jobs, or one job in detail", sched_status},
+      {"queue", "running and queued jobs", sched_queue},
+      {"cancel", "cancel a queued or running job", sched_cancel},
+      {"logs", "a job's output (--follow to keep reading)", sched_logs},
+      {"drain", "stop taking jobs and exit once nothing runs (--preempt: checkpoint them now)", sched_drain},
   };
 }
 

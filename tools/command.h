@@ -29,5 +29,12 @@ std::vector<Command> sched_commands();
 
 int sched_simulate(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);
+int sched_serve(const std::vector<std::string>& args);
+int sched_submit(const std::vector<std::string>& args);
+int sched_status(const std::vector<std::string>& args);
+int sched_queue(const std::vector<std::string>& args);
+int sched_cancel(const std::vector<std::string>& args);
+int sched_logs(const std::vector<std::string>& args);
+int sched_drain(const std::vector<std::string>& args);
 
 }  // namespace ember::cli

@@ -12,6 +12,7 @@
 // order, which can only add value.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "scheduler/params.h"
@@ -57,17 +58,6 @@ class Ilp final : public SearchPolicy {
     while (q_end < p.order.size() && cum < s.cluster->num_devices() + margin_ && static_cast<int>(q_end) < max_jobs_)
       cum += p.order[q_end++]->spec.gpus;
 
-    std::vector<int> cap(nodes);
-    for (int n = 0; n < nodes; ++n) cap[n] = s.cluster->free().free(n);
-    std::vector<Placement> held(q_end);
-    for (size_t i = 0; i < q_end; ++i)
-      if (p.order[i]->status == JobStatus::kRunning) {
-        held[i] = placement_of(t, *p.order[i]);
-        for (const Slice& sl : held[i]) cap[sl.node] += sl.count;
-      }
-    int total_cap = 0;
-    for (int c : cap) total_cap += c;
-
     // What greedy did: the incumbent, and the commitments above the contested window.
     std::unordered_map<JobId, const Placement*> started;
     for (const Start& st : greedy.start) started[st.job] = &st.placement;
@@ -83,6 +73,19 @@ class Ilp final : public SearchPolicy {
                                              : started.count(j.id) > 0;
     };
 
+    // Capacity: the free devices plus those of the running jobs the program may preempt. A
+    // committed running job keeps its devices whatever the program does, so it gets no column
+    // at all (most of a large cluster's running jobs: leaving them out keeps the program small).
+    std::vector<int> cap(nodes);
+    for (int n = 0; n < nodes; ++n) cap[n] = s.cluster->free().free(n);
+    std::vector<Placement> held(q_end);
+    for (size_t i = 0; i < q_end; ++i)
+      if (p.order[i]->status == JobStatus::kRunning && !committed(i)) {
+        held[i] = placement_of(t, *p.order[i]);
+        for (const Slice& sl : held[i]) cap[sl.node] += sl.count;
+      }
+    int total_cap = 0;
+    for (int c : cap) total_cap += c;
     double vmax = 0;
     for (size_t i = 0; i < q_end; ++i)
       if (!committed(i)) vmax = std::max(vmax, p.objective.value(*p.order[i]) + p.objective.penalty(*p.order[i]));
@@ -94,11 +97,13 @@ class Ilp final : public SearchPolicy {
       Cbc_Model* m;
       ~Guard() { Cbc_deleteModel(m); }
     } guard{m};
-    Cbc_setObjSense(m, -1);
-    int ncols = 0;
+    // Columns and rows are collected first and handed to CBC in one call: adding them one at a
+    // time regrows CBC's packed matrix at every call, which cost more than the solve itself.
+    std::vector<double> col_lb, col_ub, col_obj;
+    std::vector<char> col_int;
     auto add_col = [&](double ub, double obj, bool integer, double lb = 0.0) {
-      Cbc_addCol(m, "", lb, ub, obj, integer ? 1 : 0, 0, nullptr, nullptr);
-      return ncols++;
+      col_lb.push_back(lb), col_ub.push_back(ub), col_obj.push_back(obj), col_int.push_back(integer ? 1 : 0);
+      return static_cast<int>(col_lb.size()) - 1;
     };
     std::vector<Row> node_rows(nodes);
     Row global;
@@ -118,7 +123,8 @@ class Ilp final : public SearchPolicy {
       if (j.status == JobStatus::kRunning) {
         // A committed job's value is a constant: leaving it out of the objective keeps the
         // relative gap about the contested jobs, whose values are a sliver of the total.
-        cols[i].keep = committed(i) ? add_col(1, 0, true, 1) : add_col(1, v + p.objective.penalty(j) * scale, true);
+        if (committed(i)) continue;  // its devices are not in `cap`
+        cols[i].keep = add_col(1, v + p.objective.penalty(j) * scale, true);
         for (const Slice& sl : held[i]) node_rows[sl.node].add(cols[i].keep, sl.count);
         global.add(cols[i].keep, g);
         continue;
@@ -167,15 +173,39 @@ class Ilp final : public SearchPolicy {
         extra_rows.push_back(span), extra_sense.push_back('L'), extra_rhs.push_back(0);
       }
     }
-    for (int n = 0; n < nodes; ++n)
-      if (!node_rows[n].cols.empty())
-        Cbc_addRow(m, "", static_cast<int>(node_rows[n].cols.size()), node_rows[n].cols.data(),
-                   node_rows[n].coefs.data(), 'L', cap[n]);
-    if (!global.cols.empty())
-      Cbc_addRow(m, "", static_cast<int>(global.cols.size()), global.cols.data(), global.coefs.data(), 'L', total_cap);
-    for (size_t r = 0; r < extra_rows.size(); ++r)
-      Cbc_addRow(m, "", static_cast<int>(extra_rows[r].cols.size()), extra_rows[r].cols.data(),
-                 extra_rows[r].coefs.data(), extra_sense[r], extra_rhs[r]);
+    {
+      std::vector<const Row*> rows;
+      std::vector<double> row_lb, row_ub;
+      auto add_row = [&](const Row& r, char sense, double rhs) {
+        if (r.cols.empty()) return;
+        rows.push_back(&r);
+        row_lb.push_back(sense == 'E' ? rhs : -std::numeric_limits<double>::max());
+        row_ub.push_back(rhs);
+      };
+      for (int n = 0; n < nodes; ++n) add_row(node_rows[n], 'L', cap[n]);
+      add_row(global, 'L', total_cap);
+      for (size_t r = 0; r < extra_rows.size(); ++r) add_row(extra_rows[r], extra_sense[r], extra_rhs[r]);
+      // Column-major (CSC) matrix from the rows.
+      const int ncols = static_cast<int>(col_lb.size());
+      std::vector<CoinBigIndex> start(ncols + 1, 0);
+      for (const Row* r : rows)
+        for (int c : r->cols) ++start[c + 1];
+      for (int c = 0; c < ncols; ++c) start[c + 1] += start[c];
+      std::vector<int> index(start[ncols]);
+      std::vector<double> value(start[ncols]);
+      std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
+      for (size_t ri = 0; ri < rows.size(); ++ri)
+        for (size_t k = 0; k < rows[ri]->cols.size(); ++k) {
+          CoinBigIndex at = fill[rows[ri]->cols[k]]++;
+          index[at] = static_cast<int>(ri);
+          value[at] = rows[ri]->coefs[k];
+        }
+      Cbc_loadProblem(m, ncols, static_cast<int>(rows.size()), start.data(), index.data(), value.data(), col_lb.data(),
+                      col_ub.data(), col_obj.data(), row_lb.data(), row_ub.data());
+      for (int c = 0; c < ncols; ++c)
+        if (col_int[c]) Cbc_setInteger(m, c);
+      Cbc_setObjSense(m, -1);
+    }
 
     // The greedy answer as the incumbent.
     std::vector<int> mip_idx;

@@ -1,0 +1,200 @@
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.h"
+#include "scheduler/daemon/daemon_impl.h"
+#include "scheduler/daemon/job_spec.h"
+#include "scheduler/daemon/pool.h"
+#include "scheduler/daemon/store.h"
+#include "scheduler/daemon/supervisor.h"
+#include "scheduler/daemon/wire.h"
+
+namespace ember::sched {
+namespace daemon_impl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Signals reach the event loop through a pipe (the self-pipe trick), so that nothing but a
+// write(2) happens in a handler.
+int g_signal_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_signal(int sig) {
+  int saved = errno;
+  if (sig == SIGTERM || sig == SIGINT) g_stop_signal = sig;
+  char c = static_cast<char>(sig);
+  [[maybe_unused]] ssize_t w = ::write(g_signal_pipe[1], &c, 1);
+  errno = saved;
+}
+
+}  // namespace
+
+Daemon::Daemon(const DaemonOptions& o)
+    : opt_(o), pool_(make_pool(o.devices, o.cpu_memory_gib)), cluster_(pool_.topology()) {
+  EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
+  EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
+  policy_ = make_policy(o.policy, o.params);
+  fs::create_directories(fs::path(o.state_dir) / "jobs");
+  state_dir_ = fs::absolute(o.state_dir).string();
+  lock_fd_ = ::open((fs::path(state_dir_) / "daemon.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  EMBER_CHECK(lock_fd_ >= 0, "scheduler: cannot open ", state_dir_, "/daemon.lock: ", std::strerror(errno));
+  EMBER_CHECK(::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0, "scheduler: another daemon already owns ", state_dir_);
+  store_ = std::make_unique<Store>((fs::path(state_dir_) / "state.db").string());
+}
+
+int Daemon::run() {
+  recover();
+  listen_fd_ = listen_unix(socket_path(state_dir_));
+  EMBER_CHECK(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "scheduler: pipe: ", std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGCHLD, SIGTERM, SIGINT}) ::sigaction(s, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  say("serving ", pool_.describe(), " with policy ", policy_->name(), " at ", socket_path(state_dir_));
+  dirty_ = true;
+  for (;;) {
+    reap();
+    poll_adopted();
+    enforce_grace();
+    if (wall_now() >= wakeup_) dirty_ = true;
+    if (dirty_) schedule();
+    if (g_stop_signal) {
+      say("stopped by signal ", static_cast<int>(g_stop_signal), "; running jobs keep running for the next daemon");
+      break;
+    }
+    if (draining_ && count_state(proto::RUNNING) + count_state(proto::STOPPING) == 0) {
+      say("drained: no job running, ", count_state(proto::QUEUED), " queued job(s) kept for the next daemon");
+      break;
+    }
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
+    int r = ::poll(fds, 2, timeout_ms());
+    if (r < 0 && errno != EINTR) EMBER_FAIL("scheduler: poll: ", std::strerror(errno));
+    if (r > 0 && (fds[1].revents & POLLIN)) {
+      char buf[64];
+      while (::read(g_signal_pipe[0], buf, sizeof(buf)) > 0) {
+      }
+    }
+    if (r > 0 && (fds[0].revents & POLLIN)) accept_all();
+  }
+  ::close(listen_fd_);
+  ::unlink(socket_path(state_dir_).c_str());
+  return 0;
+}
+
+void Daemon::save(JobRecord& r, const std::string& what) {
+  store_->save(r, what);
+  if (!what.empty()) say("job ", r.info.id(), " (", r.info.spec().name(), ") ", state_name(r.info.state()), ": ", what);
+}
+
+SchedState Daemon::state(double now) {
+  waiting_.clear();
+  running_.clear();
+  for (auto& [id, r] : jobs_) {
+    Job& j = r.job;
+    j.executed = r.info.run_seconds();
+    if (r.info.state() == proto::QUEUED) {
+      j.status = JobStatus::kWaiting;
+      waiting_.push_back(&j);
+    } else if (r.info.state() == proto::RUNNING) {
+      j.status = JobStatus::kRunning;
+      j.executed += std::max(0.0, now - r.info.last_start());
+      running_.push_back(&j);
+    }
+    // STOPPING jobs are in neither list: their devices stay taken until they exit.
+  }
+  std::stable_sort(waiting_.begin(), waiting_.end(), [](const Job* a, const Job* b) {
+    return a->spec.submit != b->spec.submit ? a->spec.submit < b->spec.submit : a->id < b->id;
+  });
+  SchedState s;
+  s.now = now;
+  s.cluster = &cluster_;
+  s.waiting = waiting_;
+  s.running = running_;
+  return s;
+}
+
+void Daemon::schedule() {
+  dirty_ = false;
+  wakeup_ = kInf;
+  if (draining_) return;
+  try {
+    decide_and_apply();
+  } catch (const Error& e) {
+    say("error: ", e.what(), "; deciding again in 1 s");
+    wakeup_ = wall_now() + 1;
+  }
+}
+
+void Daemon::decide_and_apply() {
+  double now = wall_now();
+  Decision d = policy_->decide(state(now));
+  for (JobId id : d.preempt) {
+    auto it = jobs_.find(id);
+    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::RUNNING, "policy '", policy_->name(),
+                "' preempted job ", id, ", which is not running");
+    stop(it->second, StopKind::kPreempt, "preempted by policy " + policy_->name());
+  }
+  for (const Start& st : d.start) {
+    auto it = jobs_.find(st.job);
+    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::QUEUED, "policy '", policy_->name(),
+                "' started job ", st.job, ", which is not queued");
+    JobRecord& r = it->second;
+    // A start onto devices that a preempted job still holds waits for that job's exit.
+    if (!placement_problem(cluster_.free(), st.placement, r.job.spec.gpus, r.job.spec.mem_per_gpu).empty()) continue;
+    try {
+      launch(r, st.placement);
+    } catch (const Error& e) {
+      if (!r.job.devices.empty()) cluster_.release(r.job);
+      r.job.devices.clear();
+      r.info.clear_devices();
+      r.info.set_state(proto::FAILED);
+      r.info.set_finish_time(wall_now());
+      r.info.set_reason(std::string("could not start: ") + e.what());
+      r.job.status = JobStatus::kDone;
+      save(r, r.info.reason());
+    }
+  }
+  const double after = wall_now();
+  wakeup_ = policy_->next_wakeup(state(after));
+  // A wake-up that is already due must not spin the loop: decide again shortly instead.
+  if (wakeup_ < kInf) wakeup_ = std::max(wakeup_, after + 0.05);
+}
+
+int Daemon::timeout_ms() const {
+  double now = wall_now(), t = 60;  // an idle daemon still wakes now and then
+  if (wakeup_ < kInf) t = std::min(t, wakeup_ - now);
+  for (const auto& [id, r] : jobs_) {
+    if (r.info.state() == proto::STOPPING && !r.killed) t = std::min(t, r.stop_time + opt_.grace_s - now);
+    if (r.adopted && r.active()) t = std::min(t, 0.1);  // adopted supervisors send no SIGCHLD
+  }
+  if (dirty_) t = 0;
+  return static_cast<int>(std::ceil(std::max(0.0, t) * 1000));
+}
+
+}  // namespace daemon_impl
+
+int serve(const DaemonOptions& opt) {
+  EMBER_CHECK(!opt.state_dir.empty(), "--state: expected a folder for the daemon's socket, database and logs");
+  daemon_impl::Daemon d(opt);
+  return d.run();
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,39 @@
+// The live scheduler: `ember sched serve`. It owns a pool of devices, takes requests on a
+// Unix-domain socket in its state folder, keeps every job in SQLite, and drives the same Policy
+// objects as the trace simulator on the wall clock: at every submission, exit, cancellation and
+// at the time the policy asks for, it hands the policy the waiting and running jobs and applies
+// the decision — SIGTERM to the preempted (grace period, then SIGKILL; their checkpoint is their
+// progress), a supervised child process for each start, with its devices in
+// CUDA_VISIBLE_DEVICES / EMBER_DEVICES (and OMP_NUM_THREADS plus core affinity on CPU devices).
+// Exit status 75 means "preempted, requeue me"; other failures restart up to the spec's
+// max_restarts. Killed and restarted, the daemon re-adopts the jobs still running and requeues
+// those that died meanwhile.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+inline constexpr int kPreemptedExitCode = 75;  // EX_TEMPFAIL: the job checkpointed and wants to run again
+
+struct DaemonOptions {
+  std::string state_dir;
+  std::string devices = "auto";  // see make_pool()
+  double cpu_memory_gib = 0;
+  std::string policy = "fcfs";
+  PolicyParams params;
+  double grace_s = 30;    // SIGTERM -> SIGKILL
+  int max_queued = 1000;  // admission: queued jobs beyond this are refused
+  bool quiet = false;     // no event lines on stdout
+};
+
+// Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /
+// SIGINT, which stop the daemon but leave its jobs running for the next daemon to re-adopt.
+// Returns the process exit status. Throws ember::Error for a bad option or an unusable state folder.
+int serve(const DaemonOptions& opt);
+
+}  // namespace ember::sched

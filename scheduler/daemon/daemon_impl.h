@@ -1,0 +1,101 @@
+// The daemon's internals (scheduler/daemon/daemon.h is its interface): one class whose methods
+// live in three files: daemon.cpp (start-up, the event loop, scheduling), lifecycle.cpp (starting,
+// stopping, reaping and re-adopting jobs) and requests.cpp (what clients ask over the socket).
+#pragma once
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "scheduler/daemon/daemon.h"
+#include "scheduler/daemon/pool.h"
+#include "scheduler/daemon/record.h"
+#include "scheduler/daemon/store.h"
+
+namespace ember::sched::daemon_impl {
+
+inline double wall_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+class Daemon {
+ public:
+  explicit Daemon(const DaemonOptions& o);
+  int run();
+
+ private:
+  template <typename... A>
+  void say(const A&... a) {
+    if (opt_.quiet) return;
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%H:%M:%S", std::localtime(&t));
+    std::cout << "[" << buf << "] " << detail::concat(a...) << std::endl;
+  }
+
+  std::string job_dir(int64_t id) const {
+    return (std::filesystem::path(state_dir_) / "jobs" / std::to_string(id)).string();
+  }
+
+  std::string exit_path(const JobRecord& r) const {
+    return job_dir(r.info.id()) + "/exit-" + std::to_string(r.info.attempts());
+  }
+
+  std::string pid_path(const JobRecord& r) const {
+    return job_dir(r.info.id()) + "/pid-" + std::to_string(r.info.attempts());
+  }
+
+  int count_state(proto::JobState s) const {
+    int n = 0;
+    for (const auto& [id, r] : jobs_) n += r.info.state() == s;
+    return n;
+  }
+
+  // Persists a transition (`what` non-empty: also an event, printed unless --quiet).
+  void save(JobRecord& r, const std::string& what);
+  void recover();
+  void readopt(JobRecord& j);
+  void reap();
+  void poll_adopted();
+  void enforce_grace();
+  // A run ended with `code` (nullopt: unknown). Frees the devices and decides what comes next.
+  void finish_run(JobRecord& r, std::optional<int> code, const std::string& note);
+  void stop(JobRecord& r, StopKind kind, const std::string& why);
+  void launch(JobRecord& r, const Placement& p);
+  SchedState state(double now);
+  // A policy that returns an impossible decision is a bug, but one that must not take the jobs'
+  // daemon down: it is reported, and the daemon asks again a second later.
+  void schedule();
+  void decide_and_apply();
+  int timeout_ms() const;
+  void accept_all();
+  proto::Response handle(const proto::Request& req);
+  int64_t submit(const proto::JobSpec& spec_in);
+  void fill_info(const JobRecord& r, proto::JobInfo* out) const;
+  void status(const proto::StatusRequest& q, proto::Response& resp);
+  int64_t next_id_hint() const;
+  void cancel(int64_t id);
+  void logs(const proto::LogsRequest& q, proto::Response& resp);
+
+  DaemonOptions opt_;
+  Pool pool_;
+  Cluster cluster_;
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<Store> store_;
+  std::string state_dir_;
+  int lock_fd_ = -1, listen_fd_ = -1;
+  std::map<int64_t, JobRecord> jobs_;
+  std::vector<const Job*> waiting_, running_;
+  double last_submit_ = 0, wakeup_ = kInf;
+  bool dirty_ = false, draining_ = false;
+};
+
+}  // namespace ember::sched::daemon_impl

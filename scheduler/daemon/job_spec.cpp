@@ -1,0 +1,88 @@
+#include "scheduler/daemon/job_spec.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ember::sched {
+namespace {
+
+// Collects the text parser's complaints so that the ember::Error can quote the first with its
+// position (the parser's default is to log them to stderr).
+class Collector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (first.empty()) first = detail::concat(line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  std::string first;
+};
+
+}  // namespace
+
+proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin) {
+  proto::JobSpec spec;
+  google::protobuf::TextFormat::Parser parser;
+  Collector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &spec))
+    EMBER_FAIL("job spec ", origin, ":", errors.first.empty() ? " not a valid JobSpec in text format" : errors.first,
+               " (fields: name, command, args, devices, memory_gib, expected_seconds, priority, queue, "
+               "checkpoint_dir, max_restarts, env, workdir)");
+  validate_spec(spec, origin);
+  return spec;
+}
+
+proto::JobSpec read_job_spec(const std::string& path) {
+  std::ifstream in(path);
+  EMBER_CHECK(in, "job spec ", path, ": cannot open it for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_job_spec(ss.str(), path);
+}
+
+void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
+  EMBER_CHECK(!spec.command().empty(), "job spec ", origin,
+              ": no command; expected e.g. command: \"./train\" (arguments go in args: [...])");
+  EMBER_CHECK(!spec.has_devices() || spec.devices() >= 1, "job spec ", origin,
+              ": devices must be a whole number >= 1 (the gang size), got ", spec.devices());
+  EMBER_CHECK(std::isfinite(spec.memory_gib()) && spec.memory_gib() >= 0, "job spec ", origin,
+              ": memory_gib must be >= 0 GiB per device, got ", spec.memory_gib());
+  EMBER_CHECK(!spec.has_expected_seconds() || (std::isfinite(spec.expected_seconds()) && spec.expected_seconds() > 0),
+              "job spec ", origin, ": expected_seconds must be > 0, got ", spec.expected_seconds());
+  EMBER_CHECK(!spec.has_max_restarts() || spec.max_restarts() >= 0, "job spec ", origin,
+              ": max_restarts must be >= 0, got ", spec.max_restarts());
+  for (const auto& [k, v] : spec.env())
+    EMBER_CHECK(!k.empty() && k.find('=') == std::string::npos && k.find('\0') == std::string::npos, "job spec ",
+                origin, ": environment variable name '", k, "' is not valid (non-empty, no '=')");
+}
+
+int spec_devices(const proto::JobSpec& spec) {
+  return spec.has_devices() ? spec.devices() : 1;
+}
+
+JobSpec to_sched_spec(const proto::JobSpec& spec, double submit_time) {
+  JobSpec s;
+  s.name = spec.name();
+  s.submit = submit_time;
+  s.gpus = spec_devices(spec);
+  s.mem_per_gpu = spec.memory_gib();
+  s.duration = -1;
+  s.estimate = spec.has_expected_seconds() ? spec.expected_seconds() : -1;
+  s.priority = spec.priority();
+  s.queue = spec.queue();
+  return s;
+}
+
+std::string spec_to_text(const proto::JobSpec& spec) {
+  std::string out;
+  google::protobuf::TextFormat::PrintToString(spec, &out);
+  return out;
+}
+
+}  // namespace ember::sched

@@ -1,0 +1,30 @@
+// Job specs for the live daemon: reading them from Protobuf text format (proto/job.proto), checking
+// them, and turning them into the policies' JobSpec. Every mistake is an ember::Error that names
+// the file and what was expected: an unknown field or a syntax error with its line and column, a
+// missing command, a gang or memory size that cannot be.
+#pragma once
+
+#include <string>
+
+#include "job.pb.h"
+#include "scheduler/job.h"
+
+namespace ember::sched {
+
+// Parses `text` (named `origin` in messages) and validates it (validate_spec).
+proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin);
+proto::JobSpec read_job_spec(const std::string& path);
+
+// Throws ember::Error for a spec no pool could run: no command, devices < 1, negative memory or
+// estimate, negative restarts, an environment variable name that is empty or holds '='.
+void validate_spec(const proto::JobSpec& spec, const std::string& origin);
+
+int spec_devices(const proto::JobSpec& spec);  // the gang size, 1 when not given
+
+// What the policies see: no true duration (a live job's is unknown), the estimate when given.
+JobSpec to_sched_spec(const proto::JobSpec& spec, double submit_time);
+
+// The spec in text format, one field a line (for `ember sched status --job N`).
+std::string spec_to_text(const proto::JobSpec& spec);
+
+}  // namespace ember::sched

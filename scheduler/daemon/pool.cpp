@@ -1,0 +1,131 @@
+#include "scheduler/daemon/pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ember::sched {
+namespace {
+
+std::vector<int> usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+  if (cores.empty()) cores.push_back(0);
+  return cores;
+}
+
+long parse_count(const std::string& text, const std::string& spec) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  EMBER_CHECK(!text.empty() && *end == '\0' && v >= 1 && v <= 4096, "--devices ", spec,
+              ": expected a whole number between 1 and 4096, got '", text, "'");
+  return v;
+}
+
+Pool cpu_pool(const std::string& spec, const std::string& rest, double mem) {
+  std::vector<int> cores = usable_cores();
+  long n, c;
+  if (size_t x = rest.find('x'); x != std::string::npos) {
+    n = parse_count(rest.substr(0, x), spec);
+    c = parse_count(rest.substr(x + 1), spec);
+  } else {
+    n = parse_count(rest, spec);
+    c = std::max<long>(1, static_cast<long>(cores.size()) / n);
+  }
+  Pool p;
+  for (long d = 0; d < n; ++d) {
+    PoolDevice dev;
+    dev.name = "cpu" + std::to_string(d);
+    dev.memory_gib = mem;
+    for (long k = 0; k < c; ++k) dev.cores.push_back(cores[(d * c + k) % cores.size()]);
+    p.devices.push_back(std::move(dev));
+  }
+  return p;
+}
+
+Pool gpu_pool(const std::vector<std::pair<int, double>>& gpus) {
+  Pool p;
+  for (const auto& [idx, mem] : gpus) p.devices.push_back({"gpu" + std::to_string(idx), idx, mem, {}});
+  // Same-memory GPUs next to each other: each memory size becomes one node of the topology.
+  std::stable_sort(p.devices.begin(), p.devices.end(),
+                   [](const PoolDevice& a, const PoolDevice& b) { return a.memory_gib > b.memory_gib; });
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, double>> query_gpus() {
+  std::vector<std::pair<int, double>> out;
+  FILE* f = ::popen("nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (!f) return out;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f)) {
+    int idx;
+    double mib;
+    if (std::sscanf(line, "%d , %lf", &idx, &mib) == 2) out.push_back({idx, mib / 1024.0});
+  }
+  ::pclose(f);
+  return out;
+}
+
+Pool make_pool(const std::string& spec, double cpu_memory_gib) {
+  EMBER_CHECK(cpu_memory_gib >= 0, "--cpu-mem: expected GiB >= 0, got ", cpu_memory_gib);
+  if (spec == "auto") {
+    auto gpus = query_gpus();
+    if (!gpus.empty()) return gpu_pool(gpus);
+    return cpu_pool(spec, std::to_string(usable_cores().size()) + "x1", cpu_memory_gib);
+  }
+  if (spec.rfind("cpu:", 0) == 0) return cpu_pool(spec, spec.substr(4), cpu_memory_gib);
+  if (spec == "gpu" || spec.rfind("gpu:", 0) == 0) {
+    auto gpus = query_gpus();
+    EMBER_CHECK(!gpus.empty(), "--devices ", spec, ": nvidia-smi lists no GPU on this machine (use cpu:N)");
+    if (spec == "gpu") return gpu_pool(gpus);
+    std::map<int, double> found(gpus.begin(), gpus.end());
+    std::vector<std::pair<int, double>> chosen;
+    std::stringstream ss(spec.substr(4));
+    for (std::string item; std::getline(ss, item, ',');) {
+      EMBER_CHECK(item.find_first_not_of("0123456789") == std::string::npos && !item.empty() && item.size() < 6,
+                  "--devices ", spec, ": expected GPU indices like gpu:0,1, got '", item, "'");
+      int idx = std::atoi(item.c_str());
+      EMBER_CHECK(found.count(idx), "--devices ", spec, ": there is no GPU ", idx, " (nvidia-smi lists ", gpus.size(),
+                  ")");
+      for (const auto& c : chosen) EMBER_CHECK(c.first != idx, "--devices ", spec, ": GPU ", idx, " listed twice");
+      chosen.push_back({idx, found[idx]});
+    }
+    return gpu_pool(chosen);
+  }
+  EMBER_FAIL("--devices: expected auto, gpu, gpu:I,J,..., cpu:N or cpu:NxC, got '", spec, "'");
+}
+
+Topology Pool::topology() const {
+  EMBER_CHECK(!devices.empty(), "device pool is empty");
+  std::vector<NodeSpec> nodes;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (i == 0 || devices[i].memory_gib != devices[i - 1].memory_gib) nodes.push_back({0, devices[i].memory_gib});
+    nodes.back().gpus += 1;
+  }
+  return Topology(std::move(nodes));
+}
+
+std::string Pool::describe() const {
+  std::ostringstream os;
+  if (cpu()) {
+    os << devices.size() << " CPU device(s) of " << devices[0].cores.size() << " core(s) each";
+    if (devices[0].memory_gib > 0) os << ", " << devices[0].memory_gib << " GiB each";
+  } else {
+    os << devices.size() << " GPU(s):";
+    for (const PoolDevice& d : devices) os << " " << d.name << " (" << d.memory_gib << " GiB)";
+  }
+  return os.str();
+}
+
+}  // namespace ember::sched

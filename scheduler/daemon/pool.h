@@ -1,0 +1,38 @@
+// The devices a daemon owns: CUDA GPUs (found with nvidia-smi, with their memory) or virtual CPU
+// devices, each a fixed set of cores, for machines without GPUs (that is how CI runs the daemon).
+// The pool maps onto the policies' Topology as one node per memory size, so a gang prefers
+// devices of one kind and a job's memory need rules out devices that are too small.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/cluster.h"
+
+namespace ember::sched {
+
+struct PoolDevice {
+  std::string name;        // "gpu3", "cpu1"
+  int cuda_index = -1;     // for CUDA_VISIBLE_DEVICES (PCI bus order, as nvidia-smi numbers them)
+  double memory_gib = 0;   // 0: unknown/unlimited
+  std::vector<int> cores;  // CPU devices: the cores its job is pinned to
+};
+
+struct Pool {
+  std::vector<PoolDevice> devices;  // in topology order: device i is global device i
+  Topology topology() const;
+  bool cpu() const { return !devices.empty() && devices[0].cuda_index < 0; }
+  std::string describe() const;  // "4 CPU devices of 2 cores each" / "8 GPUs (80 GiB)"
+};
+
+// `spec`: "auto" (every GPU nvidia-smi lists, else one CPU device per core), "gpu" (every GPU;
+// an error when there is none), "gpu:0,2,3" (those GPUs), "cpu:N" (N devices sharing the cores
+// this process may use, split evenly; with more devices than cores, cores are shared) or
+// "cpu:NxC" (N devices of C cores). `cpu_memory_gib` is what each CPU device offers (0: any job
+// fits). Throws ember::Error naming the spec for anything else.
+Pool make_pool(const std::string& spec, double cpu_memory_gib = 0);
+
+// The GPUs nvidia-smi reports as (index, memory GiB); empty when there is no nvidia-smi or no GPU.
+std::vector<std::pair<int, double>> query_gpus();
+
+}  // namespace ember::sched

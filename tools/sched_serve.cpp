@@ -1,0 +1,54 @@
+// `ember sched serve`: the live scheduler daemon (scheduler/daemon/daemon.h) on this machine's
+// devices.
+#include <iostream>
+
+#include "core/error.h"
+#include "scheduler/daemon/daemon.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+
+int sched_serve(const std::vector<std::string>& args) {
+  Flags f;
+  f.add("state", "DIR", "folder for the socket, the SQLite state and the job logs (created if missing)")
+      .add("devices", "SPEC",
+           "auto (GPUs, else one CPU device per core), gpu, gpu:0,1,..., cpu:N or cpu:NxC (N devices of C cores)")
+      .add("cpu-mem", "GIB", "memory each CPU device offers, checked against memory_gib (default 0: any)")
+      .add("policy", "P", "scheduling policy (default fcfs; see `ember sched simulate --help`)")
+      .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
+      .add("grace", "S", "seconds between SIGTERM and SIGKILL when stopping a job (default 30)")
+      .add("max-queued", "N", "refuse submissions while N jobs are queued (default 1000)")
+      .add("quiet", "", "do not print events")
+      .add("help", "", "show this help");
+  const std::string usage =
+      "usage: ember sched serve --state DIR [--devices SPEC] [--policy P] [flags]\n\nflags:\n" + f.help();
+  return run_leaf("ember sched serve", usage, [&]() -> int {
+    f.parse(args);
+    if (f.has("help")) {
+      std::cout << usage;
+      return 0;
+    }
+    sched::DaemonOptions o;
+    o.state_dir = f.require("state");
+    o.devices = f.str("devices", "auto");
+    o.cpu_memory_gib = f.number("cpu-mem", 0, 0, 1e9);
+    o.policy = f.str("policy", "fcfs");
+    for (const std::string& kv : f.all("set")) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
+      o.params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    o.grace_s = f.number("grace", 30, 0, 86400);
+    o.max_queued = static_cast<int>(f.integer("max-queued", 1000, 1, 10000000));
+    o.quiet = f.has("quiet");
+    try {
+      (void)sched::make_policy(o.policy, o.params);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    return sched::serve(o);
+  });
+}
+
+}  // namespace ember::cli
