@@ -99,8 +99,8 @@ LabelledCorpus read_labelled_lines(const std::string& path, char separator) {
   for (int64_t lineno = 1; std::getline(in, line); ++lineno) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const size_t sep = line.find(separator);
-    EMBER_CHECK(sep != std::string::npos, "read_labelled_lines: '", path, "' line ", lineno,
-                ": expected 'label", separator == '\t' ? std::string("<TAB>") : std::string(1, separator), "text'");
+    EMBER_CHECK(sep != std::string::npos, "read_labelled_lines: '", path, "' line ", lineno, ": expected 'label",
+                separator == '\t' ? std::string("<TAB>") : std::string(1, separator), "text'");
     std::string label = line.substr(0, sep), body = line.substr(sep + 1);
     EMBER_CHECK(!label.empty(), "read_labelled_lines: '", path, "' line ", lineno, ": empty label");
     EMBER_CHECK(body.find_first_not_of(" \t") != std::string::npos, "read_labelled_lines: '", path, "' line ", lineno,

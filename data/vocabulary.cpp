@@ -62,16 +62,16 @@ bool is_space(uint32_t cp) {
 bool is_word_char(uint32_t cp) {
   if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
   switch (cp) {
-    case 0xA1:  // ¡
-    case 0xA7:  // §
-    case 0xAB:  // «
-    case 0xB0:  // °
-    case 0xB4:  // ´ (often typed as an apostrophe)
-    case 0xB7:  // ·
-    case 0xBB:  // »
-    case 0xBF:  // ¿
-    case 0xD7:  // ×
-    case 0xF7:  // ÷
+    case 0xA1:    // ¡
+    case 0xA7:    // §
+    case 0xAB:    // «
+    case 0xB0:    // °
+    case 0xB4:    // ´ (often typed as an apostrophe)
+    case 0xB7:    // ·
+    case 0xBB:    // »
+    case 0xBF:    // ¿
+    case 0xD7:    // ×
+    case 0xF7:    // ÷
     case 0x20AC:  // €
       return false;
     default:
@@ -202,8 +202,9 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& texts, TokenizerOpt
   for (const auto& t : texts)
     for (auto& tok : tokenize(t, tokenizer)) ++counts[std::move(tok)];
   std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   Vocabulary v(tokenizer);
   int64_t dropped = 0;
   for (auto& [tok, n] : sorted) {
@@ -218,7 +219,9 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& texts, TokenizerOpt
   return v;
 }
 
-bool Vocabulary::contains(std::string_view token) const { return index_.count(std::string(token)) > 0; }
+bool Vocabulary::contains(std::string_view token) const {
+  return index_.count(std::string(token)) > 0;
+}
 
 int64_t Vocabulary::id(std::string_view token) const {
   auto it = index_.find(std::string(token));
@@ -322,8 +325,8 @@ Vocabulary Vocabulary::load(const std::string& path) {
                 "' is not a non-negative integer");
     EMBER_CHECK(!token.empty(), "Vocabulary::load: '", path, "' line ", lineno, ": empty token");
     if (id < kSpecials) {
-      EMBER_CHECK(token == kSpecialNames[id], "Vocabulary::load: '", path, "' line ", lineno, ": id ", id,
-                  " must be ", kSpecialNames[id], ", got '", escape(token), "'");
+      EMBER_CHECK(token == kSpecialNames[id], "Vocabulary::load: '", path, "' line ", lineno, ": id ", id, " must be ",
+                  kSpecialNames[id], ", got '", escape(token), "'");
       v.freq_[static_cast<size_t>(id)] = freq;
       continue;
     }

@@ -46,13 +46,17 @@ class TempDir {
 
 TEST(TextCorpus, Utf8Validation) {
   EXPECT_EQ(utf8_invalid_offset("plain ascii"), -1);
-  EXPECT_EQ(utf8_invalid_offset("Gr\xC3\xBC\xC3\x9F" "e \xE2\x82\xAC \xF0\x9F\x98\x80"), -1);  // Grüße € 😀
-  EXPECT_EQ(utf8_invalid_offset("ab\xE9" "cd"), 2);            // Latin-1 é
-  EXPECT_EQ(utf8_invalid_offset("\xC0\xAF"), 0);               // overlong '/'
-  EXPECT_EQ(utf8_invalid_offset("x\xE0\x80\xAF"), 1);          // overlong three-byte form
-  EXPECT_EQ(utf8_invalid_offset("\xED\xA0\x80"), 0);           // a UTF-16 surrogate
-  EXPECT_EQ(utf8_invalid_offset("\xF4\x90\x80\x80"), 0);       // past U+10FFFF
-  EXPECT_EQ(utf8_invalid_offset("ok\xE2\x82"), 2);             // truncated at the end
+  EXPECT_EQ(utf8_invalid_offset("Gr\xC3\xBC\xC3\x9F"
+                                "e \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            -1);  // Grüße € 😀
+  EXPECT_EQ(utf8_invalid_offset("ab\xE9"
+                                "cd"),
+            2);                                           // Latin-1 é
+  EXPECT_EQ(utf8_invalid_offset("\xC0\xAF"), 0);          // overlong '/'
+  EXPECT_EQ(utf8_invalid_offset("x\xE0\x80\xAF"), 1);     // overlong three-byte form
+  EXPECT_EQ(utf8_invalid_offset("\xED\xA0\x80"), 0);      // a UTF-16 surrogate
+  EXPECT_EQ(utf8_invalid_offset("\xF4\x90\x80\x80"), 0);  // past U+10FFFF
+  EXPECT_EQ(utf8_invalid_offset("ok\xE2\x82"), 2);        // truncated at the end
   EXPECT_EQ(utf8_sanitize("a\xE9z"), "a\xEF\xBF\xBDz");
   EXPECT_EQ(utf8_chars("a\xC3\xA9\xE2\x82\xAC"), (std::vector<std::string>{"a", "\xC3\xA9", "\xE2\x82\xAC"}));
   expect_error([] { utf8_chars("a\xFF"); }, "utf8_chars", "0xFF");
@@ -150,14 +154,25 @@ TEST(Tokenizer, CharacterLevel) {
 
 TEST(Tokenizer, WordLevel) {
   TokenizerOptions w{.level = TokenLevel::Word};
-  EXPECT_EQ(tokenize("Don't panic, l'uomo!\n  \xC2\xBF" "Qu\xC3\xA9 tal?  ", w),
-            (std::vector<std::string>{"Don't", "panic", ",", "l'uomo", "!", "\n", "\xC2\xBF", "Qu\xC3\xA9", "tal", "?"}));
-  EXPECT_EQ(tokenize("\xE2\x80\x9CGr\xC3\xBC\xC3\x9F" "e\xE2\x80\x9D 42x 'quoted'", w),
-            (std::vector<std::string>{"\xE2\x80\x9C", "Gr\xC3\xBC\xC3\x9F" "e", "\xE2\x80\x9D", "42x", "'", "quoted", "'"}));
-  EXPECT_EQ(tokenize("\xC3\x9C" "BER Alles", {.level = TokenLevel::Word, .lowercase = true}),
-            (std::vector<std::string>{"\xC3\xBC" "ber", "alles"}));
-  EXPECT_EQ(detokenize({"Hello", ",", "world", "!", "\n", "(", "yes", ")"}, TokenLevel::Word),
-            "Hello, world!\n(yes)");
+  EXPECT_EQ(
+      tokenize("Don't panic, l'uomo!\n  \xC2\xBF"
+               "Qu\xC3\xA9 tal?  ",
+               w),
+      (std::vector<std::string>{"Don't", "panic", ",", "l'uomo", "!", "\n", "\xC2\xBF", "Qu\xC3\xA9", "tal", "?"}));
+  EXPECT_EQ(tokenize("\xE2\x80\x9CGr\xC3\xBC\xC3\x9F"
+                     "e\xE2\x80\x9D 42x 'quoted'",
+                     w),
+            (std::vector<std::string>{"\xE2\x80\x9C",
+                                      "Gr\xC3\xBC\xC3\x9F"
+                                      "e",
+                                      "\xE2\x80\x9D", "42x", "'", "quoted", "'"}));
+  EXPECT_EQ(tokenize("\xC3\x9C"
+                     "BER Alles",
+                     {.level = TokenLevel::Word, .lowercase = true}),
+            (std::vector<std::string>{"\xC3\xBC"
+                                      "ber",
+                                      "alles"}));
+  EXPECT_EQ(detokenize({"Hello", ",", "world", "!", "\n", "(", "yes", ")"}, TokenLevel::Word), "Hello, world!\n(yes)");
   EXPECT_EQ(detokenize({"a", "b", " "}, TokenLevel::Char), "ab ");
 }
 
@@ -348,9 +363,10 @@ TEST(LabelledText, DatasetPadsBatchesAndKeepsLengths) {
 }
 
 TEST(LabelledText, PadSequences) {
-  PaddedBatch p = pad_sequences({from_vector(std::vector<int64_t>{5, 6}, {2}), from_vector(std::vector<int64_t>{7}, {1}),
-                                 from_vector(std::vector<int64_t>{8, 9, 4}, {3})},
-                                -1);
+  PaddedBatch p =
+      pad_sequences({from_vector(std::vector<int64_t>{5, 6}, {2}), from_vector(std::vector<int64_t>{7}, {1}),
+                     from_vector(std::vector<int64_t>{8, 9, 4}, {3})},
+                    -1);
   EXPECT_EQ(p.tokens.shape(), (Shape{3, 3}));
   EXPECT_EQ(p.tokens.to_vector<int64_t>(), (std::vector<int64_t>{5, 6, -1, 7, -1, -1, 8, 9, 4}));
   EXPECT_EQ(p.lengths.to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 3}));
@@ -358,7 +374,10 @@ TEST(LabelledText, PadSequences) {
   expect_error([] { pad_sequences({}); }, "pad_sequences", "no sequences");
   expect_error([] { pad_sequences({zeros({2, 2}, {DType::Int64})}); }, "pad_sequences", "1-D int64");
   expect_error([] { pad_sequences({zeros({2})}); }, "pad_sequences", "1-D int64");
-  expect_error([] { padded_lengths(from_vector(std::vector<int64_t>{3, 0, 4}, {1, 3})); }, "padded_lengths",
-               "position 2");
+  expect_error(
+      [] {
+        padded_lengths(from_vector(std::vector<int64_t>{3, 0, 4}, {1, 3}));
+      },
+      "padded_lengths", "position 2");
   expect_error([] { padded_lengths(zeros({3})); }, "padded_lengths", "[B, T]");
 }
