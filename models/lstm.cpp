@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/philox.h"
+#include "models/text_generator.h"
 
 namespace ember::models {
 
@@ -22,34 +22,22 @@ nn::RnnOutput LstmLanguageModel::forward_with_state(const Tensor& tokens, const 
   return r;
 }
 
-std::vector<int64_t> LstmLanguageModel::generate(const std::vector<int64_t>& prompt, int64_t length,
-                                                 double temperature, Generator* gen) {
+std::vector<int64_t> LstmLanguageModel::generate(const std::vector<int64_t>& prompt, int64_t length, double temperature,
+                                                 Generator* gen, int64_t top_k) {
   EMBER_CHECK(!prompt.empty(), "LstmLanguageModel::generate: the prompt is empty");
   NoGradGuard ng;
   const bool was_training = is_training();
   eval();
   Generator& g = gen ? *gen : default_generator();
+  const Device dev = head.weight.device();
+  const TensorOptions ids{DType::Int64, dev};
   std::vector<int64_t> out;
-  nn::RnnOutput r = forward_with_state(from_vector(prompt, {1, static_cast<int64_t>(prompt.size())}));
+  nn::RnnOutput r = forward_with_state(from_vector(prompt, {1, static_cast<int64_t>(prompt.size())}, ids));
   for (int64_t i = 0; i < length; ++i) {
     Tensor logits = r.output.select(1, r.output.size(1) - 1).reshape({opts.vocab_size});
-    int64_t next;
-    if (temperature <= 0) {
-      next = argmax(logits).item<int64_t>();
-    } else {
-      std::vector<double> p = softmax(logits.to(DType::Float64) / temperature, 0).to_vector<double>();
-      double u = rand({1}, {.dtype = DType::Float64}, &g).item(), acc = 0;
-      next = static_cast<int64_t>(p.size()) - 1;
-      for (size_t k = 0; k < p.size(); ++k) {
-        acc += p[k];
-        if (u < acc) {
-          next = static_cast<int64_t>(k);
-          break;
-        }
-      }
-    }
+    const int64_t next = sample_logits(logits, temperature, top_k, g);
     out.push_back(next);
-    r = forward_with_state(from_vector(std::vector<int64_t>{next}, {1, 1}), {r.h_n, r.c_n});
+    if (i + 1 < length) r = forward_with_state(from_vector(std::vector<int64_t>{next}, {1, 1}, ids), {r.h_n, r.c_n});
   }
   train(was_training);
   return out;

@@ -22,9 +22,10 @@ class LstmLanguageModel : public nn::Module {
   // tokens int64 [B, T] -> logits [B, T, V]; `state` carries (h, c) across calls (truncated BPTT).
   nn::RnnOutput forward_with_state(const Tensor& tokens, const nn::RnnState& state = {});
   Tensor forward(const Tensor& tokens) override { return forward_with_state(tokens).output; }
-  // Continues `prompt` by `length` tokens sampled with `temperature` (argmax when <= 0).
+  // Continues `prompt` by `length` tokens sampled with `temperature` (argmax when <= 0) among the
+  // top_k most likely (all when 0); see models/text_generator.h for a generator with its own seed.
   std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t length, double temperature,
-                                Generator* gen = nullptr);
+                                Generator* gen = nullptr, int64_t top_k = 0);
   std::string type_name() const override { return "LstmLanguageModel"; }
 
   LstmLmOptions opts;

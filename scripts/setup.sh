@@ -25,6 +25,12 @@ packages=(
   zlib1g-dev
   libstb-dev
   dataset-fashion-mnist
+  # data/ text corpora for the LSTM examples: fortune cookies in English, German, Italian and
+  # Spanish (lstm_lm trains on the English ones, bilstm_classify tells the four apart)
+  fortunes
+  fortunes-de
+  fortunes-it
+  fortunes-es
   # data/ loader and scheduler coroutines
   libboost-context-dev
   # scheduler/: job queue and history

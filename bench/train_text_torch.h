@@ -1,0 +1,24 @@
+// The libtorch side of bench/train_text: the same recurrent models, batches and optimizer as the
+// Ember side, behind plain C++ types so that only train_text_torch.cpp includes libtorch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace ember::bench::torch_side {
+
+struct LstmLmShape {
+  int64_t vocab = 10000, embed = 128, hidden = 128, seq = 100, batch = 32;
+};
+struct BiLstmShape {
+  int64_t vocab = 100, embed = 32, hidden = 64, seq = 50, batch = 32, classes = 4;
+};
+
+// A training step (forward, cross-entropy, backward, Adam) on fixed random data, built once.
+std::function<void()> make_lstm_lm_step(const LstmLmShape& s, uint64_t seed);
+std::function<void()> make_bilstm_step(const BiLstmShape& s, uint64_t seed);
+void set_threads(int n);
+const char* version();
+
+}  // namespace ember::bench::torch_side

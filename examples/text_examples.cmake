@@ -1,0 +1,33 @@
+# The text examples (included from examples/CMakeLists.txt): an LSTM language model and a BiLSTM
+# language classifier on Debian's fortune cookies.
+foreach(example lstm_lm bilstm_classify)
+  add_executable(${example} ${CMAKE_CURRENT_LIST_DIR}/${example}.cpp)
+  target_link_libraries(${example} PRIVATE Ember::ember_models Ember::ember_data)
+  target_include_directories(${example} PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+endforeach()
+
+# End to end on a small subset: a few steps with a checkpoint, then a resume from it. The data
+# are Debian's fortunes packages (scripts/setup.sh); without them the tests are skipped.
+set(_fortunes /usr/share/games/fortunes)
+add_test(NAME example.lstm_lm
+         COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf ckpt_lstm_lm && $<TARGET_FILE:lstm_lm> --limit 300 --epochs 2 --max-steps 4 --batch-size 8 --seq-len 32 --hidden 32 --sample-length 40 --checkpoint-dir ckpt_lstm_lm --log ckpt_lstm_lm/metrics.csv && $<TARGET_FILE:lstm_lm> --limit 300 --epochs 2 --max-steps 8 --batch-size 8 --seq-len 32 --hidden 32 --sample-length 40 --checkpoint-dir ckpt_lstm_lm --resume auto | tee ckpt_lstm_lm/resume.out | grep -q 'Resumed from' && grep -q 'unigram ppl' ckpt_lstm_lm/resume.out && test -s ckpt_lstm_lm/vocab.txt && test -s ckpt_lstm_lm/lstm_lm.ckpt")
+add_test(NAME example.lstm_lm_word
+         COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; $<TARGET_FILE:lstm_lm> --level word --limit 300 --epochs 1 --max-steps 3 --batch-size 4 --seq-len 16 --hidden 16 --sample-length 10 | grep -q 'held-out loss'")
+add_test(NAME example.bilstm_classify
+         COMMAND bash -c "[ -d ${_fortunes}/de ] || exit 77; rm -rf ckpt_bilstm && $<TARGET_FILE:bilstm_classify> --limit 80 --epochs 2 --max-steps 4 --batch-size 8 --max-len 48 --hidden 16 --checkpoint-dir ckpt_bilstm --log ckpt_bilstm/metrics.csv && $<TARGET_FILE:bilstm_classify> --limit 80 --epochs 2 --max-steps 8 --batch-size 8 --max-len 48 --hidden 16 --checkpoint-dir ckpt_bilstm --resume auto | tee ckpt_bilstm/resume.out | grep -q 'Resumed from' && grep -q 'Confusion matrix' ckpt_bilstm/resume.out && grep -q 'majority' ckpt_bilstm/resume.out")
+# Resuming is exact: 4 steps + a resume to 8 ends with the held-out loss of 8 steps in one go.
+set(_lm_small --limit 300 --epochs 1 --batch-size 8 --seq-len 32 --hidden 32 --sample-length 0)
+string(JOIN " " _lm_small ${_lm_small})
+add_test(NAME example.lstm_lm_resume_exact
+         COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf lm_exact && mkdir lm_exact && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 8 --log lm_exact/straight.csv >/dev/null && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 4 --checkpoint-dir lm_exact/ck >/dev/null && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 8 --checkpoint-dir lm_exact/ck --resume auto --log lm_exact/resumed.csv >/dev/null && a=$(tail -n1 lm_exact/straight.csv | cut -d, -f2,5) && b=$(tail -n1 lm_exact/resumed.csv | cut -d, -f2,5) && echo \"straight $a resumed $b\" && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ]")
+add_test(NAME example.lstm_lm_help COMMAND lstm_lm --help)
+add_test(NAME example.bilstm_classify_help COMMAND bilstm_classify --help)
+add_test(NAME example.lstm_lm_missing_data COMMAND lstm_lm --data /nonexistent/fortunes)
+add_test(NAME example.bilstm_classify_bad_flag COMMAND bilstm_classify --level bytes)
+set_tests_properties(example.lstm_lm_missing_data example.bilstm_classify_bad_flag PROPERTIES WILL_FAIL TRUE)
+set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
+                     PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
+                     example.lstm_lm_help
+                     example.bilstm_classify_help example.lstm_lm_missing_data example.bilstm_classify_bad_flag
+                     PROPERTIES LABELS examples TIMEOUT 600)
