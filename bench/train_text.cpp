@@ -13,7 +13,7 @@
 #include "core/parallel.h"
 #include "layers/nn.h"
 #include "models/lstm.h"
-#ifdef EMBER_BENCH_LIBTORCH
+#ifdef EMBER_WITH_LIBTORCH
 #include "train_text_torch.h"
 #endif
 
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   const LmShape lm;
   const BiShape bi;
   std::printf("bench/train_text: %d reps of %d training steps each (median), after 2 warm-up steps\n", reps, steps);
-#ifdef EMBER_BENCH_LIBTORCH
+#ifdef EMBER_WITH_LIBTORCH
   std::printf("reference: libtorch %s, built and run in this process\n", bench::torch_side::version());
 #else
   std::printf("reference: none (libtorch was not found at configure time)\n");
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Case> cases{
       {"LSTM LM (V 10k, E 128, H 128, T 100, B 32)", lm.batch, [&] { return ember_lm_step(lm); },
-#ifdef EMBER_BENCH_LIBTORCH
+#ifdef EMBER_WITH_LIBTORCH
        [&] {
          return bench::torch_side::make_lstm_lm_step({lm.vocab, lm.embed, lm.hidden, lm.seq, lm.batch}, 1);
        }
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
 #endif
       },
       {"BiLSTM (E 32 -> H 64 x2, T 50, B 32)", bi.batch, [&] { return ember_bilstm_step(bi); },
-#ifdef EMBER_BENCH_LIBTORCH
+#ifdef EMBER_WITH_LIBTORCH
        [&] {
          return bench::torch_side::make_bilstm_step({bi.vocab, bi.embed, bi.hidden, bi.seq, bi.batch, bi.classes}, 1);
        }
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   for (int threads : {1, 2}) {
     for (const auto& c : cases) {
       set_num_threads(threads);
-#ifdef EMBER_BENCH_LIBTORCH
+#ifdef EMBER_WITH_LIBTORCH
       bench::torch_side::set_threads(threads);
 #endif
       auto e = c.ember();

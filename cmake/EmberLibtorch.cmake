@@ -11,6 +11,8 @@
 # A bench links the reference only from its own translation unit, compiled as C++17 with
 # warnings off (torch's headers are not -Wall -Wextra clean and predate C++20):
 #   ember_libtorch_sources(<target> <torch-source> <fallback-source>)
+# The fallback ("" for none) is compiled instead when libtorch is absent; the target also sees
+# EMBER_WITH_LIBTORCH=1 when it is present.
 include_guard(GLOBAL)
 
 set(EMBER_BENCH_LIBTORCH AUTO CACHE STRING "Compare benchmarks with libtorch: AUTO, ON or OFF")
@@ -57,7 +59,7 @@ function(ember_libtorch_sources target torch_source fallback_source)
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:${obj}>)
     target_link_libraries(${target} PRIVATE ember_libtorch)
     target_compile_definitions(${target} PRIVATE EMBER_WITH_LIBTORCH=1)
-  else()
+  elseif(fallback_source)
     target_sources(${target} PRIVATE ${fallback_source})
   endif()
 endfunction()

@@ -1,6 +1,7 @@
 #include "data/dataloader.h"
 
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <numeric>
 
@@ -17,6 +18,19 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
+}
+
+// A copy of a CPU tensor in storage from `alloc` (contiguous, no autograd history).
+Tensor copy_to_allocator(const Tensor& t, Allocator* alloc) {
+  Tensor src = t.contiguous();
+  const size_t nbytes = static_cast<size_t>(src.numel()) * src.itemsize();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(alloc->allocate(nbytes), nbytes, Device::cpu());
+  impl->shape = src.shape();
+  impl->strides = contiguous_strides(src.shape());
+  impl->dtype = src.dtype();
+  if (nbytes) std::memcpy(impl->storage->ptr(), src.raw_data(), nbytes);
+  return Tensor(std::move(impl));
 }
 
 }  // namespace
@@ -115,7 +129,13 @@ Example DataLoader::build(int64_t epoch, int64_t b) const {
     gens.emplace_back(mix(opts_.seed ^ mix((static_cast<uint64_t>(epoch) << 40) ^ static_cast<uint64_t>(i))));
   }
   for (auto& g : gens) ptrs.push_back(&g);
-  return ds_.get_batch(idx, ptrs);
+  Example e = ds_.get_batch(idx, ptrs);
+  if (Allocator* pinned = opts_.pin_memory ? pinned_host_allocator() : nullptr) {
+    // One extra host copy per batch (a few hundred KB for MNIST) buys an asynchronous upload.
+    e.input = copy_to_allocator(e.input, pinned);
+    e.target = copy_to_allocator(e.target, pinned);
+  }
+  return e;
 }
 
 // ------------------------------------------------------------ workers

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/pinned_allocator.h"
 #include "data/dataset.h"
 
 namespace ember::data {
@@ -26,7 +27,10 @@ struct LoaderOptions {
   int workers = 0;   // 0: batches are built on the consumer's thread
   int prefetch = 2;  // batches in flight per worker
   uint64_t seed = 0;
-  bool pin_memory = false;  // page-locked host memory when a CUDA backend provides it
+  // Batches in page-locked host memory (core/pinned_allocator.h) so that their
+  // copy to a GPU is asynchronous; set it when the model lives on CUDA. Without a registered
+  // pinned allocator (no GPU, CPU-only build) batches stay in ordinary memory.
+  bool pin_memory = false;
   int rank = 0;
   int world_size = 1;
   std::vector<double> shard_weights;  // per rank; empty = equal
@@ -47,6 +51,8 @@ class DataLoader {
   int64_t batches_per_epoch() const;
   int64_t size() const { return batches_per_epoch(); }
   const LoaderOptions& options() const { return opts_; }
+  // True when batches are actually placed in pinned memory (pin_memory and an allocator).
+  bool pins_memory() const { return opts_.pin_memory && pinned_host_allocator() != nullptr; }
 
   LoaderPosition position() const { return pos_; }
   void set_position(LoaderPosition p);

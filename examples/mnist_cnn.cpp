@@ -2,6 +2,8 @@
 // there, with a progress bar, a CSV metrics log, evaluation after every epoch and checkpoints
 // that resume exactly. SIGTERM/SIGINT write a checkpoint and exit with status 75 ("preempted"),
 // which is how the scheduler stops and later resumes a job.
+#include "models/mnist_cnn.h"
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -13,7 +15,6 @@
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
-#include "models/mnist_cnn.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -73,9 +74,10 @@ int main(int argc, char** argv) {
     std::string root = data_dir, name = "MNIST";
     if (!data::MNIST::available(root)) {
       if (data::MNIST::available(kFashionDir)) {
-        std::printf("No MNIST files in '%s' (run scripts/download-mnist.sh where there is internet).\n"
-                    "Training on Fashion-MNIST from %s instead.\n",
-                    root.c_str(), kFashionDir);
+        std::printf(
+            "No MNIST files in '%s' (run scripts/download-mnist.sh where there is internet).\n"
+            "Training on Fashion-MNIST from %s instead.\n",
+            root.c_str(), kFashionDir);
         root = kFashionDir;
         name = "Fashion-MNIST";
       } else {
@@ -127,7 +129,8 @@ int main(int argc, char** argv) {
 
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n", name.c_str(),
                 (long long)train_set.size(), dev.str().c_str(), (long long)epochs, (long long)batch, lr);
-    examples::MetricsLog log(log_path, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
+    examples::MetricsLog log(log_path,
+                             {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
                                 loader.batches_per_epoch());
@@ -163,8 +166,8 @@ int main(int argc, char** argv) {
         }
       }
       auto [acc, tloss] = evaluate(net, test_set, dev, 256);
-      std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n",
-                  (long long)pos.epoch + 1, seen ? loss_sum / static_cast<double>(seen) : 0.0,
+      std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", (long long)pos.epoch + 1,
+                  seen ? loss_sum / static_cast<double>(seen) : 0.0,
                   seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0, tloss, acc, bar.elapsed());
       log.row({{"epoch", double(pos.epoch + 1)},
                {"step", double(pos.step)},

@@ -109,9 +109,30 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
     EMBER_CHECK(lo >= 0.0 && hi <= 1.0, op, ": input values must be probabilities in [0, 1], got a range of [", lo,
                 ", ", hi, "] (use binary_cross_entropy_with_logits for logits)");
   }
-  Tensor y = as_input_dtype(target, input);
-  Tensor loss = neg(y * clamp(log(input), -100.0, std::nullopt) +
-                    rsub(y, 1.0) * clamp(log(rsub(input, 1.0)), -100.0, std::nullopt));
+  const Tensor p = input, y = as_input_dtype(target, input);
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    loss = neg(y * clamp(log(p), -100.0, std::nullopt) + rsub(y, 1.0) * clamp(log(rsub(p, 1.0)), -100.0, std::nullopt));
+  }
+  // A hand-written backward, as PyTorch's: differentiating the clamped logs would give 0 * inf =
+  // NaN wherever p is exactly 0 or 1 (a saturated sigmoid in float32), which poisons a GAN's
+  // discriminator; (p - y) / max(p (1 - p), 1e-12) stays finite.
+  if (autograd::any_requires_grad({p, target})) {
+    autograd::SavedTensor sp(p), sy(y);
+    const DType target_dtype = target.dtype();
+    autograd::record(
+        "BinaryCrossEntropyBackward", {p, target}, {loss},
+        [sp, sy, target_dtype](const std::vector<Tensor>& g, const std::vector<bool>& needs) -> std::vector<Tensor> {
+          const Tensor p = sp.get(), y = sy.get();
+          std::vector<Tensor> r(2);
+          if (needs[0]) r[0] = g[0] * (p - y) / clamp(p * rsub(p, 1.0), 1e-12, std::nullopt);
+          if (needs[1])
+            r[1] = (g[0] * (clamp(log(rsub(p, 1.0)), -100.0, std::nullopt) - clamp(log(p), -100.0, std::nullopt)))
+                       .to(target_dtype);
+          return r;
+        });
+  }
   if (weight.defined()) loss = loss * weight;
   return reduce_loss(loss, reduction);
 }

@@ -41,7 +41,8 @@ class ProgressBar {
     if (tty_) {
       const int width = 24;
       int filled = total_ > 0 ? static_cast<int>(width * step / total_) : width;
-      std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
+      std::string bar =
+          std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
       std::printf("\r%s [%s] %lld/%lld%s | %.0f samples/s | ETA %s   ", label_.c_str(), bar.c_str(), step, total_,
                   m.c_str(), rate, clock(eta).c_str());
       if (last) std::printf("\n");
@@ -52,9 +53,7 @@ class ProgressBar {
     std::fflush(stdout);
   }
 
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   static std::string clock(double s) {

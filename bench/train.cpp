@@ -1,0 +1,188 @@
+// bench/train: training throughput of the example models (MnistCnn at batch 64, the MLP GAN and
+// the DCGAN, one D step plus one G step per iteration as the examples take them) with 1 and 2
+// threads, beside the same model, batch, optimizer and thread count in libtorch measured in the
+// same run (when libtorch was found at configure time); and the DataLoader alone on MNIST-format
+// data (Fashion-MNIST from Debian), augmentation off. Rates are medians of several timed runs
+// after warm-up. Ratio = Ember rate / libtorch rate: above 1.00 Ember is faster.
+//   train [--reps N] [--models mnist_cnn,mlp_gan,dcgan] [--threads 1,2] [--data DIR] [--no-loader]
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/train_torch.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "data/dataloader.h"
+#include "data/mnist.h"
+#include "layers/nn.h"
+#include "models/gan.h"
+#include "models/mnist_cnn.h"
+
+using namespace ember;
+using namespace ember::bench;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+// A GAN pair owned together (modules cannot move, so they live behind shared_ptrs).
+template <class G, class D>
+std::function<void()> ember_gan_step(int batch, bool logits) {
+  auto g = std::make_shared<G>();
+  auto d = std::make_shared<D>();
+  auto og = std::make_shared<optim::Adam>(g->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
+  auto od = std::make_shared<optim::Adam>(d->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
+  Tensor real = rand({batch, 1, 28, 28}) * 2.0 - 1.0;
+  Tensor ones_t = ones({batch, 1}), zeros_t = zeros({batch, 1});
+  auto loss = [logits](const Tensor& out, const Tensor& t) {
+    return logits ? nn::binary_cross_entropy_with_logits(out, t) : nn::binary_cross_entropy(out, t);
+  };
+  return [=] {
+    Tensor fake = (*g)(randn({batch, models::kNoiseDim}));
+    Tensor ld = loss((*d)(real), ones_t) + loss((*d)(fake.detach()), zeros_t);
+    od->zero_grad();
+    ld.backward();
+    od->step();
+    Tensor lg = loss((*d)(fake), ones_t);
+    og->zero_grad();
+    lg.backward();
+    og->step();
+  };
+}
+
+std::function<void()> ember_train_step(const std::string& model, int batch) {
+  manual_seed(0);
+  if (model == "mnist_cnn") {
+    auto net = std::make_shared<models::MnistCnn>();
+    auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions{.lr = 1e-3});
+    Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
+    return [=] {
+      Tensor loss = cross_entropy((*net)(x), y);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+    };
+  }
+  if (model == "mlp_gan") return ember_gan_step<models::MlpGenerator, models::MlpDiscriminator>(batch, false);
+  if (model == "dcgan") return ember_gan_step<models::DcganGenerator, models::DcganDiscriminator>(batch, true);
+  return {};
+}
+
+// Steps per timed run, so that one run lasts about a second on this kind of machine.
+int steps_per_run(const std::string& model) {
+  return model == "mnist_cnn" ? 40 : model == "mlp_gan" ? 100 : 3;
+}
+
+// Median steps/s of `reps` runs of `steps` steps after one warm-up run.
+double rate(const std::function<void()>& step, int steps, int reps) {
+  double sec = median_seconds(
+      [&] {
+        for (int i = 0; i < steps; ++i) step();
+      },
+      reps, 1);
+  return steps / sec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5;
+  std::vector<std::string> model_list = {"mnist_cnn", "mlp_gan", "dcgan"};
+  std::vector<int> thread_list = {1, 2};
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  bool loader = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "train: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps") {
+      reps = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--models") {
+      model_list = split(next());
+    } else if (a == "--threads") {
+      thread_list.clear();
+      for (auto& t : split(next())) thread_list.push_back(std::max(1, std::atoi(t.c_str())));
+    } else if (a == "--data") {
+      data_dir = next();
+    } else if (a == "--no-loader") {
+      loader = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: train [--reps N] [--models mnist_cnn,mlp_gan,dcgan] [--threads 1,2] [--data DIR] "
+                   "[--no-loader]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  for (const auto& m : model_list)
+    if (m != "mnist_cnn" && m != "mlp_gan" && m != "dcgan") {
+      std::fprintf(stderr, "train: unknown model '%s'\n", m.c_str());
+      return 2;
+    }
+
+  std::printf("bench/train: median of %d runs after a warm-up run; %s\n\n", reps,
+              torch_available() ? "libtorch measured in the same run" : "libtorch not found at build time");
+  Table t{{"model", "batch", "threads", "Ember", "libtorch", "ratio"}, {}};
+  for (const auto& m : model_list) {
+    const int batch = 64, steps = steps_per_run(m);
+    const bool per_sample = m == "mnist_cnn";
+    for (int th : thread_list) {
+      set_num_threads(th);
+      double er = rate(ember_train_step(m, batch), steps, reps) * (per_sample ? batch : 1);
+      double tr = 0;
+      if (torch_available()) {
+        tr = rate(torch_train_step(m, batch, th), steps, reps) * (per_sample ? batch : 1);
+        set_num_threads(th);
+      }
+      const char* unit = per_sample ? " samples/s" : " it/s";
+      const char* f = er < 10 ? "%.2f" : "%.1f";  // DCGAN runs at a few iterations per second
+      t.rows.push_back({m, std::to_string(batch), std::to_string(th), fmt(er, f) + unit,
+                        tr > 0 ? fmt(tr, f) + unit : "-", tr > 0 ? fmt(er / tr) : "-"});
+      std::fprintf(stderr, "  done: %s, %d threads\n", m.c_str(), th);
+    }
+  }
+  t.print();
+
+  if (loader) {
+    if (!data::MNIST::available(data_dir)) {
+      std::printf("\nDataLoader: no MNIST-format files in %s; skipped.\n", data_dir.c_str());
+      return 0;
+    }
+    data::MNIST ds(data_dir, data::Split::Train, {.normalize = std::make_pair(0.2860, 0.3530)});
+    std::printf(
+        "\nDataLoader alone: %s, %lld images, batch 64, shuffled, augmentation off; images/s over one "
+        "epoch (median of %d epochs after one warm-up epoch); target 50,000 images/s\n\n",
+        data_dir.c_str(), (long long)ds.size(), reps);
+    Table lt{{"workers", "math threads", "images/s", "vs target"}, {}};
+    for (int workers : {0, 1, 2}) {
+      set_num_threads(1);
+      data::DataLoader dl(ds, {.batch_size = 64, .shuffle = true, .workers = workers, .seed = 1});
+      double sec = median_seconds(
+          [&] {
+            int64_t n = 0;
+            for (auto& [x, y] : dl) n += y.numel();
+            if (n != ds.size()) std::abort();
+          },
+          reps, 1);
+      const double r = static_cast<double>(ds.size()) / sec;
+      lt.rows.push_back({std::to_string(workers), "1", fmt(r, "%.0f"), fmt(r / 50000.0)});
+    }
+    lt.print();
+  }
+  return 0;
+}

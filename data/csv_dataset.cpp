@@ -1,0 +1,134 @@
+#include "data/csv_dataset.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace ember::data {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split(const std::string& line, char delim) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = line.find(delim, start);
+    std::string field = trim(line.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (field.size() >= 2 && field.front() == '"' && field.back() == '"') field = field.substr(1, field.size() - 2);
+    out.push_back(field);
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+bool parse_number(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && errno != ERANGE && std::isfinite(v);
+}
+
+}  // namespace
+
+CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
+  std::ifstream in(path);
+  EMBER_CHECK(in.is_open(), "CSV '", path, "' cannot be opened: ", std::strerror(errno));
+  std::vector<std::string> names;
+  std::vector<double> feats, labels;
+  int64_t ncols = -1, label_col = -1, line_no = 0, rows = 0;
+  bool header_done = false;
+  std::string line;
+  auto pick_label = [&](int64_t cols) {
+    if (!opts.label_column.empty()) {
+      EMBER_CHECK(!names.empty(), "CSV '", path, "': label column '", opts.label_column,
+                  "' is given by name but the file has no header row");
+      for (int64_t i = 0; i < cols; ++i)
+        if (names[static_cast<size_t>(i)] == opts.label_column) return i;
+      std::string all;
+      for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw Error("CSV '" + path + "': no column named '" + opts.label_column + "' (columns: " + all + ")");
+    }
+    int64_t i = opts.label_index < 0 ? cols + opts.label_index : opts.label_index;
+    EMBER_CHECK(i >= 0 && i < cols, "CSV '", path, "': label index ", opts.label_index, " is out of range for ", cols,
+                " columns");
+    return i;
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    std::vector<std::string> fields = split(line, opts.delimiter);
+    const int64_t n = static_cast<int64_t>(fields.size());
+    if (!header_done) {
+      header_done = true;
+      bool numeric = true;
+      double v;
+      for (auto& f : fields) numeric = numeric && parse_number(f, v);
+      bool is_header = opts.header == CsvHeader::Yes || (opts.header == CsvHeader::Auto && !numeric);
+      EMBER_CHECK(n >= 2, "CSV '", path, "' line ", line_no, ": need at least 2 columns (features and a label), found ",
+                  n, " (is the delimiter '", std::string(1, opts.delimiter), "'?)");
+      ncols = n;
+      if (is_header) {
+        names = fields;
+        label_col = pick_label(n);
+        continue;
+      }
+      label_col = pick_label(n);
+    }
+    EMBER_CHECK(n == ncols, "CSV '", path, "' line ", line_no, ": expected ", ncols, " fields, found ", n);
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      const std::string& f = fields[static_cast<size_t>(i)];
+      std::string col =
+          names.empty() ? "column " + std::to_string(i) : "column '" + names[static_cast<size_t>(i)] + "'";
+      EMBER_CHECK(parse_number(f, v), "CSV '", path, "' line ", line_no, ", ", col, ": '", f,
+                  "' is not a finite number");
+      if (i == label_col) {
+        if (opts.label_is_class)
+          EMBER_CHECK(v >= 0 && v == std::floor(v) && v < 1e9, "CSV '", path, "' line ", line_no, ", ", col,
+                      ": class label '", f, "' is not a non-negative integer");
+        labels.push_back(v);
+      } else {
+        feats.push_back(v);
+      }
+    }
+    ++rows;
+  }
+  EMBER_CHECK(!in.bad(), "CSV '", path, "': read error after line ", line_no);
+  EMBER_CHECK(rows > 0, "CSV '", path, "' has no data rows");
+  CsvTable t;
+  for (int64_t i = 0; i < ncols; ++i) {
+    std::string name = names.empty() ? "column" + std::to_string(i) : names[static_cast<size_t>(i)];
+    if (i == label_col)
+      t.label_name = name;
+    else
+      t.feature_names.push_back(name);
+  }
+  t.features = from_vector(feats, {rows, ncols - 1}, TensorOptions{.dtype = DType::Float32});
+  t.labels = opts.label_is_class ? from_vector(labels, {rows}, TensorOptions{.dtype = DType::Int64})
+                                 : from_vector(labels, {rows}, TensorOptions{.dtype = DType::Float32});
+  return t;
+}
+
+CsvDataset::CsvDataset(const std::string& path, CsvOptions opts)
+    : CsvDataset(read_csv(path, opts), opts.transform, opts.label_is_class) {}
+
+CsvDataset::CsvDataset(CsvTable table, Transform transform, bool label_is_class)
+    : TensorDataset(table.features, table.labels, std::move(transform)),
+      feature_names_(std::move(table.feature_names)),
+      label_name_(std::move(table.label_name)) {
+  if (label_is_class) num_classes_ = static_cast<int64_t>(max(table.labels).item()) + 1;
+}
+
+}  // namespace ember::data

@@ -1,0 +1,77 @@
+#include "data/image_folder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "data/image.h"
+
+namespace ember::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+}  // namespace
+
+ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions opts) : opts_(std::move(opts)) {
+  EMBER_CHECK(opts_.height > 0 && opts_.width > 0, "ImageFolder('", root,
+              "'): height and width must be given (every image is resized to them), got ", opts_.height, "x",
+              opts_.width);
+  EMBER_CHECK(opts_.channels == 1 || opts_.channels == 3 || opts_.channels == 4, "ImageFolder('", root,
+              "'): channels must be 1, 3 or 4, got ", opts_.channels);
+  EMBER_CHECK(fs::is_directory(root), "ImageFolder: '", root,
+              "' is not a directory (expected root/<class>/<image> with one subfolder per class)");
+  for (const auto& entry : fs::directory_iterator(root)) {
+    std::string name = entry.path().filename().string();
+    if (entry.is_directory() && !name.empty() && name[0] != '.') classes_.push_back(name);
+  }
+  std::sort(classes_.begin(), classes_.end());
+  EMBER_CHECK(!classes_.empty(), "ImageFolder: '", root, "' has no class subfolders (expected root/<class>/<image>)");
+  std::vector<std::string> exts;
+  for (const auto& e : opts_.extensions) exts.push_back(lower(e));
+  for (size_t label = 0; label < classes_.size(); ++label) {
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(fs::path(root) / classes_[label])) {
+      std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || name.empty() || name[0] == '.') continue;
+      if (std::find(exts.begin(), exts.end(), lower(entry.path().extension().string())) == exts.end()) continue;
+      files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      if (opts_.skip_corrupt) {
+        try {
+          read_image(f, opts_.channels);
+        } catch (const Error& e) {
+          std::fprintf(stderr, "warning: ImageFolder skips %s\n", e.what());
+          skipped_.push_back(f);
+          continue;
+        }
+      }
+      samples_.emplace_back(std::move(f), static_cast<int64_t>(label));
+    }
+  }
+  EMBER_CHECK(!samples_.empty(), "ImageFolder: no ", opts_.skip_corrupt ? "decodable " : "", "images under '", root,
+              "' (looked for ", opts_.extensions.size(), " extensions in ", classes_.size(), " class folders)");
+}
+
+Tensor ImageFolder::load(int64_t index) const {
+  EMBER_CHECK(index >= 0 && index < size(), "ImageFolder: index ", index, " is out of range [0, ", size(), ")");
+  Tensor img = image_to_float(read_image(samples_[static_cast<size_t>(index)].first, opts_.channels));
+  return resize_bilinear(img, opts_.height, opts_.width);
+}
+
+Example ImageFolder::get(int64_t index, Generator& gen) const {
+  Tensor x = load(index);
+  if (opts_.transform) x = opts_.transform(x, gen);
+  return {x, scalar_tensor(static_cast<double>(samples_[static_cast<size_t>(index)].second), {.dtype = DType::Int64})};
+}
+
+}  // namespace ember::data

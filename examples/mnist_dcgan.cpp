@@ -1,0 +1,14 @@
+// Trains the DCGAN (models/gan.h: a generator of transposed convolutions from 100-d noise to
+// 28x28, and a two-convolution discriminator with dropout that outputs a logit) on MNIST, or
+// Fashion-MNIST when MNIST is not there, with BCE on logits and Adam 2e-4. After every epoch it
+// writes a PNG grid of 64 samples from a fixed noise batch (checkpoint-dir/samples_epoch_NNN.png).
+#include "common/gan.h"
+
+int main(int argc, char** argv) {
+  using namespace ember;
+  return examples::train_gan<models::DcganGenerator, models::DcganDiscriminator>(
+      argc, argv, "mnist_dcgan",
+      "Trains a DCGAN on MNIST (Fashion-MNIST when --data holds no MNIST files) and writes a grid\n"
+      "of samples after every epoch. Example: mnist_dcgan --epochs 5",
+      /*logits=*/true, /*default_epochs=*/5);
+}
