@@ -7,6 +7,8 @@
 //   EMBER_SHARED(float, tile, [32][33]);   // __shared__ float tile[32][33];
 //   EMBER_DYNAMIC_SHARED(float, buf);      // the launch's dynamic shared memory, as float*
 //   EMBER_REGISTER_CUDA_KERNEL(binary_stub, cuda_binary);
+//   EMBER_UNROLL for (...)                 // #pragma unroll
+//   EMBER_DEVICE T f(T x)                  // a device function (inline host function when emulated)
 #pragma once
 
 #include "core/dispatch.h"
@@ -20,6 +22,7 @@
   type* name = reinterpret_cast<type*>(ember_dynamic_smem_)
 #define EMBER_DEVICE __device__ __forceinline__
 #define EMBER_HOST_DEVICE __host__ __device__ __forceinline__
+#define EMBER_UNROLL _Pragma("unroll")
 // Fills the stub's CUDA slot: ops on CUDA tensors reach the kernel through the dispatch table.
 #define EMBER_REGISTER_CUDA_KERNEL(stub, fn) EMBER_REGISTER_KERNEL(stub, CUDA, fn)
 
@@ -28,6 +31,7 @@
 
 #define EMBER_DEVICE inline
 #define EMBER_HOST_DEVICE inline
+#define EMBER_UNROLL _Pragma("GCC unroll 16")
 // Fills the emulator's registry (never the stub: a CUDA build's tests hold both the real and the
 // emulated kernels in one process); tests reach it through ember::emu::kernel(stub).
 #define EMBER_REGISTER_CUDA_KERNEL(stub, fn)                                         \
