@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -45,6 +46,16 @@ class DeviceGuard {
   explicit DeviceGuard(Device) {}
 };
 #endif
+
+// Copies `bytes` from device memory to the host after the work queued on kernel_stream() (a
+// kernel wrapper that must report a data error, such as an out-of-range target, reads a flag).
+inline void copy_to_host(void* dst, const void* src, size_t bytes) {
+#if defined(__CUDACC__)
+  EMBER_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
 
 // The stream kernels are launched on: the legacy default stream until the backend's per-device
 // streams exist (then this becomes the current compute stream of the current device).
