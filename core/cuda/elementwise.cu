@@ -130,12 +130,17 @@ struct UnaryF {
       case UnaryOp::Neg:
         return static_cast<T>(-x);
       case UnaryOp::Abs:
-        if constexpr (std::is_floating_point_v<T>) return d_fabs(x);
-        if constexpr (std::is_signed_v<T>) return static_cast<T>(x < 0 ? -x : x);
-        return x;
+        if constexpr (std::is_floating_point_v<T>)
+          return d_fabs(x);
+        else if constexpr (std::is_signed_v<T>)
+          return static_cast<T>(x < 0 ? -x : x);
+        else
+          return x;
       case UnaryOp::Sign:
-        if constexpr (std::is_unsigned_v<T>) return static_cast<T>(x != 0);
-        return static_cast<T>((T(0) < x) - (x < T(0)));
+        if constexpr (std::is_unsigned_v<T>)
+          return static_cast<T>(x != 0);
+        else
+          return static_cast<T>((T(0) < x) - (x < T(0)));
       case UnaryOp::Square:
         return static_cast<T>(x * x);
       case UnaryOp::Clamp: {
@@ -301,8 +306,10 @@ struct ActivationF {
 template <typename T>
 struct IntReluF {
   EMBER_DEVICE T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    return x < T(0) ? T(0) : x;
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < T(0) ? T(0) : x;
   }
 };
 

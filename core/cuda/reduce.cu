@@ -78,7 +78,10 @@ struct SumOp {
       case SumKind::Square:
         return v * v;
       case SumKind::Power:
-        if constexpr (std::is_floating_point_v<Acc>) return d_pow(d_fabs(v), static_cast<Acc>(p));
+        if constexpr (std::is_floating_point_v<Acc>)
+          return d_pow(d_fabs(v), static_cast<Acc>(p));
+        else
+          return v;
     }
     return v;
   }
@@ -266,70 +269,73 @@ const char* op_name(ReduceOp op) {
   return "reduce";
 }
 
+// Per dtype: a template, so that `if constexpr` discards the floating-only kernels for integers.
+template <typename T>
+void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Plan& pl, double p) {
+  constexpr bool fp = std::is_floating_point_v<T>;
+  switch (op) {
+    case ReduceOp::Sum:
+      if constexpr (fp)
+        run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Plain, 0.0, 1.0});
+      else
+        run<T>(out, in, pl, SumOp<T, int64_t, int64_t>{SumKind::Plain, 0.0, 1.0});
+      return;
+    case ReduceOp::Prod:
+      if constexpr (fp)
+        run<T>(out, in, pl, ProdOp<T, double, T>{});
+      else
+        run<T>(out, in, pl, ProdOp<T, uint64_t, int64_t>{});  // wraps like the CPU's int64 product
+      return;
+    case ReduceOp::Max:
+      run<T>(out, in, pl, ExtremeOp<true, T>{worst_value<T>(true), false});
+      return;
+    case ReduceOp::Min:
+      run<T>(out, in, pl, ExtremeOp<false, T>{worst_value<T>(false), false});
+      return;
+    default:
+      break;
+  }
+  if constexpr (!fp) {
+    EMBER_FAIL(op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
+  } else {
+    switch (op) {
+      case ReduceOp::Mean:
+        run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Plain, 0.0, 1.0 / static_cast<double>(pl.R)});
+        return;
+      case ReduceOp::Norm:
+        if (p == 2.0)
+          run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Square, p, 1.0});
+        else if (p == 1.0)
+          run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Abs, p, 1.0});
+        else if (p == std::numeric_limits<double>::infinity())
+          run<T>(out, in, pl, ExtremeOp<true, T>{T(0), true});
+        else
+          run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Power, p, 1.0});
+        return;
+      case ReduceOp::Var:
+      case ReduceOp::Std: {
+        if (pl.M == 0) return;
+        const T* x = static_cast<const T*>(in.raw_data());
+        T* y = static_cast<T*>(out.raw_data());
+        const bool sq = op == ReduceOp::Std;
+        if (pl.columns)
+          launch(var_columns<T>, static_cast<unsigned>(std::min<int64_t>((pl.M + 127) / 128, kMaxBlocks)), 128, 0,
+                 kernel_stream(), x, y, pl.M, pl.R, pl.outer, pl.inner, p, sq);
+        else
+          launch(var_rows<T>, static_cast<unsigned>(std::min<int64_t>(pl.M, kMaxBlocks)), reduce_threads(pl.R), 0,
+                 kernel_stream(), x, y, pl.M, pl.R, pl.outer, pl.inner, p, sq);
+        return;
+      }
+      default:
+        EMBER_FAIL(op_name(op), ": unsupported reduction");
+    }
+  }
+}
+
 void cuda_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, double p) {
   DeviceGuard guard(out.device());
   const Plan pl = plan(in, nred, op_name(op));
-  EMBER_DISPATCH_NUMERIC(in.dtype(), op_name(op), [&] {
-    using T = scalar_t;
-    constexpr bool fp = std::is_floating_point_v<T>;
-    switch (op) {
-      case ReduceOp::Sum:
-        if constexpr (fp)
-          run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Plain, 0.0, 1.0});
-        else
-          run<T>(out, in, pl, SumOp<T, int64_t, int64_t>{SumKind::Plain, 0.0, 1.0});
-        return;
-      case ReduceOp::Prod:
-        if constexpr (fp)
-          run<T>(out, in, pl, ProdOp<T, double, T>{});
-        else
-          run<T>(out, in, pl, ProdOp<T, uint64_t, int64_t>{});  // wraps like the CPU's int64 product
-        return;
-      case ReduceOp::Max:
-        run<T>(out, in, pl, ExtremeOp<true, T>{worst_value<T>(true), false});
-        return;
-      case ReduceOp::Min:
-        run<T>(out, in, pl, ExtremeOp<false, T>{worst_value<T>(false), false});
-        return;
-      default:
-        break;
-    }
-    if constexpr (!fp) {
-      EMBER_FAIL(op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
-    } else {
-      switch (op) {
-        case ReduceOp::Mean:
-          run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Plain, 0.0, 1.0 / static_cast<double>(pl.R)});
-          return;
-        case ReduceOp::Norm:
-          if (p == 2.0)
-            run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Square, p, 1.0});
-          else if (p == 1.0)
-            run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Abs, p, 1.0});
-          else if (p == std::numeric_limits<double>::infinity())
-            run<T>(out, in, pl, ExtremeOp<true, T>{T(0), true});
-          else
-            run<T>(out, in, pl, SumOp<T, double, T>{SumKind::Power, p, 1.0});
-          return;
-        case ReduceOp::Var:
-        case ReduceOp::Std: {
-          if (pl.M == 0) return;
-          const T* x = static_cast<const T*>(in.raw_data());
-          T* y = static_cast<T*>(out.raw_data());
-          const bool sq = op == ReduceOp::Std;
-          if (pl.columns)
-            launch(var_columns<T>, static_cast<unsigned>(std::min<int64_t>((pl.M + 127) / 128, kMaxBlocks)), 128, 0,
-                   kernel_stream(), x, y, pl.M, pl.R, pl.outer, pl.inner, p, sq);
-          else
-            launch(var_rows<T>, static_cast<unsigned>(std::min<int64_t>(pl.M, kMaxBlocks)), reduce_threads(pl.R), 0,
-                   kernel_stream(), x, y, pl.M, pl.R, pl.outer, pl.inner, p, sq);
-          return;
-        }
-        default:
-          EMBER_FAIL(op_name(op), ": unsupported reduction");
-      }
-    }
-  });
+  EMBER_DISPATCH_NUMERIC(in.dtype(), op_name(op), [&] { reduce_typed<scalar_t>(op, out, in, pl, p); });
 }
 
 // ------------------------------------------------------------------ argmax / argmin
