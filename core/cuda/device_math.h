@@ -37,6 +37,16 @@ EMBER_DEVICE T d_infinity() {
   return static_cast<T>(HUGE_VAL);
 }
 
+// std::min/max are not device functions without --expt-relaxed-constexpr.
+template <typename T>
+EMBER_HOST_DEVICE T dmin(T a, T b) {
+  return b < a ? b : a;
+}
+template <typename T>
+EMBER_HOST_DEVICE T dmax(T a, T b) {
+  return a < b ? b : a;
+}
+
 // max/min that propagate NaN (as the CPU kernels do).
 template <typename T>
 EMBER_DEVICE T max_nan(T x, T y) {
