@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <boost/context/fiber.hpp>
 #include <exception>
 #include <map>
@@ -146,12 +147,6 @@ class StackPool {
   std::vector<ctx::stack_context> free_;
 };
 
-StackPool& stack_pool(size_t bytes) {
-  thread_local std::unique_ptr<StackPool> pool;
-  if (!pool || pool->size() < bytes) pool = std::make_unique<StackPool>(bytes);
-  return *pool;
-}
-
 // Hands out pooled stacks and tells the thread where its stack lies (ASan needs the bounds).
 template <typename T>
 struct PoolAllocator {
@@ -189,6 +184,7 @@ struct Thread {
   int barrier_result = 0;
   void* stack_bottom = nullptr;
   size_t stack_size = 0;
+  bool quit = false;  // set when the pool is torn down: the fiber returns instead of waiting
 #if EMBER_EMU_ASAN
   void* fake_stack = nullptr;
   const void* sched_bottom = nullptr;
@@ -203,8 +199,19 @@ struct SharedVar {
   void* ptr;
 };
 
+// The block's threads: the first n of the host thread's fiber pool (a deque: stable addresses).
+struct ThreadSpan {
+  std::deque<Thread>* pool = nullptr;
+  size_t n = 0;
+  size_t size() const { return n; }
+  Thread& operator[](size_t i) const { return (*pool)[i]; }
+  std::deque<Thread>::iterator begin() const { return pool->begin(); }
+  std::deque<Thread>::iterator end() const { return pool->begin() + static_cast<std::ptrdiff_t>(n); }
+};
+
 struct Block {
-  std::vector<Thread> threads;
+  ThreadSpan threads;
+  const std::function<void()>* body = nullptr;
   std::vector<int> order;
   Thread* current = nullptr;
   bool aborting = false;
@@ -227,9 +234,7 @@ Block& block() {
 
 // Switches from the running fiber back to the scheduler and, once resumed, checks whether the
 // block is being torn down.
-void yield_to_scheduler(Block& b) {
-  Thread& t = *b.current;
-  ++stats().switches;
+void switch_to_scheduler(Thread& t) {
 #if EMBER_EMU_ASAN
   __sanitizer_start_switch_fiber(&t.fake_stack, t.sched_bottom, t.sched_size);
 #endif
@@ -237,6 +242,11 @@ void yield_to_scheduler(Block& b) {
 #if EMBER_EMU_ASAN
   __sanitizer_finish_switch_fiber(t.fake_stack, &t.sched_bottom, &t.sched_size);
 #endif
+}
+
+void yield_to_scheduler(Block& b) {
+  ++stats().switches;
+  switch_to_scheduler(*b.current);
   if (b.aborting) throw AbortFiber{};
 }
 
@@ -422,7 +432,6 @@ void resume(Block& b, Thread& t) {
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   b.current = nullptr;
-  if (!t.fiber) t.state = State::Exited;
 }
 
 void make_order(Block& b, std::mt19937_64& rng) {
@@ -437,36 +446,86 @@ void make_order(Block& b, std::mt19937_64& rng) {
   }
 }
 
-void run_block(Block& b, const std::function<void()>& body, std::mt19937_64& rng) {
-  StackPool& pool = stack_pool(options().stack_bytes);
+// Every CUDA thread of a block is a fiber from this host thread's pool. Fibers outlive blocks
+// and launches: a fiber runs the kernel body once per block it is given and then waits at the
+// bottom of its loop. Creating a fiber costs a stack and, under AddressSanitizer, a fake stack of
+// megabytes; reusing them keeps the emulated suite fast there too.
+class FiberPool {
+ public:
+  ~FiberPool() { clear(); }
+
+  // The first n threads, fibers created as needed, all with stacks of `stack_bytes`.
+  ThreadSpan get(size_t n, size_t stack_bytes) {
+    if (stacks_ && stacks_->size() != StackPool(stack_bytes).size()) clear();
+    if (!stacks_) stacks_ = std::make_unique<StackPool>(stack_bytes);
+    while (threads_.size() < n) {
+      threads_.emplace_back();
+      Thread* tp = &threads_.back();
+      tp->fiber = ctx::fiber(std::allocator_arg, PoolAllocator<Thread>{stacks_.get(), tp}, [tp](ctx::fiber&& sched) {
+#if EMBER_EMU_ASAN
+        __sanitizer_finish_switch_fiber(nullptr, &tp->sched_bottom, &tp->sched_size);
+#endif
+        tp->sched = std::move(sched);
+        while (!tp->quit) {
+          Block* b = tls_block;
+          try {
+            if (!b->aborting) (*b->body)();
+          } catch (const AbortFiber&) {
+          } catch (...) {
+            if (!b->error) b->error = std::current_exception();
+            b->aborting = true;
+          }
+          tp->state = State::Exited;
+          switch_to_scheduler(*tp);  // wait for the next block (or quit)
+        }
+#if EMBER_EMU_ASAN
+        __sanitizer_start_switch_fiber(nullptr, tp->sched_bottom, tp->sched_size);
+#endif
+        return std::move(tp->sched);
+      });
+    }
+    return {&threads_, n};
+  }
+
+ private:
+  // Lets every fiber return normally (no forced unwinding through a foreign stack).
+  void clear() {
+    for (Thread& t : threads_) {
+      if (!t.fiber) continue;
+      t.quit = true;
+#if EMBER_EMU_ASAN
+      void* fake = nullptr;
+      __sanitizer_start_switch_fiber(&fake, t.stack_bottom, t.stack_size);
+#endif
+      t.fiber = std::move(t.fiber).resume();
+#if EMBER_EMU_ASAN
+      __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+    }
+    threads_.clear();
+    stacks_.reset();
+  }
+
+  std::unique_ptr<StackPool> stacks_;
+  std::deque<Thread> threads_;
+};
+
+FiberPool& fiber_pool() {
+  thread_local FiberPool pool;
+  return pool;
+}
+
+void run_block(Block& b, std::mt19937_64& rng) {
   const dim3 bd = tls_block_dim;
   const unsigned n = bd.x * bd.y * bd.z;
-  b.threads = std::vector<Thread>(n);
   b.order.assign(n, 0);
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = b.threads[i];
     t.idx = {i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y)};
     t.lane = i % 32;
     t.warp = i / 32;
-    Thread* tp = &t;
-    Block* bp = &b;
-    t.fiber = ctx::fiber(std::allocator_arg, PoolAllocator<Thread>{&pool, tp}, [tp, bp, &body](ctx::fiber&& sched) {
-#if EMBER_EMU_ASAN
-      __sanitizer_finish_switch_fiber(nullptr, &tp->sched_bottom, &tp->sched_size);
-#endif
-      tp->sched = std::move(sched);
-      try {
-        if (!bp->aborting) body();
-      } catch (const AbortFiber&) {
-      } catch (...) {
-        if (!bp->error) bp->error = std::current_exception();
-        bp->aborting = true;
-      }
-#if EMBER_EMU_ASAN
-      __sanitizer_start_switch_fiber(nullptr, tp->sched_bottom, tp->sched_size);
-#endif
-      return std::move(tp->sched);
-    });
+    t.state = State::Runnable;
+    t.barrier_result = 0;
   }
   for (;;) {
     make_order(b, rng);
@@ -495,7 +554,7 @@ void run_block(Block& b, const std::function<void()>& body, std::mt19937_64& rng
   if (b.aborting) {
     // Unwind every suspended fiber through its own stack (destructors run, ASan stays informed).
     for (Thread& t : b.threads) {
-      if (t.fiber) resume(b, t);
+      if (t.state != State::Exited) resume(b, t);
     }
     std::rethrow_exception(b.error);
   }
@@ -590,10 +649,12 @@ void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std:
         b.dynamic.reset(new unsigned char[dynamic_shared_bytes]);
         std::memset(b.dynamic.get(), kPoison, dynamic_shared_bytes);
         tls_block_idx = {x, y, z};
+        b.threads = fiber_pool().get(threads, options().stack_bytes);
+        b.body = &body;
         tls_block = &b;
         ++s.blocks;
         s.threads += threads;
-        run_block(b, body, rng);
+        run_block(b, rng);
         tls_block = nullptr;
       }
     }
