@@ -338,3 +338,35 @@ TEST(Emulator, CountsLaunchesBlocksAndSwitches) {
   EXPECT_EQ(after.threads - before.threads, 256u);
   EXPECT_EQ(after.switches - before.switches, 2u * 128u * 8u);  // 8 barriers per thread
 }
+
+// Only an AddressSanitizer build can see an out-of-bounds access; there the emulator's exact-size
+// "device" memory and dynamic shared memory turn one into a report naming the kernel's line.
+#if defined(__SANITIZE_ADDRESS__)
+namespace {
+__global__ void writes_one_past_the_end(float* out) {
+  out[threadIdx.x] = 1.0f;
+}
+__global__ void dynamic_shared_overrun(int* out) {
+  EMBER_DYNAMIC_SHARED(int, s);
+  s[threadIdx.x] = 1;  // 8 threads, 7 ints of dynamic shared memory
+  __syncthreads();
+  out[threadIdx.x] = s[0];
+}
+}  // namespace
+
+TEST(EmulatorDeathTest, AddressSanitizerCatchesOutOfBoundsKernelAccesses) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Tensor out = emu_test::device_empty({32}, DType::Float32);
+        run(writes_one_past_the_end, 1, 33, 0, out.data_ptr<float>());
+      },
+      "heap-buffer-overflow.*writes_one_past_the_end");
+  EXPECT_DEATH(
+      {
+        std::vector<int> out(8);
+        run(dynamic_shared_overrun, 1, 8, 7 * sizeof(int), out.data());
+      },
+      "heap-buffer-overflow.*dynamic_shared_overrun");
+}
+#endif

@@ -132,7 +132,7 @@ TEST_P(Optim, RmspropAndAdagradMatchTheCpu) {
 TEST_P(Optim, ClippingHelpersMatchTheCpu) {
   const double inf = std::numeric_limits<double>::infinity();
   for (DType dt : {DType::Float32, DType::Float64}) {
-    for (int64_t n : {1, 1000, 5000}) {
+    for (int64_t n : {1, 777, 2100}) {
       Tensor g = randn({n}, {.dtype = dt});
       Tensor gd = device_copy(g);
       for (double p : {1.0, 2.0, 3.0, inf}) {

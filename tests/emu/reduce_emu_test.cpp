@@ -34,7 +34,7 @@ struct Case {
 std::vector<Case> cases() {
   return {
       {"row_37", {3, 37}, {0, 1}, 1},
-      {"row_1000", {2, 1000}, {0, 1}, 1},
+      {"row_300", {2, 300}, {0, 1}, 1},
       {"row_1", {5, 1}, {0, 1}, 1},
       {"column_40x70", {70, 40}, {1, 0}, 1},  // reduce dim 0 of [70, 40]: column layout
       {"column_few_outputs", {9, 5}, {1, 0}, 1},
@@ -70,6 +70,8 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
       {ReduceOp::Std, 1, false}};
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
     for (const Case& c : cases()) {
+      // Integer dtypes share the float kernels' layouts: a subset of the layouts covers them.
+      if (!is_floating(dt) && (c.name == "row_300" || c.name == "row_1" || c.name == "all")) continue;
       Tensor x = sample(c.shape, dt);
       Tensor xd = device_copy(x);
       Tensor v = x.permute(c.perm), vd = xd.permute(c.perm);
@@ -77,7 +79,7 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
         if (!is_floating(dt) && !o.ints) continue;
         const bool empty_red = x.numel() == 0;
         if (empty_red && (o.op == ReduceOp::Max || o.op == ReduceOp::Min || o.op == ReduceOp::Norm)) continue;
-        if (o.op == ReduceOp::Prod && c.name == "row_1000") continue;  // overflows to inf/wraps: not informative
+        if (o.op == ReduceOp::Prod && c.name == "row_300") continue;  // overflows to inf/wraps: not informative
         const DType out_dt = !is_floating(dt) && (o.op == ReduceOp::Sum || o.op == ReduceOp::Prod) ? DType::Int64 : dt;
         Tensor want = empty(out_shape(v, c.nred), {.dtype = out_dt});
         reduce_stub(Device::cpu())(o.op, want, v, c.nred, o.p);
@@ -117,6 +119,7 @@ TEST_P(Reduce, ArgMaxArgMinMatchTheCpuWithTiesAndNaN) {
       Tensor v = x.permute(c.perm), vd = device_copy(x).permute(c.perm);
       for (ArgReduceOp op : {ArgReduceOp::Max, ArgReduceOp::Min}) {
         for (bool with_values : {true, false}) {
+          if (!with_values && dt != DType::Float32) continue;
           const Shape os = out_shape(v, c.nred);
           Tensor want_i = empty(os, {.dtype = DType::Int64}), want_v = empty(os, {.dtype = dt});
           arg_reduce_stub(Device::cpu())(op, want_v, want_i, v, c.nred);

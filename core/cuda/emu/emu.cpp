@@ -479,7 +479,9 @@ class FiberPool {
           switch_to_scheduler(*tp);  // wait for the next block (or quit)
         }
 #if EMBER_EMU_ASAN
-        __sanitizer_start_switch_fiber(nullptr, tp->sched_bottom, tp->sched_size);
+        // Not nullptr (which would free this fiber's fake stack before the return below reads
+        // it): the fake stack lives until the process or thread ends, as the fiber would.
+        __sanitizer_start_switch_fiber(&tp->fake_stack, tp->sched_bottom, tp->sched_size);
 #endif
         return std::move(tp->sched);
       });
