@@ -1,9 +1,8 @@
 // The dtype-converting copy kernel (core/cuda/cast.h): one functor per (to, from) pair through
 // the elementwise machinery, so contiguous same-width pairs get vector loads and views go
 // through the offset calculator.
-#include "core/cuda/cast.h"
-
 #include "core/copy.h"
+#include "core/cuda/cast.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/elementwise_loops.h"
 #include "core/cuda/half.h"

@@ -139,7 +139,9 @@ __global__ void ce_backward_kernel(T* gx, T* gt, const T* gl, int64_t gs0, int64
       for (int64_t c = lane; c < C; c += 32) {
         const double wc = weight_of(w, c);
         const double logp = static_cast<double>(x[base + c * S]) - l;
-        if (gx) gx[base + c * S] = static_cast<T>(g * (tw * d_exp(logp) - wc * static_cast<double>(prob_target[base + c * S])));
+        if (gx)
+          gx[base + c * S] =
+              static_cast<T>(g * (tw * d_exp(logp) - wc * static_cast<double>(prob_target[base + c * S])));
         if (gt) gt[base + c * S] = static_cast<T>(-g * wc * logp);
       }
       continue;
@@ -203,8 +205,8 @@ void cuda_ce_forward(const Tensor& loss, const Tensor& lse, const Tensor& total_
       EMBER_FAIL("cross_entropy: target ", t, " is out of range for ", C, " classes (expected 0 <= target < ", C,
                  " or ignore_index ", a.ignore_index, ")");
     }
-    launch(sum_weights<T>, 1, reduce_threads(samples), 0, kernel_stream(), static_cast<T*>(total_weight.raw_data()),
-           sw, samples);
+    launch(sum_weights<T>, 1, reduce_threads(samples), 0, kernel_stream(), static_cast<T*>(total_weight.raw_data()), sw,
+           samples);
   });
 }
 

@@ -34,9 +34,9 @@
 #define EMBER_UNROLL _Pragma("GCC unroll 16")
 // Fills the emulator's registry (never the stub: a CUDA build's tests hold both the real and the
 // emulated kernels in one process); tests reach it through ember::emu::kernel(stub).
-#define EMBER_REGISTER_CUDA_KERNEL(stub, fn)                                         \
-  [[maybe_unused]] static const bool stub##_registered_emu = [] {                    \
+#define EMBER_REGISTER_CUDA_KERNEL(stub, fn)                                       \
+  [[maybe_unused]] static const bool stub##_registered_emu = [] {                  \
     ::ember::emu::register_kernel(&(stub), reinterpret_cast<void*>(&(fn)), #stub); \
-    return true;                                                                     \
+    return true;                                                                   \
   }()
 #endif

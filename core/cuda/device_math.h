@@ -9,28 +9,72 @@
 
 namespace ember::cuda {
 
-EMBER_DEVICE float d_exp(float x) { return expf(x); }
-EMBER_DEVICE double d_exp(double x) { return exp(x); }
-EMBER_DEVICE float d_expm1(float x) { return expm1f(x); }
-EMBER_DEVICE double d_expm1(double x) { return expm1(x); }
-EMBER_DEVICE float d_log(float x) { return logf(x); }
-EMBER_DEVICE double d_log(double x) { return log(x); }
-EMBER_DEVICE float d_log1p(float x) { return log1pf(x); }
-EMBER_DEVICE double d_log1p(double x) { return log1p(x); }
-EMBER_DEVICE float d_sqrt(float x) { return sqrtf(x); }
-EMBER_DEVICE double d_sqrt(double x) { return sqrt(x); }
-EMBER_DEVICE float d_tanh(float x) { return tanhf(x); }
-EMBER_DEVICE double d_tanh(double x) { return tanh(x); }
-EMBER_DEVICE float d_erfc(float x) { return erfcf(x); }
-EMBER_DEVICE double d_erfc(double x) { return erfc(x); }
-EMBER_DEVICE float d_pow(float x, float y) { return powf(x, y); }
-EMBER_DEVICE double d_pow(double x, double y) { return pow(x, y); }
-EMBER_DEVICE float d_fabs(float x) { return fabsf(x); }
-EMBER_DEVICE double d_fabs(double x) { return fabs(x); }
-EMBER_DEVICE float d_cos(float x) { return cosf(x); }
-EMBER_DEVICE double d_cos(double x) { return cos(x); }
-EMBER_DEVICE bool d_isnan(float x) { return x != x; }
-EMBER_DEVICE bool d_isnan(double x) { return x != x; }
+EMBER_DEVICE float d_exp(float x) {
+  return expf(x);
+}
+EMBER_DEVICE double d_exp(double x) {
+  return exp(x);
+}
+EMBER_DEVICE float d_expm1(float x) {
+  return expm1f(x);
+}
+EMBER_DEVICE double d_expm1(double x) {
+  return expm1(x);
+}
+EMBER_DEVICE float d_log(float x) {
+  return logf(x);
+}
+EMBER_DEVICE double d_log(double x) {
+  return log(x);
+}
+EMBER_DEVICE float d_log1p(float x) {
+  return log1pf(x);
+}
+EMBER_DEVICE double d_log1p(double x) {
+  return log1p(x);
+}
+EMBER_DEVICE float d_sqrt(float x) {
+  return sqrtf(x);
+}
+EMBER_DEVICE double d_sqrt(double x) {
+  return sqrt(x);
+}
+EMBER_DEVICE float d_tanh(float x) {
+  return tanhf(x);
+}
+EMBER_DEVICE double d_tanh(double x) {
+  return tanh(x);
+}
+EMBER_DEVICE float d_erfc(float x) {
+  return erfcf(x);
+}
+EMBER_DEVICE double d_erfc(double x) {
+  return erfc(x);
+}
+EMBER_DEVICE float d_pow(float x, float y) {
+  return powf(x, y);
+}
+EMBER_DEVICE double d_pow(double x, double y) {
+  return pow(x, y);
+}
+EMBER_DEVICE float d_fabs(float x) {
+  return fabsf(x);
+}
+EMBER_DEVICE double d_fabs(double x) {
+  return fabs(x);
+}
+EMBER_DEVICE float d_cos(float x) {
+  return cosf(x);
+}
+EMBER_DEVICE double d_cos(double x) {
+  return cos(x);
+}
+EMBER_DEVICE bool d_isnan(float x) {
+  return x != x;
+}
+EMBER_DEVICE bool d_isnan(double x) {
+  return x != x;
+}
 
 template <typename T>
 EMBER_DEVICE T d_infinity() {

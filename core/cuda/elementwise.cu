@@ -121,9 +121,9 @@ PowKind classify_pow(double e) {
 template <typename T>
 struct UnaryF {
   UnaryOp op;
-  T lo, hi;        // clamp
-  T exponent;      // pow (floating)
-  uint64_t n;      // pow (integer)
+  T lo, hi;    // clamp
+  T exponent;  // pow (floating)
+  uint64_t n;  // pow (integer)
   PowKind kind;
   EMBER_DEVICE T operator()(T x) const {
     switch (op) {
@@ -264,8 +264,7 @@ struct UnaryGradF {
   }
 };
 
-void cuda_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const Tensor& saved, double p0,
-                     double p1) {
+void cuda_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const Tensor& saved, double p0, double p1) {
   DeviceGuard guard(out.device());
   EMBER_DISPATCH_FLOAT(grad.dtype(), "unary op backward", [&] {
     using T = scalar_t;
@@ -393,8 +392,9 @@ struct BinaryGradF {
 
 void cuda_binary_grad(BinaryGradOp op, const Tensor& out, const Tensor& grad, const Tensor& a, const Tensor& b) {
   DeviceGuard guard(out.device());
-  EMBER_DISPATCH_FLOAT(grad.dtype(), "binary op backward",
-                       [&] { map<scalar_t, scalar_t, scalar_t, scalar_t>(BinaryGradF<scalar_t>{op}, out, grad, a, b); });
+  EMBER_DISPATCH_FLOAT(grad.dtype(), "binary op backward", [&] {
+    map<scalar_t, scalar_t, scalar_t, scalar_t>(BinaryGradF<scalar_t>{op}, out, grad, a, b);
+  });
 }
 
 }  // namespace

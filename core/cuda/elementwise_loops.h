@@ -121,8 +121,8 @@ void map(F f, const Tensor& out, const Ts&... ins) {
     constexpr bool same_size = ((sizeof(In) == sizeof(Out)) && ...);
     constexpr int W = 16 / static_cast<int>(sizeof(Out));
     if constexpr (same_size && W > 1) {
-      const bool aligned = reinterpret_cast<uintptr_t>(o) % 16 == 0 &&
-                           ((reinterpret_cast<uintptr_t>(ins.raw_data()) % 16 == 0) && ...);
+      const bool aligned =
+          reinterpret_cast<uintptr_t>(o) % 16 == 0 && ((reinterpret_cast<uintptr_t>(ins.raw_data()) % 16 == 0) && ...);
       if (aligned) {
         launch(map_vectorized<W, F, Out, In...>, map_blocks((n + W - 1) / W), kMapThreads, 0, stream, f, n, o,
                static_cast<const In*>(ins.raw_data())...);

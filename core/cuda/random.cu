@@ -44,8 +44,8 @@ EMBER_DEVICE Acc normal_at(uint64_t seed, uint64_t offset, int64_t i) {
 }
 
 template <typename Out, typename Acc>
-__global__ void random_fill(Out* out, int64_t n, RandomKind kind, double a, double b, uint64_t seed,
-                            uint64_t offset, const double* prob) {
+__global__ void random_fill(Out* out, int64_t n, RandomKind kind, double a, double b, uint64_t seed, uint64_t offset,
+                            const double* prob) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     switch (kind) {
@@ -84,8 +84,8 @@ void cuda_random(const Tensor& dst, const RandomParams& p, const Tensor& prob) {
     using Out = kernel_t<scalar_t>;
     // Math in double for float64 outputs and float otherwise, as on the CPU.
     using Acc = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
-    launch(random_fill<Out, Acc>, map_blocks(n), kMapThreads, 0, kernel_stream(), static_cast<Out*>(dst.raw_data()),
-           n, p.kind, p.a, p.b, p.seed, p.offset, prob.defined() ? static_cast<const double*>(prob.raw_data()) : nullptr);
+    launch(random_fill<Out, Acc>, map_blocks(n), kMapThreads, 0, kernel_stream(), static_cast<Out*>(dst.raw_data()), n,
+           p.kind, p.a, p.b, p.seed, p.offset, prob.defined() ? static_cast<const double*>(prob.raw_data()) : nullptr);
   });
 }
 

@@ -101,7 +101,9 @@ struct ProdOp {
   using acc_t = Acc;
   using out_t = Out;
   EMBER_DEVICE Acc identity() const { return Acc(1); }
-  EMBER_DEVICE Acc map(T x) const { return static_cast<Acc>(static_cast<std::conditional_t<std::is_floating_point_v<Acc>, Acc, int64_t>>(x)); }
+  EMBER_DEVICE Acc map(T x) const {
+    return static_cast<Acc>(static_cast<std::conditional_t<std::is_floating_point_v<Acc>, Acc, int64_t>>(x));
+  }
   EMBER_DEVICE Acc operator()(Acc a, Acc b) const { return a * b; }
   EMBER_DEVICE Out finish(Acc a, int64_t) const { return static_cast<Out>(a); }
 };
@@ -140,8 +142,7 @@ EMBER_DEVICE typename Op::acc_t reduce_row_share(const T* base, int64_t R, const
 }
 
 template <typename T, typename Op>
-__global__ void reduce_rows(const T* in, typename Op::out_t* out, int64_t M, int64_t R, Dims outer, Dims inner,
-                            Op op) {
+__global__ void reduce_rows(const T* in, typename Op::out_t* out, int64_t M, int64_t R, Dims outer, Dims inner, Op op) {
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
     typename Op::acc_t a = reduce_row_share(in + outer.offset(m), R, inner, op);
     a = block_reduce(a, op, op.identity());
@@ -235,8 +236,7 @@ void run(const Tensor& out, const Tensor& in, const Plan& p, Op op) {
     launch(reduce_columns<T, Op>, blocks, 128, 0, kernel_stream(), x, y, p.M, p.R, p.outer, p.inner, op);
   } else {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(p.M, kMaxBlocks));
-    launch(reduce_rows<T, Op>, blocks, reduce_threads(p.R), 0, kernel_stream(), x, y, p.M, p.R, p.outer, p.inner,
-           op);
+    launch(reduce_rows<T, Op>, blocks, reduce_threads(p.R), 0, kernel_stream(), x, y, p.M, p.R, p.outer, p.inner, op);
   }
 }
 
@@ -431,8 +431,8 @@ void run_arg(const Tensor& values, const Tensor& indices, const Tensor& in, cons
     launch(arg_reduce_columns<IsMax, T>, static_cast<unsigned>(std::min<int64_t>((p.M + 127) / 128, kMaxBlocks)), 128,
            0, kernel_stream(), x, v, i, p.M, p.R, p.outer, p.inner);
   } else {
-    launch(arg_reduce_rows<IsMax, T>, static_cast<unsigned>(std::min<int64_t>(p.M, kMaxBlocks)), reduce_threads(p.R),
-           0, kernel_stream(), x, v, i, p.M, p.R, p.outer, p.inner);
+    launch(arg_reduce_rows<IsMax, T>, static_cast<unsigned>(std::min<int64_t>(p.M, kMaxBlocks)), reduce_threads(p.R), 0,
+           kernel_stream(), x, v, i, p.M, p.R, p.outer, p.inner);
   }
 }
 

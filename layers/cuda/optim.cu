@@ -37,8 +37,8 @@ T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
-#define EMBER_GRID_STRIDE(i, n)                                                                      \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);            \
+#define EMBER_GRID_STRIDE(i, n)                                                          \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 template <typename T>
@@ -233,7 +233,10 @@ double cuda_grad_norm(const Tensor& t, double p) {
   const int64_t n = t.numel();
   if (n == 0) return 0.0;
   DeviceGuard guard(t.device());
-  const NormKind kind = std::isinf(p) ? NormKind::Max : p == 2.0 ? NormKind::Two : p == 1.0 ? NormKind::One : NormKind::Power;
+  const NormKind kind = std::isinf(p) ? NormKind::Max
+                        : p == 2.0    ? NormKind::Two
+                        : p == 1.0    ? NormKind::One
+                                      : NormKind::Power;
   const unsigned blocks = blocks_for(n);
   Tensor scratch = empty({static_cast<int64_t>(blocks)}, {.dtype = DType::Float64, .device = t.device()});
   double* partial = static_cast<double*>(scratch.raw_data());
@@ -250,7 +253,9 @@ double cuda_grad_norm(const Tensor& t, double p) {
 
 template <typename T>
 __global__ void scale_kernel(T* x, int64_t n, T f) {
-  EMBER_GRID_STRIDE(i, n) { x[i] *= f; }
+  EMBER_GRID_STRIDE(i, n) {
+    x[i] *= f;
+  }
 }
 
 void cuda_scale(const Tensor& t, double s) {

@@ -55,9 +55,9 @@ TEST_P(Cast, EveryPairMatchesTheCpuCopy) {
 
 TEST_P(Cast, HalfAndBFloat16RoundLikeTheCpu) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> edge = {0.0f,    -0.0f,  1.0f,   65504.0f, 65520.0f, 70000.0f, 1e-5f, 6e-8f, 3e-8f,
-                             1e-9f,   -2.5f,  inf,    -inf,     NAN,      1.0009765625f, 1.00048828125f,
-                             3.14159f, 1e38f, -1e-40f, 2049.0f, 2051.0f};
+  std::vector<float> edge = {0.0f,          -0.0f,          1.0f,     65504.0f, 65520.0f, 70000.0f, 1e-5f,
+                             6e-8f,         3e-8f,          1e-9f,    -2.5f,    inf,      -inf,     NAN,
+                             1.0009765625f, 1.00048828125f, 3.14159f, 1e38f,    -1e-40f,  2049.0f,  2051.0f};
   for (int i = 0; i < 200; ++i) edge.push_back(std::ldexp(1.0f + static_cast<float>(i) / 200.0f, i % 40 - 20));
   Tensor src = from_blob(edge.data(), {static_cast<int64_t>(edge.size())}, DType::Float32).clone();
   for (DType to : {DType::Float16, DType::BFloat16}) {

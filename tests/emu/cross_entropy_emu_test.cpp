@@ -57,8 +57,7 @@ TEST_P(CrossEntropy, ForwardAndBackwardMatchTheCpu) {
                    tw = empty({}, {.dtype = dt});
             cross_entropy_forward_stub(Device::cpu())(loss, lse, tw, x, target, w, a);
             Tensor xd = device_copy(x), td = device_copy(target), wd = maybe_copy(w);
-            Tensor gl = device_empty({k.N, k.S}, dt), gs = device_empty({k.N, k.S}, dt),
-                   gtw = device_empty({}, dt);
+            Tensor gl = device_empty({k.N, k.S}, dt), gs = device_empty({k.N, k.S}, dt), gtw = device_empty({}, dt);
             emu::kernel(cross_entropy_forward_stub)(gl, gs, gtw, xd, td, wd, a);
             expect_close(gl, loss, tol, tol, what + " loss");
             expect_close(gs, lse, tol, tol, what + " lse");
@@ -72,8 +71,8 @@ TEST_P(CrossEntropy, ForwardAndBackwardMatchTheCpu) {
             cross_entropy_backward_stub(Device::cpu())(gx, gt, g0.expand({k.N, k.S}), div, x, lse, target, w, a);
             Tensor dgx = device_empty({k.N, k.C, k.S}, dt);
             Tensor dgt = prob ? device_empty({k.N, k.C, k.S}, dt) : Tensor();
-            emu::kernel(cross_entropy_backward_stub)(dgx, dgt, device_copy(g0).expand({k.N, k.S}), device_copy(div),
-                                                     xd, device_copy(lse), td, wd, a);
+            emu::kernel(cross_entropy_backward_stub)(dgx, dgt, device_copy(g0).expand({k.N, k.S}), device_copy(div), xd,
+                                                     device_copy(lse), td, wd, a);
             expect_close(dgx, gx, tol, tol, what + " grad logits");
             if (prob) expect_close(dgt, gt, tol, tol, what + " grad target");
           }

@@ -37,12 +37,9 @@ struct Layout {
 
 std::vector<Layout> layouts() {
   return {
-      {"contiguous_tail", {4099}, {4099}, {4099}},
-      {"contiguous_small", {7}, {7}, {7}},
-      {"misaligned", {1001}, {1001}, {1001}, false, 1},
-      {"broadcast", {5, 6, 13}, {5, 1, 13}, {1, 6, 13}},
-      {"scalar_operand", {3, 33}, {3, 33}, {1}},
-      {"transposed", {17, 9}, {17, 9}, {17, 9}, true},
+      {"contiguous_tail", {4099}, {4099}, {4099}},      {"contiguous_small", {7}, {7}, {7}},
+      {"misaligned", {1001}, {1001}, {1001}, false, 1}, {"broadcast", {5, 6, 13}, {5, 1, 13}, {1, 6, 13}},
+      {"scalar_operand", {3, 33}, {3, 33}, {1}},        {"transposed", {17, 9}, {17, 9}, {17, 9}, true},
   };
 }
 
@@ -133,8 +130,9 @@ TEST_P(Elementwise, UnaryOpsMatchTheCpu) {
         unary_stub(Device::cpu())(c.op, want, o.a_cpu, c.p0, c.p1);
         Tensor got = device_empty(l.out, dt);
         emu::kernel(unary_stub)(c.op, got, o.a_dev, c.p0, c.p1);
-        expect_close(got, want, 4 * tol(dt), 0.0,
-                     std::string(dtype_name(dt)) + " " + l.name + " unary op " + std::to_string(static_cast<int>(c.op)));
+        expect_close(
+            got, want, 4 * tol(dt), 0.0,
+            std::string(dtype_name(dt)) + " " + l.name + " unary op " + std::to_string(static_cast<int>(c.op)));
       }
     }
   }
@@ -145,10 +143,10 @@ TEST_P(Elementwise, ActivationsAndTheirGradientsMatchTheCpu) {
     ActivationOp op;
     double p0, p1;
   };
-  const std::vector<Case> cases = {{ActivationOp::Relu, 0, 0},      {ActivationOp::LeakyRelu, 0.1, 0},
-                                   {ActivationOp::Elu, 1.5, 0},     {ActivationOp::Gelu, 0, 0},
-                                   {ActivationOp::GeluTanh, 0, 0},  {ActivationOp::Sigmoid, 0, 0},
-                                   {ActivationOp::Tanh, 0, 0},      {ActivationOp::Softplus, 2.0, 3.0}};
+  const std::vector<Case> cases = {{ActivationOp::Relu, 0, 0},     {ActivationOp::LeakyRelu, 0.1, 0},
+                                   {ActivationOp::Elu, 1.5, 0},    {ActivationOp::Gelu, 0, 0},
+                                   {ActivationOp::GeluTanh, 0, 0}, {ActivationOp::Sigmoid, 0, 0},
+                                   {ActivationOp::Tanh, 0, 0},     {ActivationOp::Softplus, 2.0, 3.0}};
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
       for (const Layout& l : {layouts()[0], layouts()[3]}) {
@@ -157,8 +155,8 @@ TEST_P(Elementwise, ActivationsAndTheirGradientsMatchTheCpu) {
         activation_stub(Device::cpu())(c.op, want, o.a_cpu, c.p0, c.p1);
         Tensor got = device_empty(l.out, dt);
         emu::kernel(activation_stub)(c.op, got, o.a_dev, c.p0, c.p1);
-        const std::string what = std::string(dtype_name(dt)) + " " + l.name + " activation " +
-                                 std::to_string(static_cast<int>(c.op));
+        const std::string what =
+            std::string(dtype_name(dt)) + " " + l.name + " activation " + std::to_string(static_cast<int>(c.op));
         expect_close(got, want, 20 * tol(dt), 20 * tol(dt), what);
         // The backward reads the saved output for relu/sigmoid/tanh and the input otherwise.
         const bool from_y = activation_grad_uses_output(c.op);
@@ -181,11 +179,11 @@ TEST_P(Elementwise, ActivationsAndTheirGradientsMatchTheCpu) {
 }
 
 TEST_P(Elementwise, UnaryAndBinaryGradientsMatchTheCpu) {
-  const std::vector<UnaryGradOp> unary = {UnaryGradOp::Abs,   UnaryGradOp::Exp,  UnaryGradOp::Log,
-                                          UnaryGradOp::Log1p, UnaryGradOp::Sqrt, UnaryGradOp::Rsqrt,
+  const std::vector<UnaryGradOp> unary = {UnaryGradOp::Abs,    UnaryGradOp::Exp,   UnaryGradOp::Log,
+                                          UnaryGradOp::Log1p,  UnaryGradOp::Sqrt,  UnaryGradOp::Rsqrt,
                                           UnaryGradOp::Square, UnaryGradOp::Clamp, UnaryGradOp::Pow};
-  const std::vector<BinaryGradOp> binary = {BinaryGradOp::MaximumA, BinaryGradOp::MaximumB, BinaryGradOp::MinimumA,
-                                            BinaryGradOp::MinimumB, BinaryGradOp::PowBase,  BinaryGradOp::PowExponent,
+  const std::vector<BinaryGradOp> binary = {BinaryGradOp::MaximumA,  BinaryGradOp::MaximumB, BinaryGradOp::MinimumA,
+                                            BinaryGradOp::MinimumB,  BinaryGradOp::PowBase,  BinaryGradOp::PowExponent,
                                             BinaryGradOp::DivDivisor};
   for (DType dt : {DType::Float32, DType::Float64}) {
     const Layout l = layouts()[3];
@@ -216,8 +214,7 @@ TEST_P(Elementwise, UnaryAndBinaryGradientsMatchTheCpu) {
 
 TEST(ElementwiseErrors, IntegerDivisionIsRefused) {
   Tensor a = device_copy(random_of({4}, DType::Int32));
-  test_util::expect_error([&] { emu::kernel(binary_stub)(BinaryOp::Div, a, a, a, 1.0); }, "div",
-                          "integer operands");
+  test_util::expect_error([&] { emu::kernel(binary_stub)(BinaryOp::Div, a, a, a, 1.0); }, "div", "integer operands");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOrders, Elementwise, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);

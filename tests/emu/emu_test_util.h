@@ -44,7 +44,8 @@ inline void PrintTo(const OrderCase& c, std::ostream* os) {
   *os << ember::emu::thread_order_name(c.order) << " (seed " << c.seed << ")";
 }
 inline const std::vector<OrderCase>& all_orders() {
-  static const std::vector<OrderCase> v = {{ThreadOrder::Forward, 0}, {ThreadOrder::Reverse, 0}, {ThreadOrder::Random, 7}};
+  static const std::vector<OrderCase> v = {
+      {ThreadOrder::Forward, 0}, {ThreadOrder::Reverse, 0}, {ThreadOrder::Random, 7}};
   return v;
 }
 inline std::string order_name(const testing::TestParamInfo<OrderCase>& info) {
@@ -65,8 +66,8 @@ inline void expect_close(const ember::Tensor& got, const ember::Tensor& want, do
   const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
   int bad = 0;
   for (size_t i = 0; i < g.size(); ++i) {
-    const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
-                    std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
+    const bool ok =
+        (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] || std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
     if (!ok && bad++ < 5) ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << w[i];
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << g.size() << " elements differ";

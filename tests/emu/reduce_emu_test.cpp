@@ -49,7 +49,6 @@ Tensor sample(Shape shape, DType dt) {
   return randint(dt == DType::UInt8 ? 0 : -5, 6, shape, {.dtype = dt});
 }
 
-
 Shape out_shape(const Tensor& v, int64_t nred) {
   return Shape(v.shape().begin(), v.shape().end() - nred);
 }
@@ -64,9 +63,10 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
   };
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<OpCase> ops = {
-      {ReduceOp::Sum, 0, true},  {ReduceOp::Mean, 0, false}, {ReduceOp::Prod, 0, true},  {ReduceOp::Max, 0, true},
-      {ReduceOp::Min, 0, true},  {ReduceOp::Norm, 1, false}, {ReduceOp::Norm, 2, false}, {ReduceOp::Norm, 3, false},
-      {ReduceOp::Norm, inf, false}, {ReduceOp::Norm, 0.5, false}, {ReduceOp::Var, 1, false}, {ReduceOp::Var, 0, false},
+      {ReduceOp::Sum, 0, true},     {ReduceOp::Mean, 0, false}, {ReduceOp::Prod, 0, true},
+      {ReduceOp::Max, 0, true},     {ReduceOp::Min, 0, true},   {ReduceOp::Norm, 1, false},
+      {ReduceOp::Norm, 2, false},   {ReduceOp::Norm, 3, false}, {ReduceOp::Norm, inf, false},
+      {ReduceOp::Norm, 0.5, false}, {ReduceOp::Var, 1, false},  {ReduceOp::Var, 0, false},
       {ReduceOp::Std, 1, false}};
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
     for (const Case& c : cases()) {
@@ -97,7 +97,7 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
 TEST_P(Reduce, MaxMinPropagateNaN) {
   Tensor x = sample({4, 50}, DType::Float32);
   float* p = x.data_ptr<float>();
-  p[7] = NAN;          // row 0
+  p[7] = NAN;            // row 0
   p[2 * 50 + 49] = NAN;  // row 2, last element
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
     Tensor want = empty({4});
@@ -126,7 +126,8 @@ TEST_P(Reduce, ArgMaxArgMinMatchTheCpuWithTiesAndNaN) {
           Tensor got_i = device_empty(os, DType::Int64);
           Tensor got_v = with_values ? device_empty(os, dt) : Tensor();
           emu::kernel(arg_reduce_stub)(op, got_v, got_i, vd, c.nred);
-          const std::string what = std::string(dtype_name(dt)) + " " + c.name + (op == ArgReduceOp::Max ? " argmax" : " argmin");
+          const std::string what =
+              std::string(dtype_name(dt)) + " " + c.name + (op == ArgReduceOp::Max ? " argmax" : " argmin");
           expect_close(got_i, want_i, 0, 0, what + " indices");
           if (with_values) expect_close(got_v, want_v, 0, 0, what + " values");
         }

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <deque>
 #include <boost/context/fiber.hpp>
+#include <deque>
 #include <exception>
 #include <map>
 #include <memory>
@@ -139,7 +139,9 @@ class StackPool {
     sc.sp = static_cast<char*>(base) + page_ + size_;
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) { free_.push_back(sc); }
+  void deallocate(ctx::stack_context& sc) {
+    free_.push_back(sc);
+  }
 
  private:
   size_t page_;
@@ -220,7 +222,7 @@ struct Block {
   std::unique_ptr<unsigned char[]> dynamic;
   size_t dynamic_bytes = 0;
   ~Block() {
-    for (SharedVar& v : shared) ::operator delete(v.ptr, std::align_val_t{16});
+    for (SharedVar& v : shared) ::operator delete (v.ptr, std::align_val_t{16});
   }
 };
 
@@ -320,9 +322,9 @@ void try_complete_collective(Block& b, const Thread& arrived) {
     if (!t) continue;
     EMBER_CHECK(t->op == arrived.op && t->mask == mask, "kernel emulation: warp ", arrived.warp, " of block (",
                 tls_block_idx.x, ",", tls_block_idx.y, ",", tls_block_idx.z, "): lane ", l, " is at ",
-                collective_name(t->op), " with mask ", lane_list(t->mask), " at ", where_str(t->where),
-                " while lane ", arrived.lane, " is at ", collective_name(arrived.op), " with mask ", lane_list(mask),
-                " at ", where_str(arrived.where));
+                collective_name(t->op), " with mask ", lane_list(t->mask), " at ", where_str(t->where), " while lane ",
+                arrived.lane, " is at ", collective_name(arrived.op), " with mask ", lane_list(mask), " at ",
+                where_str(arrived.where));
   }
   unsigned votes = 0;  // the lanes whose predicate (deposited as a 4-byte word) is nonzero
   for (unsigned l = 0; l < 32; ++l) {
@@ -601,7 +603,7 @@ void* static_shared(const void* type_tag, size_t bytes, size_t align, const std:
         std::strcmp(v.file, where.file_name()) == 0)
       return v.ptr;
   }
-  void* p = ::operator new(bytes, std::align_val_t{std::max<size_t>(align, 16)});
+  void* p = ::operator new (bytes, std::align_val_t{std::max<size_t>(align, 16)});
   std::memset(p, kPoison, bytes);
   b.shared.push_back({type_tag, where.file_name(), where.line(), where.column(), p});
   return p;
@@ -618,8 +620,8 @@ void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std:
   using namespace detail;
   const uint64_t threads = uint64_t{block_dim.x} * block_dim.y * block_dim.z;
   EMBER_CHECK(threads >= 1 && threads <= 1024 && block_dim.z <= 64,
-              "kernel launch: a block must have 1 to 1024 threads (z at most 64), got (", block_dim.x, ",",
-              block_dim.y, ",", block_dim.z, ")");
+              "kernel launch: a block must have 1 to 1024 threads (z at most 64), got (", block_dim.x, ",", block_dim.y,
+              ",", block_dim.z, ")");
   EMBER_CHECK(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535,
               "kernel launch: invalid grid (", grid.x, ",", grid.y, ",", grid.z, ")");
   EMBER_CHECK(dynamic_shared_bytes <= 227 * 1024, "kernel launch: ", dynamic_shared_bytes,

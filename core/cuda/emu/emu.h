@@ -80,7 +80,7 @@ const char* thread_order_name(ThreadOrder order);
 
 struct Options {
   ThreadOrder order = ThreadOrder::Forward;
-  uint64_t seed = 0;                // for ThreadOrder::Random
+  uint64_t seed = 0;               // for ThreadOrder::Random
   size_t stack_bytes = 64 * 1024;  // per fiber, plus a guard page
 };
 // Per host thread (tests may run emulated launches from several threads independently).
@@ -180,11 +180,10 @@ constexpr int warpSize = 32;
 // ------------------------------------------------------------------ shared memory
 // EMBER_SHARED(float, tile, [32][33]) is `__shared__ float tile[32][33]` on a GPU; here `tile` is a
 // reference to the block's array for that declaration.
-#define EMBER_SHARED(type, name, dims)                                                                \
-  auto& name = *static_cast<type(*) dims>(::ember::emu::detail::static_shared(                       \
-      &::ember::emu::detail::type_tag<type dims>, sizeof(type dims), alignof(type dims) < 16 ? 16 : \
-                                                                         alignof(type dims),          \
-      std::source_location::current()))
+#define EMBER_SHARED(type, name, dims)                                         \
+  auto& name = *static_cast<type(*) dims>(::ember::emu::detail::static_shared( \
+      &::ember::emu::detail::type_tag<type dims>, sizeof(type dims),           \
+      alignof(type dims) < 16 ? 16 : alignof(type dims), std::source_location::current()))
 // EMBER_DYNAMIC_SHARED(float, buf): `buf` points at the launch's dynamic shared memory (16-byte
 // aligned, exactly the bytes the launch asked for).
 #define EMBER_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::ember::emu::detail::dynamic_shared())
