@@ -6,8 +6,7 @@
 #include <cstring>
 
 #include "core/copy.h"
-#include "core/cuda/cuda_check.h"
-#include "core/cuda/device_guard.h"
+#include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
 
 namespace ember::cuda {
@@ -72,7 +71,7 @@ void launch_fill(const Tensor& dst, const void* value_bits) {
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
   Word* out = static_cast<Word*>(dst.raw_data());
   const Geometry g = coalesce(dst);
-  cudaStream_t stream = nullptr;  // the legacy default stream until the backend's streams exist
+  cudaStream_t stream = kernel_stream();
   if (g.ndim == 0 || (g.ndim == 1 && g.strides[0] == 1)) {
     launch(fill_contiguous<Word>, blocks, kThreads, 0, stream, out, value, n);
   } else {
@@ -108,6 +107,6 @@ void cuda_fill(const Tensor& dst, double value) {
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(fill_stub, CUDA, cuda_fill);
+EMBER_REGISTER_CUDA_KERNEL(fill_stub, cuda_fill);
 
 }  // namespace ember::cuda
