@@ -28,31 +28,35 @@ constexpr int kTM = 4, kTN = 4;                      // per-thread register bloc
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 static_assert(kBM * kBK == 4 * kThreads && kBN * kBK == 4 * kThreads, "each thread loads 4 of A and 4 of B");
 
-// The geometry with the per-group sizes the problems need, as kernel parameters.
+// The geometry with the per-group sizes the problems need, as kernel parameters. GEMM
+// coordinates and their decoding into (image, channel, row, column) are 32-bit (the host checks
+// that every GEMM dimension fits: 64-bit division costs several times more on a GPU); offsets
+// into the tensors are 64-bit.
 struct Dims {
-  int64_t N, C, H, W, OC, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw;
-  int64_t Cg, OCg, KK;  // channels per group, output channels per group, KH*KW
+  int N, C, H, W, OC, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw;
+  int Cg, OCg, KK;  // channels per group, output channels per group, KH*KW
 };
 
 Dims dims_of(const ConvGeometry& g) {
-  return Dims{g.N,
-              g.C,
-              g.H,
-              g.W,
-              g.OC,
-              g.KH,
-              g.KW,
-              g.OH,
-              g.OW,
-              g.sh,
-              g.sw,
-              g.ph,
-              g.pw,
-              g.dh,
-              g.dw,
-              g.C / g.groups,
-              g.OC / g.groups,
-              g.KH * g.KW};
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  return Dims{i32(g.N),
+              i32(g.C),
+              i32(g.H),
+              i32(g.W),
+              i32(g.OC),
+              i32(g.KH),
+              i32(g.KW),
+              i32(g.OH),
+              i32(g.OW),
+              i32(g.sh),
+              i32(g.sw),
+              i32(g.ph),
+              i32(g.pw),
+              i32(g.dh),
+              i32(g.dw),
+              i32(g.C / g.groups),
+              i32(g.OC / g.groups),
+              i32(g.KH * g.KW)};
 }
 
 // ------------------------------------------------------------------ the three problems
@@ -66,25 +70,25 @@ struct Forward {
   const T* w;
   const T* bias;
   T* y;
-  int64_t M, N, K;
+  int M, N, K;
 
-  EMBER_DEVICE T a(int64_t g, int64_t m, int64_t k) const { return w[(g * d.OCg + m) * K + k]; }
+  EMBER_DEVICE T a(int g, int m, int k) const { return w[static_cast<int64_t>(g * d.OCg + m) * K + k]; }
   struct Col {
     const T* base;  // the group's first input channel of image n
-    int64_t ih0, iw0;
+    int ih0, iw0;
   };
-  EMBER_DEVICE Col col(int64_t g, int64_t j) const {
-    const int64_t P = d.OH * d.OW, n = j / P, r = j - n * P, oh = r / d.OW, ow = r - oh * d.OW;
-    return Col{x + (n * d.C + g * d.Cg) * d.H * d.W, oh * d.sh - d.ph, ow * d.sw - d.pw};
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oh = r / d.OW, ow = r - oh * d.OW;
+    return Col{x + static_cast<int64_t>(n * d.C + g * d.Cg) * d.H * d.W, oh * d.sh - d.ph, ow * d.sw - d.pw};
   }
-  EMBER_DEVICE T b(const Col& c, int64_t k) const {
-    const int64_t ci = k / d.KK, r = k - ci * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    const int64_t ih = c.ih0 + kh * d.dh, iw = c.iw0 + kw * d.dw;
-    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(ci * d.H + ih) * d.W + iw] : T(0);
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int ci = k / d.KK, r = k - ci * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    const int ih = c.ih0 + kh * d.dh, iw = c.iw0 + kw * d.dw;
+    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(ci) * d.H + ih) * d.W + iw] : T(0);
   }
-  EMBER_DEVICE void store(int64_t g, int64_t, int64_t m, int64_t j, T v) const {
-    const int64_t P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;
-    y[(n * d.OC + oc) * P + r] = bias ? v + bias[oc] : v;
+  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
+    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;
+    y[(static_cast<int64_t>(n) * d.OC + oc) * P + r] = bias ? v + bias[oc] : v;
   }
 };
 
@@ -95,32 +99,32 @@ struct BackwardData {
   const T* w;
   const T* bias;  // per channel of grad_input (conv_transpose2d's bias)
   T* dx;
-  int64_t M, N, K;
+  int M, N, K;
 
-  EMBER_DEVICE T a(int64_t g, int64_t m, int64_t k) const {
-    const int64_t oc = k / d.KK, r = k - oc * d.KK;
-    return w[((g * d.OCg + oc) * d.Cg + m) * d.KK + r];
+  EMBER_DEVICE T a(int g, int m, int k) const {
+    const int oc = k / d.KK, r = k - oc * d.KK;
+    return w[(static_cast<int64_t>(g * d.OCg + oc) * d.Cg + m) * d.KK + r];
   }
   struct Col {
-    const T* base;   // the group's first output channel of image n
-    int64_t th, tw;  // ih + ph, iw + pw
+    const T* base;  // the group's first output channel of image n
+    int th, tw;     // ih + ph, iw + pw
   };
-  EMBER_DEVICE Col col(int64_t g, int64_t j) const {
-    const int64_t P = d.H * d.W, n = j / P, r = j - n * P, ih = r / d.W, iw = r - ih * d.W;
-    return Col{dy + (n * d.OC + g * d.OCg) * d.OH * d.OW, ih + d.ph, iw + d.pw};
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int P = d.H * d.W, n = j / P, r = j - n * P, ih = r / d.W, iw = r - ih * d.W;
+    return Col{dy + static_cast<int64_t>(n * d.OC + g * d.OCg) * d.OH * d.OW, ih + d.ph, iw + d.pw};
   }
   // Output row oh feeds input row ih through kh when oh * sh = ih + ph - kh * dh.
-  EMBER_DEVICE T b(const Col& c, int64_t k) const {
-    const int64_t oc = k / d.KK, r = k - oc * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    const int64_t th = c.th - kh * d.dh, tw = c.tw - kw * d.dw;
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int oc = k / d.KK, r = k - oc * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    const int th = c.th - kh * d.dh, tw = c.tw - kw * d.dw;
     if (th < 0 || tw < 0) return T(0);
-    const int64_t oh = th / d.sh, ow = tw / d.sw;
+    const int oh = th / d.sh, ow = tw / d.sw;
     if (oh * d.sh != th || ow * d.sw != tw || oh >= d.OH || ow >= d.OW) return T(0);
-    return c.base[(oc * d.OH + oh) * d.OW + ow];
+    return c.base[(static_cast<int64_t>(oc) * d.OH + oh) * d.OW + ow];
   }
-  EMBER_DEVICE void store(int64_t g, int64_t, int64_t m, int64_t j, T v) const {
-    const int64_t P = d.H * d.W, n = j / P, r = j - n * P, c = g * d.Cg + m;
-    dx[(n * d.C + c) * P + r] = bias ? v + bias[c] : v;
+  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
+    const int P = d.H * d.W, n = j / P, r = j - n * P, c = g * d.Cg + m;
+    dx[(static_cast<int64_t>(n) * d.C + c) * P + r] = bias ? v + bias[c] : v;
   }
 };
 
@@ -130,43 +134,46 @@ struct BackwardFilter {
   const T* dy;
   const T* x;
   T* dw;  // [OC, Cg*KK], or the partial sums [splits, OC, Cg*KK] when split
-  int64_t M, N, K;
+  int M, N, K;
 
-  EMBER_DEVICE T a(int64_t g, int64_t m, int64_t k) const {
-    const int64_t P = d.OH * d.OW, n = k / P, r = k - n * P;
-    return dy[(n * d.OC + g * d.OCg + m) * P + r];
+  EMBER_DEVICE T a(int g, int m, int k) const {
+    const int P = d.OH * d.OW, n = k / P, r = k - n * P;
+    return dy[(static_cast<int64_t>(n) * d.OC + g * d.OCg + m) * P + r];
   }
   struct Col {
-    const T* base;           // input channel c of image 0
-    int64_t kh_off, kw_off;  // kh * dh - ph, kw * dw - pw
+    const T* base;       // input channel c of image 0
+    int kh_off, kw_off;  // kh * dh - ph, kw * dw - pw
   };
-  EMBER_DEVICE Col col(int64_t g, int64_t j) const {
-    const int64_t c = j / d.KK, r = j - c * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    return Col{x + (g * d.Cg + c) * d.H * d.W, kh * d.dh - d.ph, kw * d.dw - d.pw};
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int c = j / d.KK, r = j - c * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    return Col{x + static_cast<int64_t>(g * d.Cg + c) * d.H * d.W, kh * d.dh - d.ph, kw * d.dw - d.pw};
   }
-  EMBER_DEVICE T b(const Col& c, int64_t k) const {
-    const int64_t P = d.OH * d.OW, n = k / P, r = k - n * P, oh = r / d.OW, ow = r - oh * d.OW;
-    const int64_t ih = oh * d.sh + c.kh_off, iw = ow * d.sw + c.kw_off;
-    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(n * d.C * d.H + ih) * d.W + iw] : T(0);
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int P = d.OH * d.OW, n = k / P, r = k - n * P, oh = r / d.OW, ow = r - oh * d.OW;
+    const int ih = oh * d.sh + c.kh_off, iw = ow * d.sw + c.kw_off;
+    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(n) * d.C * d.H + ih) * d.W + iw]
+                                                      : T(0);
   }
-  EMBER_DEVICE void store(int64_t g, int64_t split, int64_t m, int64_t j, T v) const {
-    dw[(split * d.OC + g * d.OCg + m) * N + j] = v;
+  EMBER_DEVICE void store(int g, int split, int m, int j, T v) const {
+    dw[(static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j] = v;
   }
 };
 
 // ------------------------------------------------------------------ the GEMM
 // Grid: x over N tiles, y over M tiles, z over groups x K splits (split = z % splits); each split
-// covers K range [split * kchunk, min(K, (split + 1) * kchunk)), kchunk a multiple of kBK.
+// covers K range [split * kchunk, min(K, (split + 1) * kchunk)), kchunk a multiple of kBK. The next
+// K slice is fetched into registers while the current one is multiplied out of shared memory, so
+// the global loads' latency overlaps the arithmetic.
 template <typename T, typename Problem>
-__global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int64_t splits, int64_t kchunk) {
+__global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits, int kchunk) {
   // +4 keeps the rows 16-byte aligned and staggers the banks between rows.
   EMBER_SHARED(T, As, [kBK][kBM + 4]);
   EMBER_SHARED(T, Bs, [kBK][kBN + 4]);
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % (kBN / kTN), ty = tid / (kBN / kTN);
-  const int64_t g = blockIdx.z / splits, split = blockIdx.z % splits;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM, n0 = static_cast<int64_t>(blockIdx.x) * kBN;
-  const int64_t k_begin = split * kchunk, k_end = p.K < k_begin + kchunk ? p.K : k_begin + kchunk;
+  const int g = static_cast<int>(blockIdx.z) / splits, split = static_cast<int>(blockIdx.z) % splits;
+  const int m0 = static_cast<int>(blockIdx.y) * kBM, n0 = static_cast<int>(blockIdx.x) * kBN;
+  const int k_begin = split * kchunk, k_end = p.K - k_begin < kchunk ? p.K : k_begin + kchunk;
 
   // Loaders: A by 16 consecutive k of 4 rows (k is A's contiguous dim in the forward), B by one
   // column per thread (its position decoded once) and 4 k rows.
@@ -174,24 +181,34 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int64_t spl
   const int b_n = tid % kBN, b_k = tid / kBN;  // k rows b_k + 4 i
   const bool col_ok = n0 + b_n < p.N;
   const typename Problem::Col cur = p.col(g, col_ok ? n0 + b_n : 0);
+  T a_next[4], b_next[4];
+  auto fetch = [&](int k0) {
+    EMBER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int m = m0 + a_m + 16 * i, k = k0 + a_k;
+      a_next[i] = m < p.M && k < k_end ? p.a(g, m, k) : T(0);
+    }
+    EMBER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int k = k0 + b_k + 4 * i;
+      b_next[i] = col_ok && k < k_end ? p.b(cur, k) : T(0);
+    }
+  };
 
   T acc[kTM][kTN];
   EMBER_UNROLL
   for (int i = 0; i < kTM; ++i) EMBER_UNROLL
   for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
 
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kBK) {
+  if (k_begin < k_end) fetch(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
     EMBER_UNROLL
     for (int i = 0; i < 4; ++i) {
-      const int64_t m = m0 + a_m + 16 * i, k = k0 + a_k;
-      As[a_k][a_m + 16 * i] = m < p.M && k < k_end ? p.a(g, m, k) : T(0);
-    }
-    EMBER_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const int64_t k = k0 + b_k + 4 * i;
-      Bs[b_k + 4 * i][b_n] = col_ok && k < k_end ? p.b(cur, k) : T(0);
+      As[a_k][a_m + 16 * i] = a_next[i];
+      Bs[b_k + 4 * i][b_n] = b_next[i];
     }
     __syncthreads();
+    if (k0 + kBK < k_end) fetch(k0 + kBK);
     EMBER_UNROLL
     for (int kk = 0; kk < kBK; ++kk) {
       T av[kTM], bv[kTN];
@@ -208,11 +225,11 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int64_t spl
 
   EMBER_UNROLL
   for (int i = 0; i < kTM; ++i) {
-    const int64_t m = m0 + ty * kTM + i;
+    const int m = m0 + ty * kTM + i;
     if (m >= p.M) break;
     EMBER_UNROLL
     for (int j = 0; j < kTN; ++j) {
-      const int64_t n = n0 + tx * kTN + j;
+      const int n = n0 + tx * kTN + j;
       if (n < p.N) p.store(g, split, m, n, acc[i][j]);
     }
   }
@@ -270,6 +287,18 @@ T* mptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
+// The kernels decode GEMM coordinates in 32-bit arithmetic: every dimension and the products
+// they form must stay below 2^31 (with room for one tile past the end).
+void check_32bit(const ConvGeometry& g, const char* op) {
+  constexpr int64_t kLimit = (int64_t{1} << 31) - 4 * kBN;
+  const int64_t kk = g.KH * g.KW;
+  for (int64_t v : {g.N * g.OH * g.OW, g.N * g.H * g.W, g.N * g.C, g.N * g.OC, g.C * kk, g.OC * kk, g.sh * g.OH,
+                    g.sw * g.OW, g.H + g.ph + g.dh * g.KH, g.W + g.pw + g.dw * g.KW})
+    EMBER_CHECK(v < kLimit, op, ": the convolution is too large for the CUDA kernels' 32-bit indexing (N=", g.N,
+                ", C=", g.C, ", H=", g.H, ", W=", g.W, ", OC=", g.OC, ", OH=", g.OH, ", OW=", g.OW,
+                "); expected every GEMM dimension below 2^31");
+}
+
 int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
@@ -280,6 +309,7 @@ void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& w
   DeviceGuard guard(out.device());
   EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] {
     using T = scalar_t;
+    check_32bit(g, "conv2d");
     const Dims d = dims_of(g);
     Forward<T> p{d,     cptr<T>(input),    cptr<T>(weight), cptr<T>(bias), mptr<T>(out),
                  d.OCg, d.N * d.OH * d.OW, d.Cg * d.KK};
@@ -293,6 +323,7 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
   DeviceGuard guard(grad_input.device());
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_input", [&] {
     using T = scalar_t;
+    check_32bit(g, "conv2d_backward_input");
     const Dims d = dims_of(g);
     BackwardData<T> p{d,    cptr<T>(grad_out), cptr<T>(weight), cptr<T>(bias), mptr<T>(grad_input),
                       d.Cg, d.N * d.H * d.W,   d.OCg * d.KK};
@@ -310,6 +341,7 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
       launch(bias_grad<T>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
              kernel_stream(), mptr<T>(grad_bias), cptr<T>(grad_out), g.N, g.OC, g.OH * g.OW);
     if (!grad_weight.defined() || grad_weight.numel() == 0) return;
+    check_32bit(g, "conv2d_backward_weight");
     BackwardFilter<T> p{d,     cptr<T>(grad_out), cptr<T>(input),   mptr<T>(grad_weight),
                         d.OCg, d.Cg * d.KK,       d.N * d.OH * d.OW};
     // Split K until the grid has enough blocks, each slice at least 8 K-tiles deep.

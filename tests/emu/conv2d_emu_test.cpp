@@ -11,11 +11,13 @@
 
 #include "core/nn_kernels.h"
 #include "emu/emu_test_util.h"
+#include "test_helpers.h"
 
 using namespace ember;
 using emu_test::device_copy;
 using emu_test::device_empty;
 using emu_test::expect_close;
+using test_util::expect_error;
 
 namespace {
 
@@ -100,6 +102,18 @@ TEST_P(Conv2d, FilterGradientAloneAndBiasGradientAlone) {
   emu::kernel(conv2d_backward_weight_stub)(Tensor(), dbd, device_copy(dy), device_copy(x), g);
   expect_close(dwd, dw, 1e-4, 1e-4, "filter gradient alone");
   expect_close(dbd, db, 1e-4, 1e-4, "bias gradient alone");
+}
+
+// The kernels index in 32 bits; a geometry past that is refused before any memory is touched.
+TEST(Conv2dLimits, AGeometryPast32BitIndexingIsAnError) {
+  ConvGeometry g = geometry(1, 1, 128, 128, 1, 1, 1, 1, 0, 0, 1, 1);
+  g.N = int64_t{1} << 18;  // 2^32 output pixels
+  Tensor t = device_empty({1}, DType::Float32);
+  expect_error([&] { emu::kernel(conv2d_forward_stub)(t, t, t, Tensor(), g); }, "conv2d", "32-bit");
+  expect_error([&] { emu::kernel(conv2d_backward_input_stub)(t, t, t, Tensor(), g); }, "conv2d_backward_input",
+               "32-bit");
+  expect_error([&] { emu::kernel(conv2d_backward_weight_stub)(t, Tensor(), t, t, g); }, "conv2d_backward_weight",
+               "32-bit");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOrders, Conv2d, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);
