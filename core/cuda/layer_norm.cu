@@ -4,7 +4,8 @@
 // memory, and the normalising pass subtracts the mean split into two T parts as the CPU does, so
 // float32 rows far from zero keep their precision. Backward: one block per row for grad_input
 // (two block sums, in double), and a column kernel for grad_weight and grad_bias that walks the
-// rows in a fixed order (deterministic: no atomics).
+// rows in a fixed order, split into row slices whose partials a second kernel adds in order when
+// the columns alone would not fill the GPU (deterministic: no atomics).
 #include <algorithm>
 #include <cstdint>
 
@@ -137,20 +138,27 @@ __global__ void ln_backward_rows(T* gi, const T* dy, const T* x, const T* w, con
   }
 }
 
-constexpr int kColRows = 8;  // threadIdx.y: rows walked in parallel per column
+constexpr int kColRows = 8;                 // threadIdx.y: rows walked in parallel per column
+constexpr int64_t kTargetBlocks = 2 * 132;  // enough blocks to fill a large GPU twice over
 
-// gw[i] = sum_r dy[r, i] * xhat[r, i], gb[i] = sum_r dy[r, i]; block (32, kColRows): a warp reads 32
-// neighbouring columns of one row; the kColRows partial sums are added in a fixed order.
+// Over rows [y * rows_per_slice, ...) of slice y = blockIdx.y: sw[c] = sum dy * xhat, sb[c] = sum dy.
+// Block (32, kColRows): a warp reads 32 neighbouring columns of one row; the kColRows partial sums
+// are added in a fixed order. With one slice the sums go straight to gw/gb; otherwise to the
+// double partials part_w/part_b [slices, D], which ln_sum_slices adds in slice order
+// (deterministic: no atomics).
 template <typename T>
-__global__ void ln_backward_columns(T* gw, T* gb, const T* dy, const T* x, const double* mean, const double* rstd,
-                                    int64_t M, int64_t D) {
+__global__ void ln_backward_columns(T* gw, T* gb, double* part_w, double* part_b, const T* dy, const T* x,
+                                    const double* mean, const double* rstd, int64_t M, int64_t D,
+                                    int64_t rows_per_slice) {
   EMBER_SHARED(double, pw, [kColRows][33]);
   EMBER_SHARED(double, pb, [kColRows][33]);
+  const int64_t r_begin = static_cast<int64_t>(blockIdx.y) * rows_per_slice;
+  const int64_t r_end = M - r_begin < rows_per_slice ? M : r_begin + rows_per_slice;
   for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32; c0 < D; c0 += static_cast<int64_t>(gridDim.x) * 32) {
     const int64_t c = c0 + threadIdx.x;
     double sw = 0, sb = 0;
     if (c < D) {
-      for (int64_t r = threadIdx.y; r < M; r += kColRows) {
+      for (int64_t r = r_begin + threadIdx.y; r < r_end; r += kColRows) {
         const double g = static_cast<double>(dy[r * D + c]);
         sw += g * (static_cast<double>(x[r * D + c]) - mean[r]) * rstd[r];
         sb += g;
@@ -166,9 +174,28 @@ __global__ void ln_backward_columns(T* gw, T* gb, const T* dy, const T* x, const
         tw += pw[k][threadIdx.x];
         tb += pb[k][threadIdx.x];
       }
-      if (gw) gw[c] = static_cast<T>(tw);
-      if (gb) gb[c] = static_cast<T>(tb);
+      if (gridDim.y == 1) {
+        if (gw) gw[c] = static_cast<T>(tw);
+        if (gb) gb[c] = static_cast<T>(tb);
+      } else {
+        part_w[blockIdx.y * D + c] = tw;
+        part_b[blockIdx.y * D + c] = tb;
+      }
     }
+  }
+}
+
+template <typename T>
+__global__ void ln_sum_slices(T* gw, T* gb, const double* part_w, const double* part_b, int64_t slices, int64_t D) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < D; c += step) {
+    double tw = 0, tb = 0;
+    for (int64_t s = 0; s < slices; ++s) {
+      tw += part_w[s * D + c];
+      tb += part_b[s * D + c];
+    }
+    if (gw) gw[c] = static_cast<T>(tw);
+    if (gb) gb[c] = static_cast<T>(tb);
   }
 }
 
@@ -208,10 +235,22 @@ void cuda_ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const
     if (grad_input.defined() && M > 0 && D > 0)
       launch(ln_backward_rows<T>, row_blocks(M), reduce_threads(D, 512), 0, kernel_stream(), ptr_or_null<T>(grad_input),
              dy, x, ptr_or_null<const T>(weight), mp, rp, M, D);
-    if ((grad_weight.defined() || grad_bias.defined()) && D > 0)
-      launch(ln_backward_columns<T>, static_cast<unsigned>(std::min<int64_t>((D + 31) / 32, kMaxBlocks)),
-             dim3(32, kColRows), 0, kernel_stream(), ptr_or_null<T>(grad_weight), ptr_or_null<T>(grad_bias), dy, x, mp,
-             rp, M, D);
+    if ((grad_weight.defined() || grad_bias.defined()) && D > 0) {
+      // Rows are split into slices (at least 64 rows each) until the grid fills the GPU.
+      const int64_t col_blocks = std::min<int64_t>((D + 31) / 32, kMaxBlocks);
+      const int64_t slices = std::clamp<int64_t>(std::min((M + 63) / 64, kTargetBlocks / col_blocks), 1, 1024);
+      const int64_t rows_per_slice = std::max<int64_t>((M + slices - 1) / slices, 1);
+      Tensor part =
+          slices > 1 ? empty({2 * slices * D}, {.dtype = DType::Float64, .device = input.device()}) : Tensor();
+      double* pw = ptr_or_null<double>(part);
+      launch(ln_backward_columns<T>, dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(slices)),
+             dim3(32, kColRows), 0, kernel_stream(), ptr_or_null<T>(grad_weight), ptr_or_null<T>(grad_bias), pw,
+             pw ? pw + slices * D : nullptr, dy, x, mp, rp, M, D, rows_per_slice);
+      if (slices > 1)
+        launch(ln_sum_slices<T>, static_cast<unsigned>(std::min<int64_t>((D + 255) / 256, kMaxBlocks)), 256, 0,
+               kernel_stream(), ptr_or_null<T>(grad_weight), ptr_or_null<T>(grad_bias), static_cast<const double*>(pw),
+               static_cast<const double*>(pw + slices * D), slices, D);
+    }
   });
 }
 

@@ -1,7 +1,8 @@
 // The CUDA layer norm (core/cuda/layer_norm.cu) run by the kernel emulator against the CPU
 // kernels: forward (output, mean, rstd) and backward (input, weight and bias gradients), with and
 // without affine parameters, rows shorter and longer than a warp and not multiples of the block,
-// rows far from zero, in all three thread orders.
+// rows far from zero, enough rows to split the weight and bias gradients into row slices, in all
+// three thread orders.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,7 +27,8 @@ double tol(DType dt) {
 }  // namespace
 
 TEST_P(LayerNorm, ForwardAndBackwardMatchTheCpu) {
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {3, 7}, {5, 33}, {2, 100}, {4, 600}, {0, 5}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},   {3, 7}, {5, 33},  {2, 100},
+                                                           {4, 600}, {0, 5}, {130, 24}};
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (auto [M, D] : shapes) {
       for (bool affine : {true, false}) {
