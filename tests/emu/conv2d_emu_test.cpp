@@ -104,6 +104,36 @@ TEST_P(Conv2d, FilterGradientAloneAndBiasGradientAlone) {
   expect_close(dbd, db, 1e-4, 1e-4, "bias gradient alone");
 }
 
+// conv_transpose2d (core/ops/conv.cpp) runs its forward as backward-data with its bias, its
+// input gradient as forward and its weight gradient as backward-filter with the roles of input
+// and output gradient swapped; here with stride 2, padding 1 and output_padding 1 (the last
+// output row and column are reached by no input pixel), groups 2.
+TEST_P(Conv2d, ConvTransposeRolesMatchTheCpu) {
+  // Transpose input [2, 4, 5, 4] -> output [2, 6, H, W]; as a conv, the output is its input.
+  const int64_t n = 2, cin = 4, ih = 5, iw = 4, cout = 6, k = 3, s = 2, p = 1, op = 1, groups = 2;
+  ConvGeometry g;
+  g.N = n, g.C = cout, g.OC = cin, g.KH = k, g.KW = k, g.sh = s, g.sw = s, g.ph = p, g.pw = p, g.groups = groups;
+  g.OH = ih, g.OW = iw;
+  g.H = (ih - 1) * s - 2 * p + (k - 1) + op + 1, g.W = (iw - 1) * s - 2 * p + (k - 1) + op + 1;
+  const Shape xs{n, cin, ih, iw}, ys{n, cout, g.H, g.W}, ws{cin, cout / groups, k, k};
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Tensor x = randn(xs, {.dtype = dt}), w = randn(ws, {.dtype = dt}), b = randn({cout}, {.dtype = dt});
+    Tensor gy = randn(ys, {.dtype = dt});
+    Tensor y = empty(ys, {.dtype = dt}), yd = device_empty(ys, dt);
+    conv2d_backward_input_stub(Device::cpu())(y, x, w, b, g);
+    emu::kernel(conv2d_backward_input_stub)(yd, device_copy(x), device_copy(w), device_copy(b), g);
+    expect_close(yd, y, tol(dt), tol(dt), "transpose forward");
+    Tensor gx = empty(xs, {.dtype = dt}), gxd = device_empty(xs, dt);
+    conv2d_forward_stub(Device::cpu())(gx, gy, w, Tensor(), g);
+    emu::kernel(conv2d_forward_stub)(gxd, device_copy(gy), device_copy(w), Tensor(), g);
+    expect_close(gxd, gx, tol(dt), tol(dt), "transpose input gradient");
+    Tensor gw = empty(ws, {.dtype = dt}), gwd = device_empty(ws, dt);
+    conv2d_backward_weight_stub(Device::cpu())(gw, Tensor(), x, gy, g);
+    emu::kernel(conv2d_backward_weight_stub)(gwd, Tensor(), device_copy(x), device_copy(gy), g);
+    expect_close(gwd, gw, tol(dt), tol(dt), "transpose weight gradient");
+  }
+}
+
 // The kernels index in 32 bits; a geometry past that is refused before any memory is touched.
 TEST(Conv2dLimits, AGeometryPast32BitIndexingIsAnError) {
   ConvGeometry g = geometry(1, 1, 128, 128, 1, 1, 1, 1, 0, 0, 1, 1);
