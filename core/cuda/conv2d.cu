@@ -161,7 +161,10 @@ struct BackwardFilter {
 
 // ------------------------------------------------------------------ the GEMM
 // Grid: x over N tiles, y over M tiles, z over groups x K splits (split = z % splits); each split
-// covers K range [split * kchunk, min(K, (split + 1) * kchunk)), kchunk a multiple of kBK. The next
+// covers K range [split * kchunk, min(K, (split + 1) * kchunk)), kchunk a multiple of kBK. A thread's
+// 4x4 outputs are rows ty + 16 i and columns tx + 16 j (not 4 adjacent ones): the 16 threads of a
+// half-warp then read 16 consecutive shared-memory words (no bank conflicts) and store 16
+// consecutive output positions (coalesced). The next
 // K slice is fetched into registers while the current one is multiplied out of shared memory, so
 // the global loads' latency overlaps the arithmetic.
 template <typename T, typename Problem>
@@ -213,9 +216,9 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
     for (int kk = 0; kk < kBK; ++kk) {
       T av[kTM], bv[kTN];
       EMBER_UNROLL
-      for (int i = 0; i < kTM; ++i) av[i] = As[kk][ty * kTM + i];
+      for (int i = 0; i < kTM; ++i) av[i] = As[kk][ty + i * (kBM / kTM)];
       EMBER_UNROLL
-      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tx * kTN + j];
+      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tx + j * (kBN / kTN)];
       EMBER_UNROLL
       for (int i = 0; i < kTM; ++i) EMBER_UNROLL
       for (int j = 0; j < kTN; ++j) acc[i][j] += av[i] * bv[j];
@@ -225,11 +228,11 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
 
   EMBER_UNROLL
   for (int i = 0; i < kTM; ++i) {
-    const int m = m0 + ty * kTM + i;
+    const int m = m0 + ty + i * (kBM / kTM);
     if (m >= p.M) break;
     EMBER_UNROLL
     for (int j = 0; j < kTN; ++j) {
-      const int n = n0 + tx * kTN + j;
+      const int n = n0 + tx + j * (kBN / kTN);
       if (n < p.N) p.store(g, split, m, n, acc[i][j]);
     }
   }
