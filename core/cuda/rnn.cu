@@ -168,24 +168,43 @@ __global__ void cell_backward(int cell, const T* gt, const T* cp, const T* cn, c
 }
 
 constexpr int kColRows = 8;
+constexpr int64_t kTargetBlocks = 2 * 132;  // enough blocks to fill a large GPU twice over
 
-// y[c] = sum over r of a[r, c]: block (32, kColRows), partial sums added in a fixed order.
+// Sums over rows [y * rows_per_slice, ...) of slice y = blockIdx.y of each column of a [rows, cols]:
+// block (32, kColRows), a warp reading 32 neighbouring columns of a row, the kColRows partial
+// sums added in a fixed order. One slice writes y directly; several write double partials
+// [slices, cols] that sum_slices adds in slice order (deterministic: no atomics).
 template <typename T>
-__global__ void column_sums(T* y, const T* a, int64_t rows, int64_t cols) {
-  EMBER_SHARED(double, part, [kColRows][33]);
+__global__ void column_sums(T* y, double* part, const T* a, int64_t rows, int64_t cols, int64_t rows_per_slice) {
+  EMBER_SHARED(double, acc, [kColRows][33]);
+  const int64_t r_begin = static_cast<int64_t>(blockIdx.y) * rows_per_slice;
+  const int64_t r_end = rows - r_begin < rows_per_slice ? rows : r_begin + rows_per_slice;
   for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32; c0 < cols; c0 += static_cast<int64_t>(gridDim.x) * 32) {
     const int64_t c = c0 + threadIdx.x;
     double s = 0;
     if (c < cols)
-      for (int64_t r = threadIdx.y; r < rows; r += kColRows) s += static_cast<double>(a[r * cols + c]);
+      for (int64_t r = r_begin + threadIdx.y; r < r_end; r += kColRows) s += static_cast<double>(a[r * cols + c]);
     __syncthreads();  // the previous column block's readers are done
-    part[threadIdx.y][threadIdx.x] = s;
+    acc[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && c < cols) {
       double total = 0;
-      for (int k = 0; k < kColRows; ++k) total += part[k][threadIdx.x];
-      y[c] = static_cast<T>(total);
+      for (int k = 0; k < kColRows; ++k) total += acc[k][threadIdx.x];
+      if (gridDim.y == 1)
+        y[c] = static_cast<T>(total);
+      else
+        part[blockIdx.y * cols + c] = total;
     }
+  }
+}
+
+template <typename T>
+__global__ void sum_slices(T* y, const double* part, int64_t slices, int64_t cols) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += step) {
+    double total = 0;
+    for (int64_t s = 0; s < slices; ++s) total += part[s * cols + c];
+    y[c] = static_cast<T>(total);
   }
 }
 
@@ -236,6 +255,23 @@ Tensor lengths_on_device(const std::vector<int64_t>& lengths, Device dev) {
   std::memcpy(t.raw_data(), lengths.data(), bytes);
 #endif
   return t;
+}
+
+// y[c] = sum over r of a[r, c]; rows are split into slices (at least 64 rows each) until the
+// grid fills the GPU.
+template <typename T>
+void column_sum(T* y, const T* a, int64_t rows, int64_t cols, Device dev) {
+  if (cols == 0) return;
+  const int64_t col_blocks = std::min<int64_t>((cols + 31) / 32, kMaxBlocks);
+  const int64_t slices = std::clamp<int64_t>(std::min((rows + 63) / 64, kTargetBlocks / col_blocks), 1, 1024);
+  const int64_t rows_per_slice = std::max<int64_t>((rows + slices - 1) / slices, 1);
+  Tensor part = slices > 1 ? empty({slices * cols}, {.dtype = DType::Float64, .device = dev}) : Tensor();
+  double* p = mptr<double>(part);
+  launch(column_sums<T>, dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(slices)), dim3(32, kColRows), 0,
+         kernel_stream(), y, p, a, rows, cols, rows_per_slice);
+  if (slices > 1)
+    launch(sum_slices<T>, blocks_for(cols), kThreads, 0, kernel_stream(), y, static_cast<const double*>(p), slices,
+           cols);
 }
 
 struct Steps {
@@ -346,11 +382,8 @@ void backward_impl(const RnnBackwardArgs& a) {
     const T* h_prev = hs + (cfg.reverse ? BH : 0);  // the states before each step, in time order
     gemm<T>(dev, true, false, GH, H, rows, cdgh, GH, h_prev, H, 0.0, mptr<T>(a.grad_w_hh), H);
   }
-  const unsigned col_blocks = static_cast<unsigned>(std::clamp<int64_t>((GH + 31) / 32, 1, kMaxBlocks));
-  if (a.grad_b_ih.defined() && GH > 0)
-    launch(column_sums<T>, col_blocks, dim3(32, kColRows), 0, kernel_stream(), mptr<T>(a.grad_b_ih), cdgx, rows, GH);
-  if (a.grad_b_hh.defined() && GH > 0)
-    launch(column_sums<T>, col_blocks, dim3(32, kColRows), 0, kernel_stream(), mptr<T>(a.grad_b_hh), cdgh, rows, GH);
+  if (a.grad_b_ih.defined()) column_sum(mptr<T>(a.grad_b_ih), cdgx, rows, GH, dev);
+  if (a.grad_b_hh.defined()) column_sum(mptr<T>(a.grad_b_hh), cdgh, rows, GH, dev);
 }
 
 void cuda_rnn_forward(const RnnForwardArgs& a) {

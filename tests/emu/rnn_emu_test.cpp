@@ -156,4 +156,9 @@ TEST_P(Rnn, ManyUnitsSpanSeveralBlocks) {
   check_case({RnnMode::Gru, false, true, true, 2, 3, 4, 100, {}}, DType::Float32);
 }
 
+TEST_P(Rnn, BiasGradientsOverManyStepsAreSplitIntoRowSlices) {
+  check_case({RnnMode::Gru, false, true, false, 20, 4, 3, 5, {}}, DType::Float64);  // 80 rows: two slices
+  check_case({RnnMode::Lstm, true, true, false, 17, 5, 2, 3, {}}, DType::Float32);  // 85 rows
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOrders, Rnn, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);
