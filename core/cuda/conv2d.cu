@@ -1,0 +1,376 @@
+// CUDA conv2d forward, backward-data and backward-filter (core/nn_kernels.h) as implicit GEMMs:
+// no im2col buffer; each pass is a GEMM whose operands are gathered from the tensors while a
+// tile is loaded into shared memory. One kernel (implicit_gemm) holds the GEMM: a 64x64 output
+// tile per block of 256 threads, 16-deep K slices staged in shared memory, each thread a 4x4
+// block of accumulators in registers. The three passes differ only in a Problem that maps GEMM
+// coordinates to tensor positions (stride, padding, dilation; groups on blockIdx.z):
+//   forward          C[oc, (n,oh,ow)]  = W[oc, (c,kh,kw)]   * X[(c,kh,kw), (n,oh,ow)]
+//   backward-data    C[c, (n,ih,iw)]   = W^T[c, (oc,kh,kw)] * dY[(oc,kh,kw), (n,ih,iw)]
+//   backward-filter  C[oc, (c,kh,kw)]  = dY[oc, (n,oh,ow)]  * X[(n,oh,ow), (c,kh,kw)]
+// conv_transpose2d's forward is backward-data and its backward-data is forward (the op layer
+// swaps them). The filter gradient's K (batch x output pixels) is long, so it is split over
+// blockIdx.z into slices whose partial products a second kernel adds in a fixed order
+// (deterministic: no atomics). The bias gradient is a per-channel block reduction.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda/block_reduce.h"
+#include "core/cuda/device_api.h"
+#include "core/cuda/launch.h"
+#include "core/error.h"
+#include "core/nn_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kBM = 64, kBN = 64, kBK = 16;          // block tile: M x N outputs, K slice
+constexpr int kTM = 4, kTN = 4;                      // per-thread register block
+constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
+static_assert(kBM * kBK == 4 * kThreads && kBN * kBK == 4 * kThreads, "each thread loads 4 of A and 4 of B");
+
+// The geometry with the per-group sizes the problems need, as kernel parameters. GEMM
+// coordinates and their decoding into (image, channel, row, column) are 32-bit (the host checks
+// that every GEMM dimension fits: 64-bit division costs several times more on a GPU); offsets
+// into the tensors are 64-bit.
+struct Dims {
+  int N, C, H, W, OC, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw;
+  int Cg, OCg, KK;  // channels per group, output channels per group, KH*KW
+};
+
+Dims dims_of(const ConvGeometry& g) {
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  return Dims{i32(g.N),
+              i32(g.C),
+              i32(g.H),
+              i32(g.W),
+              i32(g.OC),
+              i32(g.KH),
+              i32(g.KW),
+              i32(g.OH),
+              i32(g.OW),
+              i32(g.sh),
+              i32(g.sw),
+              i32(g.ph),
+              i32(g.pw),
+              i32(g.dh),
+              i32(g.dw),
+              i32(g.C / g.groups),
+              i32(g.OC / g.groups),
+              i32(g.KH * g.KW)};
+}
+
+// ------------------------------------------------------------------ the three problems
+// Each provides M, N, K (per group), a(g, m, k), a column cursor col(g, n) whose b(k) reads
+// B[k, n] (zero outside the input), and store(g, split, m, n, value).
+
+template <typename T>
+struct Forward {
+  Dims d;
+  const T* x;
+  const T* w;
+  const T* bias;
+  T* y;
+  int M, N, K;
+
+  EMBER_DEVICE T a(int g, int m, int k) const { return w[static_cast<int64_t>(g * d.OCg + m) * K + k]; }
+  struct Col {
+    const T* base;  // the group's first input channel of image n
+    int ih0, iw0;
+  };
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oh = r / d.OW, ow = r - oh * d.OW;
+    return Col{x + static_cast<int64_t>(n * d.C + g * d.Cg) * d.H * d.W, oh * d.sh - d.ph, ow * d.sw - d.pw};
+  }
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int ci = k / d.KK, r = k - ci * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    const int ih = c.ih0 + kh * d.dh, iw = c.iw0 + kw * d.dw;
+    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(ci) * d.H + ih) * d.W + iw] : T(0);
+  }
+  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
+    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;
+    y[(static_cast<int64_t>(n) * d.OC + oc) * P + r] = bias ? v + bias[oc] : v;
+  }
+};
+
+template <typename T>
+struct BackwardData {
+  Dims d;
+  const T* dy;
+  const T* w;
+  const T* bias;  // per channel of grad_input (conv_transpose2d's bias)
+  T* dx;
+  int M, N, K;
+
+  EMBER_DEVICE T a(int g, int m, int k) const {
+    const int oc = k / d.KK, r = k - oc * d.KK;
+    return w[(static_cast<int64_t>(g * d.OCg + oc) * d.Cg + m) * d.KK + r];
+  }
+  struct Col {
+    const T* base;  // the group's first output channel of image n
+    int th, tw;     // ih + ph, iw + pw
+  };
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int P = d.H * d.W, n = j / P, r = j - n * P, ih = r / d.W, iw = r - ih * d.W;
+    return Col{dy + static_cast<int64_t>(n * d.OC + g * d.OCg) * d.OH * d.OW, ih + d.ph, iw + d.pw};
+  }
+  // Output row oh feeds input row ih through kh when oh * sh = ih + ph - kh * dh.
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int oc = k / d.KK, r = k - oc * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    const int th = c.th - kh * d.dh, tw = c.tw - kw * d.dw;
+    if (th < 0 || tw < 0) return T(0);
+    const int oh = th / d.sh, ow = tw / d.sw;
+    if (oh * d.sh != th || ow * d.sw != tw || oh >= d.OH || ow >= d.OW) return T(0);
+    return c.base[(static_cast<int64_t>(oc) * d.OH + oh) * d.OW + ow];
+  }
+  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
+    const int P = d.H * d.W, n = j / P, r = j - n * P, c = g * d.Cg + m;
+    dx[(static_cast<int64_t>(n) * d.C + c) * P + r] = bias ? v + bias[c] : v;
+  }
+};
+
+template <typename T>
+struct BackwardFilter {
+  Dims d;
+  const T* dy;
+  const T* x;
+  T* dw;  // [OC, Cg*KK], or the partial sums [splits, OC, Cg*KK] when split
+  int M, N, K;
+
+  EMBER_DEVICE T a(int g, int m, int k) const {
+    const int P = d.OH * d.OW, n = k / P, r = k - n * P;
+    return dy[(static_cast<int64_t>(n) * d.OC + g * d.OCg + m) * P + r];
+  }
+  struct Col {
+    const T* base;       // input channel c of image 0
+    int kh_off, kw_off;  // kh * dh - ph, kw * dw - pw
+  };
+  EMBER_DEVICE Col col(int g, int j) const {
+    const int c = j / d.KK, r = j - c * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
+    return Col{x + static_cast<int64_t>(g * d.Cg + c) * d.H * d.W, kh * d.dh - d.ph, kw * d.dw - d.pw};
+  }
+  EMBER_DEVICE T b(const Col& c, int k) const {
+    const int P = d.OH * d.OW, n = k / P, r = k - n * P, oh = r / d.OW, ow = r - oh * d.OW;
+    const int ih = oh * d.sh + c.kh_off, iw = ow * d.sw + c.kw_off;
+    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(n) * d.C * d.H + ih) * d.W + iw]
+                                                      : T(0);
+  }
+  EMBER_DEVICE void store(int g, int split, int m, int j, T v) const {
+    dw[(static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j] = v;
+  }
+};
+
+// ------------------------------------------------------------------ the GEMM
+// Grid: x over N tiles, y over M tiles, z over groups x K splits (split = z % splits); each split
+// covers K range [split * kchunk, min(K, (split + 1) * kchunk)), kchunk a multiple of kBK. A thread's
+// 4x4 outputs are rows ty + 16 i and columns tx + 16 j (not 4 adjacent ones): the 16 threads of a
+// half-warp then read 16 consecutive shared-memory words (no bank conflicts) and store 16
+// consecutive output positions (coalesced). The next
+// K slice is fetched into registers while the current one is multiplied out of shared memory, so
+// the global loads' latency overlaps the arithmetic.
+template <typename T, typename Problem>
+__global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits, int kchunk) {
+  // +4 keeps the rows 16-byte aligned and staggers the banks between rows.
+  EMBER_SHARED(T, As, [kBK][kBM + 4]);
+  EMBER_SHARED(T, Bs, [kBK][kBN + 4]);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tx = tid % (kBN / kTN), ty = tid / (kBN / kTN);
+  const int g = static_cast<int>(blockIdx.z) / splits, split = static_cast<int>(blockIdx.z) % splits;
+  const int m0 = static_cast<int>(blockIdx.y) * kBM, n0 = static_cast<int>(blockIdx.x) * kBN;
+  const int k_begin = split * kchunk, k_end = p.K - k_begin < kchunk ? p.K : k_begin + kchunk;
+
+  // Loaders: A by 16 consecutive k of 4 rows (k is A's contiguous dim in the forward), B by one
+  // column per thread (its position decoded once) and 4 k rows.
+  const int a_k = tid % kBK, a_m = tid / kBK;  // rows a_m + 16 i
+  const int b_n = tid % kBN, b_k = tid / kBN;  // k rows b_k + 4 i
+  const bool col_ok = n0 + b_n < p.N;
+  const typename Problem::Col cur = p.col(g, col_ok ? n0 + b_n : 0);
+  T a_next[4], b_next[4];
+  auto fetch = [&](int k0) {
+    EMBER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int m = m0 + a_m + 16 * i, k = k0 + a_k;
+      a_next[i] = m < p.M && k < k_end ? p.a(g, m, k) : T(0);
+    }
+    EMBER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int k = k0 + b_k + 4 * i;
+      b_next[i] = col_ok && k < k_end ? p.b(cur, k) : T(0);
+    }
+  };
+
+  T acc[kTM][kTN];
+  EMBER_UNROLL
+  for (int i = 0; i < kTM; ++i) EMBER_UNROLL
+  for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
+
+  if (k_begin < k_end) fetch(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
+    EMBER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      As[a_k][a_m + 16 * i] = a_next[i];
+      Bs[b_k + 4 * i][b_n] = b_next[i];
+    }
+    __syncthreads();
+    if (k0 + kBK < k_end) fetch(k0 + kBK);
+    EMBER_UNROLL
+    for (int kk = 0; kk < kBK; ++kk) {
+      T av[kTM], bv[kTN];
+      EMBER_UNROLL
+      for (int i = 0; i < kTM; ++i) av[i] = As[kk][ty + i * (kBM / kTM)];
+      EMBER_UNROLL
+      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tx + j * (kBN / kTN)];
+      EMBER_UNROLL
+      for (int i = 0; i < kTM; ++i) EMBER_UNROLL
+      for (int j = 0; j < kTN; ++j) acc[i][j] += av[i] * bv[j];
+    }
+    __syncthreads();  // the tile is consumed before the next slice overwrites it
+  }
+
+  EMBER_UNROLL
+  for (int i = 0; i < kTM; ++i) {
+    const int m = m0 + ty + i * (kBM / kTM);
+    if (m >= p.M) break;
+    EMBER_UNROLL
+    for (int j = 0; j < kTN; ++j) {
+      const int n = n0 + tx + j * (kBN / kTN);
+      if (n < p.N) p.store(g, split, m, n, acc[i][j]);
+    }
+  }
+}
+
+// out[i] = sum over s of part[s * n + i], in order.
+template <typename T>
+__global__ void sum_splits(T* out, const T* part, int64_t splits, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    T s = T(0);
+    for (int64_t k = 0; k < splits; ++k) s += part[k * n + i];
+    out[i] = s;
+  }
+}
+
+struct AddF {
+  EMBER_DEVICE double operator()(double a, double b) const { return a + b; }
+};
+
+// grad_bias[oc] = sum of dy over images and output pixels: one block per channel.
+template <typename T>
+__global__ void bias_grad(T* gb, const T* dy, int64_t N, int64_t OC, int64_t P) {
+  for (int64_t oc = blockIdx.x; oc < OC; oc += gridDim.x) {
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t r = threadIdx.x; r < P; r += blockDim.x) s += static_cast<double>(dy[(n * OC + oc) * P + r]);
+    s = block_reduce(s, AddF{}, 0.0);
+    if (threadIdx.x == 0) gb[oc] = static_cast<T>(s);
+  }
+}
+
+// ------------------------------------------------------------------ host side
+
+constexpr int64_t kMaxGrid = 65535;         // gridDim.y and gridDim.z limit
+constexpr int64_t kTargetBlocks = 2 * 132;  // enough to fill a large GPU twice over
+
+template <typename T, typename Problem>
+void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) {
+  if (p.M == 0 || p.N == 0 || groups == 0) return;
+  const int64_t gx = (p.N + kBN - 1) / kBN, gy = (p.M + kBM - 1) / kBM, gz = groups * splits;
+  EMBER_CHECK(gx <= 0x7fffffff && gy <= kMaxGrid && gz <= kMaxGrid, "conv2d: the implicit GEMM's grid (", gx, ", ", gy,
+              ", ", gz, ") exceeds the CUDA grid limits");
+  launch(implicit_gemm<T, Problem>,
+         dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), kThreads, 0,
+         kernel_stream(), p, splits, kchunk);
+}
+
+template <typename T>
+const T* cptr(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
+}
+template <typename T>
+T* mptr(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
+}
+
+// The kernels decode GEMM coordinates in 32-bit arithmetic: every dimension and the products
+// they form must stay below 2^31 (with room for one tile past the end).
+void check_32bit(const ConvGeometry& g, const char* op) {
+  constexpr int64_t kLimit = (int64_t{1} << 31) - 4 * kBN;
+  const int64_t kk = g.KH * g.KW;
+  for (int64_t v : {g.N * g.OH * g.OW, g.N * g.H * g.W, g.N * g.C, g.N * g.OC, g.C * kk, g.OC * kk, g.sh * g.OH,
+                    g.sw * g.OW, g.H + g.ph + g.dh * g.KH, g.W + g.pw + g.dw * g.KW})
+    EMBER_CHECK(v < kLimit, op, ": the convolution is too large for the CUDA kernels' 32-bit indexing (N=", g.N,
+                ", C=", g.C, ", H=", g.H, ", W=", g.W, ", OC=", g.OC, ", OH=", g.OH, ", OW=", g.OW,
+                "); expected every GEMM dimension below 2^31");
+}
+
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         const ConvGeometry& g) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(out.device());
+  EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] {
+    using T = scalar_t;
+    check_32bit(g, "conv2d");
+    const Dims d = dims_of(g);
+    Forward<T> p{d,     cptr<T>(input),    cptr<T>(weight), cptr<T>(bias), mptr<T>(out),
+                 d.OCg, d.N * d.OH * d.OW, d.Cg * d.KK};
+    run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
+  });
+}
+
+void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
+                                const Tensor& bias, const ConvGeometry& g) {
+  if (grad_input.numel() == 0) return;
+  DeviceGuard guard(grad_input.device());
+  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_input", [&] {
+    using T = scalar_t;
+    check_32bit(g, "conv2d_backward_input");
+    const Dims d = dims_of(g);
+    BackwardData<T> p{d,    cptr<T>(grad_out), cptr<T>(weight), cptr<T>(bias), mptr<T>(grad_input),
+                      d.Cg, d.N * d.H * d.W,   d.OCg * d.KK};
+    run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
+  });
+}
+
+void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
+                                 const Tensor& input, const ConvGeometry& g) {
+  DeviceGuard guard(grad_out.device());
+  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_weight", [&] {
+    using T = scalar_t;
+    const Dims d = dims_of(g);
+    if (grad_bias.defined() && g.OC > 0)
+      launch(bias_grad<T>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
+             kernel_stream(), mptr<T>(grad_bias), cptr<T>(grad_out), g.N, g.OC, g.OH * g.OW);
+    if (!grad_weight.defined() || grad_weight.numel() == 0) return;
+    check_32bit(g, "conv2d_backward_weight");
+    BackwardFilter<T> p{d,     cptr<T>(grad_out), cptr<T>(input),   mptr<T>(grad_weight),
+                        d.OCg, d.Cg * d.KK,       d.N * d.OH * d.OW};
+    // Split K until the grid has enough blocks, each slice at least 8 K-tiles deep.
+    const int64_t tiles = ((p.M + kBM - 1) / kBM) * ((p.N + kBN - 1) / kBN) * g.groups;
+    const int64_t max_splits = std::max<int64_t>(1, p.K / (8 * kBK));
+    int64_t splits = std::clamp<int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, max_splits);
+    splits = std::min<int64_t>(splits, kMaxGrid / std::max<int64_t>(g.groups, 1));
+    const int64_t kchunk = round_up(std::max<int64_t>((p.K + splits - 1) / splits, 1), kBK);
+    splits = std::max<int64_t>(1, (p.K + kchunk - 1) / kchunk);
+    if (splits == 1) {
+      run_gemm<T>(p, g.groups, 1, kchunk);
+      return;
+    }
+    const int64_t n = grad_weight.numel();
+    Tensor part = empty({splits * n}, {.dtype = grad_weight.dtype(), .device = grad_weight.device()});
+    p.dw = mptr<T>(part);
+    run_gemm<T>(p, g.groups, splits, kchunk);
+    launch(sum_splits<T>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0, kernel_stream(),
+           mptr<T>(grad_weight), cptr<T>(part), splits, n);
+  });
+}
+
+}  // namespace
+
+EMBER_REGISTER_CUDA_KERNEL(conv2d_forward_stub, cuda_conv2d_forward);
+EMBER_REGISTER_CUDA_KERNEL(conv2d_backward_input_stub, cuda_conv2d_backward_input);
+EMBER_REGISTER_CUDA_KERNEL(conv2d_backward_weight_stub, cuda_conv2d_backward_weight);
+
+}  // namespace ember::cuda
