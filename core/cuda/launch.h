@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/launch_count.h"
 
 namespace ember::cuda {
 
@@ -18,6 +19,7 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t shared_
             Args&&... args) {
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
   EMBER_CUDA_CHECK_LAUNCH();
+  detail::count_launch();
 }
 
 }  // namespace ember::cuda
