@@ -173,3 +173,27 @@ TEST_F(KernelChoiceTest, NoRunnableCandidateIsAnErrorNamingFamilyAndKey) {
   EXPECT_TRUE(has(msg, "vendor: not deterministic")) << msg;
   EXPECT_EQ(f.vendor_runs, 0);
 }
+
+TEST_F(KernelChoiceTest, NativeEntriesAreKeptPerStubAndFamily) {
+  // Two stand-in stubs: entries are keyed by the stub's address, created empty on first lookup.
+  static int stub_a = 0, stub_b = 0;
+  EXPECT_EQ(native_entry(&stub_a, KernelFamily::Pool).fn, nullptr);
+  EXPECT_FALSE(has_native(KernelFamily::Pool)) << "an empty entry is no kernel";
+  NativeEntry& e = native_entry(&stub_a, KernelFamily::Pool);
+  e.fn = &stub_b;
+  e.deterministic = false;
+  EXPECT_TRUE(has_native(KernelFamily::Pool));
+  EXPECT_FALSE(has_native(KernelFamily::BatchNorm));
+  EXPECT_EQ(native_entry(&stub_a, KernelFamily::Pool).fn, &stub_b);
+  EXPECT_FALSE(native_entry(&stub_a, KernelFamily::Pool).deterministic);
+  EXPECT_EQ(native_entry(&stub_b, KernelFamily::Pool).fn, nullptr);
+  e.fn = nullptr;  // leave the process-wide table as it was
+  EXPECT_FALSE(has_native(KernelFamily::Pool));
+}
+
+TEST_F(KernelChoiceTest, VendorFamiliesAreRegistered) {
+  // No backend has a batch-norm vendor path; registering one is remembered.
+  EXPECT_FALSE(has_vendor(KernelFamily::BatchNorm));
+  register_vendor(KernelFamily::BatchNorm);
+  EXPECT_TRUE(has_vendor(KernelFamily::BatchNorm));
+}

@@ -25,7 +25,7 @@ check "says no GPU was found" grep -q "no GPU found" "$tmp/out"
 check "the gpu label reports the skip" grep -qE "ctest -L gpu +\| skipped: no CUDA device" "$tmp/out"
 check "bench/gpu reports the skip" grep -qE "bench/gpu +\| skipped: no CUDA device" "$tmp/out"
 check "bench/gpu prints n/a rows, no numbers" grep -q "sgemm 1024..8192 .*n/a (no GPU)" "$tmp/out"
-check "the summary table is last" bash -c "tail -n 4 '$tmp/out' | head -n1 | grep -q '^| step'"
+check "the summary table is last" bash -c "tail -n 5 '$tmp/out' | head -n1 | grep -q '^| step' && tail -n 1 '$tmp/out' | grep -q '^| bench/gpu'"
 check "an unknown flag is refused" bash -c "! bash '$here/../../scripts/gpu-check.sh' --bogus 2>/dev/null"
 if ((failures)); then
   echo "---- gpu-check.sh output:"

@@ -124,7 +124,9 @@ TEST(CudaRuntime, PinnedAllocatorWorksWithOrWithoutAGpu) {
 TEST(CudaRuntime, LaunchCounterStartsAtZeroWithoutLaunches) {
   // Nothing in this process has launched a kernel without a GPU; with one it only grows.
   const uint64_t n = cuda::kernel_launch_count();
-  if (no_gpu()) EXPECT_EQ(n, 0u);
+  if (no_gpu()) {
+    EXPECT_EQ(n, 0u);
+  }
   cuda::detail::count_launch();
   EXPECT_EQ(cuda::kernel_launch_count(), n + 1);
 }
