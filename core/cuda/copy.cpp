@@ -3,8 +3,8 @@
 // with events against the current (compute) stream on both sides, so they are ordered with the
 // kernels before and after them; device-to-host copies wait for their data before returning,
 // host-to-device copies from pinned memory return at once (the pinned block is kept from reuse
-// until the transfer is done). Copies that change dtype on the device are staged through the host
-// until a device cast kernel exists.
+// until the transfer is done). A dtype change on a device is a cast kernel, except to or from
+// float16/bfloat16, which is staged through the host for now.
 #include "core/copy.h"
 
 #include <cuda_runtime_api.h>
@@ -118,9 +118,13 @@ void cuda_copy(const Tensor& dst, const Tensor& src) {
     return;
   }
 
+  if (dd == sd) {  // a dtype change on one GPU
+    DeviceGuard g(dd);
+    if (cast_on_device(dst, src, raw(current_stream(dd.index)))) return;
+  }
   if (dst.dtype() != src.dtype()) {
-    // No device cast kernel here: through the host (correct, slow; the elementwise cast kernels
-    // replace this path when they register a device-side conversion).
+    // float16/bfloat16 (no device conversion here yet) or a dtype change across GPUs: through
+    // the host, which is correct and slow.
     Tensor h = empty(src.shape(), {dst.dtype(), Device::cpu()});
     cuda_copy(h, src);
     cuda_copy(dst, h);
