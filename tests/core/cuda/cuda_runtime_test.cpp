@@ -91,6 +91,9 @@ TEST(CudaRuntime, ChoosersAndVendorPathsAreRegistered) {
   EXPECT_TRUE(conv2d_backward_input_stub.has(DeviceType::CUDA));
   EXPECT_TRUE(conv2d_backward_weight_stub.has(DeviceType::CUDA));
   EXPECT_TRUE(has_vendor(KernelFamily::Conv));
+  EXPECT_TRUE(batch_norm_forward_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(batch_norm_backward_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(has_vendor(KernelFamily::BatchNorm));
 #endif
   EXPECT_FALSE(has_vendor(KernelFamily::Rnn)) << "no cuDNN RNN path is written; bench/gpu must say n/a";
 }
