@@ -347,6 +347,15 @@ TEST(GpuRuntime, EveryKernelStubHasACudaKernel) {
   EXPECT_TRUE(missing.empty()) << "stubs without a CUDA kernel:" << list;
 }
 
+// Each family with a vendor implementation also has Ember's own kernel; otherwise the "native"
+// half of the op table silently ran the vendor path.
+TEST(GpuRuntime, EveryFamilyHasANativeKernel) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  for (KernelFamily f :
+       {KernelFamily::Gemm, KernelFamily::Conv, KernelFamily::Pool, KernelFamily::BatchNorm, KernelFamily::Rnn})
+    EXPECT_TRUE(has_native(f) || !has_vendor(f)) << kernel_family_name(f) << ": only the vendor kernel is registered";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
