@@ -3,6 +3,7 @@
 // the errors.
 #include "core/kernel_choice.h"
 
+#include <ember/config.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -191,9 +192,14 @@ TEST_F(KernelChoiceTest, NativeEntriesAreKeptPerStubAndFamily) {
   EXPECT_FALSE(has_native(KernelFamily::Pool));
 }
 
-TEST_F(KernelChoiceTest, VendorFamiliesAreRegistered) {
-  // No backend has a pooling vendor path; registering one is remembered.
-  EXPECT_FALSE(has_vendor(KernelFamily::Pool));
-  register_vendor(KernelFamily::Pool);
-  EXPECT_TRUE(has_vendor(KernelFamily::Pool));
+TEST_F(KernelChoiceTest, OnlyBackendsRegisterVendorFamilies) {
+  // CPU-only builds have no vendor implementations; CUDA builds register theirs at load time
+  // (checked in tests/core/cuda/cuda_runtime_test.cpp).
+  for (int i = 0; i < kNumKernelFamilies; ++i) {
+    const auto f = static_cast<KernelFamily>(i);
+    if (!EMBER_WITH_CUDA) {
+      EXPECT_FALSE(has_vendor(f)) << kernel_family_name(f);
+    }
+  }
+  EXPECT_FALSE(has_vendor(KernelFamily::Rnn)) << "no backend has an RNN vendor path yet";
 }

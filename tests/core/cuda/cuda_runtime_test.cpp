@@ -94,6 +94,9 @@ TEST(CudaRuntime, ChoosersAndVendorPathsAreRegistered) {
   EXPECT_TRUE(batch_norm_forward_stub.has(DeviceType::CUDA));
   EXPECT_TRUE(batch_norm_backward_stub.has(DeviceType::CUDA));
   EXPECT_TRUE(has_vendor(KernelFamily::BatchNorm));
+  EXPECT_TRUE(avg_pool2d_forward_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(avg_pool2d_backward_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(has_vendor(KernelFamily::Pool));
 #endif
   EXPECT_FALSE(has_vendor(KernelFamily::Rnn)) << "no cuDNN RNN path is written; bench/gpu must say n/a";
 }
