@@ -114,6 +114,8 @@ class CpuAllocator final : public Allocator {
 };
 
 Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
+Allocator* (*g_allocator_fns[kNumDeviceTypes])(int) = {nullptr, nullptr};
+Allocator* g_pinned = nullptr;
 
 }  // namespace
 
@@ -129,9 +131,22 @@ void register_allocator(DeviceType t, Allocator* a) {
 
 Allocator* get_allocator(Device d) {
   if (d.is_cpu()) return cpu_allocator();
+  if (auto fn = g_allocator_fns[static_cast<int>(d.type)]) return fn(d.index);
   Allocator* a = g_allocators[static_cast<int>(d.type)];
   EMBER_CHECK(a, "device ", d, ": no allocator registered (was Ember built with CUDA?)");
   return a;
+}
+
+void register_allocator_fn(DeviceType t, Allocator* (*fn)(int index)) {
+  g_allocator_fns[static_cast<int>(t)] = fn;
+}
+
+void register_pinned_allocator(Allocator* a) {
+  g_pinned = a;
+}
+
+Allocator* pinned_allocator() {
+  return g_pinned ? g_pinned : cpu_allocator();
 }
 
 }  // namespace ember

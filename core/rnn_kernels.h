@@ -59,6 +59,7 @@ struct RnnForwardArgs {
 struct RnnBackwardArgs {
   RnnConfig cfg;
   Tensor input, w_ih, w_hh;   // as given to forward
+  Tensor b_ih, b_hh;          // as given to forward (may be undefined); the cuDNN path re-runs forward
   RnnWorkspace ws;            // as forward left it
   Tensor grad_output;         // [T, B, H]
   Tensor grad_h_n, grad_c_n;  // [B, H] (grad_c_n only for LSTM)

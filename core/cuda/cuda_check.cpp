@@ -12,4 +12,9 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
              cudaGetErrorString(err), ")");
 }
 
+void throw_library_error(const char* library, const char* name, const char* message, const char* call, const char* file,
+                         int line) {
+  EMBER_FAIL(library, " error at ", file, ":", line, ": ", call, " failed with ", name, " (", message, ")");
+}
+
 }  // namespace ember::cuda::detail

@@ -2,13 +2,18 @@
 // turns a failure into an ember::Error naming the call, its file:line and CUDA's own description,
 // and clears the runtime's last-error slot so that a later, unrelated check does not report it
 // again. EMBER_CUDA_CHECK_LAUNCH() follows every kernel launch (launch errors are only reported
-// through cudaGetLastError).
+// through cudaGetLastError). The vendor libraries have their own macros built on
+// throw_library_error: EMBER_CUBLAS_CHECK (core/cuda/cublas_api.h), EMBER_CUDNN_CHECK
+// (core/cuda/cudnn_check.h) and EMBER_NCCL_CHECK (core/cuda/nccl_check.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 namespace ember::cuda::detail {
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
+// "<library> error at <file>:<line>: <call> failed with <name> (<message>)".
+[[noreturn]] void throw_library_error(const char* library, const char* name, const char* message, const char* call,
+                                      const char* file, int line);
 }  // namespace ember::cuda::detail
 
 #define EMBER_CUDA_CHECK(call)                                                             \

@@ -7,10 +7,13 @@
 //   EMBER_SHARED(float, tile, [32][33]);   // __shared__ float tile[32][33];
 //   EMBER_DYNAMIC_SHARED(float, buf);      // the launch's dynamic shared memory, as float*
 //   EMBER_REGISTER_CUDA_KERNEL(binary_stub, cuda_binary);
+//   EMBER_REGISTER_CUDA_NATIVE(gemm_stub, Gemm, cuda_gemm, /*deterministic=*/true);  // families
+//                                          // with a vendor side: core/cuda/native_kernels.h
 //   EMBER_UNROLL for (...)                 // #pragma unroll
 //   EMBER_DEVICE T f(T x)                  // a device function (inline host function when emulated)
 #pragma once
 
+#include "core/cuda/native_kernels.h"
 #include "core/dispatch.h"
 
 #if defined(__CUDACC__)
@@ -25,9 +28,16 @@
 #define EMBER_UNROLL _Pragma("unroll")
 // Fills the stub's CUDA slot: ops on CUDA tensors reach the kernel through the dispatch table.
 #define EMBER_REGISTER_CUDA_KERNEL(stub, fn) EMBER_REGISTER_KERNEL(stub, CUDA, fn)
+// Op families that also have a cuBLAS/cuDNN implementation: the stub's CUDA slot holds the
+// native/vendor chooser, and the native kernel registers with it.
+#define EMBER_REGISTER_CUDA_NATIVE(stub, family, fn, deterministic) \
+  EMBER_REGISTER_NATIVE_CUDA_KERNEL(stub, family, fn, deterministic)
 
 #else
 #include "core/cuda/emu/emu.h"
+
+// In emulation there is no vendor side: native kernels go to the emulator's registry like any other.
+#define EMBER_REGISTER_CUDA_NATIVE(stub, family, fn, deterministic) EMBER_REGISTER_CUDA_KERNEL(stub, fn)
 
 #define EMBER_DEVICE inline
 #define EMBER_HOST_DEVICE inline

@@ -19,6 +19,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
+#include "core/cuda/launch_count.h"
 #endif
 
 namespace ember::cuda {
@@ -29,6 +30,7 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t shared_
             Args&&... args) {
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
   EMBER_CUDA_CHECK_LAUNCH();
+  detail::count_launch();
 }
 #else
 template <typename... KernelArgs, typename... Args>

@@ -398,7 +398,7 @@ void cuda_rnn_backward(const RnnBackwardArgs& a) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(rnn_forward_stub, cuda_rnn_forward);
-EMBER_REGISTER_CUDA_KERNEL(rnn_backward_stub, cuda_rnn_backward);
+EMBER_REGISTER_CUDA_NATIVE(rnn_forward_stub, Rnn, cuda_rnn_forward, /*deterministic=*/true);
+EMBER_REGISTER_CUDA_NATIVE(rnn_backward_stub, Rnn, cuda_rnn_backward, /*deterministic=*/true);
 
 }  // namespace ember::cuda

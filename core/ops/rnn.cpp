@@ -121,19 +121,21 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
   if (lstm) outputs.push_back(res.c_n);
   if (!autograd::any_requires_grad({input, w_ih, w_hh, b_ih, b_hh, h0, c0})) return res;
 
-  autograd::SavedTensor s_input(fa.input), s_w_ih(fa.w_ih), s_w_hh(fa.w_hh);
+  autograd::SavedTensor s_input(fa.input), s_w_ih(fa.w_ih), s_w_hh(fa.w_hh), s_b_ih(fa.b_ih), s_b_hh(fa.b_hh);
   Shape in_shape = input.shape();
   const bool has_h0 = h0.defined(), has_c0 = c0.defined(), has_b_ih = b_ih.defined(), has_b_hh = b_hh.defined();
   RnnWorkspace ws = fa.ws;
   autograd::record(backward_name(mode), {input, w_ih, w_hh, b_ih, b_hh, h0, c0}, outputs,
-                   [cfg, ws, s_input, s_w_ih, s_w_hh, in_shape, opts, lstm, has_h0, has_c0, has_b_ih, has_b_hh](
-                       const std::vector<Tensor>& g, const std::vector<bool>& needs) -> std::vector<Tensor> {
+                   [cfg, ws, s_input, s_w_ih, s_w_hh, s_b_ih, s_b_hh, in_shape, opts, lstm, has_h0, has_c0, has_b_ih,
+                    has_b_hh](const std::vector<Tensor>& g, const std::vector<bool>& needs) -> std::vector<Tensor> {
                      std::vector<Tensor> r(7);
                      RnnBackwardArgs ba;
                      ba.cfg = cfg;
                      ba.input = s_input.get();
                      ba.w_ih = s_w_ih.get();
                      ba.w_hh = s_w_hh.get();
+                     if (s_b_ih.defined()) ba.b_ih = s_b_ih.get();
+                     if (s_b_hh.defined()) ba.b_hh = s_b_hh.get();
                      ba.ws = ws;
                      ba.grad_output = g[0].contiguous();
                      ba.grad_h_n = g[1].contiguous();

@@ -25,7 +25,8 @@ static_assert(EMBER_WITH_CUDA, "this file is compiled only into CUDA builds");
 TEST(CudaBackend, DeviceCountIsConsistentWithBest) {
   const int physical = cuda::physical_device_count();
   EXPECT_GE(physical, 0);
-  // No CUDA allocator is registered yet, so no GPU can hold a tensor and none is "usable".
+  // The CUDA allocator is registered, so every GPU the runtime reports is usable.
+  EXPECT_EQ(cuda::usable_device_count(), physical);
   EXPECT_EQ(cuda_device_count(), cuda::usable_device_count());
   EXPECT_LE(cuda_device_count(), physical);
   EXPECT_EQ(Device::best(), cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu());

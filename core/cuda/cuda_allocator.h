@@ -1,0 +1,15 @@
+// The CUDA backend's allocators: one caching allocator per GPU (what get_allocator(cuda:N)
+// returns) and the pinned host allocator (what pinned_allocator() returns in a CUDA build). The
+// caching rules are core/caching_allocator.h's; see docs/CUDA.md.
+#pragma once
+
+#include "core/caching_allocator.h"
+
+namespace ember::cuda {
+
+// cuda:index's allocator; an ember::Error naming the device when it does not exist.
+CachingAllocator& device_allocator(int index);
+// Page-locked host memory when a GPU is present, else the CPU allocator.
+Allocator* host_pinned_allocator();
+
+}  // namespace ember::cuda

@@ -1,0 +1,110 @@
+// GEMM on CUDA: the chooser registered as gemm_stub's and gemm_batched_stub's CUDA kernel, and
+// cuBLAS as the vendor implementation. Ember's matrices are row-major; cuBLAS is column-major,
+// and a row-major X with leading dimension ld is the column-major X^T with the same ld, so
+// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the operands swap and keep their
+// transpose flags. Untested on a GPU so far (no device lent); scripts/gpu-check.sh checks it
+// against the CPU when one is.
+#include <climits>
+#include <string>
+
+#include "core/cuda/cublas_api.h"
+#include "core/cuda/cuda_stream.h"
+#include "core/cuda/device_guard.h"
+#include "core/cuda/native_kernels.h"
+#include "core/gemm_kernels.h"
+#include "core/kernel_choice.h"
+
+namespace ember::cuda {
+namespace {
+
+int as_int(int64_t v, const char* what) {
+  EMBER_CHECK(v >= 0 && v <= INT_MAX, "gemm (cuBLAS): ", what, " = ", v, " does not fit cuBLAS's 32-bit sizes");
+  return static_cast<int>(v);
+}
+
+void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  EMBER_CHECK(g.dtype == DType::Float32 || g.dtype == DType::Float64, "gemm (cuBLAS): dtype ", g.dtype,
+              " is not supported (float32, float64)");
+  const CublasApi& api = cublas_api();
+  const int dev = device_of_pointer(g.c);
+  DeviceGuard guard(Device::cuda(dev));
+  cublasHandle_t h = cublas_handle(dev, raw(current_stream(dev)));
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
+  const int lda = as_int(g.lda, "lda"), ldb = as_int(g.ldb, "ldb"), ldc = as_int(g.ldc, "ldc");
+  const int count = as_int(batch, "batch");
+  if (g.dtype == DType::Float32) {
+    const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
+    auto a = static_cast<const float*>(g.a), b = static_cast<const float*>(g.b);
+    auto c = static_cast<float*>(g.c);
+    if (batch == 1) {
+      EMBER_CUBLAS_CHECK(api.sgemm(h, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    } else {
+      EMBER_CUBLAS_CHECK(
+          api.sgemm_strided_batched(h, op_b, op_a, n, m, k, &alpha, b, ldb, sb, a, lda, sa, &beta, c, ldc, sc, count));
+    }
+  } else {
+    const double alpha = g.alpha, beta = g.beta;
+    auto a = static_cast<const double*>(g.a), b = static_cast<const double*>(g.b);
+    auto c = static_cast<double*>(g.c);
+    if (batch == 1) {
+      EMBER_CUBLAS_CHECK(api.dgemm(h, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    } else {
+      EMBER_CUBLAS_CHECK(
+          api.dgemm_strided_batched(h, op_b, op_a, n, m, k, &alpha, b, ldb, sb, a, lda, sa, &beta, c, ldc, sc, count));
+    }
+  }
+}
+
+std::string gemm_key(const GemmArgs& g, int64_t batch) {
+  return ::ember::detail::concat(dtype_name(g.dtype), " ", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N", " m=", g.m, " n=", g.n,
+                        " k=", g.k, " batch=", batch);
+}
+
+KernelTimer timer_for(int dev) {
+  return [dev](const std::function<void()>& fn) { return time_on_stream(dev, fn); };
+}
+
+void cuda_gemm(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  // The stub carries no device: C's pointer says which GPU, made current for the native kernel.
+  const int dev = device_of_pointer(g.c);
+  DeviceGuard guard(Device::cuda(dev));
+  const NativeKernel<GemmFn> native = native_kernel(gemm_stub, KernelFamily::Gemm);
+  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(g); }};
+  KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
+                      [&] { cublas_gemm_batched(g, 1, 0, 0, 0); }};
+  // beta != 0 accumulates into C, so running it twice to time it would change the result.
+  kernel_selector().run(KernelFamily::Gemm, gemm_key(g, 1), nat, ven, timer_for(dev), g.beta == 0.0);
+}
+
+void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  if (g.m == 0 || g.n == 0 || batch == 0) return;
+  const int dev = device_of_pointer(g.c);
+  DeviceGuard guard(Device::cuda(dev));
+  const NativeKernel<GemmBatchedFn> native = native_kernel(gemm_batched_stub, KernelFamily::Gemm);
+  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(g, batch, sa, sb, sc); }};
+  KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
+                      [&] { cublas_gemm_batched(g, batch, sa, sb, sc); }};
+  kernel_selector().run(KernelFamily::Gemm, gemm_key(g, batch), nat, ven, timer_for(dev), g.beta == 0.0);
+}
+
+}  // namespace
+
+// Exposed for bench/gpu and the GPU tests, which compare the two implementations directly.
+void vendor_gemm(const GemmArgs& g) {
+  cublas_gemm_batched(g, 1, 0, 0, 0);
+}
+
+EMBER_REGISTER_KERNEL(gemm_stub, CUDA, cuda_gemm);
+EMBER_REGISTER_KERNEL(gemm_batched_stub, CUDA, cuda_gemm_batched);
+
+namespace {
+[[maybe_unused]] const bool vendor_registered = [] {
+  register_vendor(KernelFamily::Gemm);
+  return true;
+}();
+}  // namespace
+
+}  // namespace ember::cuda

@@ -1,0 +1,263 @@
+// The device caching allocator's rules, run against a fake device on the CPU: size classes,
+// reuse per stream, record_stream holding blocks back until the other stream's event completes,
+// out-of-memory flush-and-retry, the error message, and statistics.
+#include "core/caching_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/stream.h"
+#include "test_helpers.h"
+
+using namespace ember;
+using test_util::error_of;
+using test_util::has;
+
+namespace {
+
+// A device with `capacity` bytes whose events complete only when the test says so.
+struct FakeDevice {
+  size_t capacity = size_t{1} << 30;
+  size_t used = 0;
+  int allocs = 0, frees = 0, waits = 0;
+  std::map<void*, size_t> live;
+  std::map<int, bool> events;  // id -> done
+  std::map<int, StreamHandle> event_stream;
+  int next_event = 1;
+};
+
+class FakeBackend final : public MemoryBackend {
+ public:
+  explicit FakeBackend(FakeDevice* d) : d_(d) {}
+  void* raw_alloc(size_t bytes) override {
+    if (d_->used + bytes > d_->capacity) return nullptr;
+    void* p = std::malloc(bytes);
+    d_->used += bytes;
+    d_->live[p] = bytes;
+    ++d_->allocs;
+    return p;
+  }
+  void raw_free(void* p) override {
+    EXPECT_TRUE(d_->live.count(p)) << "freed a pointer the device never gave out";
+    d_->used -= d_->live[p];
+    d_->live.erase(p);
+    ++d_->frees;
+    std::free(p);
+  }
+  void* record_event(StreamHandle s) override {
+    const int id = d_->next_event++;
+    d_->events[id] = false;
+    d_->event_stream[id] = s;
+    return reinterpret_cast<void*>(static_cast<intptr_t>(id));
+  }
+  bool event_done(void* e) override { return d_->events.at(id(e)); }
+  void wait_event(void* e) override {
+    ++d_->waits;
+    d_->events.at(id(e)) = true;  // waiting makes it complete
+  }
+  void destroy_event(void* e) override { d_->events.erase(id(e)); }
+  std::string describe() override { return "fake device with " + std::to_string(d_->capacity) + " bytes"; }
+
+ private:
+  static int id(void* e) { return static_cast<int>(reinterpret_cast<intptr_t>(e)); }
+  FakeDevice* d_;
+};
+
+struct Fixture {
+  FakeDevice dev;
+  CachingAllocator alloc{"fake:0", std::make_unique<FakeBackend>(&dev)};
+};
+
+constexpr StreamHandle kCompute = 0x100, kCopy = 0x200;
+
+}  // namespace
+
+TEST(CachingAllocator, SizeClassesRoundUpByAtMostAQuarter) {
+  EXPECT_EQ(CachingAllocator::size_class(0), 512u);
+  EXPECT_EQ(CachingAllocator::size_class(1), 512u);
+  EXPECT_EQ(CachingAllocator::size_class(512), 512u);
+  EXPECT_EQ(CachingAllocator::size_class(513), 640u);  // 512 + 128
+  EXPECT_EQ(CachingAllocator::size_class(1024), 1024u);
+  EXPECT_EQ(CachingAllocator::size_class(1025), 1280u);
+  EXPECT_EQ(CachingAllocator::size_class(1u << 20), 1u << 20);
+  EXPECT_EQ(CachingAllocator::size_class((1u << 20) + 1), (1u << 20) + (1u << 18));
+  for (size_t n = 1; n < (size_t{1} << 26); n = n * 3 + 7) {
+    const size_t c = CachingAllocator::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, std::max<size_t>(512, n + n / 4)) << n;
+    EXPECT_EQ(CachingAllocator::size_class(c), c) << "a class is its own class: " << n;
+  }
+}
+
+TEST(CachingAllocator, FreedBlockIsReusedForTheSameClassAndStream) {
+  Fixture f;
+  void* first;
+  {
+    DataPtr a = f.alloc.allocate(1000, kCompute);
+    first = a.get();
+  }
+  EXPECT_EQ(f.dev.allocs, 1);
+  EXPECT_EQ(f.alloc.stats().cached, 1024);
+  DataPtr b = f.alloc.allocate(1020, kCompute);  // same class (1024)
+  EXPECT_EQ(b.get(), first);
+  EXPECT_EQ(f.dev.allocs, 1);
+  EXPECT_EQ(f.alloc.stats().cached, 0);
+  DataPtr c = f.alloc.allocate(3000, kCompute);  // another class: a new block
+  EXPECT_NE(c.get(), first);
+  EXPECT_EQ(f.dev.allocs, 2);
+}
+
+TEST(CachingAllocator, BlocksAreNotSharedBetweenStreams) {
+  Fixture f;
+  void* p;
+  {
+    DataPtr a = f.alloc.allocate(4096, kCompute);
+    p = a.get();
+  }
+  DataPtr b = f.alloc.allocate(4096, kCopy);
+  EXPECT_NE(b.get(), p) << "a block freed on the compute stream went to the copy stream unsynchronised";
+  DataPtr c = f.alloc.allocate(4096, kCompute);
+  EXPECT_EQ(c.get(), p);
+}
+
+TEST(CachingAllocator, RecordStreamHoldsTheBlockUntilTheEventCompletes) {
+  Fixture f;
+  DataPtr a = f.alloc.allocate(8192, kCompute);
+  void* p = a.get();
+  f.alloc.record_stream(p, kCopy);
+  f.alloc.record_stream(p, kCompute);  // its own stream: nothing to wait for
+  a.reset();
+  ASSERT_EQ(f.dev.events.size(), 1u) << "one event, on the copy stream only";
+  EXPECT_EQ(f.dev.event_stream.begin()->second, kCopy);
+  EXPECT_EQ(f.alloc.detailed_stats().pending_blocks, 1);
+  EXPECT_EQ(f.alloc.stats().cached, 8192);
+
+  DataPtr b = f.alloc.allocate(8192, kCompute);
+  EXPECT_NE(b.get(), p) << "reused while the copy stream may still use it";
+  b.reset();
+  f.dev.events.begin()->second = true;  // the copy stream's work is done
+  DataPtr c = f.alloc.allocate(8192, kCompute);
+  EXPECT_EQ(c.get(), p);
+  EXPECT_TRUE(f.dev.events.empty()) << "the completed event was destroyed";
+  EXPECT_EQ(f.alloc.detailed_stats().pending_blocks, 0);
+
+  // A reused block starts with no other streams: freeing it now needs no event.
+  c.reset();
+  EXPECT_TRUE(f.dev.events.empty());
+}
+
+TEST(CachingAllocator, RecordStreamOnAForeignPointerIsAnError) {
+  Fixture f;
+  int x = 0;
+  const std::string msg = error_of([&] { f.alloc.record_stream(&x, kCopy); });
+  EXPECT_TRUE(has(msg, "fake:0") && has(msg, "record_stream")) << msg;
+}
+
+TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetriesOnce) {
+  Fixture f;
+  f.dev.capacity = 10000;
+  {
+    DataPtr a = f.alloc.allocate(4096, kCompute);
+    DataPtr b = f.alloc.allocate(4096, kCopy);
+    f.alloc.record_stream(b.get(), kCompute);
+  }
+  // 8192 bytes cached (one block pending on an event); 6000 (class 6144) does not fit beside them.
+  EXPECT_EQ(f.alloc.stats().cached, 8192);
+  DataPtr c = f.alloc.allocate(6000, kCompute);
+  EXPECT_NE(c.get(), nullptr);
+  const CachingAllocatorStats s = f.alloc.detailed_stats();
+  EXPECT_EQ(s.oom_flushes, 1);
+  EXPECT_EQ(s.os_frees, 2);
+  EXPECT_EQ(s.cached, 0);
+  EXPECT_EQ(s.pending_blocks, 0);
+  EXPECT_EQ(f.dev.waits, 1) << "the pending block's event was waited for before freeing it";
+  EXPECT_EQ(f.dev.used, 6144u);
+}
+
+TEST(CachingAllocator, OutOfMemoryErrorNamesAskedInUseAndCached) {
+  Fixture f;
+  f.dev.capacity = 5000;
+  DataPtr held = f.alloc.allocate(2048, kCompute);
+  { DataPtr tmp = f.alloc.allocate(1024, kCompute); }
+  const std::string msg = error_of([&] { (void)f.alloc.allocate(4000, kCompute); });
+  EXPECT_TRUE(has(msg, "fake:0: out of memory allocating 4000 bytes")) << msg;
+  EXPECT_TRUE(has(msg, "2048 bytes in use")) << msg;
+  EXPECT_TRUE(has(msg, "1024 bytes were cached")) << msg;
+  EXPECT_TRUE(has(msg, "fake device with 5000 bytes")) << msg;
+  // The failed request left the allocator consistent: the held block is intact and more fits.
+  EXPECT_EQ(f.alloc.stats().in_use, 2048);
+  DataPtr small = f.alloc.allocate(1000, kCompute);
+  EXPECT_NE(small.get(), nullptr);
+}
+
+TEST(CachingAllocator, StatisticsTrackInUsePeakCachedAndCounts) {
+  Fixture f;
+  {
+    DataPtr a = f.alloc.allocate(100, kCompute);   // 512
+    DataPtr b = f.alloc.allocate(5000, kCompute);  // 5120
+    const CachingAllocatorStats s = f.alloc.detailed_stats();
+    EXPECT_EQ(s.in_use, 512 + 5120);
+    EXPECT_EQ(s.requested_bytes, 5100);
+    EXPECT_EQ(s.peak, 512 + 5120);
+    EXPECT_EQ(s.allocations, 2);
+    EXPECT_EQ(s.os_allocations, 2);
+  }
+  EXPECT_EQ(f.alloc.stats().in_use, 0);
+  EXPECT_EQ(f.alloc.stats().cached, 512 + 5120);
+  EXPECT_EQ(f.alloc.stats().peak, 512 + 5120);
+  f.alloc.reset_peak();
+  EXPECT_EQ(f.alloc.stats().peak, 0);
+  // A training loop: the same sizes every step reach the device only in the first step.
+  for (int step = 0; step < 50; ++step) {
+    DataPtr x = f.alloc.allocate(100, kCompute);
+    DataPtr y = f.alloc.allocate(5000, kCompute);
+  }
+  EXPECT_EQ(f.alloc.stats().os_allocations, 2);
+  EXPECT_EQ(f.alloc.stats().allocations, 102);
+  EXPECT_EQ(f.alloc.stats().peak, 512 + 5120);
+}
+
+TEST(CachingAllocator, EmptyCacheReturnsEveryFreeBlockButNotBlocksInUse) {
+  Fixture f;
+  DataPtr kept = f.alloc.allocate(700, kCompute);
+  {
+    DataPtr a = f.alloc.allocate(2000, kCompute);
+    DataPtr b = f.alloc.allocate(3000, kCopy);
+    f.alloc.record_stream(a.get(), kCopy);
+  }
+  f.alloc.empty_cache();
+  EXPECT_EQ(f.alloc.stats().cached, 0);
+  EXPECT_EQ(f.dev.live.size(), 1u);
+  EXPECT_EQ(f.dev.live.count(kept.get()), 1u);
+  EXPECT_TRUE(f.dev.events.empty());
+  kept.reset();
+}
+
+TEST(CachingAllocator, AllocateWithoutAStreamUsesTheCurrentStream) {
+  FakeDevice dev;
+  static StreamHandle current = kCompute;
+  CachingAllocator alloc("fake:1", std::make_unique<FakeBackend>(&dev), [] { return current; });
+  void* p;
+  {
+    DataPtr a = alloc.allocate(1 << 16);
+    p = a.get();
+  }
+  current = kCopy;
+  DataPtr b = alloc.allocate(1 << 16);
+  EXPECT_NE(b.get(), p);
+  current = kCompute;
+  DataPtr c = alloc.allocate(1 << 16);
+  EXPECT_EQ(c.get(), p);
+}
+
+TEST(Allocator, PinnedAllocatorFallsBackToTheCpuAllocator) {
+  // Without a CUDA backend there is no page-locked memory; pinned buffers are ordinary ones. In a
+  // CUDA build it is the CUDA backend's allocator, never null.
+  Allocator* a = pinned_allocator();
+  ASSERT_NE(a, nullptr);
+  DataPtr p = a->allocate(256);
+  EXPECT_NE(p.get(), nullptr);
+}
