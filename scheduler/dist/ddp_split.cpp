@@ -26,20 +26,24 @@ std::vector<int64_t> BatchSplitter::shares_for(int64_t n, const std::vector<doub
     EMBER_CHECK(std::isfinite(w) && w > 0, "BatchSplitter: weights must be positive and finite, got ", w);
     total += w;
   }
-  // One example each first, then the rest by largest remainder.
-  int64_t rest = n - k;
-  std::vector<int64_t> out(weights.size(), 1);
+  // Largest remainder, then every empty share takes one example from the largest.
+  std::vector<int64_t> out(weights.size(), 0);
   std::vector<std::pair<double, size_t>> rem;
   int64_t given = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    double exact = static_cast<double>(rest) * weights[i] / total;
+    double exact = static_cast<double>(n) * weights[i] / total;
     auto whole = static_cast<int64_t>(std::floor(exact));
-    out[i] += whole;
+    out[i] = whole;
     given += whole;
     rem.emplace_back(exact - static_cast<double>(whole), i);
   }
   std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t j = 0; given < rest; ++j, ++given) ++out[rem[j % rem.size()].second];
+  for (size_t j = 0; given < n; ++j, ++given) ++out[rem[j % rem.size()].second];
+  for (auto& v : out)
+    if (v == 0) {
+      --*std::max_element(out.begin(), out.end());
+      v = 1;
+    }
   return out;
 }
 
