@@ -29,5 +29,6 @@ std::vector<Command> sched_commands();
 
 int sched_simulate(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);
+int launch(const std::vector<std::string>& args);  // tools/launch.cpp
 
 }  // namespace ember::cli

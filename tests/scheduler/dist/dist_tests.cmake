@@ -22,3 +22,10 @@ foreach(mode kill leave stall)
   # The issue's bound: the surviving ranks must be gone within 30 s of the failure.
   set_tests_properties(dist.fault_${mode} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
 endforeach()
+# `ember launch` (tools/launch.cpp), with the MNIST example as the README runs it.
+if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in examples/
+  add_test(NAME dist.ember_launch
+           COMMAND ${CMAKE_COMMAND} -E env OMP_WAIT_POLICY=PASSIVE
+                   bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/launch_test.sh $<TARGET_FILE:ember> $<TARGET_FILE:mnist_cnn>)
+  set_tests_properties(dist.ember_launch PROPERTIES LABELS "dist;tools" TIMEOUT 180 PROCESSORS 2)
+endif()
