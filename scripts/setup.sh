@@ -31,6 +31,9 @@ packages=(
   libsqlite3-dev
   # scheduler/: the integer-programming placement policy (CBC)
   coinor-libcbc-dev
+  # scheduler/dist: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
+  libopenmpi-dev
+  openmpi-bin
 )
 
 missing=()
