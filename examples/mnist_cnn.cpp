@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
           if (split->end_step()) {
             loader.set_shard_weights(split->shard_weights());
             loader.set_position(loader.position());  // drop batches prefetched with the old shares
+            std::printf("\n");                       // below the progress bar
             print_shares();
           }
           // A signal reaches the ranks at different steps: they agree before anyone stops.
