@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
 
   bench::Table t{{"model", "per-rank batch", "config", "step ms", "samples/s", "vs 1 rank", "efficiency",
                   "all-reduce ms/step", "hidden"}};
+  bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
+  auto& alone_rows = probe_t.rows;
   for (auto& w : loads) {
     // Rounds interleave the three configurations, so a change in the machine's load hits all.
     Samples s_alone, s_on, s_off;
@@ -161,6 +163,27 @@ int main(int argc, char** argv) {
       run(w, comm, 2, steps, base, s_off);
     }
     Phase alone = medians(s_alone), on = medians(s_on), off = medians(s_off);
+    // The same buckets all-reduced with no compute running: the transfer cost alone, against
+    // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
+    {
+      auto model = w.make();
+      DistributedDataParallel probe(*model, comm, base);
+      std::vector<Tensor> flats;
+      for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
+      std::vector<double> ts;
+      for (int r = 0; r < 15; ++r) {
+        comm.barrier("probe")->wait();
+        auto t0 = Clock::now();
+        std::vector<WorkPtr> ws;
+        for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Avg, "probe"));
+        for (auto& x : ws) x->wait();
+        ts.push_back(secs(Clock::now() - t0));
+      }
+      int64_t total = 0;
+      for (const auto& f : flats) total += f.numel();
+      alone_rows.push_back({w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
+                            fmt("%.2f", median(ts) * 1e3)});
+    }
     double sps1 = static_cast<double>(w.batch) / alone.step_s;
     t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
                       fmt("%.0f", sps1), "1.00", "-", "-", "-"});
@@ -178,6 +201,8 @@ int main(int argc, char** argv) {
         "buckets %.2f MB first / %.2f MB\n",
         n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb);
     t.print();
+    std::printf("\n");
+    probe_t.print();
   }
   return 0;
 }
