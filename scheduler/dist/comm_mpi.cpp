@@ -49,7 +49,7 @@ void scale(void* p, int64_t n, double f) {
 
 // Heartbeat: what a rank tells the others about itself.
 struct Status {
-  int32_t kind = 0;      // 0 alive, 1 leaving (its communicator is shutting down)
+  int32_t kind = 0;      // 0 alive, 1 leaving (its communicator is shutting down), 2 giving up
   int32_t waiting = 0;   // 1 when it has a collective in flight
   int64_t launched = 0;  // collectives started so far
   int64_t completed = 0;
@@ -84,6 +84,7 @@ struct MpiCommunicator::State {
     Clock::time_point heard;
     Status status;
     bool left = false;
+    bool gave_up = false;  // it exits because it lost another rank
   };
   std::vector<Peer> peers;
   struct Pending {
@@ -259,7 +260,7 @@ class Engine {
       std::strncpy(s.what, w.c_str(), sizeof(s.what) - 1);
     }
     for (int p = 0; p < size_; ++p) {
-      if (p == rank_ || st_.peers[p].left) continue;
+      if (p == rank_ || (st_.peers[p].left && kind != 2)) continue;  // a leaving rank still hears "gave up"
       MpiCommunicator::State::Pending pend{MPI_REQUEST_NULL, std::make_unique<Status>(s)};
       if (MPI_Isend(pend.buf.get(), sizeof(Status), MPI_BYTE, p, kStatusTag, st_.ctrl, &pend.req) == MPI_SUCCESS)
         st_.sends.push_back(std::move(pend));
@@ -277,7 +278,8 @@ class Engine {
       auto& peer = st_.peers[status.MPI_SOURCE];
       peer.heard = Clock::now();
       peer.status = s;
-      if (s.kind == 1) peer.left = true;
+      if (s.kind >= 1) peer.left = true;
+      if (s.kind == 2) peer.gave_up = true;
     }
     while (!st_.sends.empty()) {
       int flag = 0;
@@ -306,6 +308,13 @@ class Engine {
       msg += "\n  this rank was waiting on #" + std::to_string(op->seq) + " " + op->work->what();
     msg += "\n  exiting with status " + std::to_string(kPeerLostExit) + " instead of hanging\n";
     std::fputs(msg.c_str(), stderr);
+    // Tell the others at once (best effort, briefly), so they need not wait for a missed heartbeat.
+    beat(2);
+    for (auto t0 = Clock::now(); !st_.sends.empty() && seconds_since(t0) < 0.2;) {
+      int flag = 0;
+      MPI_Test(&st_.sends.front().req, &flag, MPI_STATUS_IGNORE);
+      if (flag) st_.sends.pop_front();
+    }
     std::fflush(stderr);
     std::fflush(stdout);
     std::_Exit(kPeerLostExit);
@@ -320,6 +329,9 @@ class Engine {
       if (!peer.left && seconds_since(peer.heard) > o_.dead_seconds)
         give_up(detail::concat("rank ", p, " stopped responding: no heartbeat for ",
                                static_cast<int>(seconds_since(peer.heard)), " s (it crashed, was killed or hangs)"));
+      if (peer.gave_up && op)
+        give_up(detail::concat("rank ", p, " gave up (it lost contact with another rank), so collective #", op->seq,
+                               " ", op->work->what(), " cannot complete"));
       if (peer.left && op && peer.status.launched <= op->seq)
         give_up(detail::concat("rank ", p, " shut its communicator down (its program ended or failed) without joining ",
                                "collective #", op->seq, " ", op->work->what()));
@@ -442,9 +454,15 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
       MPI_Test(&bar, &done, MPI_STATUS_IGNORE);
       eng.drain();
       if (seconds_since(st.last_beat) >= opts_.heartbeat_seconds) eng.beat(1);
-      for (int p = 0; p < size_; ++p)
-        if (p != rank_ && !st.peers[p].left && seconds_since(st.peers[p].heard) > opts_.dead_seconds)
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        if (!st.peers[p].left && seconds_since(st.peers[p].heard) > opts_.dead_seconds)
           eng.give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down"));
+        // It will never join the barrier, and MPI_Finalize could wait for it forever.
+        if (st.peers[p].gave_up)
+          eng.give_up(
+              detail::concat("rank ", p, " gave up while this rank was shutting down; leaving without MPI_Finalize"));
+      }
       if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     while (!st.sends.empty()) {

@@ -31,6 +31,9 @@ case $mode in
     grep -q "rank 0 of 2: rank 1 shut its communicator down" "$out" || fail "rank 0 did not report the early exit"
     grep -q "all_reduce sum 'step 3'" "$out" || fail "the report does not name the collective"
     status_of 0 76
+    # Rank 1, shutting down, hears at once that rank 0 gave up, rather than after a missed heartbeat.
+    grep -q "rank 1 of 2: rank 0 gave up while this rank was shutting down" "$out" || fail "rank 1 did not hear rank 0 give up"
+    status_of 1 76
     ;;
   stall)
     status_of 0 0
