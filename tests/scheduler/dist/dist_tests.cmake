@@ -8,6 +8,10 @@ target_link_libraries(ember_dist_fault PRIVATE ember_dist)
 
 # As root (containers, CI) OpenMPI refuses to start without these two variables.
 set(dist_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE)
+if(EMBER_SANITIZE)
+  # OpenMPI's own allocations outlive MPI_Finalize; Ember's are still leak-checked.
+  list(APPEND dist_env "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/lsan_mpi.supp:print_suppressions=0")
+endif()
 foreach(np 2 3)
   add_test(NAME dist.mpi_np${np}
            COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
@@ -25,7 +29,7 @@ endforeach()
 # `ember launch` (tools/launch.cpp), with the MNIST example as the README runs it.
 if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in examples/
   add_test(NAME dist.ember_launch
-           COMMAND ${CMAKE_COMMAND} -E env OMP_WAIT_POLICY=PASSIVE
+           COMMAND ${CMAKE_COMMAND} -E env OMP_WAIT_POLICY=PASSIVE ${dist_env}
                    bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/launch_test.sh $<TARGET_FILE:ember> $<TARGET_FILE:mnist_cnn>)
   set_tests_properties(dist.ember_launch PROPERTIES LABELS "dist;tools" TIMEOUT 180 PROCESSORS 2)
 endif()
