@@ -9,8 +9,13 @@ target_link_libraries(ember_dist_fault PRIVATE ember_dist)
 # As root (containers, CI) OpenMPI refuses to start without these two variables.
 set(dist_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE)
 if(EMBER_SANITIZE)
-  # OpenMPI's own allocations outlive MPI_Finalize; Ember's are still leak-checked.
-  list(APPEND dist_env "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/lsan_mpi.supp:print_suppressions=0")
+  # OpenMPI's own allocations outlive MPI_Finalize; Ember's are still leak-checked. Suppressions
+  # match only when OpenMPI's and PMIx's components stay loaded (no dlclose) and LeakSanitizer
+  # unwinds through libraries built without frame pointers (slow unwinder).
+  set(EMBER_DIST_SANITIZER_ENV OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+      "LSAN_OPTIONS=fast_unwind_on_malloc=0:suppressions=${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/lsan_mpi.supp:print_suppressions=0"
+      CACHE INTERNAL "environment of MPI programs run by ctest in sanitizer builds (examples/ uses it too)")
+  list(APPEND dist_env ${EMBER_DIST_SANITIZER_ENV})
 endif()
 foreach(np 2 3)
   add_test(NAME dist.mpi_np${np}
