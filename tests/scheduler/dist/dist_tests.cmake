@@ -4,7 +4,7 @@ add_executable(ember_dist_tests ${dist_test_srcs} ${CMAKE_CURRENT_SOURCE_DIR}/sc
 target_link_libraries(ember_dist_tests PRIVATE ember_dist ember_models GTest::gtest)
 target_include_directories(ember_dist_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist)
 add_executable(ember_dist_fault ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_rank.cpp)
-target_link_libraries(ember_dist_fault PRIVATE ember_dist)
+target_link_libraries(ember_dist_fault PRIVATE ember_dist)  # ember_dist brings ember_layers
 
 # As root (containers, CI) OpenMPI refuses to start without these two variables.
 set(dist_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE)
@@ -23,8 +23,9 @@ foreach(np 2 3)
                    ${MPIEXEC_EXECUTABLE} -np ${np} --oversubscribe $<TARGET_FILE:ember_dist_tests>)
   set_tests_properties(dist.mpi_np${np} PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 endforeach()
-# Failure handling: a killed rank, a rank that leaves early, a stalled collective.
-foreach(mode kill leave stall)
+# Failure handling: a killed rank, a rank that leaves early, a stalled collective, a rank killed
+# during data-parallel training.
+foreach(mode kill leave stall ddp)
   add_test(NAME dist.fault_${mode}
            COMMAND ${CMAKE_COMMAND} -E env ${dist_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_test.sh
                    ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_dist_fault> ${mode})

@@ -6,7 +6,7 @@ mpiexec=$1 prog=$2 mode=$3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 case $mode in
-  kill)  np=3 ;;
+  kill|ddp)  np=3 ;;
   *)     np=2 ;;
 esac
 # --enable-recovery: mpirun does not kill the job itself when a rank dies, so this tests Ember's
@@ -26,6 +26,14 @@ case $mode in
     status_of 1 137
     grep -q "exiting with status 76" "$out" || fail "no exit status in the message"
     grep -q "finished" "$out" && fail "a survivor claims it finished"
+    ;;
+  ddp)
+    for r in 0 2; do
+      grep -q "rank $r of 3: rank 1 stopped responding" "$out" || fail "rank $r did not report the dead rank"
+      status_of $r 76
+    done
+    grep -q "this rank was waiting on #[0-9]* all_reduce avg 'bucket 0 of step 3'" "$out" || fail "the report does not name the bucket"
+    status_of 1 137
     ;;
   leave)
     grep -q "rank 0 of 2: rank 1 shut its communicator down" "$out" || fail "rank 0 did not report the early exit"
