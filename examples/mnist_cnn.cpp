@@ -2,6 +2,10 @@
 // there, with a progress bar, a CSV metrics log, evaluation after every epoch and checkpoints
 // that resume exactly. SIGTERM/SIGINT write a checkpoint and exit with status 75 ("preempted"),
 // which is how the scheduler stops and later resumes a job.
+//
+// With --data-parallel it is one rank of a data-parallel job started by `mpirun -np N` or
+// `ember launch -n N`: every rank takes its share of each global batch, gradients are averaged
+// across ranks while backward runs (scheduler/dist/ddp.h), and rank 0 prints and writes the model.
 #include "models/mnist_cnn.h"
 
 #include <atomic>
@@ -15,6 +19,12 @@
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
+#ifdef EMBER_HAVE_DIST
+#include "scheduler/dist/comm_mpi.h"
+#include "scheduler/dist/ddp.h"
+#include "scheduler/dist/ddp_checkpoint.h"
+#include "scheduler/dist/ddp_split.h"
+#endif
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -26,11 +36,25 @@ constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: "try again later"
 
 const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 
-// Accuracy and mean loss of `net` over a dataset.
-std::pair<double, double> evaluate(models::MnistCnn& net, const data::Dataset& ds, Device dev, int64_t batch) {
+#ifdef EMBER_HAVE_DIST
+using CommPtr = std::unique_ptr<dist::MpiCommunicator>;
+#else
+struct NoComm {
+  int rank() const { return 0; }
+  int size() const { return 1; }
+};
+using CommPtr = std::unique_ptr<NoComm>;
+#endif
+
+// Accuracy and mean loss of `net` over a dataset (data-parallel: each rank evaluates its shard
+// and the sums are added up across ranks).
+std::pair<double, double> evaluate(models::MnistCnn& net, const data::Dataset& ds, Device dev, int64_t batch,
+                                   const CommPtr& comm) {
   NoGradGuard ng;
   net.eval();
-  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false});
+  int world = comm ? comm->size() : 1;
+  data::DataLoader loader(
+      ds, {.batch_size = batch * world, .shuffle = false, .rank = comm ? comm->rank() : 0, .world_size = world});
   int64_t correct = 0, total = 0;
   double loss_sum = 0;
   for (auto& [x, y] : loader) {
@@ -40,6 +64,15 @@ std::pair<double, double> evaluate(models::MnistCnn& net, const data::Dataset& d
     correct += sum(eq(argmax(logits, 1), yd)).item<int64_t>();
     total += y.numel();
   }
+#ifdef EMBER_HAVE_DIST
+  if (comm) {
+    Tensor sums = empty({3}, {.dtype = DType::Float64});
+    double* d = sums.data_ptr<double>();
+    d[0] = loss_sum, d[1] = static_cast<double>(correct), d[2] = static_cast<double>(total);
+    comm->all_reduce(sums, dist::ReduceOp::Sum, "evaluation")->wait();
+    loss_sum = d[0], correct = static_cast<int64_t>(d[1]), total = static_cast<int64_t>(d[2]);
+  }
+#endif
   net.train();
   return {total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0,
           total ? loss_sum / static_cast<double>(total) : 0.0};
@@ -64,13 +97,37 @@ int main(int argc, char** argv) {
   int64_t workers = flags.integer("workers", 1, "data-loader worker threads");
   int64_t threads = flags.integer("threads", 0, "CPU threads for the math (0: all cores)");
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+  bool data_parallel = flags.boolean("data-parallel", false,
+                                     "run as one rank of an MPI job (mpirun -np N / ember launch -n N); "
+                                     "--batch-size is the global batch");
+  bool speed_weighted = flags.boolean("speed-weighted", false,
+                                      "data-parallel: split each batch by the ranks' measured speed (default: equal)");
+  std::string split_flag = flags.str("split", "", "data-parallel: fixed relative shares per rank, e.g. 1,2");
+  bool overlap = flags.boolean("overlap", true, "data-parallel: all-reduce gradient buckets while backward runs");
+  double bucket_mb = flags.real("bucket-mb", 25.0, "data-parallel: gradient bucket size in MB");
+  bool reshard =
+      flags.boolean("reshard", false, "data-parallel: resume a checkpoint written by another number of ranks");
   flags.finish();
   if (epochs < 1 || batch < 1 || lr <= 0 || workers < 0 || threads < 0)
     flags.fail("--epochs, --batch-size and --lr must be positive; --workers and --threads non-negative");
 
+  CommPtr comm;
   try {
+    if (data_parallel) {
+#ifdef EMBER_HAVE_DIST
+      EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(),
+                  "--data-parallel: start this program with mpirun -np N or ember launch -n N");
+      comm = std::make_unique<dist::MpiCommunicator>();
+#else
+      EMBER_FAIL("--data-parallel: this build has no MPI (install libopenmpi-dev and rebuild)");
+#endif
+    }
+    const bool chatty = !comm || comm->rank() == 0;
+    if (!chatty) std::freopen("/dev/null", "w", stdout);  // rank 0 speaks for the job
     if (threads > 0) set_num_threads(static_cast<int>(threads));
     Device dev = device == "auto" ? Device::best() : Device(device);
+    // The MPI communicator moves CPU tensors (GPU ranks need the NCCL backend: docs/DISTRIBUTED.md).
+    if (comm) dev = Device::cpu();
     std::string root = data_dir, name = "MNIST";
     if (!data::MNIST::available(root)) {
       if (data::MNIST::available(kFashionDir)) {
@@ -96,17 +153,57 @@ int main(int argc, char** argv) {
     manual_seed(static_cast<uint64_t>(seed));
     models::MnistCnn net;
     net.to(dev);
+#ifdef EMBER_HAVE_DIST
+    std::unique_ptr<dist::DistributedDataParallel> ddp;
+    std::unique_ptr<dist::BatchSplitter> split;
+#endif
+    data::LoaderOptions lopts{.batch_size = batch,
+                              .shuffle = true,
+                              .workers = static_cast<int>(workers),
+                              .seed = static_cast<uint64_t>(seed)};
+#ifdef EMBER_HAVE_DIST
+    if (comm) {
+      ddp = std::make_unique<dist::DistributedDataParallel>(
+          net, *comm, dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap});
+      split = std::make_unique<dist::BatchSplitter>(*comm, batch, dist::SplitOptions{.speed_weighted = speed_weighted});
+      if (!split_flag.empty()) {
+        std::vector<double> w;
+        for (size_t at = 0; at <= split_flag.size();) {
+          size_t comma = std::min(split_flag.find(',', at), split_flag.size());
+          w.push_back(std::stod(split_flag.substr(at, comma - at)));
+          at = comma + 1;
+        }
+        split->set_weights(w);
+      }
+      // Every global batch is full, so every step's shares are exactly the splitter's.
+      lopts.drop_last = true;
+      lopts.rank = comm->rank();
+      lopts.world_size = comm->size();
+      lopts.shard_weights = split->shard_weights();
+      // Each rank its own random stream (augmentation, dropout); the weights came from rank 0.
+      manual_seed(static_cast<uint64_t>(seed) * 1000003ULL + static_cast<uint64_t>(comm->rank()));
+    }
+#else
+    (void)speed_weighted, (void)overlap, (void)bucket_mb, (void)reshard;
+#endif
     optim::Adam opt(net.parameters(), {.lr = lr});
-    data::DataLoader loader(train_set, {.batch_size = batch,
-                                        .shuffle = true,
-                                        .workers = static_cast<int>(workers),
-                                        .seed = static_cast<uint64_t>(seed)});
+    data::DataLoader loader(train_set, lopts);
     TrainingState state{&net, {&opt}, {{"default", &default_generator()}}};
     TrainingPosition pos;
     if (!resume.empty()) {
       std::string path = resume == "auto" ? (fs::path(ckpt_dir) / "last.ckpt").string() : resume;
       if (resume == "auto" && !fs::exists(path)) {
         std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
+      } else if (comm) {
+#ifdef EMBER_HAVE_DIST
+        dist::DistributedResume r = dist::load_distributed(
+            resume == "auto" ? ckpt_dir : fs::path(resume).parent_path().string(), *comm, state, reshard);
+        pos = r.position;
+        loader.set_position({pos.loader_epoch, pos.loader_batch});
+        pos.epoch = pos.loader_epoch;
+        std::printf("Resumed from %s at epoch %lld, step %lld%s.\n", path.c_str(), (long long)pos.epoch,
+                    (long long)pos.step, r.resharded ? " (resharded to a new number of ranks)" : "");
+#endif
       } else {
         pos = load_training(path, state).first;
         loader.set_position({pos.loader_epoch, pos.loader_batch});
@@ -122,6 +219,12 @@ int main(int argc, char** argv) {
       TrainingPosition p = pos;
       p.loader_epoch = lp.epoch;
       p.loader_batch = lp.batch;
+#ifdef EMBER_HAVE_DIST
+      if (comm) {
+        dist::save_distributed(ckpt_dir, *comm, state, p, {{"model", "MnistCnn"}, {"data", name}});
+        return;
+      }
+#endif
       save_training((fs::path(ckpt_dir) / "last.ckpt").string(), state, p, {{"model", "MnistCnn"}, {"data", name}});
     };
     std::signal(SIGTERM, [](int) { g_stop = true; });
@@ -129,6 +232,18 @@ int main(int argc, char** argv) {
 
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n", name.c_str(),
                 (long long)train_set.size(), dev.str().c_str(), (long long)epochs, (long long)batch, lr);
+#ifdef EMBER_HAVE_DIST
+    auto print_shares = [&] {
+      std::string s;
+      for (int64_t v : split->shares()) {
+        if (!s.empty()) s += '/';
+        s += std::to_string(v);
+      }
+      std::printf("Data-parallel over %d ranks: shares of each batch %s, %zu gradient buckets%s\n", comm->size(),
+                  s.c_str(), ddp->bucket_layout().size(), overlap ? "" : ", overlap off");
+    };
+    if (comm) print_shares();
+#endif
     examples::MetricsLog log(log_path,
                              {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
     for (; pos.epoch < epochs; ++pos.epoch) {
@@ -139,13 +254,43 @@ int main(int argc, char** argv) {
       bool cut_short = false;
       for (auto& [x, y] : loader) {
         Tensor xd = x.to(dev), yd = y.to(dev);
-        Tensor logits = net(xd);
-        Tensor loss = cross_entropy(logits, yd);
-        opt.zero_grad();
-        loss.backward();
+        Tensor logits, loss;
+        double loss_scale = 1.0;  // undoes the data-parallel weighting for display
+#ifdef EMBER_HAVE_DIST
+        if (comm) {
+          split->begin_compute();
+          logits = ddp->forward(xd);
+          // Weighted so the ranks' averaged gradient is the global batch's (unequal shares).
+          loss = cross_entropy(logits, yd).mul_(split->loss_weight());
+          loss_scale = 1.0 / split->loss_weight();
+          opt.zero_grad();
+          loss.backward();
+          split->end_compute(ddp->last_timeline().last_grad);
+        }
+#endif
+        if (!comm) {
+          logits = net(xd);
+          loss = cross_entropy(logits, yd);
+          opt.zero_grad();
+          loss.backward();
+        }
         opt.step();
         ++pos.step;
-        loss_sum += loss.item() * static_cast<double>(y.numel());
+#ifdef EMBER_HAVE_DIST
+        if (comm) {
+          if (split->end_step()) {
+            loader.set_shard_weights(split->shard_weights());
+            loader.set_position(loader.position());  // drop batches prefetched with the old shares
+            std::printf("\n");                       // below the progress bar
+            print_shares();
+          }
+          // A signal reaches the ranks at different steps: they agree before anyone stops.
+          Tensor stop = full({1}, g_stop ? 1.0 : 0.0);
+          comm->all_reduce(stop, dist::ReduceOp::Max, "stop flag")->wait();
+          if (stop.item() > 0) g_stop = true;
+        }
+#endif
+        loss_sum += loss.item() * loss_scale * static_cast<double>(y.numel());
         {
           NoGradGuard ng;
           correct += sum(eq(argmax(logits, 1), yd)).item<int64_t>();
@@ -165,7 +310,7 @@ int main(int argc, char** argv) {
           break;
         }
       }
-      auto [acc, tloss] = evaluate(net, test_set, dev, 256);
+      auto [acc, tloss] = evaluate(net, test_set, dev, 256, comm);
       std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", (long long)pos.epoch + 1,
                   seen ? loss_sum / static_cast<double>(seen) : 0.0,
                   seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0, tloss, acc, bar.elapsed());
@@ -179,10 +324,10 @@ int main(int argc, char** argv) {
       checkpoint();  // the loader's position says where to pick up: mid-epoch or the next epoch
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
-    if (!ckpt_dir.empty()) save(net, (fs::path(ckpt_dir) / "mnist_cnn.ckpt").string());
+    if (!ckpt_dir.empty() && chatty) save(net, (fs::path(ckpt_dir) / "mnist_cnn.ckpt").string());
     return 0;
   } catch (const Error& e) {
-    std::fprintf(stderr, "mnist_cnn: %s\n", e.what());
+    std::fprintf(stderr, "mnist_cnn%s: %s\n", comm ? (" rank " + std::to_string(comm->rank())).c_str() : "", e.what());
     return 1;
   }
 }

@@ -39,6 +39,9 @@ packages=(
   coinor-libcbc-dev
   # bench/: optional reference for the benchmarks (bench/layers compares with libtorch when found)
   libtorch-dev
+  # scheduler/dist: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
+  libopenmpi-dev
+  openmpi-bin
 )
 
 missing=()

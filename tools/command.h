@@ -36,5 +36,6 @@ int sched_queue(const std::vector<std::string>& args);
 int sched_cancel(const std::vector<std::string>& args);
 int sched_logs(const std::vector<std::string>& args);
 int sched_drain(const std::vector<std::string>& args);
+int launch(const std::vector<std::string>& args);  // tools/launch.cpp
 
 }  // namespace ember::cli

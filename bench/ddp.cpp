@@ -1,0 +1,208 @@
+// bench/ddp: data-parallel training throughput on CPU ranks over MPI. Run with 2 ranks:
+//   ember launch -n 2 -- build/bench/ddp [STEPS [ROUNDS]]   (or mpirun -np 2 build/bench/ddp)
+// For the MNIST CNN and the LSTM language model it measures, in one run:
+//   1 rank   rank 0 trains alone on its per-rank batch (the others wait): the reference;
+//   N ranks  DistributedDataParallel, buckets all-reduced during backward (overlap on);
+//   N ranks  the same with overlap off (every all-reduce after backward).
+// and prints samples/s, scaling efficiency (N-rank samples/s / (N x 1-rank samples/s)), and from
+// the reducer's timeline the all-reduce time per step and the fraction of it hidden behind
+// backward (1 - time from the last gradient to the end of the last all-reduce / all-reduce time).
+// Medians over the timed steps. One math thread per rank unless OMP_NUM_THREADS says otherwise.
+#include "scheduler/dist/ddp.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "core/parallel.h"
+#include "layers/nn.h"
+#include "models/lstm.h"
+#include "models/mnist_cnn.h"
+#include "scheduler/dist/comm_mpi.h"
+
+using namespace ember;
+using namespace ember::dist;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double secs(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Length of the union of the buckets' [launched, finished] intervals.
+double comm_busy(const DdpTimeline& tl) {
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> iv;
+  for (const auto& b : tl.buckets) iv.emplace_back(b.launched, b.finished);
+  std::sort(iv.begin(), iv.end());
+  double total = 0;
+  Clock::time_point end{};
+  for (auto [a, b] : iv) {
+    if (a < end) a = end;
+    if (b > a) total += secs(b - a);
+    end = std::max(end, b);
+  }
+  return total;
+}
+
+struct Workload {
+  std::string name;
+  int64_t batch;                                      // per rank
+  std::function<std::shared_ptr<nn::Module>()> make;  // same weights on every call
+  std::function<Tensor(nn::Module&, DistributedDataParallel*, uint64_t step)> loss;
+};
+
+struct Samples {
+  std::vector<double> times, comms, hidden;
+};
+struct Phase {
+  double step_s = 0, comm_s = 0, hidden = 0;
+};
+Phase medians(const Samples& s) {
+  return {median(s.times), median(s.comms), median(s.hidden)};
+}
+
+void run(Workload& w, Communicator& comm, int mode /*0 alone, 1 overlap, 2 no overlap*/, int steps, DdpOptions base,
+         Samples& out) {
+  auto model = w.make();
+  std::unique_ptr<DistributedDataParallel> ddp;
+  if (mode > 0) {
+    DdpOptions o = base;
+    o.overlap = mode == 1;
+    ddp = std::make_unique<DistributedDataParallel>(*model, comm, o);
+  }
+  optim::SGD opt(model->parameters(), {.lr = 0.01});
+  auto& [times, comms, hidden] = out;
+  for (int s = 0; s < steps + 2; ++s) {
+    auto t0 = Clock::now();
+    opt.zero_grad();
+    w.loss(*model, ddp.get(), static_cast<uint64_t>(s)).backward();
+    opt.step();
+    double dt = secs(Clock::now() - t0);
+    if (s < 2) continue;  // warm-up
+    times.push_back(dt);
+    if (ddp) {
+      const DdpTimeline& tl = ddp->last_timeline();
+      double busy = comm_busy(tl);
+      double exposed = std::max(0.0, secs(tl.synchronized - tl.last_grad));
+      comms.push_back(busy);
+      hidden.push_back(busy > 0 ? std::clamp(1.0 - exposed / busy, 0.0, 1.0) : 0.0);
+    }
+  }
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? std::atoi(argv[1]) : 6;
+  int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
+  MpiCommunicator comm;
+  const int n = comm.size();
+  // Small buckets: this model's 0.37 MB of gradients would otherwise fit in the 1 MB first bucket,
+  // and nothing could start before backward ends.
+  DdpOptions base;
+  base.first_bucket_cap_mb = 0.01;
+  base.bucket_cap_mb = 0.15;
+
+  std::vector<Workload> loads;
+  loads.push_back({"MnistCnn", 32,
+                   [] {
+                     manual_seed(1);
+                     return std::make_shared<models::MnistCnn>();
+                   },
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s) {
+                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                     Tensor x = randn({32, 1, 28, 28}, {}, &g);
+                     Tensor y = randint(0, 10, {32}, {.dtype = DType::Int64}, &g);
+                     return cross_entropy(d ? d->forward(x) : m(x), y);
+                   }});
+  loads.push_back({"LstmLM (V=2000, T=35)", 16,
+                   [] {
+                     manual_seed(1);
+                     return std::make_shared<models::LstmLanguageModel>(
+                         models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
+                   },
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s) {
+                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                     Tensor tok = randint(0, 2000, {16, 36}, {.dtype = DType::Int64}, &g);
+                     Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
+                     auto& lm = static_cast<models::LstmLanguageModel&>(m);
+                     Tensor logits = lm.forward_with_state(in).output;
+                     if (d) d->prepare_for_backward({logits});
+                     return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
+                   }});
+
+  bench::Table t{{"model", "per-rank batch", "config", "step ms", "samples/s", "vs 1 rank", "efficiency",
+                  "all-reduce ms/step", "hidden"}};
+  bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
+  auto& alone_rows = probe_t.rows;
+  for (auto& w : loads) {
+    // Rounds interleave the three configurations, so a change in the machine's load hits all.
+    Samples s_alone, s_on, s_off;
+    for (int r = 0; r < rounds; ++r) {
+      if (comm.rank() == 0) run(w, comm, 0, steps, base, s_alone);
+      comm.barrier("reference done")->wait();
+      run(w, comm, 1, steps, base, s_on);
+      run(w, comm, 2, steps, base, s_off);
+    }
+    Phase alone = medians(s_alone), on = medians(s_on), off = medians(s_off);
+    // The same buckets all-reduced with no compute running: the transfer cost alone, against
+    // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
+    {
+      auto model = w.make();
+      DistributedDataParallel probe(*model, comm, base);
+      std::vector<Tensor> flats;
+      for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
+      std::vector<double> ts;
+      for (int r = 0; r < 15; ++r) {
+        comm.barrier("probe")->wait();
+        auto t0 = Clock::now();
+        std::vector<WorkPtr> ws;
+        for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Avg, "probe"));
+        for (auto& x : ws) x->wait();
+        ts.push_back(secs(Clock::now() - t0));
+      }
+      int64_t total = 0;
+      for (const auto& f : flats) total += f.numel();
+      alone_rows.push_back({w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
+                            fmt("%.2f", median(ts) * 1e3)});
+    }
+    double sps1 = static_cast<double>(w.batch) / alone.step_s;
+    t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
+                      fmt("%.0f", sps1), "1.00", "-", "-", "-"});
+    for (auto [label, p] : {std::pair{"overlap on", on}, std::pair{"overlap off", off}}) {
+      double sps = static_cast<double>(w.batch * n) / p.step_s;
+      t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label,
+                        fmt("%.1f", p.step_s * 1e3), fmt("%.0f", sps), fmt("%.2f", sps / sps1),
+                        fmt("%.0f%%", 100.0 * sps / (n * sps1)), fmt("%.2f", p.comm_s * 1e3),
+                        fmt("%.0f%%", 100.0 * p.hidden)});
+    }
+  }
+  if (comm.rank() == 0) {
+    std::printf(
+        "bench/ddp: %d ranks, %d rounds x %d timed steps per row (medians), %d math thread(s) per rank, "
+        "buckets %.2f MB first / %.2f MB\n",
+        n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb);
+    t.print();
+    std::printf("\n");
+    probe_t.print();
+  }
+  return 0;
+}

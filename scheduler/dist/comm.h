@@ -1,0 +1,95 @@
+// The Communicator: how the ranks of one data-parallel job talk to each other. Every collective
+// (all_reduce, broadcast, all_gather, reduce_scatter), point-to-point transfer (send/recv) and
+// barrier is asynchronous: it is queued and returns a Work handle at once, so the caller (the
+// data-parallel reducer, inside a gradient hook) keeps computing while the transfer progresses.
+// Operations are executed in the order they are issued, and every rank must issue the same
+// collectives in the same order (as MPI and NCCL require).
+//
+// Backends: MpiCommunicator (comm_mpi.h, CPU tensors, a dedicated communication thread that owns
+// every MPI call) and NcclCommunicator (comm_nccl.h, CUDA tensors, bootstrapped through MPI).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace ember::dist {
+
+enum class ReduceOp { Sum, Avg, Max };
+const char* reduce_op_name(ReduceOp op);
+
+using Clock = std::chrono::steady_clock;
+
+// The handle of one queued operation. wait() blocks until it has completed (on a GPU backend:
+// makes the current compute stream wait for it instead) and rethrows its failure, if any.
+class Work {
+ public:
+  explicit Work(std::string what) : what_(std::move(what)), issued_(Clock::now()) {}
+  virtual ~Work() = default;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  virtual void wait();
+  virtual bool completed() const;
+  // What this operation is ("all_reduce sum 'bucket 3' (1234 float32)"), for stall reports.
+  const std::string& what() const { return what_; }
+  // When it was issued by the caller, started by the backend and completed (for timelines).
+  Clock::time_point issued() const { return issued_; }
+  Clock::time_point started() const;
+  Clock::time_point finished() const;
+
+  // Backend side.
+  void mark_started();
+  void finish(std::exception_ptr error = nullptr);
+
+ protected:
+  std::string what_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  Clock::time_point issued_, started_{}, finished_{};
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The rank among the processes of this node (the device index to use).
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual std::string backend() const = 0;
+
+  // `label` only names the operation in stall reports and timelines ("bucket 2").
+  // In place: every rank ends with the reduction of every rank's `t`. Avg needs a floating dtype.
+  virtual WorkPtr all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum, std::string label = {}) = 0;
+  // In place: every rank ends with root's `t`.
+  virtual WorkPtr broadcast(Tensor t, int root = 0, std::string label = {}) = 0;
+  // `out` holds size() * in.numel() elements: rank r's `in` lands at [r*n, (r+1)*n).
+  virtual WorkPtr all_gather(Tensor out, Tensor in, std::string label = {}) = 0;
+  // `in` holds size() * out.numel() elements; rank r receives the reduction of block r.
+  virtual WorkPtr reduce_scatter(Tensor out, Tensor in, ReduceOp op = ReduceOp::Sum, std::string label = {}) = 0;
+  virtual WorkPtr send(Tensor t, int dst, int tag = 0) = 0;
+  virtual WorkPtr recv(Tensor t, int src, int tag = 0) = 0;
+  virtual WorkPtr barrier(std::string label = {}) = 0;
+};
+
+// Checks shared by the backends: defined, contiguous, on `device`, and a dtype `op` can reduce.
+void check_tensor(const Tensor& t, const char* what, Device device);
+void check_reducible(const Tensor& t, ReduceOp op, const char* what);
+// "all_reduce sum 'bucket 3' (1234 float32)"
+std::string describe(const char* op, const Tensor& t, const std::string& label, const char* extra = nullptr);
+
+}  // namespace ember::dist

@@ -1,0 +1,605 @@
+#include "scheduler/dist/comm_mpi.h"
+
+// The C API only: OpenMPI's deprecated C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ember::dist {
+namespace {
+
+std::atomic<bool> g_mpi_in_use{false};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string mpi_error(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+// float16/bfloat16 have no MPI type: they travel as 16-bit words and reduce through these ops.
+template <typename H, bool Max>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<H*>(in);
+  auto* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = a[i], y = b[i];
+    b[i] = H(Max ? (x > y ? x : y) : x + y);
+  }
+}
+
+template <typename T>
+void scale(void* p, int64_t n, double f) {
+  auto* d = static_cast<T*>(p);
+  for (int64_t i = 0; i < n; ++i) d[i] = T(static_cast<float>(static_cast<double>(static_cast<T>(d[i])) * f));
+}
+
+// Heartbeat: what a rank tells the others about itself.
+struct Status {
+  int32_t kind = 0;      // 0 alive, 1 leaving (its communicator is shutting down), 2 giving up
+  int32_t waiting = 0;   // 1 when it has a collective in flight
+  int64_t launched = 0;  // collectives started so far
+  int64_t completed = 0;
+  char what[112] = {};  // the oldest collective in flight
+};
+
+constexpr int kStatusTag = 7;
+
+}  // namespace
+
+struct MpiCommunicator::Op {
+  enum Kind { AllReduce, Broadcast, AllGather, ReduceScatter, Send, Recv, Barrier } kind;
+  Tensor a, b;  // a: the in-place / output tensor, b: the input where separate
+  ReduceOp op = ReduceOp::Sum;
+  int peer = 0, tag = 0;
+  WorkPtr work;
+  MPI_Request req = MPI_REQUEST_NULL;
+  int64_t seq = -1;  // collective sequence number (p2p: -1)
+};
+
+struct MpiCommunicator::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Op>> queue;
+  bool stop = false;
+  MPI_Comm data = MPI_COMM_NULL, ctrl = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
+  MPI_Op half_sum = MPI_OP_NULL, half_max = MPI_OP_NULL, bf_sum = MPI_OP_NULL, bf_max = MPI_OP_NULL;
+  std::vector<std::unique_ptr<Op>> active;
+  int64_t launched = 0, completed = 0;
+  // peers
+  struct Peer {
+    Clock::time_point heard;
+    Status status;
+    bool left = false;
+    bool gave_up = false;  // it exits because it lost another rank
+  };
+  std::vector<Peer> peers;
+  struct Pending {
+    MPI_Request req;
+    std::unique_ptr<Status> buf;
+  };
+  std::deque<Pending> sends;
+  Clock::time_point last_beat{};
+  int64_t stall_reported = -1;
+};
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return MPI_FLOAT;
+    case DType::Float64:
+      return MPI_DOUBLE;
+    case DType::Int32:
+      return MPI_INT32_T;
+    case DType::Int64:
+      return MPI_INT64_T;
+    case DType::UInt8:
+    case DType::Bool:
+      return MPI_UINT8_T;
+    case DType::Float16:
+    case DType::BFloat16:
+      return MPI_UINT16_T;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(const MpiCommunicator::State& st, DType t, ReduceOp op) {
+  bool max = op == ReduceOp::Max;
+  if (t == DType::Float16) return max ? st.half_max : st.half_sum;
+  if (t == DType::BFloat16) return max ? st.bf_max : st.bf_sum;
+  // bool: sum is logical or (as 0/1 bytes, max is or).
+  if (t == DType::Bool) return MPI_MAX;
+  return max ? MPI_MAX : MPI_SUM;
+}
+
+int count_of(const Tensor& t) {
+  return static_cast<int>(t.numel());
+}
+
+void divide(const Tensor& t, int n) {
+  double f = 1.0 / n;
+  switch (t.dtype()) {
+    case DType::Float32:
+      scale<float>(t.raw_data(), t.numel(), f);
+      break;
+    case DType::Float64: {
+      auto* d = static_cast<double*>(t.raw_data());
+      for (int64_t i = 0; i < t.numel(); ++i) d[i] /= n;
+      break;
+    }
+    case DType::Float16:
+      scale<Half>(t.raw_data(), t.numel(), f);
+      break;
+    case DType::BFloat16:
+      scale<BFloat16>(t.raw_data(), t.numel(), f);
+      break;
+    default:
+      break;  // rejected at issue time
+  }
+}
+
+}  // namespace
+
+bool MpiCommunicator::launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------- the communication thread
+namespace {
+
+class Engine {
+ public:
+  Engine(MpiCommunicator::State& st, const MpiOptions& o, int rank, int size)
+      : st_(st), o_(o), rank_(rank), size_(size) {}
+
+  void start(MpiCommunicator::Op& op) {
+    op.work->mark_started();
+    int rc = MPI_SUCCESS;
+    void* a = op.a.defined() ? op.a.raw_data() : nullptr;
+    void* b = op.b.defined() ? op.b.raw_data() : nullptr;
+    switch (op.kind) {
+      case MpiCommunicator::Op::AllReduce:
+        rc = MPI_Iallreduce(MPI_IN_PLACE, a, count_of(op.a), mpi_type(op.a.dtype()), mpi_op(st_, op.a.dtype(), op.op),
+                            st_.data, &op.req);
+        break;
+      case MpiCommunicator::Op::Broadcast:
+        rc = MPI_Ibcast(a, count_of(op.a), mpi_type(op.a.dtype()), op.peer, st_.data, &op.req);
+        break;
+      case MpiCommunicator::Op::AllGather:
+        rc = MPI_Iallgather(b, count_of(op.b), mpi_type(op.b.dtype()), a, count_of(op.b), mpi_type(op.a.dtype()),
+                            st_.data, &op.req);
+        break;
+      case MpiCommunicator::Op::ReduceScatter:
+        rc = MPI_Ireduce_scatter_block(b, a, count_of(op.a), mpi_type(op.a.dtype()), mpi_op(st_, op.a.dtype(), op.op),
+                                       st_.data, &op.req);
+        break;
+      case MpiCommunicator::Op::Send:
+        rc =
+            MPI_Isend(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, st_.p2p, &op.req);
+        break;
+      case MpiCommunicator::Op::Recv:
+        rc =
+            MPI_Irecv(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, st_.p2p, &op.req);
+        break;
+      case MpiCommunicator::Op::Barrier:
+        rc = MPI_Ibarrier(st_.data, &op.req);
+        break;
+    }
+    if (rc != MPI_SUCCESS) {
+      op.work->finish(std::make_exception_ptr(Error(op.work->what() + ": MPI failed to start it: " + mpi_error(rc))));
+      op.req = MPI_REQUEST_NULL;
+    }
+  }
+
+  // Tests every active operation once; returns whether any completed.
+  bool progress() {
+    bool any = false;
+    auto& act = st_.active;
+    for (size_t i = 0; i < act.size();) {
+      auto& op = *act[i];
+      int flag = 1, rc = MPI_SUCCESS;
+      MPI_Status status;
+      if (op.req != MPI_REQUEST_NULL) rc = MPI_Test(&op.req, &flag, &status);
+      if (rc != MPI_SUCCESS) {
+        op.work->finish(std::make_exception_ptr(Error(op.work->what() + ": MPI failed: " + mpi_error(rc))));
+      } else if (!flag) {
+        ++i;
+        continue;
+      } else if (!op.work->completed()) {
+        std::exception_ptr err;
+        if (op.kind == MpiCommunicator::Op::AllReduce && op.op == ReduceOp::Avg) divide(op.a, size_);
+        if (op.kind == MpiCommunicator::Op::ReduceScatter && op.op == ReduceOp::Avg) divide(op.a, size_);
+        if (op.kind == MpiCommunicator::Op::Recv) {
+          int got = 0;
+          MPI_Get_count(&status, MPI_BYTE, &got);
+          int64_t want = op.a.numel() * static_cast<int64_t>(op.a.itemsize());
+          if (got != want)
+            err = std::make_exception_ptr(Error(detail::concat(op.work->what(), ": expected ", want,
+                                                               " bytes from rank ", op.peer, ", received ", got)));
+        }
+        op.work->finish(err);
+      }
+      if (op.seq >= 0) ++st_.completed;
+      act.erase(act.begin() + static_cast<std::ptrdiff_t>(i));
+      any = true;
+    }
+    return any;
+  }
+
+  const MpiCommunicator::Op* oldest_collective() const {
+    for (const auto& op : st_.active)
+      if (op->seq >= 0) return op.get();
+    return nullptr;
+  }
+
+  void beat(int kind) {
+    Status s;
+    s.kind = kind;
+    s.launched = st_.launched;
+    s.completed = st_.completed;
+    if (const auto* op = oldest_collective()) {
+      s.waiting = 1;
+      std::string w = "#" + std::to_string(op->seq) + " " + op->work->what();
+      std::strncpy(s.what, w.c_str(), sizeof(s.what) - 1);
+    }
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_ || (st_.peers[p].left && kind != 2)) continue;  // a leaving rank still hears "gave up"
+      MpiCommunicator::State::Pending pend{MPI_REQUEST_NULL, std::make_unique<Status>(s)};
+      if (MPI_Isend(pend.buf.get(), sizeof(Status), MPI_BYTE, p, kStatusTag, st_.ctrl, &pend.req) == MPI_SUCCESS)
+        st_.sends.push_back(std::move(pend));
+    }
+    st_.last_beat = Clock::now();
+  }
+
+  void drain() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kStatusTag, st_.ctrl, &flag, &status) != MPI_SUCCESS || !flag) break;
+      Status s;
+      MPI_Recv(&s, sizeof(Status), MPI_BYTE, status.MPI_SOURCE, kStatusTag, st_.ctrl, MPI_STATUS_IGNORE);
+      auto& peer = st_.peers[status.MPI_SOURCE];
+      peer.heard = Clock::now();
+      peer.status = s;
+      if (s.kind >= 1) peer.left = true;
+      if (s.kind == 2) peer.gave_up = true;
+    }
+    while (!st_.sends.empty()) {
+      int flag = 0;
+      MPI_Test(&st_.sends.front().req, &flag, MPI_STATUS_IGNORE);
+      if (!flag) break;
+      st_.sends.pop_front();
+    }
+  }
+
+  std::string describe_peer(int p) const {
+    const auto& peer = st_.peers[p];
+    std::string s = "rank " + std::to_string(p) + ": ";
+    if (peer.left) s += "has shut its communicator down; ";
+    s += "launched " + std::to_string(peer.status.launched) + " collectives, ";
+    if (peer.status.waiting)
+      s += "waiting on " + std::string(peer.status.what);
+    else
+      s += "waiting on none (computing, or stopped before launching the next)";
+    s += " (heard " + detail::concat(static_cast<int>(seconds_since(peer.heard) * 10) / 10.0) + " s ago)";
+    return s;
+  }
+
+  [[noreturn]] void give_up(const std::string& why) {
+    std::string msg = "ember dist: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + why;
+    if (const auto* op = oldest_collective())
+      msg += "\n  this rank was waiting on #" + std::to_string(op->seq) + " " + op->work->what();
+    msg += "\n  exiting with status " + std::to_string(kPeerLostExit) + " instead of hanging\n";
+    std::fputs(msg.c_str(), stderr);
+    // Tell the others at once (best effort, briefly), so they need not wait for a missed heartbeat.
+    beat(2);
+    for (auto t0 = Clock::now(); !st_.sends.empty() && seconds_since(t0) < 0.2;) {
+      int flag = 0;
+      MPI_Test(&st_.sends.front().req, &flag, MPI_STATUS_IGNORE);
+      if (flag) st_.sends.pop_front();
+    }
+    std::fflush(stderr);
+    std::fflush(stdout);
+    std::_Exit(kPeerLostExit);
+  }
+
+  // Stall and dead-peer checks.
+  void watch() {
+    const auto* op = oldest_collective();
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      const auto& peer = st_.peers[p];
+      if (!peer.left && seconds_since(peer.heard) > o_.dead_seconds)
+        give_up(detail::concat("rank ", p, " stopped responding: no heartbeat for ",
+                               static_cast<int>(seconds_since(peer.heard)), " s (it crashed, was killed or hangs)"));
+      if (peer.gave_up && op)
+        give_up(detail::concat("rank ", p, " gave up (it lost contact with another rank), so collective #", op->seq,
+                               " ", op->work->what(), " cannot complete"));
+      if (peer.left && op && peer.status.launched <= op->seq)
+        give_up(detail::concat("rank ", p, " shut its communicator down (its program ended or failed) without joining ",
+                               "collective #", op->seq, " ", op->work->what()));
+    }
+    if (op && op->seq != st_.stall_reported && seconds_since(op->work->started()) > o_.stall_seconds) {
+      bool someone_behind = false;
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_ && st_.peers[p].status.launched <= op->seq) someone_behind = true;
+      if (!someone_behind) return;
+      std::string msg = detail::concat("ember dist: stall: rank ", rank_, " has waited ",
+                                       static_cast<int>(seconds_since(op->work->started())), " s on collective #",
+                                       op->seq, " ", op->work->what(), ", which not every rank has launched:");
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) msg += "\n  " + describe_peer(p);
+      msg += "\n";
+      std::fputs(msg.c_str(), stderr);
+      st_.stall_reported = op->seq;
+    }
+  }
+
+ private:
+  MpiCommunicator::State& st_;
+  const MpiOptions& o_;
+  int rank_, size_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- the public side
+MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_unique<State>()) {
+  EMBER_CHECK(opts.heartbeat_seconds > 0 && opts.stall_seconds > 0 && opts.dead_seconds > opts.heartbeat_seconds,
+              "MpiOptions: expected positive heartbeat and stall times and dead_seconds > heartbeat_seconds");
+  bool expected = false;
+  EMBER_CHECK(g_mpi_in_use.compare_exchange_strong(expected, true),
+              "MpiCommunicator: one per process (MPI can be initialised only once); share the first one");
+  std::promise<void> ready;
+  auto ready_future = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    State& st = *st_;
+    int provided = 0;
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited) {
+      ready.set_exception(
+          std::make_exception_ptr(Error("MpiCommunicator: MPI is already initialised in this process")));
+      return;
+    }
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+      ready.set_exception(std::make_exception_ptr(Error("MpiCommunicator: MPI_Init_thread failed")));
+      return;
+    }
+    // All calls come from this one thread, so FUNNELED would do; SERIALIZED is asked for so that a
+    // future second caller (a GPU backend's bootstrap) stays legal.
+    thread_level_ = provided;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &st.data);
+    MPI_Comm_dup(MPI_COMM_WORLD, &st.ctrl);
+    MPI_Comm_dup(MPI_COMM_WORLD, &st.p2p);
+    for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
+    if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank_ = std::atoi(lr);
+    MPI_Op_create(&half_op<Half, false>, 1, &st.half_sum);
+    MPI_Op_create(&half_op<Half, true>, 1, &st.half_max);
+    MPI_Op_create(&half_op<BFloat16, false>, 1, &st.bf_sum);
+    MPI_Op_create(&half_op<BFloat16, true>, 1, &st.bf_max);
+    st.peers.resize(static_cast<size_t>(size_));
+    for (auto& p : st.peers) p.heard = Clock::now();
+    ready.set_value();
+
+    Engine eng(st, opts_, rank_, size_);
+    eng.beat(0);
+    for (;;) {
+      std::vector<std::unique_ptr<Op>> fresh;
+      bool stop = false;
+      {
+        std::unique_lock<std::mutex> lk(st.mu);
+        if (st.queue.empty() && st.active.empty() && !st.stop) {
+          auto next_beat = st.last_beat + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(opts_.heartbeat_seconds / 2));
+          st.cv.wait_until(lk, next_beat, [&] { return !st.queue.empty() || st.stop; });
+        }
+        while (!st.queue.empty()) {
+          fresh.push_back(std::move(st.queue.front()));
+          st.queue.pop_front();
+        }
+        stop = st.stop;
+      }
+      for (auto& op : fresh) {
+        if (op->kind != Op::Send && op->kind != Op::Recv) op->seq = st.launched++;
+        eng.start(*op);
+        st.active.push_back(std::move(op));
+      }
+      bool moved = eng.progress();
+      if (seconds_since(st.last_beat) >= opts_.heartbeat_seconds) {
+        eng.drain();
+        eng.beat(0);
+      }
+      eng.drain();
+      eng.watch();
+      if (stop && st.active.empty()) {
+        std::lock_guard<std::mutex> lk(st.mu);
+        if (st.queue.empty()) break;
+      }
+      // Non-blocking MPI progresses only inside MPI calls: poll often while work is in flight,
+      // but sleep between polls so two ranks on two cores leave the cores to backward.
+      if (!st.active.empty() && !moved) std::this_thread::sleep_for(std::chrono::microseconds(40));
+    }
+    // Leaving: tell the others, then wait until every rank has left (or is found dead) before
+    // MPI_Finalize, which would otherwise block on a rank that is still computing.
+    eng.beat(1);
+    MPI_Request bar;
+    MPI_Ibarrier(st.ctrl, &bar);
+    for (int done = 0; !done;) {
+      MPI_Test(&bar, &done, MPI_STATUS_IGNORE);
+      eng.drain();
+      if (seconds_since(st.last_beat) >= opts_.heartbeat_seconds) eng.beat(1);
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        if (!st.peers[p].left && seconds_since(st.peers[p].heard) > opts_.dead_seconds)
+          eng.give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down"));
+        // It will never join the barrier, and MPI_Finalize could wait for it forever.
+        if (st.peers[p].gave_up)
+          eng.give_up(
+              detail::concat("rank ", p, " gave up while this rank was shutting down; leaving without MPI_Finalize"));
+      }
+      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    while (!st.sends.empty()) {
+      MPI_Wait(&st.sends.front().req, MPI_STATUS_IGNORE);
+      st.sends.pop_front();
+    }
+    // Heartbeats sent after a peer's last drain are still unmatched: receive them.
+    eng.drain();
+    for (MPI_Op* o : {&st.half_sum, &st.half_max, &st.bf_sum, &st.bf_max}) MPI_Op_free(o);
+    for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p}) MPI_Comm_free(c);
+    MPI_Finalize();
+  });
+  try {
+    ready_future.get();
+  } catch (...) {
+    thread_.join();
+    g_mpi_in_use = false;
+    throw;
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  {
+    std::lock_guard<std::mutex> lk(st_->mu);
+    st_->stop = true;
+  }
+  st_->cv.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+WorkPtr MpiCommunicator::enqueue(std::unique_ptr<Op> op) {
+  WorkPtr w = op->work;
+  {
+    std::lock_guard<std::mutex> lk(st_->mu);
+    EMBER_CHECK(!st_->stop, "MpiCommunicator: ", w->what(), " issued after shutdown began");
+    st_->queue.push_back(std::move(op));
+  }
+  st_->cv.notify_all();
+  return w;
+}
+
+void MpiCommunicator::check_peer(int peer, const char* what) const {
+  EMBER_CHECK(peer >= 0 && peer < size_ && peer != rank_, what, ": expected another rank in [0, ", size_,
+              ") (not this rank, ", rank_, "), got ", peer);
+}
+
+namespace {
+void check_count(const Tensor& t, const char* what) {
+  EMBER_CHECK(t.numel() <= INT_MAX / 8, what, ": ", t.numel(), " elements is more than one MPI call moves (",
+              INT_MAX / 8, "); split the tensor");
+}
+std::unique_ptr<MpiCommunicator::Op> make_op(MpiCommunicator::Op::Kind k, std::string what) {
+  auto op = std::make_unique<MpiCommunicator::Op>();
+  op->kind = k;
+  op->work = std::make_shared<Work>(std::move(what));
+  return op;
+}
+}  // namespace
+
+WorkPtr MpiCommunicator::all_reduce(Tensor t, ReduceOp op, std::string label) {
+  check_tensor(t, "all_reduce", Device::cpu());
+  check_reducible(t, op, "all_reduce");
+  check_count(t, "all_reduce");
+  auto o = make_op(Op::AllReduce, describe("all_reduce", t, label, reduce_op_name(op)));
+  o->a = t;
+  o->op = op;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::broadcast(Tensor t, int root, std::string label) {
+  check_tensor(t, "broadcast", Device::cpu());
+  check_count(t, "broadcast");
+  EMBER_CHECK(root >= 0 && root < size_, "broadcast: root must be a rank in [0, ", size_, "), got ", root);
+  auto o = make_op(Op::Broadcast, describe("broadcast", t, label, ("from " + std::to_string(root)).c_str()));
+  o->a = t;
+  o->peer = root;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::all_gather(Tensor out, Tensor in, std::string label) {
+  check_tensor(out, "all_gather output", Device::cpu());
+  check_tensor(in, "all_gather input", Device::cpu());
+  check_count(out, "all_gather");
+  EMBER_CHECK(out.dtype() == in.dtype(), "all_gather: output dtype ", dtype_name(out.dtype()),
+              " differs from input dtype ", dtype_name(in.dtype()));
+  EMBER_CHECK(out.numel() == in.numel() * size_,
+              "all_gather: the output needs size() * input elements = ", in.numel() * size_, ", got ", out.numel());
+  auto o = make_op(Op::AllGather, describe("all_gather", in, label));
+  o->a = out;
+  o->b = in;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::reduce_scatter(Tensor out, Tensor in, ReduceOp op, std::string label) {
+  check_tensor(out, "reduce_scatter output", Device::cpu());
+  check_tensor(in, "reduce_scatter input", Device::cpu());
+  check_reducible(in, op, "reduce_scatter");
+  check_count(in, "reduce_scatter");
+  EMBER_CHECK(out.dtype() == in.dtype(), "reduce_scatter: output dtype ", dtype_name(out.dtype()),
+              " differs from input dtype ", dtype_name(in.dtype()));
+  EMBER_CHECK(in.numel() == out.numel() * size_,
+              "reduce_scatter: the input needs size() * output elements = ", out.numel() * size_, ", got ", in.numel());
+  EMBER_CHECK(!out.storage() || !in.storage() || out.storage() != in.storage(),
+              "reduce_scatter: input and output must not share memory");
+  auto o = make_op(Op::ReduceScatter, describe("reduce_scatter", in, label, reduce_op_name(op)));
+  o->a = out;
+  o->b = in;
+  o->op = op;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::send(Tensor t, int dst, int tag) {
+  check_tensor(t, "send", Device::cpu());
+  check_count(t, "send");
+  check_peer(dst, "send");
+  EMBER_CHECK(tag >= 0 && tag < 32767, "send: tag must be in [0, 32767), got ", tag);
+  auto o = make_op(Op::Send, describe("send", t, "", ("to " + std::to_string(dst)).c_str()));
+  o->a = t;
+  o->peer = dst;
+  o->tag = tag;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::recv(Tensor t, int src, int tag) {
+  check_tensor(t, "recv", Device::cpu());
+  check_count(t, "recv");
+  check_peer(src, "recv");
+  EMBER_CHECK(tag >= 0 && tag < 32767, "recv: tag must be in [0, 32767), got ", tag);
+  auto o = make_op(Op::Recv, describe("recv", t, "", ("from " + std::to_string(src)).c_str()));
+  o->a = t;
+  o->peer = src;
+  o->tag = tag;
+  return enqueue(std::move(o));
+}
+
+WorkPtr MpiCommunicator::barrier(std::string label) {
+  return enqueue(make_op(Op::Barrier, describe("barrier", Tensor(), label)));
+}
+
+}  // namespace ember::dist

@@ -1,0 +1,41 @@
+# Included by tests/CMakeLists.txt when ember_dist is built.
+file(GLOB dist_test_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/*_test.cpp)
+add_executable(ember_dist_tests ${dist_test_srcs} ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/main.cpp)
+target_link_libraries(ember_dist_tests PRIVATE ember_dist ember_models GTest::gtest)
+target_include_directories(ember_dist_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist)
+add_executable(ember_dist_fault ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_rank.cpp)
+target_link_libraries(ember_dist_fault PRIVATE ember_dist)  # ember_dist brings ember_layers
+
+# As root (containers, CI) OpenMPI refuses to start without these two variables.
+set(dist_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE)
+if(EMBER_SANITIZE)
+  # OpenMPI's own allocations outlive MPI_Finalize; Ember's are still leak-checked. Suppressions
+  # match only when OpenMPI's and PMIx's components stay loaded (no dlclose) and LeakSanitizer
+  # unwinds through libraries built without frame pointers (slow unwinder).
+  set(EMBER_DIST_SANITIZER_ENV OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+      "LSAN_OPTIONS=fast_unwind_on_malloc=0:suppressions=${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/lsan_mpi.supp:print_suppressions=0"
+      CACHE INTERNAL "environment of MPI programs run by ctest in sanitizer builds (examples/ uses it too)")
+  list(APPEND dist_env ${EMBER_DIST_SANITIZER_ENV})
+endif()
+foreach(np 2 3)
+  add_test(NAME dist.mpi_np${np}
+           COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
+                   ${MPIEXEC_EXECUTABLE} -np ${np} --oversubscribe $<TARGET_FILE:ember_dist_tests>)
+  set_tests_properties(dist.mpi_np${np} PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
+endforeach()
+# Failure handling: a killed rank, a rank that leaves early, a stalled collective, a rank killed
+# during data-parallel training.
+foreach(mode kill leave stall ddp)
+  add_test(NAME dist.fault_${mode}
+           COMMAND ${CMAKE_COMMAND} -E env ${dist_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_test.sh
+                   ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_dist_fault> ${mode})
+  # The issue's bound: the surviving ranks must be gone within 30 s of the failure.
+  set_tests_properties(dist.fault_${mode} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
+endforeach()
+# `ember launch` (tools/launch.cpp), with the MNIST example as the README runs it.
+if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in examples/
+  add_test(NAME dist.ember_launch
+           COMMAND ${CMAKE_COMMAND} -E env OMP_WAIT_POLICY=PASSIVE ${dist_env}
+                   bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/launch_test.sh $<TARGET_FILE:ember> $<TARGET_FILE:mnist_cnn>)
+  set_tests_properties(dist.ember_launch PROPERTIES LABELS "dist;tools" TIMEOUT 180 PROCESSORS 2)
+endif()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# launch_test.sh EMBER MNIST_CNN: `ember launch` end to end: rank prefixes, the worst exit status,
+# --rank0-only, SIGTERM forwarded to every rank, usage errors, and the README's data-parallel run.
+set -u
+ember=$1 mnist=$2
+fail() { echo "FAIL: $*"; exit 1; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+"$ember" launch -n 3 -- sh -c 'echo hi from $OMPI_COMM_WORLD_RANK on $EMBER_DEVICE; exit $((OMPI_COMM_WORLD_RANK * 3))' >"$out" 2>&1
+status=$?
+cat "$out"
+[ $status -eq 6 ] || fail "expected the worst status 6, got $status"
+for r in 0 1 2; do grep -q "^\[rank $r\] hi from $r on cpu" "$out" || fail "no prefixed line from rank $r"; done
+grep -q "rank 1: 3; rank 2: 6; returning 6" "$out" || fail "no per-rank status summary"
+
+"$ember" launch -n 2 --rank0-only -- sh -c 'echo out $OMPI_COMM_WORLD_RANK; echo err $OMPI_COMM_WORLD_RANK >&2' >"$out" 2>&1
+status=$?
+cat "$out"
+[ $status -eq 0 ] || fail "--rank0-only run failed ($status)"
+grep -q "^\[rank 0\] out 0" "$out" || fail "rank 0's output missing"
+grep -q "out 1" "$out" && fail "rank 1's stdout shown despite --rank0-only"
+grep -q "^\[rank 1\] err 1" "$out" || fail "rank 1's stderr must still show"
+
+# SIGTERM to the launcher reaches every rank's program.
+"$ember" launch -n 2 -- sh -c 'trap "echo got TERM; exit 5" TERM; echo ready; sleep 60 & wait' >"$out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ "$(grep -c ready "$out")" -ge 2 ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+status=$?
+cat "$out"
+[ $status -eq 5 ] || fail "expected status 5 from the trapped SIGTERM, got $status"
+[ "$(grep -c 'got TERM' "$out")" -eq 2 ] || fail "not every rank got SIGTERM"
+
+"$ember" launch -- true >"$out" 2>&1
+[ $? -eq 2 ] && grep -q -- "-n N (the number of ranks) is required" "$out" || fail "missing -n is not a usage error"
+"$ember" launch -n 2 >"$out" 2>&1
+[ $? -eq 2 ] && grep -q "expected '-- PROGRAM" "$out" || fail "missing program is not a usage error"
+"$ember" launch -n 0 -- true >"$out" 2>&1
+[ $? -eq 2 ] || fail "-n 0 is not a usage error"
+"$ember" launch -n 1 --mpirun /nonexistent/mpirun -- true >"$out" 2>&1
+[ $? -eq 1 ] && grep -q "was not found" "$out" || fail "a missing mpirun is not reported"
+
+# The README's command, shortened.
+rm -rf ckpt_launch
+"$ember" launch -n 2 --rank0-only -- "$mnist" --data-parallel --limit 256 --epochs 1 --max-steps 3 --batch-size 32 >"$out" 2>&1
+status=$?
+cat "$out"
+[ $status -eq 0 ] || fail "mnist_cnn --data-parallel under ember launch failed ($status)"
+grep -q "Data-parallel over 2 ranks: shares of each batch 16/16" "$out" || fail "no data-parallel banner"
+echo PASS

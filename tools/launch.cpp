@@ -1,0 +1,361 @@
+// `ember launch -n N [--hosts H] [--rank0-only] -- PROGRAM ARGS`: starts N ranks of a program
+// through mpirun with what a data-parallel job needs: --oversubscribe when N exceeds the cores,
+// the flags OpenMPI wants when run as root, one math thread share per rank (OMP_NUM_THREADS), one
+// device per rank (EMBER_DEVICE=cuda:<local rank> on GPU machines, else cpu). Each rank runs
+// under a small wrapper (this same program, `ember launch --as-rank`) that prefixes its output
+// lines with "[rank R] " (or drops the stdout of ranks other than 0), forwards SIGINT/SIGTERM to
+// it and records its exit status, so the launcher returns the worst status of all ranks.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How long the other ranks may go on after one has failed before the launcher ends them.
+constexpr double kFailureGrace = 30.0;
+
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_pending = 0;  // launcher: a signal to forward to the ranks
+
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+void note_signal(int sig) {
+  g_pending = sig;
+}
+
+// `handler` runs for SIGINT and SIGTERM; without SA_RESTART, so waitpid() returns EINTR.
+void install(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// A wait status as a shell reports it: the exit code, or 128 + the signal.
+int status_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  for (size_t at = 0; at <= p.size();) {
+    size_t colon = std::min(p.find(':', at), p.size());
+    fs::path cand = fs::path(p.substr(at, colon - at)) / name;
+    if (::access(cand.c_str(), X_OK) == 0) return cand.string();
+    at = colon + 1;
+  }
+  return "";
+}
+
+int local_gpu_count() {
+  // The NVIDIA driver lists one folder per GPU; CUDA_VISIBLE_DEVICES narrows it as CUDA would.
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)e;
+    ++n;
+  }
+  if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string v = vis;
+    if (v.empty()) return 0;
+    int listed = static_cast<int>(std::count(v.begin(), v.end(), ',')) + 1;
+    n = std::min(n, listed);
+  }
+  return n;
+}
+
+std::vector<char*> c_args(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// ---------------------------------------------------------------- the per-rank wrapper
+// Copies complete lines from `fd` to `out` with `prefix`; returns false at end of file.
+bool pump(int fd, std::string& pending, FILE* out, const std::string& prefix, bool keep) {
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) {
+    if (!pending.empty() && keep) std::fprintf(out, "%s%s\n", prefix.c_str(), pending.c_str());
+    pending.clear();
+    std::fflush(out);
+    return false;
+  }
+  pending.append(buf, static_cast<size_t>(n));
+  for (size_t nl; (nl = pending.find_first_of("\n\r")) != std::string::npos;) {
+    std::string line = pending.substr(0, nl);
+    pending.erase(0, nl + 1);
+    if (keep && !line.empty()) std::fprintf(out, "%s%s\n", prefix.c_str(), line.c_str());
+  }
+  std::fflush(out);
+  return true;
+}
+
+int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std::string> program) {
+  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!r) r = std::getenv("PMIX_RANK");
+  const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int rank = r ? std::atoi(r) : 0;
+  int local = lr ? std::atoi(lr) : 0;
+  int gpus = local_gpu_count();
+  std::string device = gpus > 0 ? "cuda:" + std::to_string(local % gpus) : "cpu";
+  if (!std::getenv("EMBER_DEVICE")) ::setenv("EMBER_DEVICE", device.c_str(), 1);
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
+    std::perror("ember launch: pipe");
+    return 1;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::perror("ember launch: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    auto argv = c_args(program);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "ember launch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  g_child = pid;
+  install(forward_signal);
+  if (!status_dir.empty()) {
+    // The launcher signals this wrapper directly (mpirun would end the other ranks at the first
+    // exit, before they had handled the signal themselves).
+    std::error_code ec;
+    fs::create_directories(status_dir, ec);
+    std::ofstream(fs::path(status_dir) / ("pid" + std::to_string(rank))) << ::getpid() << "\n";
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  std::string prefix = "[rank " + std::to_string(rank) + "] ";
+  bool keep_out = !rank0_only || rank == 0;
+  std::string pend_out, pend_err;
+  bool out_open = true, err_open = true, exited = false;
+  int status = 0;
+  while (out_open || err_open) {
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    int ready = ::poll(fds, 2, 100);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready > 0) {
+      if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+        out_open = pump(out_pipe[0], pend_out, stdout, prefix, keep_out);
+      if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+        err_open = pump(err_pipe[0], pend_err, stderr, prefix, true);
+      continue;
+    }
+    // Nothing to read: when the program has exited, a process it left behind may still hold the
+    // pipes open; its output so far has been copied, so stop here.
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
+    if (exited) break;
+  }
+  // What the program wrote just before it exited is still in the pipes: copy it without
+  // blocking on a pipe that a leftover process holds open.
+  for (auto [fd, pend, out, keep, open] : {std::tuple{out_pipe[0], &pend_out, stdout, keep_out, out_open},
+                                           std::tuple{err_pipe[0], &pend_err, stderr, true, err_open}}) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (open) {
+      for (int i = 0; i < 1024; ++i) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0 || !pump(fd, *pend, out, prefix, keep)) break;
+      }
+    }
+    if (!pend->empty() && keep) std::fprintf(out, "%s%s\n", prefix.c_str(), pend->c_str());
+    std::fflush(out);
+    ::close(fd);
+  }
+  while (!exited && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = status_code(status);
+  if (!status_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(status_dir, ec);
+    std::ofstream(fs::path(status_dir) / ("rank" + std::to_string(rank))) << code << "\n";
+  }
+  return code;
+}
+
+// ---------------------------------------------------------------- the launcher
+int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::string& mpirun_flag, bool dry_run,
+                 const std::vector<std::string>& program) {
+  std::string mpirun = find_in_path(mpirun_flag.empty() ? "mpirun" : mpirun_flag);
+  EMBER_CHECK(!mpirun.empty(), "ember launch: '", mpirun_flag.empty() ? "mpirun" : mpirun_flag,
+              "' was not found in PATH (Debian: apt-get install openmpi-bin)");
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> cmd = {mpirun, "-np", std::to_string(n)};
+  if (!hosts.empty()) {
+    cmd.push_back("--host");
+    cmd.push_back(hosts);
+  } else if (static_cast<unsigned long>(n) > cores) {
+    cmd.push_back("--oversubscribe");
+  }
+  if (::geteuid() == 0) cmd.push_back("--allow-run-as-root");
+  // Every rank reports its own exit status: mpirun does not kill the others at the first failure.
+  // (Ember's communicator makes the others exit by themselves when a peer is gone; anything still
+  // running kFailureGrace after a failure is ended by this launcher.)
+  cmd.insert(cmd.end(), {"--mca", "orte_abort_on_non_zero_status", "0"});
+  // Each rank one share of the cores for its math threads (unless the user chose).
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    long per = std::max(1L, static_cast<long>(cores) / n);
+    ::setenv("OMP_NUM_THREADS", std::to_string(per).c_str(), 1);
+  }
+  cmd.insert(cmd.end(), {"-x", "OMP_NUM_THREADS"});
+  char tmpl[] = "/tmp/ember-launch-XXXXXX";
+  std::string status_dir = dry_run ? "/tmp/ember-launch-dry-run" : (::mkdtemp(tmpl) ? tmpl : "");
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  cmd.insert(cmd.end(), {self, "launch", "--as-rank", "--status-dir", status_dir});
+  if (rank0_only) cmd.push_back("--rank0-only");
+  cmd.push_back("--");
+  cmd.insert(cmd.end(), program.begin(), program.end());
+  if (dry_run) {
+    for (size_t i = 0; i < cmd.size(); ++i) std::cout << (i ? " " : "") << cmd[i];
+    std::cout << "\n";
+    return 0;
+  }
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  pid_t pid = ::fork();
+  EMBER_CHECK(pid >= 0, "ember launch: fork failed: ", std::strerror(errno));
+  if (pid == 0) {
+    auto argv = c_args(cmd);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "ember launch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  g_child = pid;
+  install(note_signal);
+  // To every local rank's wrapper, which passes it to its program; ranks on other nodes (no pid
+  // file here) hear it from mpirun, which ends the job on SIGINT/SIGTERM.
+  auto signal_ranks = [&](int sig) {
+    int local = 0;
+    for (long r = 0; r < n; ++r) {
+      std::ifstream in(fs::path(status_dir) / ("pid" + std::to_string(r)));
+      long wp = 0;
+      if (in >> wp && wp > 0 && ::kill(static_cast<pid_t>(wp), sig) == 0) ++local;
+    }
+    if (local < n) ::kill(pid, sig);
+  };
+  int status = 0;
+  auto failed_at = std::chrono::steady_clock::time_point{};
+  bool ended = false;
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (g_pending) {
+      int sig = g_pending;
+      g_pending = 0;
+      signal_ranks(sig);
+    }
+    if (failed_at == std::chrono::steady_clock::time_point{}) {
+      for (long r = 0; r < n; ++r) {
+        std::ifstream in(fs::path(status_dir) / ("rank" + std::to_string(r)));
+        int code = 0;
+        if (in >> code && code != 0) failed_at = std::chrono::steady_clock::now();
+      }
+    } else if (!ended && std::chrono::steady_clock::now() - failed_at > std::chrono::duration<double>(kFailureGrace)) {
+      std::cerr << "ember launch: a rank failed " << kFailureGrace << " s ago and others still run: ending them\n";
+      signal_ranks(SIGTERM);
+      ended = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  g_child = 0;
+  int worst = 0, seen = 0;
+  std::string failures;
+  for (long r = 0; r < n; ++r) {
+    std::ifstream in(fs::path(status_dir) / ("rank" + std::to_string(r)));
+    int code = 0;
+    if (!(in >> code)) continue;
+    ++seen;
+    if (code != 0) failures += " rank " + std::to_string(r) + ": " + std::to_string(code) + ";";
+    worst = std::max(worst, code);
+  }
+  std::error_code ec;
+  fs::remove_all(status_dir, ec);
+  int mpirun_code = status_code(status);
+  // Ranks on other nodes leave no status file here: then mpirun's own status counts too.
+  if (seen < n) worst = std::max(worst, mpirun_code);
+  if (worst != 0) {
+    if (!failures.empty()) failures.pop_back();
+    std::cerr << "ember launch: " << (failures.empty() ? "mpirun failed" : "exit status by rank:" + failures)
+              << "; returning " << worst << "\n";
+  }
+  return worst;
+}
+
+}  // namespace
+
+int launch(const std::vector<std::string>& all_args) {
+  auto dash = std::find(all_args.begin(), all_args.end(), "--");
+  std::vector<std::string> args(all_args.begin(), dash);
+  std::vector<std::string> program(dash == all_args.end() ? dash : dash + 1, all_args.end());
+  Flags f;
+  f.add("n", "N", "number of ranks")
+      .add("hosts", "H1:S1,H2:S2", "run on these hosts with these slots (mpirun --host); default: this machine")
+      .add("rank0-only", "", "show only rank 0's standard output (every rank's errors are still shown)")
+      .add("mpirun", "PATH", "the MPI launcher (default: mpirun from PATH)")
+      .add("dry-run", "", "print the mpirun command instead of running it")
+      .add("as-rank", "", "internal: the per-rank wrapper")
+      .add("status-dir", "DIR", "internal: where the wrapper records its exit status")
+      .add("help", "", "show this help");
+  const std::string usage =
+      "usage: ember launch -n N [--hosts H1:S1,...] [--rank0-only] -- PROGRAM [ARGS...]\n\n"
+      "Starts N ranks of PROGRAM through mpirun (see docs/DISTRIBUTED.md) and returns the worst exit\n"
+      "status of the ranks. Example: ember launch -n 2 -- build/examples/mnist_cnn --data-parallel\n\nflags:\n" +
+      f.help();
+  return run_leaf("ember launch", usage, [&]() -> int {
+    // "-n 4" is the customary spelling: accept it as --n.
+    for (auto& a : args)
+      if (a == "-n") a = "--n";
+    f.parse(args);
+    if (f.has("help")) {
+      std::cout << usage;
+      return 0;
+    }
+    if (program.empty()) throw UsageError("expected '-- PROGRAM [ARGS...]' after the flags");
+    if (f.has("as-rank")) return run_as_rank(f.str("status-dir"), f.has("rank0-only"), program);
+    if (!f.has("n")) throw UsageError("-n N (the number of ranks) is required");
+    long n = f.integer("n", 1, 1, 100000);
+    return launch_ranks(n, f.str("hosts"), f.has("rank0-only"), f.str("mpirun"), f.has("dry-run"), program);
+  });
+}
+
+}  // namespace ember::cli
