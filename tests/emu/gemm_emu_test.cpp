@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/mma.h"
 #include "core/gemm_kernels.h"
 #include "emu/emu_test_util.h"
 #include "test_helpers.h"
@@ -141,6 +142,90 @@ TEST(GemmErrors, BadArgumentsAreErrors) {
   expect_error([&] { emu::kernel(gemm_batched_stub)(g, 2, -1, 0, 1); }, "gemm", "non-negative strides");
   expect_error([&] { emu::kernel(dot_stub)(DType::Int64, 1, t.raw_data(), 1, t.raw_data(), 1, t.raw_data()); }, "dot",
                "float32 or float64");
+}
+
+namespace {
+
+// Sets EMBER_GEMM_TF32 for one scope.
+struct ScopedTf32 {
+  ScopedTf32() { setenv("EMBER_GEMM_TF32", "1", 1); }
+  ~ScopedTf32() { unsetenv("EMBER_GEMM_TF32"); }
+};
+
+float round_tf32(float x) {
+  return ember::cuda::to_tf32(x);
+}
+
+}  // namespace
+
+// The rounding the tf32 kernel applies to its inputs: to nearest with ties away from zero, 10
+// mantissa bits; infinities and NaN unchanged.
+TEST(Tf32, RoundsToTenMantissaBitsTiesAway) {
+  EXPECT_EQ(round_tf32(1.0f), 1.0f);
+  EXPECT_EQ(round_tf32(1.0f + std::ldexp(1.0f, -12)), 1.0f);                          // below half an ulp
+  EXPECT_EQ(round_tf32(1.0f + std::ldexp(1.0f, -11)), 1.0f + std::ldexp(1.0f, -10));  // a tie: away from zero
+  EXPECT_EQ(round_tf32(-1.0f - std::ldexp(1.0f, -11)), -1.0f - std::ldexp(1.0f, -10));
+  EXPECT_EQ(round_tf32(1.0f + 3 * std::ldexp(1.0f, -12)), 1.0f + std::ldexp(1.0f, -10));
+  EXPECT_EQ(round_tf32(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(round_tf32(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// With EMBER_GEMM_TF32=1 float GEMMs run on the mma kernel: compared with a float64 CPU GEMM of
+// the tf32-rounded operands (the only rounding left is the float accumulation), every transpose,
+// ragged edges, two row and column tiles, alpha/beta, and a batch.
+TEST_P(Gemm, Tf32TensorCoreKernelMatchesTheRoundedProduct) {
+  ScopedTf32 tf32;
+  struct T32 {
+    bool ta, tb;
+    Case c;
+    int64_t batch;
+  };
+  const std::vector<T32> cases = {
+      {false, false, {37, 21, 13, 0, 1.0, 0.0}, 1}, {true, false, {19, 70, 9, 1, 0.5, -1.0}, 1},
+      {false, true, {70, 11, 17, 2, 1.0, 1.0}, 1},  {true, true, {23, 29, 8, 0, 1.0, 0.0}, 1},
+      {false, false, {9, 14, 11, 0, 1.0, 0.0}, 2},
+  };
+  for (const T32& t : cases) {
+    const Case& c = t.c;
+    const int64_t ar = t.ta ? c.k : c.m, ac = (t.ta ? c.m : c.k) + c.pad;
+    const int64_t br = t.tb ? c.n : c.k, bc = (t.tb ? c.k : c.n) + c.pad, cc = c.n + c.pad;
+    auto rounded = [](Shape s) {
+      std::vector<float> v = randn(s).to_vector<float>();
+      for (float& x : v) x = round_tf32(x);
+      return from_vector(v, s);
+    };
+    Tensor a = rounded({t.batch, ar, ac}), b = rounded({t.batch, br, bc});
+    Tensor c0 = randn({t.batch, c.m, cc});
+    if (c.beta == 0.0) c0.fill_(std::numeric_limits<double>::quiet_NaN());
+    Tensor a64 = a.to(DType::Float64), b64 = b.to(DType::Float64), want = c0.to(DType::Float64);
+    Tensor got = device_copy(c0), ad = device_copy(a), bd = device_copy(b);
+    GemmArgs g;
+    g.trans_a = t.ta, g.trans_b = t.tb, g.m = c.m, g.n = c.n, g.k = c.k, g.alpha = c.alpha, g.beta = c.beta;
+    g.lda = ac, g.ldb = bc, g.ldc = cc;
+    GemmArgs g64 = g, g32 = g;
+    g64.dtype = DType::Float64, g64.a = a64.raw_data(), g64.b = b64.raw_data(), g64.c = want.raw_data();
+    g32.dtype = DType::Float32, g32.a = ad.raw_data(), g32.b = bd.raw_data(), g32.c = got.raw_data();
+    gemm_batched_stub(Device::cpu())(g64, t.batch, ar * ac, br * bc, c.m * cc);
+    emu::kernel(gemm_batched_stub)(g32, t.batch, ar * ac, br * bc, c.m * cc);
+    expect_close(got, want.to(DType::Float32), 1e-5, 1e-5 * std::sqrt(static_cast<double>(c.k)),
+                 std::string("tf32") + (t.ta ? " At" : " A") + (t.tb ? " Bt" : " B") + " m" + std::to_string(c.m) +
+                     " n" + std::to_string(c.n) + " k" + std::to_string(c.k));
+  }
+}
+
+// The switch really changes kernels: 1 + 2^-12 survives a float GEMM and rounds to 1 in tf32.
+TEST_P(Gemm, Tf32SwitchSelectsTheTensorCoreKernel) {
+  const float x = 1.0f + std::ldexp(1.0f, -12);
+  auto product = [&] {
+    Tensor a = device_copy(full({1, 1}, x)), b = device_copy(full({1, 1}, 1.0)), c = device_copy(zeros({1, 1}));
+    GemmArgs g;
+    g.m = g.n = g.k = 1, g.a = a.raw_data(), g.b = b.raw_data(), g.c = c.raw_data();
+    emu::kernel(gemm_stub)(g);
+    return c.to_vector<float>()[0];
+  };
+  EXPECT_EQ(product(), x);
+  ScopedTf32 tf32;
+  EXPECT_EQ(product(), 1.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOrders, Gemm, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);
