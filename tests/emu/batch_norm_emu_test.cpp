@@ -96,7 +96,8 @@ TEST_P(BatchNorm, BackwardMatchesTheCpu) {
         BatchNormArgs args;
         args.training = training;
         batch_norm_forward_stub(Device::cpu())(empty(xs, {.dtype = dt}), sm, si, x, w, Tensor(), rm, rv, args);
-        for (int want = 1; want < 8; ++want) {
+        // All three gradients, grad_input alone, and the parameter gradients alone.
+        for (int want : {7, 1, 6}) {
           const bool gi_on = want & 1, gw_on = want & 2, gb_on = want & 4;
           for (bool affine : {true, false}) {
             const std::string what = std::string(dtype_name(dt)) + " N" + std::to_string(k.N) + " C" +
