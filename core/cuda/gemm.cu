@@ -1,0 +1,390 @@
+// CUDA SGEMM/DGEMM for gemm_stub, gemm_batched_stub and dot_stub (core/gemm_kernels.h): row-major
+// C = alpha * op(A) op(B) + beta * C with either operand transposed, any leading dimensions and
+// a batch (strides 0 broadcast one matrix), hand-written rather than cuBLAS (the vendor path is
+// the second implementation).
+//
+// One kernel template, instantiated per dtype and transpose pair (the transposes decide how a
+// tile is read from global memory, so they are compile-time):
+//   - a BM x BN output tile per block, the K dimension walked in BK-deep slices staged in shared
+//     memory, stored k-major (As[k][m], Bs[k][n]) so the inner product reads rows of both;
+//   - register blocking: each thread accumulates TM x TN outputs, rows ty + i * (BM / TM) and
+//     columns tx + j * (BN / TN) (strided rather than adjacent, so a half-warp reads consecutive
+//     shared-memory words and stores consecutive columns of C);
+//   - double buffering: two shared stages; the next slice is fetched from global memory into
+//     registers before the current stage is multiplied out and stored into the other stage after,
+//     so the loads' latency overlaps the arithmetic and one barrier per slice suffices.
+// float: 128 x 128 x 8 tiles, 8 x 8 per thread; double: 64 x 64 x 8 tiles, 4 x 4 per thread
+// (8 x 8 doubles would need more than the 255 registers a thread may have without spilling).
+// A float GEMM can instead run on the tensor cores (EMBER_GEMM_TF32=1, gemm_tf32_kernel) through
+// the mma wrapper of core/cuda/mma.h, whose portable body the emulator runs.
+// Batches run on blockIdx.z (looping when there are more than the grid allows). Coordinates
+// within a matrix are 32-bit (the host checks they fit), offsets 64-bit.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+
+#include "core/cuda/block_reduce.h"
+#include "core/cuda/device_api.h"
+#include "core/cuda/launch.h"
+#include "core/cuda/mma.h"
+#include "core/error.h"
+#include "core/gemm_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+template <typename T>
+struct Tile;
+template <>
+struct Tile<float> {
+  static constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
+};
+template <>
+struct Tile<double> {
+  static constexpr int BM = 64, BN = 64, BK = 8, TM = 4, TN = 4;
+};
+
+template <typename T>
+struct Params {
+  const T* a;
+  const T* b;
+  T* c;
+  int64_t lda, ldb, ldc;
+  int64_t stride_a, stride_b, stride_c;
+  int64_t batch;
+  int m, n, k;
+  T alpha, beta;
+};
+
+// Moves one BK-deep slice of op(A) (BM x BK) and op(B) (BK x BN) from global memory into
+// registers (fetch) and from there into a shared-memory stage stored k-major (stage). Element
+// e = tid + r * kThreads sits at (row, k) of the tile with the operand's contiguous dimension
+// varying fastest over consecutive threads, so that the global reads coalesce.
+template <typename T, bool TA, bool TB, int BM, int BN, int BK, int kThreads>
+struct Loader {
+  static constexpr int kA = BM * BK / kThreads, kB = BN * BK / kThreads;  // elements per thread
+  static_assert(BM * BK % kThreads == 0 && BN * BK % kThreads == 0, "tiles divide evenly among the threads");
+  T a[kA], b[kB];
+
+  EMBER_DEVICE static void a_pos(int e, int& mm, int& kk) {
+    if (TA) {  // A stored [k][m]: m contiguous
+      mm = e % BM, kk = e / BM;
+    } else {  // A stored [m][k]: k contiguous
+      kk = e % BK, mm = e / BK;
+    }
+  }
+  EMBER_DEVICE static void b_pos(int e, int& nn, int& kk) {
+    if (TB) {  // B stored [n][k]: k contiguous
+      kk = e % BK, nn = e / BK;
+    } else {  // B stored [k][n]: n contiguous
+      nn = e % BN, kk = e / BN;
+    }
+  }
+  EMBER_DEVICE void fetch(const T* A, const T* B, const Params<T>& p, int m0, int n0, int k0, int tid) {
+    EMBER_UNROLL
+    for (int r = 0; r < kA; ++r) {
+      int mm, kk;
+      a_pos(tid + r * kThreads, mm, kk);
+      const int m = m0 + mm, k = k0 + kk;
+      a[r] =
+          m < p.m && k < p.k ? A[TA ? static_cast<int64_t>(k) * p.lda + m : static_cast<int64_t>(m) * p.lda + k] : T(0);
+    }
+    EMBER_UNROLL
+    for (int r = 0; r < kB; ++r) {
+      int nn, kk;
+      b_pos(tid + r * kThreads, nn, kk);
+      const int n = n0 + nn, k = k0 + kk;
+      b[r] =
+          n < p.n && k < p.k ? B[TB ? static_cast<int64_t>(n) * p.ldb + k : static_cast<int64_t>(k) * p.ldb + n] : T(0);
+    }
+  }
+  // conv maps each value on its way into shared memory (identity, or rounding to tf32).
+  template <int kPadA, int kPadB, typename Conv>
+  EMBER_DEVICE void stage(T (*As)[BM + kPadA], T (*Bs)[BN + kPadB], int tid, Conv conv) const {
+    EMBER_UNROLL
+    for (int r = 0; r < kA; ++r) {
+      int mm, kk;
+      a_pos(tid + r * kThreads, mm, kk);
+      As[kk][mm] = conv(a[r]);
+    }
+    EMBER_UNROLL
+    for (int r = 0; r < kB; ++r) {
+      int nn, kk;
+      b_pos(tid + r * kThreads, nn, kk);
+      Bs[kk][nn] = conv(b[r]);
+    }
+  }
+};
+
+struct Identity {
+  template <typename T>
+  EMBER_DEVICE T operator()(T v) const {
+    return v;
+  }
+};
+struct ToTf32 {
+  EMBER_DEVICE float operator()(float v) const { return to_tf32(v); }
+};
+
+// C = alpha acc + beta C (beta == 0: C is write-only, so old NaNs do not leak through 0 * NaN).
+template <typename T>
+EMBER_DEVICE void store_c(T* C, const Params<T>& p, int m, int n, T acc) {
+  if (m < p.m && n < p.n) {
+    T* out = C + static_cast<int64_t>(m) * p.ldc + n;
+    *out = p.beta == T(0) ? p.alpha * acc : p.alpha * acc + p.beta * *out;
+  }
+}
+
+// Grid: x over N tiles, y over M tiles, z over batch entries (grid-strided).
+template <typename T, bool TA, bool TB>
+__global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / Tile<T>::TN)) gemm_kernel(Params<T> p) {
+  using Cfg = Tile<T>;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
+  constexpr int kThreads = (BM / TM) * (BN / TN);
+  // +4: rows stay 16-byte aligned and the transposing stores of a k-contiguous operand spread
+  // over the banks.
+  EMBER_SHARED(T, As, [2][BK][BM + 4]);
+  EMBER_SHARED(T, Bs, [2][BK][BN + 4]);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
+  const int m0 = static_cast<int>(blockIdx.y) * BM, n0 = static_cast<int>(blockIdx.x) * BN;
+  const int tiles = (p.k + BK - 1) / BK;
+
+  for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
+    const T* A = p.a + z * p.stride_a;
+    const T* B = p.b + z * p.stride_b;
+    T* C = p.c + z * p.stride_c;
+    Loader<T, TA, TB, BM, BN, BK, kThreads> ld;
+
+    T acc[TM][TN];
+    EMBER_UNROLL
+    for (int i = 0; i < TM; ++i) EMBER_UNROLL
+    for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
+
+    if (tiles > 0) {
+      ld.fetch(A, B, p, m0, n0, 0, tid);
+      ld.template stage<4, 4>(As[0], Bs[0], tid, Identity{});
+    }
+    __syncthreads();
+    for (int t = 0; t < tiles; ++t) {
+      const int s = t & 1;
+      const bool more = t + 1 < tiles;
+      if (more) ld.fetch(A, B, p, m0, n0, (t + 1) * BK, tid);
+      EMBER_UNROLL
+      for (int kk = 0; kk < BK; ++kk) {
+        T av[TM], bv[TN];
+        EMBER_UNROLL
+        for (int i = 0; i < TM; ++i) av[i] = As[s][kk][ty + i * (BM / TM)];
+        EMBER_UNROLL
+        for (int j = 0; j < TN; ++j) bv[j] = Bs[s][kk][tx + j * (BN / TN)];
+        EMBER_UNROLL
+        for (int i = 0; i < TM; ++i) EMBER_UNROLL
+        for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
+      }
+      // The other stage was last read before the previous barrier: it is free to overwrite.
+      if (more) ld.template stage<4, 4>(As[s ^ 1], Bs[s ^ 1], tid, Identity{});
+      __syncthreads();
+    }
+
+    EMBER_UNROLL
+    for (int i = 0; i < TM; ++i) EMBER_UNROLL
+    for (int j = 0; j < TN; ++j) store_c(C, p, m0 + ty + i * (BM / TM), n0 + tx + j * (BN / TN), acc[i][j]);
+    // No barrier needed before the next batch entry's first stage: the loop above ends with one
+    // after the last read of shared memory.
+  }
+}
+
+// The tensor-core float GEMM (opt-in, EMBER_GEMM_TF32=1: tf32 keeps 10 mantissa bits, about
+// 1e-3 relative error, which not every caller accepts). 64 x 64 x 8 tiles, 4 warps of 32 x 32,
+// each a 2 x 4 grid of m16n8k8 mma tiles with float accumulators; the same double-buffered
+// loader as gemm_kernel, rounding to tf32 on the way into shared memory (once per element).
+constexpr int kTfBM = 64, kTfBN = 64, kTfBK = 8, kTfThreads = 128;
+constexpr int kTfPad = 8;  // row stride 72 words: fragment reads (bank g + 8t) are conflict-free
+
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(kTfThreads) gemm_tf32_kernel(Params<float> p) {
+  EMBER_SHARED(float, As, [2][kTfBK][kTfBM + kTfPad]);
+  EMBER_SHARED(float, Bs, [2][kTfBK][kTfBN + kTfPad]);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
+  const int m0 = static_cast<int>(blockIdx.y) * kTfBM, n0 = static_cast<int>(blockIdx.x) * kTfBN;
+  const int tiles = (p.k + kTfBK - 1) / kTfBK;
+
+  for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
+    const float* A = p.a + z * p.stride_a;
+    const float* B = p.b + z * p.stride_b;
+    float* C = p.c + z * p.stride_c;
+    Loader<float, TA, TB, kTfBM, kTfBN, kTfBK, kTfThreads> ld;
+
+    float acc[2][4][4];
+    EMBER_UNROLL
+    for (int i = 0; i < 2; ++i) EMBER_UNROLL
+    for (int j = 0; j < 4; ++j) EMBER_UNROLL
+    for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+    if (tiles > 0) {
+      ld.fetch(A, B, p, m0, n0, 0, tid);
+      ld.template stage<kTfPad, kTfPad>(As[0], Bs[0], tid, ToTf32{});
+    }
+    __syncthreads();
+    for (int t = 0; t < tiles; ++t) {
+      const int s = t & 1;
+      const bool more = t + 1 < tiles;
+      if (more) ld.fetch(A, B, p, m0, n0, (t + 1) * kTfBK, tid);
+      float af[2][4], bf[4][2];
+      EMBER_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        const int r = wm + 16 * i + g;
+        af[i][0] = As[s][tq][r], af[i][1] = As[s][tq][r + 8];
+        af[i][2] = As[s][tq + 4][r], af[i][3] = As[s][tq + 4][r + 8];
+      }
+      EMBER_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const int c = wn + 8 * j + g;
+        bf[j][0] = Bs[s][tq][c], bf[j][1] = Bs[s][tq + 4][c];
+      }
+      EMBER_UNROLL
+      for (int i = 0; i < 2; ++i) EMBER_UNROLL
+      for (int j = 0; j < 4; ++j) mma_m16n8k8_tf32(acc[i][j], af[i], bf[j], acc[i][j]);
+      if (more) ld.template stage<kTfPad, kTfPad>(As[s ^ 1], Bs[s ^ 1], tid, ToTf32{});
+      __syncthreads();
+    }
+
+    EMBER_UNROLL
+    for (int i = 0; i < 2; ++i) EMBER_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const int m = m0 + wm + 16 * i + g, n = n0 + wn + 8 * j + 2 * tq;
+      store_c(C, p, m, n, acc[i][j][0]);
+      store_c(C, p, m, n + 1, acc[i][j][1]);
+      store_c(C, p, m + 8, n, acc[i][j][2]);
+      store_c(C, p, m + 8, n + 1, acc[i][j][3]);
+    }
+  }
+}
+
+struct AddD {
+  EMBER_DEVICE double operator()(double a, double b) const { return a + b; }
+};
+
+// out[0] = sum x[i*incx] * y[i*incy], one block, accumulated in double (float dots over long
+// vectors keep their accuracy; the order is fixed, so the result is deterministic).
+template <typename T>
+__global__ void dot_kernel(T* out, const T* x, int64_t incx, const T* y, int64_t incy, int64_t n) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    s += static_cast<double>(x[i * incx]) * static_cast<double>(y[i * incy]);
+  s = block_reduce(s, AddD{}, 0.0);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(s);
+}
+
+// ------------------------------------------------------------------ host side
+
+constexpr int64_t kMaxGridYZ = 65535;
+
+template <typename T, bool TA, bool TB>
+void launch_gemm(const Params<T>& p) {
+  using Cfg = Tile<T>;
+  constexpr int kThreads = (Cfg::BM / Cfg::TM) * (Cfg::BN / Cfg::TN);
+  const int64_t gx = (p.n + Cfg::BN - 1) / Cfg::BN, gy = (p.m + Cfg::BM - 1) / Cfg::BM;
+  const int64_t gz = std::min<int64_t>(p.batch, kMaxGridYZ);
+  EMBER_CHECK(gy <= kMaxGridYZ, "gemm: m = ", p.m, " needs ", gy, " row tiles; the CUDA grid allows at most ",
+              kMaxGridYZ);
+  launch(gemm_kernel<T, TA, TB>, dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)),
+         kThreads, 0, kernel_stream(), p);
+}
+
+template <bool TA, bool TB>
+void launch_gemm_tf32(const Params<float>& p) {
+  const int64_t gx = (p.n + kTfBN - 1) / kTfBN, gy = (p.m + kTfBM - 1) / kTfBM;
+  const int64_t gz = std::min<int64_t>(p.batch, kMaxGridYZ);
+  EMBER_CHECK(gy <= kMaxGridYZ, "gemm: m = ", p.m, " needs ", gy, " row tiles; the CUDA grid allows at most ",
+              kMaxGridYZ);
+  launch(gemm_tf32_kernel<TA, TB>,
+         dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), kTfThreads, 0,
+         kernel_stream(), p);
+}
+
+// EMBER_GEMM_TF32=1 sends float GEMMs to the tensor-core kernel. Read on every call (a getenv
+// is nothing next to a launch), so that a process, or a test, can switch it.
+bool tf32_enabled() {
+  const char* v = std::getenv("EMBER_GEMM_TF32");
+  return v && v[0] == '1' && v[1] == 0;
+}
+
+template <typename T>
+void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  if (g.m == 0 || g.n == 0 || batch == 0) return;
+  // 32-bit coordinates inside a matrix, with room for one tile past the end.
+  constexpr int64_t kLimit = (int64_t{1} << 31) - 256;
+  EMBER_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.m < kLimit && g.n < kLimit && g.k < kLimit, "gemm: m, n, k = ", g.m,
+              ", ", g.n, ", ", g.k, "; expected each in [0, 2^31) for the CUDA kernel");
+  EMBER_CHECK(batch > 0 && sa >= 0 && sb >= 0 && sc >= 0, "gemm: batch ", batch, " with strides ", sa, ", ", sb, ", ",
+              sc, "; expected a positive batch and non-negative strides");
+  Params<T> p;
+  p.a = static_cast<const T*>(g.a);
+  p.b = static_cast<const T*>(g.b);
+  p.c = static_cast<T*>(g.c);
+  p.lda = g.lda, p.ldb = g.ldb, p.ldc = g.ldc;
+  p.stride_a = sa, p.stride_b = sb, p.stride_c = sc;
+  p.batch = batch;
+  p.m = static_cast<int>(g.m), p.n = static_cast<int>(g.n);
+  // alpha == 0: A and B are not read (BLAS semantics: their NaNs do not reach C).
+  p.k = g.alpha == 0.0 ? 0 : static_cast<int>(g.k);
+  p.alpha = static_cast<T>(g.alpha), p.beta = static_cast<T>(g.beta);
+  if constexpr (std::is_same_v<T, float>) {
+    if (tf32_enabled()) {
+      if (g.trans_a)
+        g.trans_b ? launch_gemm_tf32<true, true>(p) : launch_gemm_tf32<true, false>(p);
+      else
+        g.trans_b ? launch_gemm_tf32<false, true>(p) : launch_gemm_tf32<false, false>(p);
+      return;
+    }
+  }
+  if (g.trans_a) {
+    if (g.trans_b)
+      launch_gemm<T, true, true>(p);
+    else
+      launch_gemm<T, true, false>(p);
+  } else {
+    if (g.trans_b)
+      launch_gemm<T, false, true>(p);
+    else
+      launch_gemm<T, false, false>(p);
+  }
+}
+
+void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  if (g.dtype == DType::Float32) {
+    run<float>(g, batch, stride_a, stride_b, stride_c);
+  } else {
+    EMBER_CHECK(g.dtype == DType::Float64, "gemm: dtype ", dtype_name(g.dtype), "; expected float32 or float64");
+    run<double>(g, batch, stride_a, stride_b, stride_c);
+  }
+}
+
+void cuda_gemm(const GemmArgs& g) {
+  cuda_gemm_batched(g, 1, 0, 0, 0);
+}
+
+void cuda_dot(DType dtype, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy, void* out) {
+  EMBER_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "dot: dtype ", dtype_name(dtype),
+              "; expected float32 or float64");
+  const unsigned threads = reduce_threads(n);
+  if (dtype == DType::Float32)
+    launch(dot_kernel<float>, 1, threads, 0, kernel_stream(), static_cast<float*>(out), static_cast<const float*>(x),
+           incx, static_cast<const float*>(y), incy, n);
+  else
+    launch(dot_kernel<double>, 1, threads, 0, kernel_stream(), static_cast<double*>(out), static_cast<const double*>(x),
+           incx, static_cast<const double*>(y), incy, n);
+}
+
+}  // namespace
+
+EMBER_REGISTER_CUDA_KERNEL(gemm_stub, cuda_gemm);
+EMBER_REGISTER_CUDA_KERNEL(gemm_batched_stub, cuda_gemm_batched);
+EMBER_REGISTER_CUDA_KERNEL(dot_stub, cuda_dot);
+
+}  // namespace ember::cuda
