@@ -236,7 +236,7 @@ void cuda_bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(batch_norm_forward_stub, cuda_bn_forward);
-EMBER_REGISTER_CUDA_KERNEL(batch_norm_backward_stub, cuda_bn_backward);
+EMBER_REGISTER_CUDA_NATIVE(batch_norm_forward_stub, BatchNorm, cuda_bn_forward, /*deterministic=*/true);
+EMBER_REGISTER_CUDA_NATIVE(batch_norm_backward_stub, BatchNorm, cuda_bn_backward, /*deterministic=*/true);
 
 }  // namespace ember::cuda

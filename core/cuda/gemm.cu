@@ -383,8 +383,8 @@ void cuda_dot(DType dtype, int64_t n, const void* x, int64_t incx, const void* y
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(gemm_stub, cuda_gemm);
-EMBER_REGISTER_CUDA_KERNEL(gemm_batched_stub, cuda_gemm_batched);
+EMBER_REGISTER_CUDA_NATIVE(gemm_stub, Gemm, cuda_gemm, /*deterministic=*/true);
+EMBER_REGISTER_CUDA_NATIVE(gemm_batched_stub, Gemm, cuda_gemm_batched, /*deterministic=*/true);
 EMBER_REGISTER_CUDA_KERNEL(dot_stub, cuda_dot);
 
 }  // namespace ember::cuda
