@@ -10,5 +10,5 @@ int main(int argc, char** argv) {
       argc, argv, "mnist_dcgan",
       "Trains a DCGAN on MNIST (Fashion-MNIST when --data holds no MNIST files) and writes a grid\n"
       "of samples after every epoch. Example: mnist_dcgan --epochs 5",
-      /*logits=*/true, /*default_epochs=*/5);
+      /*logits=*/true, /*default_epochs=*/5, /*default_lr=*/1e-4, /*default_beta1=*/0.5);
 }
