@@ -13,25 +13,47 @@ void check_image(const Tensor& x, const char* who) {
 }
 }  // namespace
 
-MlpGenerator::MlpGenerator() { register_modules({{"l1", &l1}, {"l2", &l2}}); }
+MlpGenerator::MlpGenerator() {
+  register_modules({{"l1", &l1}, {"l2", &l2}});
+}
 Tensor MlpGenerator::forward(const Tensor& z) {
   check_noise(z, "MlpGenerator");
   return tanh(l2(relu(l1(z)))).view({z.size(0), 1, 28, 28});
 }
 
-MlpDiscriminator::MlpDiscriminator() { register_modules({{"l1", &l1}, {"l2", &l2}}); }
+MlpDiscriminator::MlpDiscriminator() {
+  register_modules({{"l1", &l1}, {"l2", &l2}});
+}
 Tensor MlpDiscriminator::forward(const Tensor& x) {
   check_image(x, "MlpDiscriminator");
   return sigmoid(l2(leaky_relu(l1(x.flatten(1)), 0.2)));
 }
 
-DcganGenerator::DcganGenerator() { register_modules({{"fc", &fc}, {"t1", &t1}, {"t2", &t2}, {"t3", &t3}}); }
+DcganGenerator::DcganGenerator(DcganGeneratorOptions opts)
+    : options(opts),
+      fc(kNoiseDim, 7 * 7 * 256, {.bias = !opts.batch_norm}),
+      // A bias before batch normalisation is cancelled by its mean subtraction: leave it out.
+      t1(256, 128, 5, {.stride = 1, .padding = 2, .bias = !opts.batch_norm}),
+      t2(128, 64, 5, {.stride = 2, .padding = 2, .output_padding = 1, .bias = !opts.batch_norm}),
+      t3(64, 1, 5, {.stride = 2, .padding = 2, .output_padding = 1}) {
+  if (options.batch_norm)
+    register_modules({{"fc", &fc}, {"bn0", &bn0}, {"t1", &t1}, {"bn1", &bn1}, {"t2", &t2}, {"bn2", &bn2}, {"t3", &t3}});
+  else
+    register_modules({{"fc", &fc}, {"t1", &t1}, {"t2", &t2}, {"t3", &t3}});
+}
 Tensor DcganGenerator::forward(const Tensor& z) {
   check_noise(z, "DcganGenerator");
-  Tensor h = leaky_relu(fc(z), 0.2).view({z.size(0), 256, 7, 7});
-  h = leaky_relu(t1(h), 0.2);  // 7x7
-  h = leaky_relu(t2(h), 0.2);  // 14x14
-  return tanh(t3(h));          // 28x28
+  const bool bn = options.batch_norm;
+  Tensor h = fc(z);
+  if (bn) h = bn0(h);
+  h = leaky_relu(h, 0.2).view({z.size(0), 256, 7, 7});
+  h = t1(h);  // 7x7
+  if (bn) h = bn1(h);
+  h = leaky_relu(h, 0.2);
+  h = t2(h);  // 14x14
+  if (bn) h = bn2(h);
+  h = leaky_relu(h, 0.2);
+  return tanh(t3(h));  // 28x28
 }
 
 DcganDiscriminator::DcganDiscriminator() {
@@ -40,7 +62,7 @@ DcganDiscriminator::DcganDiscriminator() {
 Tensor DcganDiscriminator::forward(const Tensor& x) {
   check_image(x, "DcganDiscriminator");
   Tensor h = d1(leaky_relu(c1(x), 0.2));  // 14x14
-  h = d2(leaky_relu(c2(h), 0.2));          // 7x7
+  h = d2(leaky_relu(c2(h), 0.2));         // 7x7
   return fc(h.flatten(1));
 }
 

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "common/training.h"
 #include "data/image.h"
@@ -20,17 +22,27 @@ template <class G, class D>
 struct GanPair : nn::Module {
   G gen;
   D disc;
-  GanPair() { register_modules({{"generator", &gen}, {"discriminator", &disc}}); }
+  // `gen_args` go to G's constructor (e.g. models::DcganGeneratorOptions).
+  template <class... A>
+  explicit GanPair(A&&... gen_args) : gen(std::forward<A>(gen_args)...) {
+    register_modules({{"generator", &gen}, {"discriminator", &disc}});
+  }
   std::string type_name() const override { return gen.type_name() + "+" + disc.type_name(); }
 };
 
-// `logits`: D outputs logits (BCE with logits) rather than probabilities (BCE).
+// `logits`: D outputs logits (BCE with logits) rather than probabilities (BCE). The defaults of
+// --lr and --beta1 are per example (each chose what trains its model).
 template <class G, class D>
 int train_gan(int argc, char** argv, const std::string& name, const std::string& description, bool logits,
-              long long default_epochs) {
+              long long default_epochs, double default_lr = 2e-4, double default_beta1 = 0.5) {
   Flags flags(argc, argv, description);
-  CommonFlags cf(flags, default_epochs, 64, 2e-4, name);
-  double beta1 = flags.real("beta1", 0.5, "Adam beta1 for both networks (0.5 is the usual GAN setting)");
+  CommonFlags cf(flags, default_epochs, 64, default_lr, name);
+  double beta1 = flags.real("beta1", default_beta1, "Adam beta1 for both networks");
+  // Only the DCGAN generator has the option; false gives the exact recipe (which collapses).
+  bool batch_norm = true;
+  if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
+    batch_norm = flags.boolean("batch-norm", true,
+                               "batch normalisation in the generator (false: the issue's recipe, which collapses)");
   long long log_every = flags.integer("log-every", 50, "write a metrics row every N steps");
   std::string samples_dir = flags.str("samples-dir", "", "where the per-epoch sample grids go (empty: checkpoint-dir)");
   flags.finish();
@@ -46,7 +58,14 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
     data::MNIST train_set(root, data::Split::Train, mopts), test_set(root, data::Split::Test, mopts);
     const Device dev = cf.dev();
     manual_seed(static_cast<uint64_t>(cf.seed));
-    GanPair<G, D> gan;
+    auto make_gan = [&] {
+      if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
+        return std::make_unique<GanPair<G, D>>(models::DcganGeneratorOptions{.batch_norm = batch_norm});
+      else
+        return std::make_unique<GanPair<G, D>>();
+    };
+    auto gan_ptr = make_gan();
+    GanPair<G, D>& gan = *gan_ptr;
     gan.to(dev);
     optim::Adam opt_g(gan.gen.parameters(), {.lr = cf.lr, .beta1 = beta1});
     optim::Adam opt_d(gan.disc.parameters(), {.lr = cf.lr, .beta1 = beta1});
@@ -58,7 +77,7 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
     EMBER_CHECK(loader.batches_per_epoch() > 0, name, ": --batch-size ", cf.batch_size, " is larger than the ",
                 train_set.size(), " training examples");
     Checkpointer ckpt(cf.checkpoint_dir, {&gan, {&opt_g, &opt_d}, {{"default", &default_generator()}}}, loader,
-                      {{"model", gan.type_name()}, {"data", data_name}});
+                      {{"model", gan.type_name()}, {"data", data_name}, {"generator", gan.gen.extra_repr()}});
     TrainingPosition pos = ckpt.resume(cf.resume);
     install_stop_handlers();
     // The fixed noise comes from its own generator, so every epoch's grid (and a resumed run's)
