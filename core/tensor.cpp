@@ -204,6 +204,12 @@ template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+// std::vector<bool> is bit-packed: go through one byte per element.
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const {
+  const std::vector<uint8_t> bytes = to(Device::cpu(), DType::Bool).to_vector<uint8_t>();
+  return std::vector<bool>(bytes.begin(), bytes.end());
+}
 
 // ---------------------------------------------------------------- autograd accessors
 

@@ -210,6 +210,10 @@ std::string shape_str(const Shape& s);
 Tensor empty(Shape shape, TensorOptions opts = {});
 Tensor empty_strided(Shape shape, Shape strides, TensorOptions opts = {});
 // Wraps existing memory without copying; the deleter (if any) runs when the last view dies.
+// std::vector<bool> is bit-packed, so it has its own conversion (one byte per element inside).
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const;
+
 Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter = nullptr,
                  Device device = Device::cpu());
 

@@ -185,6 +185,13 @@ template Tensor from_vector<int32_t>(const std::vector<int32_t>&, Shape, std::op
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, Shape, std::optional<TensorOptions>);
 template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, Shape, std::optional<TensorOptions>);
 
+// std::vector<bool> is bit-packed, so it cannot be copied with memcpy: widen to one byte each.
+template <>
+Tensor from_vector<bool>(const std::vector<bool>& values, Shape shape, std::optional<TensorOptions> opts) {
+  std::vector<uint8_t> bytes(values.begin(), values.end());
+  return from_vector(bytes, std::move(shape), opts.value_or(TensorOptions{DType::Bool, Device::cpu(), false}));
+}
+
 Tensor tensor(std::initializer_list<double> values, TensorOptions opts) {
   return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, opts);
 }

@@ -41,6 +41,9 @@ Tensor& normal_(Tensor& t, double mean = 0.0, double std = 1.0, Generator* gen =
 // From C++ values (copied). The dtype follows T unless opts gives another.
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, Shape shape, std::optional<TensorOptions> opts = std::nullopt);
+// std::vector<bool> is bit-packed; it makes a Bool tensor unless opts gives another dtype.
+template <>
+Tensor from_vector<bool>(const std::vector<bool>& values, Shape shape, std::optional<TensorOptions> opts);
 // 1-D float32 (or opts.dtype) tensor from a list: tensor({1, 2, 3}).
 Tensor tensor(std::initializer_list<double> values, TensorOptions opts = {});
 // 2-D from nested lists: tensor({{1, 2}, {3, 4}}).

@@ -166,6 +166,21 @@ TEST(Tensor, ItemAndToVector) {
   EXPECT_EQ(tensor({2.75}).item<int>(), 2);
 }
 
+TEST(Tensor, BoolVectorsRoundTrip) {
+  // std::vector<bool> is bit-packed, so it needs its own path in and out.
+  const std::vector<bool> mask{true, false, false, true, true};
+  Tensor t = from_vector(mask, {5});
+  EXPECT_EQ(t.dtype(), DType::Bool);
+  EXPECT_EQ(t.to_vector<bool>(), mask);
+  EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 0, 1, 1}));
+  Tensor f = from_vector(mask, {5}, TensorOptions{.dtype = DType::Float32});
+  EXPECT_EQ(f.to_vector<float>(), (std::vector<float>{1, 0, 0, 1, 1}));
+  // Any non-zero value reads back as true, through a strided view.
+  Tensor v = tensor({0.0, 2.5, -1.0, 0.0}).slice(0, 1, 4);
+  EXPECT_EQ(v.to_vector<bool>(), (std::vector<bool>{true, true, false}));
+  expect_error([] { from_vector(std::vector<bool>{true, false}, {3}); }, "from_vector");
+}
+
 TEST(Tensor, AsStridedChecksBounds) {
   Tensor a = zeros({4});
   EXPECT_EQ(a.as_strided({2, 2}, {1, 1}, 1).shape(), (Shape{2, 2}));
