@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/device_count.h"
 #include "core/cuda/device_guard.h"
+#include "core/pinned_allocator.h"
 
 namespace ember::cuda {
 
@@ -134,6 +135,9 @@ CachingAllocator& device_allocator(int index) {
     // find their allocator.
     a = new CachingAllocator("cuda:" + std::to_string(index), std::make_unique<DeviceBackend>(index),
                              [index] { return reinterpret_cast<StreamHandle>(raw(current_stream(index))); });
+    // From the first use of a GPU on, the DataLoader's pin_memory batches (core/pinned_allocator.h)
+    // come from page-locked memory; before that (and on machines without a GPU) they need not.
+    register_pinned_host_allocator(host_pinned_allocator());
   }
   return *a;
 }
