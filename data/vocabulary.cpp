@@ -342,4 +342,8 @@ Vocabulary Vocabulary::load(const std::string& path) {
   return v;
 }
 
+bool Vocabulary::same_ids_as(const Vocabulary& other) const {
+  return tok_.level == other.tok_.level && tok_.lowercase == other.tok_.lowercase && tokens_ == other.tokens_;
+}
+
 }  // namespace ember::data

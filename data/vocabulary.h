@@ -60,6 +60,10 @@ class Vocabulary {
   // for <unk>, the occurrences of every dropped token).
   int64_t frequency(int64_t id) const;
 
+  // True when `other` maps every token to the same id with the same tokenizer (frequencies may
+  // differ): what a resumed run checks before reusing a checkpoint's embedding rows.
+  bool same_ids_as(const Vocabulary& other) const;
+
   std::vector<int64_t> encode(std::string_view text) const;
   // Specials print as "<unk>" and "<eos>"; <pad> is skipped.
   std::string decode(const std::vector<int64_t>& ids) const;

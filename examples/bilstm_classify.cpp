@@ -87,15 +87,6 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
   return {cm, cm.total() ? loss_sum / static_cast<double>(cm.total()) : 0.0};
 }
 
-bool same_vocabulary(const data::Vocabulary& a, const data::Vocabulary& b) {
-  if (a.size() != b.size() || a.tokenizer().level != b.tokenizer().level ||
-      a.tokenizer().lowercase != b.tokenizer().lowercase)
-    return false;
-  for (int64_t i = 0; i < a.size(); ++i)
-    if (a.token(i) != b.token(i)) return false;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,7 +222,7 @@ int main(int argc, char** argv) {
         std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
       } else {
         const fs::path saved_vocab = fs::path(path).parent_path() / "vocab.txt";
-        if (fs::exists(saved_vocab) && !same_vocabulary(vocab, data::Vocabulary::load(saved_vocab.string()))) {
+        if (fs::exists(saved_vocab) && !vocab.same_ids_as(data::Vocabulary::load(saved_vocab.string()))) {
           std::fprintf(stderr,
                        "bilstm_classify: the vocabulary built now differs from the checkpoint's %s: resume with the\n"
                        "same --data, --languages, --level, --min-freq, --min-length, --balance, --limit and "

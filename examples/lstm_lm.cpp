@@ -71,15 +71,6 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
   return out + vocab.decode(piece);
 }
 
-bool same_vocabulary(const data::Vocabulary& a, const data::Vocabulary& b) {
-  if (a.size() != b.size() || a.tokenizer().level != b.tokenizer().level ||
-      a.tokenizer().lowercase != b.tokenizer().lowercase)
-    return false;
-  for (int64_t i = 0; i < a.size(); ++i)
-    if (a.token(i) != b.token(i)) return false;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,7 +160,7 @@ int main(int argc, char** argv) {
         std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
       } else {
         const fs::path saved_vocab = fs::path(path).parent_path() / "vocab.txt";
-        if (fs::exists(saved_vocab) && !same_vocabulary(vocab, data::Vocabulary::load(saved_vocab.string()))) {
+        if (fs::exists(saved_vocab) && !vocab.same_ids_as(data::Vocabulary::load(saved_vocab.string()))) {
           std::fprintf(stderr,
                        "lstm_lm: the vocabulary built from '%s' differs from the checkpoint's %s: resume with the\n"
                        "same --data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed.\n",

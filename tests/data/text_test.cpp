@@ -176,6 +176,15 @@ TEST(Tokenizer, WordLevel) {
   EXPECT_EQ(detokenize({"a", "b", " "}, TokenLevel::Char), "ab ");
 }
 
+TEST(Vocabulary, SameIdsAsComparesTokensAndTokenizerNotFrequencies) {
+  const Vocabulary v = Vocabulary::build({"aab c", "abc"}, {});
+  EXPECT_TRUE(v.same_ids_as(Vocabulary::build({"aab c", "abc"}, {})));
+  EXPECT_TRUE(v.same_ids_as(Vocabulary::build({"aab c", "abc", "aab c", "abc"}, {})));  // counts doubled
+  EXPECT_FALSE(v.same_ids_as(Vocabulary::build({"aab c", "abd"}, {})));                 // another token
+  EXPECT_FALSE(v.same_ids_as(Vocabulary::build({"aab c", "abc"}, {.lowercase = true})));
+  EXPECT_FALSE(v.same_ids_as(Vocabulary::build({"aab c", "abc"}, {.level = TokenLevel::Word})));
+}
+
 TEST(Vocabulary, BuildOrdersByFrequencyThenBytes) {
   // counts: a 5, b 3, c 3, space 2, d 1
   Vocabulary v = Vocabulary::build({"aab c", "abc", "aad cb"}, {});
