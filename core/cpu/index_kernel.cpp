@@ -9,6 +9,7 @@
 #include "core/cpu/index_walk.h"
 #include "core/cpu/loops.h"
 #include "core/index_kernels.h"
+#include "core/shape_around.h"
 
 namespace ember {
 
@@ -42,20 +43,6 @@ void dispatch_raw(size_t itemsize, const F& body) {
     default:
       EMBER_FAIL("index kernel: unsupported element size ", itemsize);
   }
-}
-
-// [outer, size, inner] around dim for a contiguous shape.
-struct Around {
-  int64_t outer = 1, size = 1, inner = 1;
-};
-Around around(const Shape& s, int64_t dim) {
-  Around r;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
-    if (d < dim) r.outer *= s[d];
-    if (d == dim) r.size = s[d];
-    if (d > dim) r.inner *= s[d];
-  }
-  return r;
 }
 
 bool in_parallel() {

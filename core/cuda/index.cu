@@ -16,25 +16,13 @@
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
 #include "core/index_kernels.h"
+#include "core/shape_around.h"
 
 namespace ember::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 16384;
-
-struct Around {
-  int64_t outer = 1, size = 1, inner = 1;
-};
-Around around(const Shape& s, int64_t dim) {
-  Around r;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
-    if (d < dim) r.outer *= s[d];
-    if (d == dim) r.size = s[d];
-    if (d > dim) r.inner *= s[d];
-  }
-  return r;
-}
 
 unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
