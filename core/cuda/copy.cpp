@@ -3,13 +3,14 @@
 // with events against the current (compute) stream on both sides, so they are ordered with the
 // kernels before and after them; device-to-host copies wait for their data before returning,
 // host-to-device copies from pinned memory return at once (the pinned block is kept from reuse
-// until the transfer is done). A dtype change on a device is a cast kernel, except to or from
-// float16/bfloat16, which is staged through the host for now.
+// until the transfer is done). A dtype change on a device is core/cuda/cast.cu's kernel (every
+// dtype pair, float16/bfloat16 included); only a change across two GPUs goes through the host.
 #include "core/copy.h"
 
 #include <cuda_runtime_api.h>
 
 #include "core/autograd/grad_mode.h"
+#include "core/cuda/cast.h"
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_allocator.h"
 #include "core/cuda/cuda_check.h"
@@ -118,13 +119,13 @@ void cuda_copy(const Tensor& dst, const Tensor& src) {
     return;
   }
 
-  if (dd == sd) {  // a dtype change on one GPU
-    DeviceGuard g(dd);
-    if (cast_on_device(dst, src, raw(current_stream(dd.index)))) return;
+  if (dd == sd) {  // a dtype change on one GPU (all eight dtypes, float16/bfloat16 included)
+    cast_copy(dst, src);
+    return;
   }
   if (dst.dtype() != src.dtype()) {
-    // float16/bfloat16 (no device conversion here yet) or a dtype change across GPUs: through
-    // the host, which is correct and slow.
+    // A dtype change across GPUs: through the host, which is correct and slow (rare: a model
+    // moves between devices in its own dtype and converts on one of them).
     Tensor h = empty(src.shape(), {dst.dtype(), Device::cpu()});
     cuda_copy(h, src);
     cuda_copy(dst, h);

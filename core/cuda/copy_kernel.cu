@@ -1,10 +1,9 @@
 // The device side of copies between CUDA tensors on one GPU: a strided gather/scatter that moves
-// raw elements of 1, 2, 4 or 8 bytes (one kernel per width serves every dtype), and a strided
-// cast between float32/float64/int32/int64/uint8/bool. Copies that cross devices are arranged
-// around them by core/cuda/copy.cpp.
+// raw elements of 1, 2, 4 or 8 bytes (one kernel per width serves every dtype). Conversions
+// between dtypes are core/cuda/cast.cu's; copies that cross devices are arranged around both by
+// core/cuda/copy.cpp.
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/launch.h"
@@ -40,31 +39,6 @@ __global__ void copy_strided(Word* dst, const Word* src, int64_t n, CopyGeometry
   }
 }
 
-// dst = cast(src), with C++'s conversions as core/copy.h's cast_value (-> bool is != 0).
-template <typename To, typename From>
-__device__ __forceinline__ To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return static_cast<float>(v) != 0.0f;
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
-template <typename To, typename From>
-__global__ void cast_strided(To* dst, const From* src, int64_t n, CopyGeometry g) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t rest = i, od = 0, os = 0;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      const int64_t idx = rest % g.sizes[d];
-      rest /= g.sizes[d];
-      od += idx * g.dst_strides[d];
-      os += idx * g.src_strides[d];
-    }
-    dst[od] = convert<To>(src[os]);
-  }
-}
-
 CopyGeometry coalesce(const Tensor& dst, const Tensor& src) {
   CopyGeometry g;
   for (int64_t d = 0; d < dst.dim(); ++d) {
@@ -94,54 +68,7 @@ void launch_copy(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
          static_cast<const Word*>(src.raw_data()), n, coalesce(dst, src));
 }
 
-template <typename To, typename From>
-void launch_cast(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
-  const int64_t n = dst.numel();
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
-  launch(cast_strided<To, From>, blocks, kThreads, 0, stream, static_cast<To*>(dst.raw_data()),
-         static_cast<const From*>(src.raw_data()), n, coalesce(dst, src));
-}
-
-// Calls f with a value of the C++ type of `t` (one of the cast kernel's six), or returns false.
-template <typename F>
-bool with_type(DType t, F&& f) {
-  switch (t) {
-    case DType::Float32:
-      f(float{});
-      return true;
-    case DType::Float64:
-      f(double{});
-      return true;
-    case DType::Int32:
-      f(int32_t{});
-      return true;
-    case DType::Int64:
-      f(int64_t{});
-      return true;
-    case DType::UInt8:
-      f(uint8_t{});
-      return true;
-    case DType::Bool:
-      f(bool{});
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
-
-bool cast_on_device(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
-  EMBER_CHECK(dst.shape() == src.shape() && dst.device() == src.device(),
-              "cast_on_device: operands differ in shape or device");
-  bool ok = false;
-  with_type(dst.dtype(), [&](auto to) {
-    ok = with_type(src.dtype(), [&](auto from) {
-      if (dst.numel() > 0) launch_cast<decltype(to), decltype(from)>(dst, src, stream);
-    });
-  });
-  return ok;
-}
 
 void copy_same_dtype_on_device(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
   EMBER_CHECK(dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.device() == src.device(),

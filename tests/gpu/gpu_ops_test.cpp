@@ -291,6 +291,25 @@ TEST(GpuRuntime, RoundTripsEveryDtypeThroughTheDevice) {
   }
 }
 
+// A dtype change on the device (cast.cu) for every pair, float16/bfloat16 included, from a
+// strided view: bit for bit what the CPU's conversion gives.
+TEST(GpuRuntime, CastsEveryDtypePairOnTheDevice) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  const std::vector<DType> all = {DType::Float32, DType::Float64, DType::Int32,   DType::Int64,
+                                  DType::UInt8,   DType::Bool,    DType::Float16, DType::BFloat16};
+  Tensor base = (randn({3, 4, 5}) * 40.0).to(DType::Float64);
+  for (DType from : all) {
+    Tensor a = base.to(from);
+    Tensor dev = a.to(Device::cuda(0)).transpose(0, 2);
+    for (DType to : all) {
+      Tensor got = dev.to(to).to(Device::cpu());
+      Tensor want = a.transpose(0, 2).to(to);
+      EXPECT_EQ(got.to(DType::Float64).to_vector<double>(), want.to(DType::Float64).to_vector<double>())
+          << dtype_name(from) << " -> " << dtype_name(to);
+    }
+  }
+}
+
 TEST(GpuRuntime, AllocatorCachesAcrossTrainingLikeSteps) {
   if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
   Allocator* a = get_allocator(Device::cuda(0));
