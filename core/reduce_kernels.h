@@ -22,6 +22,29 @@ enum class ReduceOp {
   Std,
 };
 
+// The op's user-facing name, for error messages from either backend.
+inline const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Mean:
+      return "mean";
+    case ReduceOp::Prod:
+      return "prod";
+    case ReduceOp::Max:
+      return "amax";
+    case ReduceOp::Min:
+      return "amin";
+    case ReduceOp::Norm:
+      return "norm";
+    case ReduceOp::Var:
+      return "var";
+    case ReduceOp::Std:
+      return "std";
+  }
+  return "reduce";
+}
+
 // in: the reduced dims are its last `nred` dims (any strides); out: contiguous, one element per
 // index of the leading dims, in their row-major order.
 using ReduceFn = void(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, double p);

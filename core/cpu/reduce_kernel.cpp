@@ -664,28 +664,6 @@ struct VarReducer {
 
 // ------------------------------------------------------------------ kernels
 
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Mean:
-      return "mean";
-    case ReduceOp::Prod:
-      return "prod";
-    case ReduceOp::Max:
-      return "amax";
-    case ReduceOp::Min:
-      return "amin";
-    case ReduceOp::Norm:
-      return "norm";
-    case ReduceOp::Var:
-      return "var";
-    case ReduceOp::Std:
-      return "std";
-  }
-  return "reduce";
-}
-
 template <typename T>
 void reduce_floating(ReduceOp op, const Tensor& out, const T* base, const Layout& L, double p) {
   T* y = out.data_ptr<T>();
@@ -734,13 +712,13 @@ void reduce_floating(ReduceOp op, const Tensor& out, const T* base, const Layout
       run_reduce(VarReducer<T>{y, p, op == ReduceOp::Std}, base, L);
       break;
     default:
-      EMBER_FAIL(op_name(op), ": internal error: not a floating-only reduction");
+      EMBER_FAIL(reduce_op_name(op), ": internal error: not a floating-only reduction");
   }
 }
 
 void cpu_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, double p) {
   const Layout L = make_layout(in, nred);
-  EMBER_DISPATCH_NUMERIC(in.dtype(), op_name(op), [&] {
+  EMBER_DISPATCH_NUMERIC(in.dtype(), reduce_op_name(op), [&] {
     using T = scalar_t;
     const T* base = static_cast<const T*>(in.raw_data());
     auto ident = [](T x) { return x; };
@@ -774,7 +752,7 @@ void cpu_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, 
         if constexpr (std::is_floating_point_v<T>) {
           reduce_floating<T>(op, out, base, L, p);
         } else {
-          EMBER_FAIL(op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
+          EMBER_FAIL(reduce_op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
         }
     }
   });

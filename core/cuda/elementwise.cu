@@ -14,30 +14,13 @@
 #include "core/cuda/elementwise_loops.h"
 #include "core/cuda/launch.h"
 #include "core/elementwise_kernels.h"
+#include "core/int_pow.h"
 
 namespace ember::cuda {
 namespace {
 
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kGeluCubic = 0.044715;
-
-template <typename T>
-EMBER_DEVICE T int_pow(T base, T exponent) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
-      return 0;
-    }
-  }
-  U r = 1, b = static_cast<U>(base);
-  for (U e = static_cast<U>(exponent); e; e >>= 1) {
-    if (e & 1) r = static_cast<U>(r * b);
-    b = static_cast<U>(b * b);
-  }
-  return static_cast<T>(r);
-}
 
 template <typename T>
 EMBER_DEVICE T sigmoid(T x) {

@@ -1,6 +1,6 @@
-// float16 and bfloat16 conversions for kernels, bit for bit those of core/dtype.cpp (round to
-// nearest even, subnormals, inf, NaN), written as integer code so that the GPU and the kernel
-// emulator convert identically. Kernels keep half and bfloat16 values as raw uint16_t bits.
+// float16 and bfloat16 as CUDA kernels see them: raw uint16_t bits, converted by the integer code
+// of core/half_bits.h that the host types use too, so the CPU, the GPU and the kernel emulator
+// convert identically; and cast_element, the kernels' version of core/copy.h's conversions.
 #pragma once
 
 #include <cstdint>
@@ -8,77 +8,17 @@
 
 #include "core/cuda/device_api.h"
 #include "core/dtype.h"
+#include "core/half_bits.h"
 
 namespace ember::cuda {
 
-EMBER_DEVICE float bits_as_float(uint32_t x) {
-  return __uint_as_float(x);
-}
-EMBER_DEVICE uint32_t float_as_bits(float f) {
-  return __float_as_uint(f);
-}
-
-EMBER_DEVICE uint16_t float_to_half_bits(float f) {
-  const uint32_t x = float_as_bits(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t exp = (x >> 23) & 0xffu;
-  uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  const int32_t e = static_cast<int32_t>(exp) - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half_mant = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half_mant & 1))) ++half_mant;
-    return static_cast<uint16_t>(sign | half_mant);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;  // may carry into the exponent
-  return static_cast<uint16_t>(half);
-}
-
-EMBER_DEVICE float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t out;
-  if (exp == 0) {
-    if (mant == 0) {
-      out = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      out = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    out = sign | 0x7f800000u | (mant << 13);
-  } else {
-    out = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  return bits_as_float(out);
-}
-
-EMBER_DEVICE uint16_t float_to_bf16_bits(float f) {
-  const uint32_t x = float_as_bits(f);
-  if (f != f) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-EMBER_DEVICE float bf16_bits_to_float(uint16_t b) {
-  return bits_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-}  // namespace ember::cuda
-
-namespace ember::cuda {
+// One definition of the conversions for host and device (core/half_bits.h).
+using ::ember::bf16_bits_to_float;
+using ::ember::bits_as_float;
+using ::ember::float_as_bits;
+using ::ember::float_to_bf16_bits;
+using ::ember::float_to_half_bits;
+using ::ember::half_bits_to_float;
 
 // float16 / bfloat16 elements as kernels see them: raw bits (ember::Half and ember::BFloat16
 // convert through host code).

@@ -247,28 +247,6 @@ T worst_value(bool is_max) {
   return is_max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Mean:
-      return "mean";
-    case ReduceOp::Prod:
-      return "prod";
-    case ReduceOp::Max:
-      return "amax";
-    case ReduceOp::Min:
-      return "amin";
-    case ReduceOp::Norm:
-      return "norm";
-    case ReduceOp::Var:
-      return "var";
-    case ReduceOp::Std:
-      return "std";
-  }
-  return "reduce";
-}
-
 // Per dtype: a template, so that `if constexpr` discards the floating-only kernels for integers.
 template <typename T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Plan& pl, double p) {
@@ -296,7 +274,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Plan& 
       break;
   }
   if constexpr (!fp) {
-    EMBER_FAIL(op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
+    EMBER_FAIL(reduce_op_name(op), ": expected a floating-point tensor, got ", dtype_name(in.dtype()));
   } else {
     switch (op) {
       case ReduceOp::Mean:
@@ -327,15 +305,15 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Plan& 
         return;
       }
       default:
-        EMBER_FAIL(op_name(op), ": unsupported reduction");
+        EMBER_FAIL(reduce_op_name(op), ": unsupported reduction");
     }
   }
 }
 
 void cuda_reduce(ReduceOp op, const Tensor& out, const Tensor& in, int64_t nred, double p) {
   DeviceGuard guard(out.device());
-  const Plan pl = plan(in, nred, op_name(op));
-  EMBER_DISPATCH_NUMERIC(in.dtype(), op_name(op), [&] { reduce_typed<scalar_t>(op, out, in, pl, p); });
+  const Plan pl = plan(in, nred, reduce_op_name(op));
+  EMBER_DISPATCH_NUMERIC(in.dtype(), reduce_op_name(op), [&] { reduce_typed<scalar_t>(op, out, in, pl, p); });
 }
 
 // ------------------------------------------------------------------ argmax / argmin
