@@ -7,14 +7,13 @@
 // matrix. Progress bar, CSV metrics log, checkpoints that resume exactly; SIGTERM/SIGINT write a
 // checkpoint and exit with status 75.
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "common/training.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
@@ -27,9 +26,6 @@ using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: "try again later"
 
 // Runs of whitespace become one space: language is in the letters, not in the layout (and
 // ASCII-art indentation would only waste sequence length).
@@ -214,46 +210,21 @@ int main(int argc, char** argv) {
                                         .shuffle = true,
                                         .workers = static_cast<int>(workers),
                                         .seed = static_cast<uint64_t>(seed)});
-    TrainingState state{&clf, {&opt}, {{"default", &default_generator()}}};
-    TrainingPosition pos;
-    if (!resume.empty()) {
-      std::string path = resume == "auto" ? (fs::path(ckpt_dir) / "last.ckpt").string() : resume;
-      if (resume == "auto" && !fs::exists(path)) {
-        std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
-      } else {
-        const fs::path saved_vocab = fs::path(path).parent_path() / "vocab.txt";
-        if (fs::exists(saved_vocab) && !vocab.same_ids_as(data::Vocabulary::load(saved_vocab.string()))) {
-          std::fprintf(stderr,
-                       "bilstm_classify: the vocabulary built now differs from the checkpoint's %s: resume with the\n"
-                       "same --data, --languages, --level, --min-freq, --min-length, --balance, --limit and "
-                       "--split-seed.\n",
-                       saved_vocab.c_str());
-          return 1;
-        }
-        pos = load_training(path, state).first;
-        loader.set_position({pos.loader_epoch, pos.loader_batch});
-        pos.epoch = pos.loader_epoch;
-        std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch,
-                    (long long)pos.step);
-      }
-    }
+    std::string classes;
+    for (const auto& n : names) classes += (classes.empty() ? "" : ",") + n;
+    examples::Checkpointer ckpt(ckpt_dir, {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
+                                {{"model", "BiLstmClassifier"}, {"classes", classes}, {"level", level}});
+    if (const auto path = ckpt.resume_path(resume);
+        path && !examples::vocabulary_matches_checkpoint(
+                    vocab, *path, "bilstm_classify",
+                    "--data, --languages, --level, --min-freq, --min-length, --balance, --limit and --split-seed"))
+      return 1;
+    TrainingPosition pos = ckpt.resume(resume);
     if (!ckpt_dir.empty()) {
       fs::create_directories(ckpt_dir);
       vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
     }
-    auto checkpoint = [&] {
-      if (ckpt_dir.empty()) return;
-      data::LoaderPosition lp = loader.position();
-      TrainingPosition p = pos;
-      p.loader_epoch = lp.epoch;
-      p.loader_batch = lp.batch;
-      std::string classes;
-      for (const auto& n : names) classes += (classes.empty() ? "" : ",") + n;
-      save_training((fs::path(ckpt_dir) / "last.ckpt").string(), state, p,
-                    {{"model", "BiLstmClassifier"}, {"classes", classes}, {"level", level}});
-    };
-    std::signal(SIGTERM, [](int) { g_stop = true; });
-    std::signal(SIGINT, [](int) { g_stop = true; });
+    examples::install_stop_handlers();
 
     std::printf("Languages (training / test fortunes%s):", balance ? ", balanced" : "");
     for (int64_t c = 0; c < K; ++c)
@@ -293,12 +264,7 @@ int main(int argc, char** argv) {
         seen += y.numel();
         bar.update(loader.position().batch, seen,
                    {{"loss", loss_sum / static_cast<double>(seen)}, {"acc", double(correct) / double(seen)}});
-        if (g_stop) {
-          checkpoint();
-          std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n",
-                      (long long)pos.step, ckpt_dir.empty() ? "" : " after writing a checkpoint", kPreemptedExit);
-          return kPreemptedExit;
-        }
+        if (examples::stop_requested()) return ckpt.preempted(pos);
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
           cut_short = true;
           break;
@@ -320,7 +286,7 @@ int main(int argc, char** argv) {
       }
       std::printf(" | %.1f s\n", bar.elapsed());
       log.row(row);
-      checkpoint();  // the loader's position says where to pick up: mid-epoch or the next epoch
+      ckpt.save(pos);  // the loader's position says where to pick up: mid-epoch or the next epoch
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
     if (last.total() > 0) {

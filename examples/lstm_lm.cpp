@@ -4,14 +4,13 @@
 // reports the held-out perplexity beside a unigram model's on the very same held-out tokens (the
 // baseline a language model must beat) and prints a generated fortune. Progress bar, CSV metrics
 // log, checkpoints that resume exactly; SIGTERM/SIGINT write a checkpoint and exit with status 75.
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "common/training.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
@@ -25,9 +24,6 @@ using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: "try again later"
 
 struct EvalResult {
   double loss = 0, accuracy = 0;
@@ -152,43 +148,20 @@ int main(int argc, char** argv) {
                                         .workers = static_cast<int>(workers),
                                         .seed = static_cast<uint64_t>(seed)});
     TrainingState state{&lm, {&opt}, {{"default", &default_generator()}}};
-    TrainingPosition pos;
-    const std::string vocab_path = ckpt_dir.empty() ? "" : (fs::path(ckpt_dir) / "vocab.txt").string();
-    if (!resume.empty()) {
-      std::string path = resume == "auto" ? (fs::path(ckpt_dir) / "last.ckpt").string() : resume;
-      if (resume == "auto" && !fs::exists(path)) {
-        std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
-      } else {
-        const fs::path saved_vocab = fs::path(path).parent_path() / "vocab.txt";
-        if (fs::exists(saved_vocab) && !vocab.same_ids_as(data::Vocabulary::load(saved_vocab.string()))) {
-          std::fprintf(stderr,
-                       "lstm_lm: the vocabulary built from '%s' differs from the checkpoint's %s: resume with the\n"
-                       "same --data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed.\n",
-                       data_dir.c_str(), saved_vocab.c_str());
-          return 1;
-        }
-        pos = load_training(path, state).first;
-        loader.set_position({pos.loader_epoch, pos.loader_batch});
-        pos.epoch = pos.loader_epoch;
-        std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch,
-                    (long long)pos.step);
-      }
-    }
+    examples::Checkpointer ckpt(
+        ckpt_dir, {&lm, {&opt}, {{"default", &default_generator()}}}, loader,
+        {{"model", "LstmLanguageModel"}, {"level", level}, {"vocab_size", std::to_string(vocab.size())}});
+    if (const auto path = ckpt.resume_path(resume);
+        path &&
+        !examples::vocabulary_matches_checkpoint(
+            vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))
+      return 1;
+    TrainingPosition pos = ckpt.resume(resume);
     if (!ckpt_dir.empty()) {
       fs::create_directories(ckpt_dir);
-      vocab.save(vocab_path);
+      vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
     }
-    auto checkpoint = [&] {
-      if (ckpt_dir.empty()) return;
-      data::LoaderPosition lp = loader.position();
-      TrainingPosition p = pos;
-      p.loader_epoch = lp.epoch;
-      p.loader_batch = lp.batch;
-      save_training((fs::path(ckpt_dir) / "last.ckpt").string(), state, p,
-                    {{"model", "LstmLanguageModel"}, {"level", level}, {"vocab_size", std::to_string(vocab.size())}});
-    };
-    std::signal(SIGTERM, [](int) { g_stop = true; });
-    std::signal(SIGINT, [](int) { g_stop = true; });
+    examples::install_stop_handlers();
 
     std::printf("Corpus %s: %zu unique fortunes -> %zu training (%zu tokens), %zu held out (%zu tokens)\n",
                 data_dir.c_str(), docs.size(), train_docs.size(), train_ids.size(), test_docs.size(), test_ids.size());
@@ -236,12 +209,7 @@ int main(int argc, char** argv) {
         const double mean = loss_sum / static_cast<double>(seen);
         bar.update(loader.position().batch, seen / seq_len,
                    {{"loss", mean}, {"ppl", std::exp(mean)}, {"acc", double(correct) / double(seen)}});
-        if (g_stop) {
-          checkpoint();
-          std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n",
-                      (long long)pos.step, ckpt_dir.empty() ? "" : " after writing a checkpoint", kPreemptedExit);
-          return kPreemptedExit;
-        }
+        if (examples::stop_requested()) return ckpt.preempted(pos);
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
           cut_short = true;
           break;
@@ -270,7 +238,7 @@ int main(int argc, char** argv) {
                     top_k > 0 ? (", top-" + std::to_string(top_k)).c_str() : "", render(vocab, text).c_str());
       }
       std::fflush(stdout);
-      checkpoint();  // the loader's position says where to pick up: mid-epoch or the next epoch
+      ckpt.save(pos);  // the loader's position says where to pick up: mid-epoch or the next epoch
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
     if (!ckpt_dir.empty()) save(lm, (fs::path(ckpt_dir) / "lstm_lm.ckpt").string());

@@ -20,14 +20,22 @@ set(_lm_small --limit 300 --epochs 1 --batch-size 8 --seq-len 32 --hidden 32 --s
 string(JOIN " " _lm_small ${_lm_small})
 add_test(NAME example.lstm_lm_resume_exact
          COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf lm_exact && mkdir lm_exact && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 8 --log lm_exact/straight.csv >/dev/null && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 4 --checkpoint-dir lm_exact/ck >/dev/null && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 8 --checkpoint-dir lm_exact/ck --resume auto --log lm_exact/resumed.csv >/dev/null && a=$(tail -n1 lm_exact/straight.csv | cut -d, -f2,5) && b=$(tail -n1 lm_exact/resumed.csv | cut -d, -f2,5) && echo \"straight $a resumed $b\" && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ]")
+# A resume whose data give another vocabulary is refused with a message (not silently wrong
+# embeddings); SIGTERM mid-training writes a checkpoint and exits with status 75 (preempted). The
+# signal is sent once the program says it is training (after its handlers are installed).
+add_test(NAME example.lstm_lm_vocabulary_mismatch
+         COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf lm_vocab && $<TARGET_FILE:lstm_lm> ${_lm_small} --max-steps 2 --checkpoint-dir lm_vocab >/dev/null && ! $<TARGET_FILE:lstm_lm> ${_lm_small} --limit 40 --max-steps 4 --checkpoint-dir lm_vocab --resume auto 2>lm_vocab/err.txt && grep -q 'vocabulary built now differs' lm_vocab/err.txt")
+add_test(NAME example.lstm_lm_sigterm
+         COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf lm_term && mkdir lm_term && { $<TARGET_FILE:lstm_lm> ${_lm_small} --epochs 50 --checkpoint-dir lm_term/ck >lm_term/out.txt 2>&1 & pid=$!; }; while kill -0 $pid 2>/dev/null && ! grep -q '^Training' lm_term/out.txt; do sleep 0.2; done; kill -TERM $pid; wait $pid; status=$?; tail -n 2 lm_term/out.txt; [ $status = 75 ] && grep -q 'Stopped by a signal' lm_term/out.txt && test -s lm_term/ck/last.ckpt")
 add_test(NAME example.lstm_lm_help COMMAND lstm_lm --help)
 add_test(NAME example.bilstm_classify_help COMMAND bilstm_classify --help)
 add_test(NAME example.lstm_lm_missing_data COMMAND lstm_lm --data /nonexistent/fortunes)
 add_test(NAME example.bilstm_classify_bad_flag COMMAND bilstm_classify --level bytes)
 set_tests_properties(example.lstm_lm_missing_data example.bilstm_classify_bad_flag PROPERTIES WILL_FAIL TRUE)
 set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
-                     PROPERTIES SKIP_RETURN_CODE 77)
+                     example.lstm_lm_vocabulary_mismatch example.lstm_lm_sigterm PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
+                     example.lstm_lm_vocabulary_mismatch example.lstm_lm_sigterm
                      example.lstm_lm_help
                      example.bilstm_classify_help example.lstm_lm_missing_data example.bilstm_classify_bad_flag
                      PROPERTIES LABELS examples TIMEOUT 600)

@@ -20,6 +20,7 @@
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
+#include "data/vocabulary.h"
 #include "layers/checkpoint.h"
 #include "layers/nn.h"
 
@@ -105,18 +106,36 @@ class Checkpointer {
   // other value is a checkpoint path that must exist. Returns the position to continue from.
   TrainingPosition resume(const std::string& flag) {
     TrainingPosition pos;
-    if (flag.empty()) return pos;
-    EMBER_CHECK(flag != "auto" || !dir_.empty(), "--resume auto needs --checkpoint-dir");
-    std::string path = flag == "auto" ? last() : flag;
-    if (flag == "auto" && !std::filesystem::exists(path)) {
-      std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
+    const std::optional<std::string> found = resume_path(flag);
+    if (!found) {
+      if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());
       return pos;
     }
+    const std::string& path = *found;
     pos = load_training(path, state_).first;
     loader_.set_position({pos.loader_epoch, pos.loader_batch});
     pos.epoch = pos.loader_epoch;
     std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch, (long long)pos.step);
     return pos;
+  }
+
+  // The checkpoint that resume(flag) loads, or nullopt when it starts fresh (so that a caller can
+  // check what lies beside the checkpoint, such as a vocabulary, before loading it).
+  std::optional<std::string> resume_path(const std::string& flag) const {
+    if (flag.empty()) return std::nullopt;
+    EMBER_CHECK(flag != "auto" || !dir_.empty(), "--resume auto needs --checkpoint-dir");
+    if (flag != "auto") return flag;
+    if (!std::filesystem::exists(last())) return std::nullopt;
+    return last();
+  }
+
+  // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
+  // return (the scheduler resumes the job later with --resume auto).
+  int preempted(const TrainingPosition& pos) {
+    save(pos);
+    std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
+                dir_.empty() ? "" : " after writing a checkpoint", kPreemptedExit);
+    return kPreemptedExit;
   }
 
   // Writes last.ckpt (atomically) with the loader's current position; nothing without a dir.
@@ -137,6 +156,18 @@ class Checkpointer {
   data::DataLoader& loader_;
   std::map<std::string, std::string> meta_;
 };
+
+// For the text examples: the vocabulary saved as vocab.txt beside the checkpoint at `ckpt_path`
+// must give every token the id that the one built now gives it, or the embedding rows would mean
+// other tokens. Prints what to pass the same (`flags`) and returns false when they differ.
+inline bool vocabulary_matches_checkpoint(const data::Vocabulary& vocab, const std::string& ckpt_path,
+                                          const std::string& program, const std::string& flags) {
+  const std::filesystem::path saved = std::filesystem::path(ckpt_path).parent_path() / "vocab.txt";
+  if (!std::filesystem::exists(saved) || vocab.same_ids_as(data::Vocabulary::load(saved.string()))) return true;
+  std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: resume with the same %s.\n",
+               program.c_str(), saved.c_str(), flags.c_str());
+  return false;
+}
 
 // Accuracy and mean cross-entropy of a classifier over a data set.
 inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Dataset& ds, Device dev,
@@ -198,12 +229,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
       seen += y.numel();
       bar.update(loader.position().batch, seen,
                  {{"loss", loss_sum / double(seen)}, {"acc", double(correct) / double(seen)}});
-      if (stop_requested()) {
-        ckpt.save(pos);
-        std::printf("\nStopped by a signal at step %lld; checkpoint written, exiting with status %d.\n",
-                    (long long)pos.step, kPreemptedExit);
-        return kPreemptedExit;
-      }
+      if (stop_requested()) return ckpt.preempted(pos);
       if (cf.max_steps >= 0 && pos.step >= cf.max_steps) {
         stop_now = true;
         break;
