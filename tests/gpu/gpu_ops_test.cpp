@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -188,6 +189,75 @@ std::vector<OpCase> op_table() {
                [](const Inputs& x) {
                  return cat({x[0], x[1]}, 0);
                }});
+  // Comparisons, logic and selection (core/cuda/compare.cu). Small integers in halves make ties,
+  // and NaN, infinities and signed zeros are planted, so that a bool disagreeing anywhere fails
+  // (tolerance 0). Selection rows take finite values: rel_err cannot see a NaN or an infinity
+  // (GpuCompare below checks those bit for bit).
+  auto tricky = [](Generator& g, Shape s) {
+    Tensor x = mul(randint(-4, 5, s, {.dtype = DType::Float32}, &g), 0.5);
+    x = masked_fill(x, gt(rn(g, s), 1.5), NAN);
+    x = masked_fill(x, lt(rn(g, s), -1.8), -INFINITY);
+    return masked_fill(x, lt(rn(g, s), -1.6), -0.0);
+  };
+  auto compare = [&](const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f) {
+    t.push_back({name,
+                 [tricky](Generator& g) {
+                   return Inputs{tricky(g, {7, 1, 33}), tricky(g, {5, 33})};
+                 },
+                 [f](const Inputs& x) { return f(x[0], x[1]); }, 0.0});
+  };
+  compare("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
+  compare("ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); });
+  compare("lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); });
+  compare("le", [](const Tensor& a, const Tensor& b) { return le(a, b); });
+  compare("gt_scalar", [](const Tensor& a, const Tensor&) { return gt(a, 0.0); });
+  compare("ge_float64", [](const Tensor& a, const Tensor& b) { return ge(a.to(DType::Float64), b); });
+  compare("eq_float16",
+          [](const Tensor& a, const Tensor& b) { return eq(a.to(DType::Float16), b.to(DType::Float16)); });
+  compare("lt_bfloat16",
+          [](const Tensor& a, const Tensor& b) { return lt(a.to(DType::BFloat16), b.to(DType::BFloat16)); });
+  t.push_back({"eq_int64",
+               [](Generator& g) {
+                 return Inputs{randint(-2, 3, {7, 1, 33}, {.dtype = DType::Int64}, &g),
+                               randint(-2, 3, {5, 33}, {.dtype = DType::Int64}, &g)};
+               },
+               [](const Inputs& x) { return eq(x[0], x[1]); }, 0.0});
+  // Bool masks (int64 inputs, so they get no gradient).
+  auto masks = [](Generator& g) {
+    return Inputs{randint(0, 2, {7, 1, 33}, {.dtype = DType::Int64}, &g),
+                  randint(0, 2, {5, 33}, {.dtype = DType::Int64}, &g)};
+  };
+  t.push_back({"logical_and", masks, [](const Inputs& x) { return logical_and(x[0], x[1]); }, 0.0});
+  t.push_back({"logical_or", masks, [](const Inputs& x) { return logical_or(x[0], x[1]); }, 0.0});
+  t.push_back({"logical_not", masks, [](const Inputs& x) { return logical_not(x[1]); }, 0.0});
+  t.push_back(
+      {"where",
+       [](Generator& g) {
+         return Inputs{randint(0, 2, {7, 1, 33}, {.dtype = DType::Int64}, &g), rn(g, {7, 5, 33}), rn(g, {5, 33})};
+       },
+       // Selection is exact; the gradient of the broadcast side is a sum (another order).
+       [](const Inputs& x) { return where(ne(x[0], 0), x[1], x[2]); }, 1e-6});
+  t.push_back({"where_scalar_side",
+               [](Generator& g) {
+                 return Inputs{rn(g, {37, 53})};
+               },
+               [](const Inputs& x) { return where(gt(x[0], 0.2), x[0], zeros({}, x[0].options())); }, 0.0});
+  t.push_back({"masked_fill",
+               [](Generator& g) {
+                 return Inputs{rn(g, {7, 5, 33}), randint(0, 2, {5, 1}, {.dtype = DType::Int64}, &g)};
+               },
+               [](const Inputs& x) { return masked_fill(x[0], ne(x[1], 0), -2.5); }, 0.0});
+  t.push_back({"masked_fill_inplace",
+               [](Generator& g) {
+                 return Inputs{rn(g, {37, 53}), randint(0, 2, {53}, {.dtype = DType::Int64}, &g)};
+               },
+               [](const Inputs& x) {
+                 Tensor y = add(x[0], 0.0);
+                 masked_fill_(y, ne(x[1], 0), 3.0);
+                 return y;
+               },
+               0.0});
+
   auto rnn_case = [&](const std::string& name, RnnMode mode, int64_t gates) {
     t.push_back(
         {name,
@@ -331,6 +401,46 @@ TEST(GpuRuntime, OutOfMemoryIsAnErrorNamingTheSizes) {
   }
 }
 
+// Comparisons, where and masked_fill on NaN of both signs, infinities, signed zeros and
+// subnormals, in every dtype, bit for bit against the CPU (a GPU that flushed subnormals or
+// canonicalised NaN would differ here), and allclose on both devices.
+TEST(GpuCompare, SpecialValuesCompareAndSelectBitForBitLikeTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  const std::vector<double> pool = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-40, 1e-310, 3e-6, 1.0, -2.5};
+  const int64_t n = static_cast<int64_t>(pool.size());
+  // Every pair of pool values: a[i, j] = pool[i], b[i, j] = pool[j].
+  const Tensor a64 = from_vector(pool, {n, 1}).expand({n, n}).contiguous();
+  const Tensor b64 = from_vector(pool, {1, n}).expand({n, n}).contiguous();
+  const Tensor cond = ne(randint(0, 2, {n, n}), 0);
+  auto same_bits = [](const Tensor& gpu, const Tensor& cpu) {
+    const Tensor g = gpu.cpu().contiguous(), c = cpu.contiguous();
+    return g.dtype() == c.dtype() && g.shape() == c.shape() &&
+           std::memcmp(g.raw_data(), c.raw_data(), static_cast<size_t>(c.numel()) * c.itemsize()) == 0;
+  };
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    const Tensor a = a64.to(dt), b = b64.to(dt);
+    const Tensor ag = a.to(Device::cuda(0)), bg = b.to(Device::cuda(0)), cg = cond.to(Device::cuda(0));
+    EXPECT_TRUE(same_bits(eq(ag, bg), eq(a, b))) << dtype_name(dt) << " eq";
+    EXPECT_TRUE(same_bits(ne(ag, bg), ne(a, b))) << dtype_name(dt) << " ne";
+    EXPECT_TRUE(same_bits(lt(ag, bg), lt(a, b))) << dtype_name(dt) << " lt";
+    EXPECT_TRUE(same_bits(ge(ag, bg), ge(a, b))) << dtype_name(dt) << " ge";
+    EXPECT_TRUE(same_bits(where(cg, ag, bg), where(cond, a, b))) << dtype_name(dt) << " where";
+    EXPECT_TRUE(same_bits(masked_fill(ag, cg, -NAN), masked_fill(a, cond, -NAN))) << dtype_name(dt) << " masked_fill";
+    Tensor ac = a.clone(), acg = ag.clone();
+    masked_fill_(ac, cond, -0.0);
+    masked_fill_(acg, cg, -0.0);
+    EXPECT_TRUE(same_bits(acg, ac)) << dtype_name(dt) << " masked_fill_";
+  }
+  for (double atol : {0.0, 1e-8, 3.0}) {
+    const Tensor ag = a64.to(Device::cuda(0)), bg = b64.to(Device::cuda(0));
+    EXPECT_EQ(allclose(ag, ag, 1e-5, atol), allclose(a64, a64, 1e-5, atol)) << atol;  // false: NaN
+    EXPECT_EQ(allclose(ag, bg, 1e-5, atol), allclose(a64, b64, 1e-5, atol)) << atol;
+  }
+  const Tensor x = randn({100}), y = add(x, 1e-7);
+  EXPECT_TRUE(allclose(x.to(Device::cuda(0)), y.to(Device::cuda(0))));
+  EXPECT_FALSE(allclose(x.to(Device::cuda(0)), add(y, 1e-2).to(Device::cuda(0))));
+}
+
 // Every kernel stub of core has a CUDA kernel (the op table tests them; this names the missing).
 TEST(GpuRuntime, EveryKernelStubHasACudaKernel) {
   if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
@@ -360,6 +470,11 @@ TEST(GpuRuntime, EveryKernelStubHasACudaKernel) {
   EMBER_CHECK_STUB(cross_entropy_backward_stub);
   EMBER_CHECK_STUB(rnn_forward_stub);
   EMBER_CHECK_STUB(rnn_backward_stub);
+  EMBER_CHECK_STUB(compare_stub);
+  EMBER_CHECK_STUB(logical_stub);
+  EMBER_CHECK_STUB(where_stub);
+  EMBER_CHECK_STUB(isclose_stub);
+  EMBER_CHECK_STUB(masked_fill_stub);
 #undef EMBER_CHECK_STUB
   std::string list;
   for (const auto& m : missing) list += " " + m;
