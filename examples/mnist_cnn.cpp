@@ -9,12 +9,12 @@
 #include "models/mnist_cnn.h"
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "common/training.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
@@ -30,11 +30,6 @@ using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: "try again later"
-
-const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 
 #ifdef EMBER_HAVE_DIST
 using CommPtr = std::unique_ptr<dist::MpiCommunicator>;
@@ -128,24 +123,9 @@ int main(int argc, char** argv) {
     Device dev = device == "auto" ? Device::best() : Device(device);
     // The MPI communicator moves CPU tensors (GPU ranks need the NCCL backend: docs/DISTRIBUTED.md).
     if (comm) dev = Device::cpu();
-    std::string root = data_dir, name = "MNIST";
-    if (!data::MNIST::available(root)) {
-      if (data::MNIST::available(kFashionDir)) {
-        std::printf(
-            "No MNIST files in '%s' (run scripts/download-mnist.sh where there is internet).\n"
-            "Training on Fashion-MNIST from %s instead.\n",
-            root.c_str(), kFashionDir);
-        root = kFashionDir;
-        name = "Fashion-MNIST";
-      } else {
-        std::fprintf(stderr,
-                     "mnist_cnn: no MNIST files in '%s' and no Fashion-MNIST in %s.\n"
-                     "Run scripts/download-mnist.sh (needs internet) or scripts/setup.sh (installs Debian's\n"
-                     "dataset-fashion-mnist), or pass --data DIR with the four IDX files.\n",
-                     root.c_str(), kFashionDir);
-        return 1;
-      }
-    }
+    const auto found = examples::find_mnist_data(data_dir, "mnist_cnn");
+    if (!found) return 1;
+    const auto& [root, name] = *found;
     data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = limit};
     data::MNIST train_set(root, data::Split::Train, mopts);
     data::MNIST test_set(root, data::Split::Test, mopts);
@@ -227,8 +207,8 @@ int main(int argc, char** argv) {
 #endif
       save_training((fs::path(ckpt_dir) / "last.ckpt").string(), state, p, {{"model", "MnistCnn"}, {"data", name}});
     };
-    std::signal(SIGTERM, [](int) { g_stop = true; });
-    std::signal(SIGINT, [](int) { g_stop = true; });
+    examples::install_stop_handlers();
+    std::atomic<bool>& g_stop = examples::stop_requested();
 
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n", name.c_str(),
                 (long long)train_set.size(), dev.str().c_str(), (long long)epochs, (long long)batch, lr);
@@ -302,8 +282,9 @@ int main(int argc, char** argv) {
         if (g_stop) {
           checkpoint();
           std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n",
-                      (long long)pos.step, ckpt_dir.empty() ? "" : " after writing a checkpoint", kPreemptedExit);
-          return kPreemptedExit;
+                      (long long)pos.step, ckpt_dir.empty() ? "" : " after writing a checkpoint",
+                      examples::kPreemptedExit);
+          return examples::kPreemptedExit;
         }
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
           cut_short = true;

@@ -140,10 +140,7 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
         if (window >= log_every) flush();
         if (stop_requested()) {
           flush();
-          ckpt.save(pos);
-          std::printf("\nStopped by a signal at step %lld; checkpoint written, exiting with status %d.\n",
-                      (long long)pos.step, kPreemptedExit);
-          return kPreemptedExit;
+          return ckpt.preempted(pos);
         }
         if (cf.max_steps >= 0 && pos.step >= cf.max_steps) {
           stop_now = true;
