@@ -1,0 +1,123 @@
+// Grouping positions by key, deterministically (group_by_key.h). Four kernels:
+//   1. count[t] = number of positions with key t (integer atomics: exact in any order);
+//   2. start = exclusive prefix sum of count, with start[nkeys] = m (one block);
+//   3. each position takes a slot of its group by counting the group's count down atomically
+//      (perm[start[t] + count[t] - 1] = j): which slot depends on thread timing ...
+//   4. ... so one thread per group then heap-sorts the group's positions, which makes perm the
+//      same on every run: each group in increasing position order.
+// The work is O(m + nkeys) plus O(g log g) per group of g positions (a group's combination is
+// sequential anyway, to follow the position order). index_add used to rank positions by counting
+// the equal keys before each one, O(m^2); this replaces it.
+#include <cstdint>
+
+#include "core/cuda/device_api.h"
+#include "core/cuda/device_math.h"
+#include "core/cuda/elementwise_loops.h"
+#include "core/cuda/group_by_key.h"
+#include "core/cuda/launch.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kThreads = kMapThreads;
+
+__global__ void count_keys(const int64_t* keys, int64_t m, unsigned long long* count) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < m; j += step)
+    atomicAdd(&count[keys[j]], 1ull);
+}
+
+// start[0..n] = exclusive prefix sum of count[0..n), by one block: each thread scans a
+// contiguous chunk, then the chunk totals are scanned through shared memory.
+__global__ void exclusive_scan(const unsigned long long* count, int64_t* start, int64_t n) {
+  EMBER_SHARED(int64_t, totals, [kThreads]);
+  const int64_t chunk = (n + blockDim.x - 1) / blockDim.x;
+  const int64_t b = dmin<int64_t>(threadIdx.x * chunk, n), e = dmin<int64_t>(b + chunk, n);
+  int64_t sum = 0;
+  for (int64_t i = b; i < e; ++i) sum += static_cast<int64_t>(count[i]);
+  totals[threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int64_t run = 0;
+    for (unsigned k = 0; k < blockDim.x; ++k) {
+      const int64_t t = totals[k];
+      totals[k] = run;
+      run += t;
+    }
+    start[n] = run;
+  }
+  __syncthreads();
+  int64_t run = totals[threadIdx.x];
+  for (int64_t i = b; i < e; ++i) {
+    start[i] = run;
+    run += static_cast<int64_t>(count[i]);
+  }
+}
+
+// Slots are handed out from the end of each group down; count ends at zero.
+__global__ void place(const int64_t* keys, int64_t m, const int64_t* start, unsigned long long* count, int64_t* perm) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < m; j += step) {
+    const int64_t t = keys[j];
+    // Adding ~0 subtracts one (CUDA has no 64-bit atomicSub); the old value is this slot + 1.
+    const unsigned long long left = atomicAdd(&count[t], ~0ull);
+    perm[start[t] + static_cast<int64_t>(left) - 1] = j;
+  }
+}
+
+EMBER_DEVICE void sift_down(int64_t* a, int64_t i, int64_t n) {
+  const int64_t v = a[i];
+  for (;;) {
+    int64_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && a[c + 1] > a[c]) ++c;
+    if (a[c] <= v) break;
+    a[i] = a[c];
+    i = c;
+  }
+  a[i] = v;
+}
+
+// In place and without recursion or extra memory (groups can be as large as m).
+EMBER_DEVICE void heap_sort(int64_t* a, int64_t n) {
+  for (int64_t i = n / 2 - 1; i >= 0; --i) sift_down(a, i, n);
+  for (int64_t e = n - 1; e > 0; --e) {
+    const int64_t top = a[0];
+    a[0] = a[e];
+    a[e] = top;
+    sift_down(a, 0, e);
+  }
+}
+
+__global__ void sort_groups(const int64_t* start, int64_t nkeys, int64_t* perm) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < nkeys; t += step) {
+    const int64_t b = start[t], n = start[t + 1] - b;
+    if (n > 1) heap_sort(perm + b, n);
+  }
+}
+
+}  // namespace
+
+KeyGroups group_by_key(const int64_t* keys, int64_t m, int64_t nkeys, Device device) {
+  EMBER_CHECK(m >= 1 && nkeys >= 1, "group_by_key: expected at least one position and one key, got ", m, " and ",
+              nkeys);
+  KeyGroups g;
+  // count[nkeys] (zeroed, then the placement cursor), start[nkeys + 1], perm[m].
+  g.scratch = empty({2 * nkeys + 1 + m}, {.dtype = DType::Int64, .device = device});
+  g.scratch.narrow(0, 0, nkeys).zero_();
+  int64_t* base = static_cast<int64_t*>(g.scratch.raw_data());
+  auto* count = reinterpret_cast<unsigned long long*>(base);
+  int64_t* start = base + nkeys;
+  int64_t* perm = start + nkeys + 1;
+  const cudaStream_t stream = kernel_stream();
+  launch(count_keys, map_blocks(m), kThreads, 0, stream, keys, m, count);
+  launch(exclusive_scan, 1, kThreads, 0, stream, count, start, nkeys);
+  launch(place, map_blocks(m), kThreads, 0, stream, keys, m, start, count, perm);
+  launch(sort_groups, map_blocks(nkeys), kThreads, 0, stream, start, nkeys, perm);
+  g.start = start;
+  g.perm = perm;
+  return g;
+}
+
+}  // namespace ember::cuda
