@@ -191,6 +191,29 @@ TEST_P(Gather, ScatterAddSumsRepeatsInIndexOrderBitForBit) {
   for (DType dt : kNumeric) check_scatter(dt, true);
 }
 
+TEST_P(Gather, ScatterAddOverManyLongFibersWalksEachFiber) {
+  // 16384 fibers of 17: longer than a short fiber, but enough fibers for a thread each.
+  Tensor base = randn({17, 16384});
+  Tensor idx = randint(0, 17, {17, 16384});
+  Tensor src = randn({17, 16384});
+  Tensor want = base.clone();
+  scatter_stub(Device::cpu())(want, 0, idx, src, true);
+  Tensor got = device_copy(base);
+  const uint64_t before = emu::stats().launches;
+  emu::kernel(scatter_stub)(got, 0, device_copy(idx), device_copy(src), true);
+  EXPECT_EQ(emu::stats().launches - before, 1u) << "expected the by-fiber path";
+  expect_close(got, want, 0, 0, "16384 fibers");
+}
+
+TEST_P(Gather, ScatterAddRejectsDtypesItCannotAdd) {
+  for (DType dt : {DType::Bool, DType::Float16, DType::BFloat16}) {
+    Tensor out = device_copy(zeros({4}, {.dtype = dt}));
+    Tensor idx = device_copy(zeros({2}, {.dtype = DType::Int64}));
+    Tensor src = device_copy(zeros({2}, {.dtype = dt}));
+    expect_error([&] { emu::kernel(scatter_stub)(out, 0, idx, src, true); }, "scatter_add", "is not supported");
+  }
+}
+
 TEST_P(Gather, ScatterWithABroadcastSrcAndAnEmptyIndex) {
   // ScatterBackward zeroes the overwritten positions with an expanded (stride 0) zero.
   Tensor base = randn({4, 30});
