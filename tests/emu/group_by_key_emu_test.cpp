@@ -2,7 +2,8 @@
 // run by the kernel emulator in all three thread orders: for every key, start/perm must list
 // exactly the positions holding that key, in increasing order (the order the slots are first
 // taken in depends on thread timing; the sort must undo it). Many repeats (large groups that
-// are heap-sorted), empty keys, one single group, and more positions than a block.
+// are heap-sorted), empty keys, one single group, more positions than a block, and more keys
+// than the one-block prefix sum takes (the multi-block scan).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,13 +28,14 @@ void check_groups(const Tensor& keys, int64_t nkeys, const std::string& what) {
   const cuda::KeyGroups g = cuda::group_by_key(static_cast<const int64_t*>(dev.raw_data()), m, nkeys, Device::cpu());
   const std::vector<int64_t> k = keys.to_vector<int64_t>();
   // The expected groups: positions of each key in increasing order, laid out key after key.
-  std::vector<int64_t> want_start(static_cast<size_t>(nkeys) + 1, 0), want_perm;
-  for (int64_t t = 0; t < nkeys; ++t) {
-    want_start[t] = static_cast<int64_t>(want_perm.size());
-    for (int64_t j = 0; j < m; ++j)
-      if (k[j] == t) want_perm.push_back(j);
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(nkeys));
+  for (int64_t j = 0; j < m; ++j) members[k[j]].push_back(j);
+  std::vector<int64_t> want_start, want_perm;
+  for (const auto& group : members) {
+    want_start.push_back(static_cast<int64_t>(want_perm.size()));
+    want_perm.insert(want_perm.end(), group.begin(), group.end());
   }
-  want_start[nkeys] = m;
+  want_start.push_back(m);
   EXPECT_EQ(std::vector<int64_t>(g.start, g.start + nkeys + 1), want_start) << what;
   EXPECT_EQ(std::vector<int64_t>(g.perm, g.perm + m), want_perm) << what;
 }
@@ -46,6 +48,18 @@ TEST_P(GroupByKey, ListsEveryKeysPositionsInIncreasingOrder) {
   check_groups(randint(0, 300, {700}), 300, "small groups");
   check_groups(full({1000}, 4, {.dtype = DType::Int64}), 5, "one group of 1000");
   check_groups(zeros({1}, {.dtype = DType::Int64}), 1, "one position");
+}
+
+TEST_P(GroupByKey, ScansManyKeysAcrossSeveralBlocks) {
+  // Above 4096 keys the prefix sum runs in chunks, one per block, each in tiles of 256.
+  for (int64_t nkeys : {4097, 10000, 5 * 4096 + 17}) {
+    const uint64_t before = emu::stats().launches;
+    check_groups(randint(0, nkeys, {3 * nkeys / 2}), nkeys, std::to_string(nkeys) + " keys");
+    // count, chunk sums, scan of the sums, chunk scans, place, sort.
+    EXPECT_EQ(emu::stats().launches - before, 6u) << nkeys;
+  }
+  // The chunks' boundaries inside one group: a single key near the end.
+  check_groups(full({9000}, 8999, {.dtype = DType::Int64}), 9000, "one group at the end of 9000 keys");
 }
 
 TEST_P(GroupByKey, RejectsNoPositionsOrNoKeys) {
