@@ -9,6 +9,7 @@
 #include "core/cpu/index_walk.h"
 #include "core/cpu/loops.h"
 #include "core/index_kernels.h"
+#include "core/raw_dispatch.h"
 #include "core/shape_around.h"
 
 namespace ember {
@@ -23,27 +24,6 @@ EMBER_DEFINE_STUB(one_hot_stub, OneHotFn);
 EMBER_DEFINE_STUB(trilu_stub, TriluFn);
 
 namespace {
-
-// Runs body with `raw_t` bound to an unsigned integer type of the element size.
-template <typename F>
-void dispatch_raw(size_t itemsize, const F& body) {
-  switch (itemsize) {
-    case 1:
-      body(uint8_t{});
-      break;
-    case 2:
-      body(uint16_t{});
-      break;
-    case 4:
-      body(uint32_t{});
-      break;
-    case 8:
-      body(uint64_t{});
-      break;
-    default:
-      EMBER_FAIL("index kernel: unsupported element size ", itemsize);
-  }
-}
 
 bool in_parallel() {
 #ifdef _OPENMP
@@ -72,7 +52,7 @@ void cpu_index_select(const Tensor& out, const Tensor& src, int64_t dim, const T
   const int64_t m = index.numel(), rows = s.outer * m, inner = s.inner;
   if (rows == 0 || inner == 0) return;
   const int64_t* idx = index.data_ptr<int64_t>();
-  dispatch_raw(src.itemsize(), [&](auto tag) {
+  dispatch_raw(src.itemsize(), "index_select", [&](auto tag) {
     using R = decltype(tag);
     const R* x = static_cast<const R*>(src.raw_data());
     R* y = static_cast<R*>(out.raw_data());
@@ -138,7 +118,7 @@ void cpu_gather(const Tensor& out, const Tensor& src, int64_t dim, const Tensor&
   if (out.numel() == 0) return;
   const int64_t os = out.stride(dim), ss = src.stride(dim), is = index.stride(dim);
   const int64_t* idx = index.data_ptr<int64_t>();
-  dispatch_raw(src.itemsize(), [&](auto tag) {
+  dispatch_raw(src.itemsize(), "gather", [&](auto tag) {
     using R = decltype(tag);
     const R* x = static_cast<const R*>(src.raw_data());
     R* y = static_cast<R*>(out.raw_data());
@@ -177,7 +157,7 @@ void cpu_scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tens
       scatter_typed<scalar_t>(out, dim, index, src, [](scalar_t& o, scalar_t v) { o += v; });
     });
   } else {
-    dispatch_raw(out.itemsize(), [&](auto tag) {
+    dispatch_raw(out.itemsize(), "scatter", [&](auto tag) {
       using R = decltype(tag);
       scatter_typed<R>(out, dim, index, src, [](R& o, R v) { o = v; });
     });
@@ -216,7 +196,7 @@ void cpu_trilu(const Tensor& out, const Tensor& a, int64_t diagonal, bool upper)
     }
     return off;
   };
-  dispatch_raw(a.itemsize(), [&](auto tag) {
+  dispatch_raw(a.itemsize(), "tril/triu", [&](auto tag) {
     using R = decltype(tag);
     const R* x = static_cast<const R*>(a.raw_data());
     R* y = static_cast<R*>(out.raw_data());

@@ -490,6 +490,94 @@ TEST(GpuRuntime, EveryFamilyHasANativeKernel) {
     EXPECT_TRUE(has_native(f) || !has_vendor(f)) << kernel_family_name(f) << ": only the vendor kernel is registered";
 }
 
+// ---------------------------------------------------------------- index ops (cuda-gather)
+// gather, scatter / scatter_add (both of the CUDA scatter's paths: short fibers, and few long
+// fibers with repeated indices), one_hot and tril/triu (core/cuda/gather_scatter.cu,
+// one_hot_trilu.cu), forward and backward; these ops have no vendor implementation, so they run
+// once. Their index checks run index_range on the device (core/cuda/index_range.cu).
+std::vector<OpCase> index_op_table() {
+  std::vector<OpCase> t;
+  t.push_back({"gather_dim0_strided",
+               [](Generator& g) {
+                 Tensor idx = randint(0, 9, {13, 5}, {.dtype = DType::Int64}, &g);
+                 return Inputs{rn(g, {7, 9}), idx};
+               },
+               [](const Inputs& x) { return gather(x[0].t(), 0, x[1]); }});
+  t.push_back({"scatter_add_short_fibers",
+               [](Generator& g) {
+                 Tensor idx = randint(0, 11, {6, 3}, {.dtype = DType::Int64}, &g);
+                 return Inputs{rn(g, {6, 11}), idx, rn(g, {7, 4})};
+               },
+               [](const Inputs& x) { return scatter_add(x[0], 1, x[1], x[2]); }});
+  t.push_back({"scatter_add_long_fibers",
+               [](Generator& g) {
+                 Tensor idx = randint(0, 23, {2, 700}, {.dtype = DType::Int64}, &g);
+                 return Inputs{rn(g, {3, 23}), idx, rn(g, {2, 700})};
+               },
+               [](const Inputs& x) { return scatter_add(x[0], 1, x[1], x[2]); }});
+  t.push_back({"scatter_repeated",
+               [](Generator& g) {
+                 Tensor idx = randint(0, 19, {300}, {.dtype = DType::Int64}, &g);
+                 return Inputs{rn(g, {19}), idx, rn(g, {300})};
+               },
+               [](const Inputs& x) { return scatter(x[0], 0, x[1], x[2]); }});
+  t.push_back({"one_hot",
+               [](Generator& g) {
+                 return Inputs{randint(0, 13, {5, 41}, {.dtype = DType::Int64}, &g)};
+               },
+               [](const Inputs& x) { return one_hot(x[0], 13); }});
+  t.push_back({"tril",
+               [](Generator& g) {
+                 return Inputs{rn(g, {3, 9, 7})};
+               },
+               [](const Inputs& x) { return tril(x[0].transpose(1, 2), -1); }});
+  t.push_back({"triu",
+               [](Generator& g) {
+                 return Inputs{rn(g, {3, 9, 7})};
+               },
+               [](const Inputs& x) { return triu(x[0], 2); }});
+  return t;
+}
+
+std::vector<Param> index_params() {
+  std::vector<Param> p;
+  for (const OpCase& op : index_op_table()) p.push_back({op, KernelChoice::Native});
+  return p;
+}
+
+INSTANTIATE_TEST_SUITE_P(IndexOps, GpuOp, ::testing::ValuesIn(index_params()),
+                         [](const auto& info) { return info.param.op.name; });
+
+TEST(GpuIndex, IndexRangeMatchesTheCpuAndBadIndicesAreErrors) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  for (int64_t n : {1, 5000, 3000001}) {
+    Tensor idx = randint(-(int64_t{1} << 40), int64_t{1} << 40, {n}, {.dtype = DType::Int64});
+    int64_t lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+    index_range_stub(Device::cpu())(idx, &want_lo, &want_hi);
+    index_range_stub(Device::cuda(0))(idx.to(Device::cuda(0)), &lo, &hi);
+    EXPECT_EQ(lo, want_lo) << n;
+    EXPECT_EQ(hi, want_hi) << n;
+  }
+  Tensor a = randn({4, 5}).to(Device::cuda(0));
+  Tensor bad = from_vector<int64_t>({0, 5, 1, 2}, {4, 1}).to(Device::cuda(0));
+  try {
+    gather(a, 1, bad);
+    FAIL() << "gather accepted index 5 for a dim of size 5";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 5 is out of range"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(one_hot(from_vector<int64_t>({1, -2}, {2}).to(Device::cuda(0)), 4), Error);
+}
+
+TEST(GpuIndex, EveryIndexStubHasACudaKernel) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  EXPECT_TRUE(index_range_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(gather_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(scatter_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(one_hot_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(trilu_stub.has(DeviceType::CUDA));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
