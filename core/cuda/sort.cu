@@ -189,6 +189,10 @@ __global__ void sort_chunks(const typename KeyTypes<K>::S* a, typename KeyTypes<
     __syncthreads();
     // Bitonic network over each chunk of P: pair t compares i and i + j, ascending where bit
     // `size` of i's position within the chunk is clear (the last merge sorts every chunk up).
+    // The 32 pairs of a warp's step lie in one aligned 64-entry segment whenever j <= 32, and
+    // every step gives a warp the same segments (blockDim is a multiple of 32), so between two
+    // such stages the warp's own __syncwarp suffices; a block barrier is needed only next to a
+    // stage with j > 32 (50 of the 78 stages of a 4096-entry sort end in a __syncwarp).
     for (int size = 2; size <= P; size <<= 1) {
       for (int j = size >> 1; j > 0; j >>= 1) {
         for (int t = threadIdx.x; t < E / 2; t += blockDim.x) {
@@ -203,7 +207,11 @@ __global__ void sort_chunks(const typename KeyTypes<K>::S* a, typename KeyTypes<
             pos[l] = pi;
           }
         }
-        __syncthreads();
+        const int next_j = j > 1 ? j >> 1 : size;  // size: the next merge's first stage (or none)
+        if (j > 32 || next_j > 32 || (j == 1 && size == P))
+          __syncthreads();
+        else
+          __syncwarp();
       }
     }
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
