@@ -578,6 +578,115 @@ TEST(GpuIndex, EveryIndexStubHasACudaKernel) {
   EXPECT_TRUE(trilu_stub.has(DeviceType::CUDA));
 }
 
+// ------------------------------------------------------------------ sort, topk, reduction backwards
+// core/cuda/sort.cu and core/cuda/reduce_grad.cu: the same comparison as the op table, for sort
+// and topk (their gradient goes through scatter) and for the backward of the max/min, norm,
+// logsumexp, prod and var/std reductions; then sort/topk bit for bit on ties and NaN.
+Tensor tied(Generator& g, Shape s) {  // integer-valued floats: many exact ties
+  return randint(-3, 4, std::move(s), {.dtype = DType::Float32}, &g);
+}
+Tensor near_one(Generator& g, Shape s) {  // long products stay finite
+  return add(mul(rand(std::move(s), {}, &g), 0.2), 0.9);
+}
+
+std::vector<OpCase> sort_and_reduce_grad_table() {
+  std::vector<OpCase> t;
+  using Make = std::function<Tensor(Generator&)>;
+  auto add_case = [&](const std::string& name, Make make, std::function<Tensor(const Tensor&)> f) {
+    t.push_back({name, [make](Generator& g) { return Inputs{make(g)}; }, [f](const Inputs& x) { return f(x[0]); }});
+  };
+  const Make plain = [](Generator& g) { return rn(g, {37, 53}); };
+  const Make ties = [](Generator& g) { return tied(g, {37, 53}); };
+  add_case("sort_dim1", plain, [](const Tensor& a) { return sort(a, 1).first; });
+  add_case("sort_dim0_descending", plain, [](const Tensor& a) { return sort(a, 0, true).first; });
+  add_case("sort_indices_ties", ties, [](const Tensor& a) { return sort(a, 1).second.to(DType::Float32); });
+  add_case("topk_dim1", plain, [](const Tensor& a) { return topk(a, 5, 1).first; });
+  add_case("topk_smallest_dim0", plain, [](const Tensor& a) { return topk(a, 3, 0, false).first; });
+  add_case(
+      "sort_long_rows",
+      [](Generator& g) {
+        return rn(g, {2, 9000});
+      },
+      [](const Tensor& a) { return sort(a, 1).first; });
+  add_case(
+      "topk_long_rows",
+      [](Generator& g) {
+        return rn(g, {3, 20000});
+      },
+      [](const Tensor& a) { return topk(a, 100, 1).first; });
+  add_case("amax_ties", ties, [](const Tensor& a) { return amax(a, {1}); });
+  add_case("amin_all_ties", ties, [](const Tensor& a) { return amin(a); });
+  add_case("max_dim1", plain, [](const Tensor& a) { return max(a, 1).first; });
+  add_case("min_dim0", plain, [](const Tensor& a) { return min(a, 0, true).first; });
+  add_case("norm_p1_dim1", plain, [](const Tensor& a) { return norm(a, 1.0, {1}); });
+  add_case("norm_p3_dim0", plain, [](const Tensor& a) { return norm(a, 3.0, {0}); });
+  add_case("norm_inf_ties", ties, [](const Tensor& a) { return norm(a, INFINITY, {1}); });
+  add_case("logsumexp_dim0", plain, [](const Tensor& a) { return logsumexp(a, {0}); });
+  add_case(
+      "prod_dim0",
+      [](Generator& g) {
+        return near_one(g, {37, 53});
+      },
+      [](const Tensor& a) { return prod(a, 0); });
+  add_case(
+      "prod_long_rows_zeros",
+      [](Generator& g) {
+        Tensor x = near_one(g, {5, 300});
+        return masked_fill(x, lt(rand({5, 300}, {}, &g), 0.004), 0.0);
+      },
+      [](const Tensor& a) { return prod(a, 1); });
+  add_case("var_dim0", plain, [](const Tensor& a) { return var(a, {0}); });
+  add_case("std_dim1", plain, [](const Tensor& a) { return ember::std(a, {1}); });
+  return t;
+}
+
+INSTANTIATE_TEST_SUITE_P(SortAndReduceGrad, GpuOp, ::testing::ValuesIn([] {
+                           std::vector<Param> p;
+                           for (const OpCase& op : sort_and_reduce_grad_table())
+                             p.push_back({op, KernelChoice::Native});
+                           return p;
+                         }()),
+                         [](const auto& info) { return info.param.op.name; });
+
+TEST(GpuSort, MatchesTheCpuBitForBitWithTiesNanAndEveryDtype) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Generator gen(99);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32, DType::Int64,
+                   DType::UInt8, DType::Bool}) {
+    for (const Shape& s : {Shape{5, 37, 3}, Shape{2, 9000}, Shape{9000, 3}}) {
+      std::vector<double> v = randint(0, 5, s, {.dtype = DType::Float64}, &gen).to_vector<double>();
+      if (is_floating(dt))
+        for (size_t i = 0; i < v.size(); i += 7) v[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0 : -INFINITY;
+      if (dt == DType::Bool)
+        for (double& e : v) e = e > 2;
+      const Tensor a = from_vector<double>(v, s).to(dt);
+      const Tensor d = a.to(Device::cuda(0));
+      for (int64_t dim = 0; dim < a.dim(); ++dim)
+        for (bool largest : {false, true})
+          for (int64_t k : {a.size(dim), int64_t{1}, a.size(dim) / 2 + 1}) {
+            const auto want = topk(a, k, dim, largest);
+            const auto got = topk(d, k, dim, largest);
+            const std::string what = std::string(dtype_name(dt)) + " " + shape_str(s) + " dim " + std::to_string(dim) +
+                                     " k " + std::to_string(k) + (largest ? " largest" : "");
+            const Tensor gv = got.first.cpu();
+            ASSERT_EQ(gv.shape(), want.first.shape()) << what;
+            const auto* gb = static_cast<const unsigned char*>(gv.raw_data());
+            const auto* wb = static_cast<const unsigned char*>(want.first.raw_data());
+            EXPECT_TRUE(std::equal(gb, gb + gv.numel() * gv.itemsize(), wb)) << what << ": value bits differ";
+            EXPECT_EQ(got.second.cpu().to_vector<int64_t>(), want.second.to_vector<int64_t>()) << what << ": indices";
+          }
+    }
+  }
+}
+
+TEST(GpuSort, SortAndReductionBackwardStubsHaveCudaKernels) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  EXPECT_TRUE(sort_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(reduce_grad_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(index_grad_stub.has(DeviceType::CUDA));
+  EXPECT_TRUE(prod_grad_stub.has(DeviceType::CUDA));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
