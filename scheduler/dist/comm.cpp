@@ -1,5 +1,7 @@
 #include "scheduler/dist/comm.h"
 
+#include <atomic>
+
 #include "core/error.h"
 
 namespace ember::dist {
@@ -16,9 +18,18 @@ const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
+std::atomic<int>& Work::blocked_waiters() {
+  static std::atomic<int> n{0};
+  return n;
+}
+
 void Work::wait() {
   std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return done_; });
+  if (!done_) {
+    blocked_waiters().fetch_add(1, std::memory_order_relaxed);
+    cv_.wait(lk, [&] { return done_; });
+    blocked_waiters().fetch_sub(1, std::memory_order_relaxed);
+  }
   if (error_) std::rethrow_exception(error_);
 }
 

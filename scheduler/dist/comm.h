@@ -9,6 +9,7 @@
 // every MPI call) and NcclCommunicator (comm_nccl.h, CUDA tensors, bootstrapped through MPI).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +44,11 @@ class Work {
   Clock::time_point issued() const { return issued_; }
   Clock::time_point started() const;
   Clock::time_point finished() const;
+
+  // How many threads of this process are blocked in wait() now. A backend that has to poll for
+  // progress (MPI) polls without pausing while someone waits, since then a core is idle anyway,
+  // and pauses between polls otherwise, to leave the cores to the computation it overlaps with.
+  static std::atomic<int>& blocked_waiters();
 
   // Backend side.
   void mark_started();

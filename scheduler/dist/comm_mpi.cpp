@@ -441,9 +441,16 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
         std::lock_guard<std::mutex> lk(st.mu);
         if (st.queue.empty()) break;
       }
-      // Non-blocking MPI progresses only inside MPI calls: poll often while work is in flight,
-      // but sleep between polls so two ranks on two cores leave the cores to backward.
-      if (!st.active.empty() && !moved) std::this_thread::sleep_for(std::chrono::microseconds(40));
+      // Non-blocking MPI progresses only inside MPI calls: poll often while work is in flight.
+      // While a caller is blocked in wait() its core is idle, so poll back to back (each sleep
+      // would add its wake-up latency to every message of the collective); otherwise sleep
+      // between polls so that two ranks on two cores leave the cores to backward.
+      if (!st.active.empty() && !moved) {
+        if (Work::blocked_waiters().load(std::memory_order_relaxed) > 0)
+          std::this_thread::yield();
+        else
+          std::this_thread::sleep_for(std::chrono::microseconds(40));
+      }
     }
     // Leaving: tell the others, then wait until every rank has left (or is found dead) before
     // MPI_Finalize, which would otherwise block on a rank that is still computing.
