@@ -1,6 +1,8 @@
 #include <algorithm>
+
 #include "core/copy.h"
 #include "core/cpu/loops.h"
+#include "core/raw_dispatch.h"
 
 namespace ember {
 
@@ -17,6 +19,14 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
     if (s == d) return;
     parallel_for(0, nbytes, kParallelGrain * 32,
                  [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, static_cast<size_t>(e - b)); });
+    return;
+  }
+  if (dst.dtype() == src.dtype()) {
+    // Same dtype: move raw bits (a round trip through float would canonicalise float16 NaNs).
+    dispatch_raw(dst.itemsize(), "copy", [&](auto tag) {
+      using R = decltype(tag);
+      cpu::map1<R, R>(dst, src, [](R v) { return v; });
+    });
     return;
   }
   EMBER_DISPATCH_ALL(dst.dtype(), "copy", [&] {

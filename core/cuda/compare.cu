@@ -18,6 +18,7 @@
 #include "core/cuda/launch.h"
 #include "core/elementwise_kernels.h"
 #include "core/index_kernels.h"
+#include "core/raw_dispatch.h"
 
 namespace ember::cuda {
 namespace {
@@ -41,28 +42,6 @@ void map_mixed(F f, const Tensor& out, const Ts&... ins) {
     }
   }
   map<Out, In...>(f, out, ins...);
-}
-
-// Runs body(R{}) with R an unsigned integer type of the element size: where and masked_fill only
-// move elements, so one kernel per width serves every dtype of that width.
-template <typename F>
-void dispatch_raw(size_t itemsize, const char* what, const F& body) {
-  switch (itemsize) {
-    case 1:
-      body(uint8_t{});
-      break;
-    case 2:
-      body(uint16_t{});
-      break;
-    case 4:
-      body(uint32_t{});
-      break;
-    case 8:
-      body(uint64_t{});
-      break;
-    default:
-      EMBER_FAIL(what, ": unsupported element size ", itemsize);
-  }
 }
 
 // ------------------------------------------------------------------ comparisons

@@ -83,12 +83,12 @@ void cuda_copy(const Tensor& dst, const Tensor& src) {
 
   if (dd.is_cuda() && sd.is_cuda() && dd == sd && dst.dtype() == src.dtype()) {
     DeviceGuard g(dd);
-    cudaStream_t s = raw(current_stream(dd.index));
     if (dst.is_contiguous() && src.is_contiguous()) {
       if (dst.raw_data() != src.raw_data())
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes_of(dst), cudaMemcpyDeviceToDevice, s));
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes_of(dst), cudaMemcpyDeviceToDevice,
+                                         raw(current_stream(dd.index))));
     } else {
-      copy_same_dtype_on_device(dst, src, s);
+      copy_same_dtype_on_device(dst, src);
     }
     return;
   }

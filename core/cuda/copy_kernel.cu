@@ -6,8 +6,10 @@
 #include <cstdint>
 
 #include "core/cuda/copy_kernel.h"
+#include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
 #include "core/error.h"
+#include "core/raw_dispatch.h"
 
 namespace ember::cuda {
 namespace {
@@ -61,35 +63,20 @@ CopyGeometry coalesce(const Tensor& dst, const Tensor& src) {
 }
 
 template <typename Word>
-void launch_copy(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
+void launch_copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
-  launch(copy_strided<Word>, blocks, kThreads, 0, stream, static_cast<Word*>(dst.raw_data()),
+  launch(copy_strided<Word>, blocks, kThreads, 0, kernel_stream(), static_cast<Word*>(dst.raw_data()),
          static_cast<const Word*>(src.raw_data()), n, coalesce(dst, src));
 }
 
 }  // namespace
 
-void copy_same_dtype_on_device(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
+void copy_same_dtype_on_device(const Tensor& dst, const Tensor& src) {
   EMBER_CHECK(dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.device() == src.device(),
               "copy_same_dtype_on_device: operands differ in dtype, shape or device");
   if (dst.numel() == 0) return;
-  switch (dst.itemsize()) {
-    case 1:
-      launch_copy<uint8_t>(dst, src, stream);
-      break;
-    case 2:
-      launch_copy<uint16_t>(dst, src, stream);
-      break;
-    case 4:
-      launch_copy<uint32_t>(dst, src, stream);
-      break;
-    case 8:
-      launch_copy<uint64_t>(dst, src, stream);
-      break;
-    default:
-      EMBER_FAIL("copy_: unsupported element size ", dst.itemsize(), " for dtype ", dst.dtype());
-  }
+  dispatch_raw(dst.itemsize(), "copy_", [&](auto tag) { launch_copy<decltype(tag)>(dst, src); });
 }
 
 }  // namespace ember::cuda

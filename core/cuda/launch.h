@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_stream.h"
 #include "core/cuda/device_guard.h"
 #include "core/cuda/launch_count.h"
 #endif
@@ -49,20 +50,30 @@ class DeviceGuard {
 };
 #endif
 
+// The stream kernels are launched on: the current stream of the current device
+// (core/cuda/cuda_stream.h: the device's compute stream unless a StreamGuard made another one
+// current), so that kernels, the caching allocator's stream bookkeeping and the copies agree.
+// The emulator runs everything in order on the host and has no streams.
+inline cudaStream_t kernel_stream() {
+#if defined(__CUDACC__)
+  int device = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&device));
+  return raw(current_stream(device));
+#else
+  return nullptr;
+#endif
+}
+
 // Copies `bytes` from device memory to the host after the work queued on kernel_stream() (a
 // kernel wrapper that must report a data error, such as an out-of-range target, reads a flag).
 inline void copy_to_host(void* dst, const void* src, size_t bytes) {
 #if defined(__CUDACC__)
-  EMBER_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  cudaStream_t s = kernel_stream();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   std::memcpy(dst, src, bytes);
 #endif
-}
-
-// The stream kernels are launched on: the legacy default stream until the backend's per-device
-// streams exist (then this becomes the current compute stream of the current device).
-inline cudaStream_t kernel_stream() {
-  return nullptr;
 }
 
 }  // namespace ember::cuda

@@ -149,6 +149,22 @@ TEST(Tensor, HalfAndBFloat16Conversions) {
   EXPECT_EQ(float(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
 }
 
+// A copy within one dtype moves bits: a float16/bfloat16 NaN keeps its payload and sign through a
+// strided copy (a round trip through float would make it the canonical quiet NaN).
+TEST(Tensor, SameDtypeStridedCopyKeepsTheBits) {
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    Tensor a = zeros({3, 4}, {.dtype = dt});
+    auto* bits = static_cast<uint16_t*>(a.raw_data());
+    const uint16_t nan = dt == DType::Float16 ? 0xfd01 : 0xff81;  // negative, signalling, payload 1
+    for (int i = 0; i < 12; ++i) bits[i] = static_cast<uint16_t>(i % 2 ? nan : 0x8000);  // and -0
+    Tensor t = a.t().contiguous();
+    ASSERT_FALSE(a.t().is_contiguous());
+    const auto* out = static_cast<const uint16_t*>(t.raw_data());
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(out[r * 3 + c], bits[c * 4 + r]) << dtype_name(dt) << " " << r << "," << c;
+  }
+}
+
 TEST(Tensor, FromBlobWrapsWithoutCopy) {
   std::vector<float> buf = {1, 2, 3, 4};
   bool freed = false;
