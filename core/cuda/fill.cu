@@ -8,6 +8,7 @@
 #include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
+#include "core/raw_dispatch.h"
 
 namespace ember::cuda {
 namespace {
@@ -87,22 +88,7 @@ void cuda_fill(const Tensor& dst, double value) {
     std::memcpy(bits, &v, sizeof v);
   });
   DeviceGuard guard(dst.device());
-  switch (dst.itemsize()) {
-    case 1:
-      launch_fill<uint8_t>(dst, bits);
-      break;
-    case 2:
-      launch_fill<uint16_t>(dst, bits);
-      break;
-    case 4:
-      launch_fill<uint32_t>(dst, bits);
-      break;
-    case 8:
-      launch_fill<uint64_t>(dst, bits);
-      break;
-    default:
-      EMBER_FAIL("fill_: unsupported element size ", dst.itemsize(), " for dtype ", dst.dtype());
-  }
+  dispatch_raw(dst.itemsize(), "fill_", [&](auto tag) { launch_fill<decltype(tag)>(dst, bits); });
 }
 
 }  // namespace
