@@ -75,6 +75,8 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
+  // How many Tensor handles share this tensor's implementation (1: this one alone).
+  long use_count() const { return impl_.use_count(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 

@@ -23,11 +23,24 @@ struct CompareSeq {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
+// Sums the gradients that reach one input. The first one is usually a fresh tensor that nothing
+// else holds (a backward function's output): then the next is added into it in place, which
+// saves an allocation and a pass over memory (as PyTorch's InputBuffer does). When anything else
+// may see it (another handle, a view of its storage, an expanded or strided layout), the sum is
+// taken out of place.
 void accumulate(std::vector<Tensor>& buffer, uint32_t nr, Tensor g) {
-  if (!buffer[nr].defined()) {
-    buffer[nr] = std::move(g);
+  Tensor& b = buffer[nr];
+  if (!b.defined()) {
+    b = std::move(g);
+    return;
+  }
+  const bool exclusive = b.use_count() == 1 && b.storage().use_count() == 1 && b.is_contiguous() &&
+                         !b.requires_grad() && b.shape() == g.shape() && b.dtype() == g.dtype() &&
+                         b.device() == g.device() && b.impl() != g.impl();
+  if (exclusive) {
+    b.add_(g);
   } else {
-    buffer[nr] = buffer[nr] + g;  // out of place: the first gradient may alias another buffer
+    b = b + g;
   }
 }
 

@@ -2,6 +2,8 @@
 // in-place rules and version errors, grad(), gradcheck itself, and that graphs do not leak.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
@@ -45,6 +47,30 @@ TEST(Autograd, SharedSubgraphSumsBothPaths) {
   Tensor y = h * h + h * 3.0;  // y = x^4 + 3x^2, dy/dx = 4x^3 + 6x = 44 at 2
   y.sum().backward();
   EXPECT_DOUBLE_EQ(x.grad().item(), 44.0);
+}
+
+// Gradients that reach one input from several paths are summed in the engine, in place into the
+// first one when nothing else holds it. A gradient that someone else does see (a hook kept it, or
+// one tensor is the gradient of two inputs, as add's backward returns) must not change under them.
+TEST(Autograd, SummingGradientsLeavesTensorsSeenElsewhereAlone) {
+  Tensor x = f64({1, 2, 3});
+  Tensor a = x * 1.0, b = x * 1.0;
+  std::vector<Tensor> seen;
+  a.register_hook([&](const Tensor& g) {
+    seen.push_back(g);  // keeps a handle on the gradient flowing into a
+    return g;
+  });
+  // a + b: add's backward hands one gradient tensor to both a and b; a * 2 doubles it on one path.
+  Tensor y = (a + b) * 2.0 + a * 3.0;
+  y.sum().backward();
+  EXPECT_EQ(vec(x.grad()), (std::vector<double>{7, 7, 7}));  // 2 + 3 from a, 2 from b
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(vec(seen[0]), (std::vector<double>{5, 5, 5}));  // still what the hook was given
+  // A leaf used on many paths, whose partial gradients are fresh tensors: summed exactly.
+  Tensor w = f64({2, 4});
+  Tensor z = w * 1.0 + w * 2.0 + w * 3.0 + w.exp();
+  z.sum().backward();
+  EXPECT_EQ(vec(w.grad()), (std::vector<double>{6 + std::exp(2.0), 6 + std::exp(4.0)}));
 }
 
 TEST(Autograd, DiamondRunsEachNodeOnce) {
