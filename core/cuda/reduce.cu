@@ -15,6 +15,7 @@
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/strided_dims.h"
 #include "core/reduce_kernels.h"
 
 namespace ember::cuda {
@@ -23,37 +24,12 @@ namespace {
 constexpr int kDims = 8;
 constexpr int64_t kMaxBlocks = 16384;
 
-// Coalesced sizes and strides of one group of dims; offset(i) maps a row-major index to elements.
-struct Dims {
-  int n = 0;
-  int64_t size[kDims];
-  int64_t stride[kDims];
-  EMBER_DEVICE int64_t offset(int64_t i) const {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; --d) {
-      off += (i % size[d]) * stride[d];
-      i /= size[d];
-    }
-    return off;
-  }
-};
+using Dims = StridedDims<kDims>;
 
 Dims make_dims(const Tensor& t, int64_t begin, int64_t end, const char* op) {
   Dims g;
-  for (int64_t d = begin; d < end; ++d) {
-    const int64_t size = t.size(d), stride = t.stride(d);
-    if (size == 1) continue;
-    if (g.n > 0 && g.stride[g.n - 1] == stride * size) {
-      g.size[g.n - 1] *= size;
-      g.stride[g.n - 1] = stride;
-      continue;
-    }
-    EMBER_CHECK(g.n < kDims, op, ": CUDA reductions support at most ", kDims, " non-mergeable dims per group, got ",
-                shape_str(t.shape()));
-    g.size[g.n] = size;
-    g.stride[g.n] = stride;
-    ++g.n;
-  }
+  EMBER_CHECK(coalesce_dims(t, begin, end, -1, &g), op, ": CUDA reductions support at most ", kDims,
+              " non-mergeable dims per group, got ", shape_str(t.shape()));
   return g;
 }
 

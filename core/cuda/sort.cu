@@ -27,6 +27,7 @@
 #include "core/cuda/device_math.h"
 #include "core/cuda/half.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/strided_dims.h"
 #include "core/index_kernels.h"
 
 namespace ember::cuda {
@@ -115,19 +116,7 @@ EMBER_DEVICE bool after(U ka, P pa, U kb, P pb) {
 // ------------------------------------------------------------------ layout
 // The rows: a's dims other than `dim`, coalesced; row r (row-major over those dims, so
 // r = outer * inner + i) starts at offset(r).
-struct RowDims {
-  int n = 0;
-  int64_t size[kDims];
-  int64_t stride[kDims];
-  EMBER_DEVICE int64_t offset(int64_t r) const {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; --d) {
-      off += (r % size[d]) * stride[d];
-      r /= size[d];
-    }
-    return off;
-  }
-};
+using RowDims = StridedDims<kDims>;
 
 struct SortPlan {
   int64_t rows = 1, n = 1, k = 1, inner = 1;
@@ -296,22 +285,7 @@ unsigned grid_for(int64_t work, int64_t per_block) {
 
 // false when a's other dims do not coalesce into kDims groups.
 bool make_rows(const Tensor& a, int64_t dim, RowDims* rd) {
-  RowDims g;
-  for (int64_t d = 0; d < a.dim(); ++d) {
-    const int64_t size = a.size(d), stride = a.stride(d);
-    if (d == dim || size == 1) continue;
-    if (g.n > 0 && g.stride[g.n - 1] == stride * size) {
-      g.size[g.n - 1] *= size;
-      g.stride[g.n - 1] = stride;
-      continue;
-    }
-    if (g.n == kDims) return false;
-    g.size[g.n] = size;
-    g.stride[g.n] = stride;
-    ++g.n;
-  }
-  *rd = g;
-  return true;
+  return coalesce_dims(a, 0, a.dim(), dim, rd);
 }
 
 template <KeyKind K>
