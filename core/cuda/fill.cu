@@ -8,6 +8,7 @@
 #include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/strided_dims.h"
 #include "core/raw_dispatch.h"
 
 namespace ember::cuda {
@@ -18,11 +19,7 @@ constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65536;  // grid-stride loops cover the rest
 
 // Sizes and strides (in elements) of a strided tensor, passed to the kernel by value.
-struct Geometry {
-  int ndim = 0;
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims];
-};
+using Geometry = StridedDims<kMaxDims>;
 
 template <typename Word>
 __global__ void fill_contiguous(Word* __restrict__ out, Word value, int64_t n) {
@@ -34,12 +31,7 @@ template <typename Word>
 __global__ void fill_strided(Word* out, Word value, int64_t n, Geometry g) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t rest = i, offset = 0;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      offset += (rest % g.sizes[d]) * g.strides[d];
-      rest /= g.sizes[d];
-    }
-    out[offset] = value;
+    out[g.offset(i)] = value;
   }
 }
 
@@ -47,20 +39,8 @@ __global__ void fill_strided(Word* out, Word value, int64_t n, Geometry g) {
 // (a slice of rows, a contiguous tensor) reach the kernel as one or two dims.
 Geometry coalesce(const Tensor& t) {
   Geometry g;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    const int64_t size = t.size(d), stride = t.stride(d);
-    if (size == 1) continue;
-    if (g.ndim > 0 && g.strides[g.ndim - 1] == stride * size) {
-      g.sizes[g.ndim - 1] *= size;
-      g.strides[g.ndim - 1] = stride;
-      continue;
-    }
-    EMBER_CHECK(g.ndim < kMaxDims, "fill_: CUDA tensors support at most ", kMaxDims, " non-mergeable dims, got ",
-                t.dim());
-    g.sizes[g.ndim] = size;
-    g.strides[g.ndim] = stride;
-    ++g.ndim;
-  }
+  EMBER_CHECK(coalesce_dims(t, 0, t.dim(), -1, &g), "fill_: CUDA tensors support at most ", kMaxDims,
+              " non-mergeable dims, got ", t.dim());
   return g;
 }
 
@@ -73,7 +53,7 @@ void launch_fill(const Tensor& dst, const void* value_bits) {
   Word* out = static_cast<Word*>(dst.raw_data());
   const Geometry g = coalesce(dst);
   cudaStream_t stream = kernel_stream();
-  if (g.ndim == 0 || (g.ndim == 1 && g.strides[0] == 1)) {
+  if (g.n == 0 || (g.n == 1 && g.stride[0] == 1)) {
     launch(fill_contiguous<Word>, blocks, kThreads, 0, stream, out, value, n);
   } else {
     launch(fill_strided<Word>, blocks, kThreads, 0, stream, out, value, n, g);
