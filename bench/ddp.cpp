@@ -4,11 +4,14 @@
 //   1 rank   rank 0 trains alone on its per-rank batch (the others wait): the reference;
 //   N ranks  DistributedDataParallel, buckets all-reduced during backward (overlap on);
 //   N ranks  the same with overlap off (every all-reduce after backward);
+//   N ranks  overlap on, the global batch split in proportion to each rank's measured speed
+//            (BatchSplitter, re-measured every 6 steps), so the faster core is not left waiting;
 //   N ranks  each training alone at the same time, with no all-reduce at all: the ceiling that
 //            this machine's shared cores, caches and memory bandwidth allow N ranks, so that the
 //            cost of communication reads apart from the cost of running N processes at once.
-// and prints samples/s, scaling efficiency (N-rank samples/s / (N x 1-rank samples/s)), and from
-// the reducer's timeline the all-reduce time per step and the fraction of it hidden behind
+// and prints each rank's compute time (forward and backward up to its last gradient: a rank
+// that computes faster than the others waits for them), samples/s, scaling efficiency (N-rank samples/s / (N x 1-rank
+// samples/s)), and from the reducer's timeline the all-reduce time per step and the fraction of it hidden behind
 // backward (1 - time from the last gradient to the end of the last all-reduce / all-reduce time).
 // Medians over the timed steps. One math thread per rank unless OMP_NUM_THREADS says otherwise.
 #include "scheduler/dist/ddp.h"
@@ -26,6 +29,7 @@
 #include "models/lstm.h"
 #include "models/mnist_cnn.h"
 #include "scheduler/dist/comm_mpi.h"
+#include "scheduler/dist/ddp_split.h"
 
 using namespace ember;
 using namespace ember::dist;
@@ -62,44 +66,60 @@ struct Workload {
   std::string name;
   int64_t batch;                                      // per rank
   std::function<std::shared_ptr<nn::Module>()> make;  // same weights on every call
-  std::function<Tensor(nn::Module&, DistributedDataParallel*, uint64_t step)> loss;
+  // The mean loss over `rows` examples (this rank's share of the step's global batch).
+  std::function<Tensor(nn::Module&, DistributedDataParallel*, uint64_t step, int64_t rows)> loss;
 };
 
 struct Samples {
-  std::vector<double> times, comms, hidden;
+  std::vector<double> times, comms, hidden, compute;
 };
 struct Phase {
-  double step_s = 0, comm_s = 0, hidden = 0;
+  double step_s = 0, comm_s = 0, hidden = 0, compute_s = 0;
 };
 Phase medians(const Samples& s) {
-  return {median(s.times), median(s.comms), median(s.hidden)};
+  return {median(s.times), median(s.comms), median(s.hidden), median(s.compute)};
 }
 
-void run(Workload& w, Communicator& comm, int mode /*0 alone, 1 overlap, 2 no overlap*/, int steps, DdpOptions base,
-         Samples& out) {
+enum class Mode { Alone, Overlap, NoOverlap, SpeedWeighted };
+
+void run(Workload& w, Communicator& comm, Mode mode, int steps, DdpOptions base, Samples& out) {
   auto model = w.make();
   std::unique_ptr<DistributedDataParallel> ddp;
-  if (mode > 0) {
+  std::unique_ptr<BatchSplitter> split;
+  if (mode != Mode::Alone) {
     DdpOptions o = base;
-    o.overlap = mode == 1;
+    o.overlap = mode != Mode::NoOverlap;
     ddp = std::make_unique<DistributedDataParallel>(*model, comm, o);
   }
+  if (mode == Mode::SpeedWeighted)
+    // Re-measured often: on a shared machine which core is the slower one changes within seconds.
+    split = std::make_unique<BatchSplitter>(
+        comm, w.batch * comm.size(), SplitOptions{.speed_weighted = true, .measure_steps = 2, .remeasure_every = 6});
   optim::SGD opt(model->parameters(), {.lr = 0.01});
-  auto& [times, comms, hidden] = out;
   for (int s = 0; s < steps + 2; ++s) {
     auto t0 = Clock::now();
     opt.zero_grad();
-    w.loss(*model, ddp.get(), static_cast<uint64_t>(s)).backward();
+    if (split) {
+      split->begin_compute();
+      w.loss(*model, ddp.get(), static_cast<uint64_t>(s), split->local_share()).mul_(split->loss_weight()).backward();
+      split->end_compute(ddp->last_timeline().last_grad);
+    } else {
+      w.loss(*model, ddp.get(), static_cast<uint64_t>(s), w.batch).backward();
+    }
+    auto t1 = Clock::now();
     opt.step();
+    if (split) split->end_step();
     double dt = secs(Clock::now() - t0);
     if (s < 2) continue;  // warm-up
-    times.push_back(dt);
+    out.times.push_back(dt);
+    // Forward and backward up to this rank's last gradient: what it would take without the others.
+    out.compute.push_back(secs((ddp ? ddp->last_timeline().last_grad : t1) - t0));
     if (ddp) {
       const DdpTimeline& tl = ddp->last_timeline();
       double busy = comm_busy(tl);
       double exposed = std::max(0.0, secs(tl.synchronized - tl.last_grad));
-      comms.push_back(busy);
-      hidden.push_back(busy > 0 ? std::clamp(1.0 - exposed / busy, 0.0, 1.0) : 0.0);
+      out.comms.push_back(busy);
+      out.hidden.push_back(busy > 0 ? std::clamp(1.0 - exposed / busy, 0.0, 1.0) : 0.0);
     }
   }
 }
@@ -108,6 +128,21 @@ std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
+}
+
+// Every rank's value of `v` (a collective: every rank calls it).
+std::vector<double> gather(Communicator& comm, double v) {
+  Tensor mine = full({1}, v, {.dtype = DType::Float64});
+  Tensor all = empty({comm.size()}, {.dtype = DType::Float64});
+  comm.all_gather(all, mine, "bench per-rank value")->wait();
+  return {all.data_ptr<double>(), all.data_ptr<double>() + comm.size()};
+}
+
+// Seconds as "a/b/..." ms, rank order.
+std::string per_rank_ms(const std::vector<double>& v) {
+  std::string s;
+  for (size_t r = 0; r < v.size(); ++r) s += (r ? "/" : "") + fmt("%.1f", v[r] * 1e3);
+  return s;
 }
 
 }  // namespace
@@ -130,10 +165,10 @@ int main(int argc, char** argv) {
                      manual_seed(1);
                      return std::make_shared<models::MnistCnn>();
                    },
-                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s) {
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
                      Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                     Tensor x = randn({32, 1, 28, 28}, {}, &g);
-                     Tensor y = randint(0, 10, {32}, {.dtype = DType::Int64}, &g);
+                     Tensor x = randn({rows, 1, 28, 28}, {}, &g);
+                     Tensor y = randint(0, 10, {rows}, {.dtype = DType::Int64}, &g);
                      return cross_entropy(d ? d->forward(x) : m(x), y);
                    }});
   loads.push_back({"LstmLM (V=2000, T=35)", 16,
@@ -142,9 +177,9 @@ int main(int argc, char** argv) {
                      return std::make_shared<models::LstmLanguageModel>(
                          models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
                    },
-                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s) {
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
                      Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                     Tensor tok = randint(0, 2000, {16, 36}, {.dtype = DType::Int64}, &g);
+                     Tensor tok = randint(0, 2000, {rows, 36}, {.dtype = DType::Int64}, &g);
                      Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
                      auto& lm = static_cast<models::LstmLanguageModel&>(m);
                      Tensor logits = lm.forward_with_state(in).output;
@@ -152,23 +187,25 @@ int main(int argc, char** argv) {
                      return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
                    }});
 
-  bench::Table t{{"model", "per-rank batch", "config", "step ms", "samples/s", "vs 1 rank", "efficiency",
-                  "all-reduce ms/step", "hidden"}};
+  bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "samples/s",
+                  "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden"}};
   bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
   auto& alone_rows = probe_t.rows;
   for (auto& w : loads) {
-    // Rounds interleave the three configurations, so a change in the machine's load hits all.
-    Samples s_alone, s_on, s_off, s_concurrent;
+    // Rounds interleave the configurations, so a change in the machine's load hits all.
+    Samples s_alone, s_on, s_off, s_weighted, s_concurrent;
     for (int r = 0; r < rounds; ++r) {
-      if (comm.rank() == 0) run(w, comm, 0, steps, base, s_alone);
+      if (comm.rank() == 0) run(w, comm, Mode::Alone, steps, base, s_alone);
       comm.barrier("reference done")->wait();
-      run(w, comm, 1, steps, base, s_on);
-      run(w, comm, 2, steps, base, s_off);
+      run(w, comm, Mode::Overlap, steps, base, s_on);
+      run(w, comm, Mode::NoOverlap, steps, base, s_off);
+      run(w, comm, Mode::SpeedWeighted, steps, base, s_weighted);
       comm.barrier("concurrent start")->wait();
-      run(w, comm, 0, steps, base, s_concurrent);
+      run(w, comm, Mode::Alone, steps, base, s_concurrent);
       comm.barrier("concurrent done")->wait();
     }
-    Phase alone = medians(s_alone), on = medians(s_on), off = medians(s_off), concurrent = medians(s_concurrent);
+    Phase alone = medians(s_alone), on = medians(s_on), off = medians(s_off), weighted = medians(s_weighted),
+          concurrent = medians(s_concurrent);
     // The same buckets all-reduced with no compute running: the transfer cost alone, against
     // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
     {
@@ -192,12 +229,16 @@ int main(int argc, char** argv) {
     }
     double sps1 = static_cast<double>(w.batch) / alone.step_s;
     t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
-                      fmt("%.0f", sps1), "1.00", "-", "-", "-"});
-    for (auto [label, p] : {std::pair{"overlap on", on}, std::pair{"overlap off", off},
-                            std::pair{"no all-reduce (ceiling)", concurrent}}) {
-      double sps = static_cast<double>(w.batch * n) / p.step_s;
-      t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label,
-                        fmt("%.1f", p.step_s * 1e3), fmt("%.0f", sps), fmt("%.2f", sps / sps1),
+                      fmt("%.1f", alone.compute_s * 1e3), fmt("%.0f", sps1), "1.00", "-", "-", "-"});
+    for (auto [label, p] :
+         {std::pair{"overlap on", on}, std::pair{"overlap off", off},
+          std::pair{"overlap on, speed-weighted split", weighted}, std::pair{"no all-reduce (ceiling)", concurrent}}) {
+      // DDP ranks step together; ranks running alone at once do not, and their throughputs add up.
+      std::vector<double> step_s = gather(comm, p.step_s);
+      double sps = 0;
+      for (double st : step_s) sps += static_cast<double>(w.batch) / st;
+      t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label, per_rank_ms(step_s),
+                        per_rank_ms(gather(comm, p.compute_s)), fmt("%.0f", sps), fmt("%.2f", sps / sps1),
                         fmt("%.0f%%", 100.0 * sps / (n * sps1)), p.comm_s > 0 ? fmt("%.2f", p.comm_s * 1e3) : "-",
                         p.comm_s > 0 ? fmt("%.0f%%", 100.0 * p.hidden) : "-"});
     }
