@@ -21,6 +21,9 @@
 #include "layers/checkpoint.h"
 #ifdef EMBER_HAVE_DIST
 #include "scheduler/dist/comm_mpi.h"
+#ifdef EMBER_HAVE_NCCL
+#include "scheduler/dist/comm_nccl.h"
+#endif
 #include "scheduler/dist/ddp.h"
 #include "scheduler/dist/ddp_checkpoint.h"
 #include "scheduler/dist/ddp_split.h"
@@ -121,8 +124,23 @@ int main(int argc, char** argv) {
     if (!chatty) std::freopen("/dev/null", "w", stdout);  // rank 0 speaks for the job
     if (threads > 0) set_num_threads(static_cast<int>(threads));
     Device dev = device == "auto" ? Device::best() : Device(device);
-    // The MPI communicator moves CPU tensors (GPU ranks need the NCCL backend: docs/DISTRIBUTED.md).
-    if (comm) dev = Device::cpu();
+#ifdef EMBER_HAVE_DIST
+    // Gradients travel through NCCL between GPU ranks (each on cuda:<local rank>) and through MPI
+    // between CPU ranks; MPI also carries the small exchanges (evaluation sums, the stop flag,
+    // the batch-split timings, checkpoint barriers) on every kind of rank.
+    std::unique_ptr<dist::Communicator> gpu_comm;
+    if (comm && dev.is_cuda()) {
+#ifdef EMBER_HAVE_NCCL
+      auto nccl = std::make_unique<dist::NcclCommunicator>(*comm);
+      dev = nccl->device();
+      gpu_comm = std::move(nccl);
+#else
+      std::printf("This build has no NCCL: the data-parallel ranks train on the CPU over MPI.\n");
+      dev = Device::cpu();
+#endif
+    }
+    dist::Communicator* grad_comm = gpu_comm ? gpu_comm.get() : comm.get();
+#endif
     const auto found = examples::find_mnist_data(data_dir, "mnist_cnn");
     if (!found) return 1;
     const auto& [root, name] = *found;
@@ -144,7 +162,7 @@ int main(int argc, char** argv) {
 #ifdef EMBER_HAVE_DIST
     if (comm) {
       ddp = std::make_unique<dist::DistributedDataParallel>(
-          net, *comm, dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap});
+          net, *grad_comm, dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap});
       split = std::make_unique<dist::BatchSplitter>(*comm, batch, dist::SplitOptions{.speed_weighted = speed_weighted});
       if (!split_flag.empty()) {
         std::vector<double> w;
@@ -219,8 +237,8 @@ int main(int argc, char** argv) {
         if (!s.empty()) s += '/';
         s += std::to_string(v);
       }
-      std::printf("Data-parallel over %d ranks: shares of each batch %s, %zu gradient buckets%s\n", comm->size(),
-                  s.c_str(), ddp->bucket_layout().size(), overlap ? "" : ", overlap off");
+      std::printf("Data-parallel over %d ranks: shares of each batch %s, %zu gradient buckets (%s)%s\n", comm->size(),
+                  s.c_str(), ddp->bucket_layout().size(), grad_comm->backend().c_str(), overlap ? "" : ", overlap off");
     };
     if (comm) print_shares();
 #endif

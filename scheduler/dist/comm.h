@@ -77,6 +77,9 @@ class Communicator {
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
   virtual std::string backend() const = 0;
+  // The device whose tensors this communicator moves: cpu for MPI, cuda:<local rank> for NCCL.
+  // Code that exchanges its own small tensors (a model signature, timings) allocates them here.
+  virtual Device device() const { return Device::cpu(); }
 
   // `label` only names the operation in stall reports and timelines ("bucket 2").
   // In place: every rank ends with the reduction of every rank's `t`. Avg needs a floating dtype.

@@ -1,4 +1,5 @@
-// Status: compiled and linked in CUDA builds; not yet run on a GPU (see comm_nccl.h).
+// Status: compiled and linked in CUDA builds; not yet run on a GPU (see comm_nccl.h and
+// tests/gpu/nccl_test.cpp).
 #include "scheduler/dist/comm_nccl.h"
 
 #include <cuda_runtime.h>

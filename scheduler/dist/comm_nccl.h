@@ -6,7 +6,7 @@
 // compute queued afterwards sees the result.
 //
 // Built only in CUDA builds that found NCCL (EMBER_HAVE_NCCL). Status: compiled and linked, not
-// yet run on a GPU in this project's CI (no machine here has two GPUs); treat as untested.
+// yet run (no GPU has been lent to this project); tests/gpu/nccl_test.cpp is ready for the first.
 #pragma once
 
 #include <memory>
@@ -27,7 +27,7 @@ class NcclCommunicator final : public Communicator {
   int local_size() const override { return local_size_; }
   std::string backend() const override { return "nccl"; }
   // cuda:<local rank>, the device every tensor given to this communicator must be on.
-  Device device() const { return device_; }
+  Device device() const override { return device_; }
 
   WorkPtr all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum, std::string label = {}) override;
   WorkPtr broadcast(Tensor t, int root = 0, std::string label = {}) override;

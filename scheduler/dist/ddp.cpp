@@ -164,13 +164,23 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   nn::NamedTensors named = module.named_parameters();
   nn::NamedTensors bufs = module.named_buffers();
 
+  // Every tensor the reducer hands to the communicator lives on the communicator's device.
+  const Device dev = comm.device();
+  for (const auto* list : {&named, &bufs})
+    for (const auto& [name, t] : *list)
+      EMBER_CHECK(t.device() == dev, "DistributedDataParallel: '", name, "' is on ", t.device().str(), " but the ",
+                  comm.backend(), " communicator moves tensors on ", dev.str(), "; move the model there (",
+                  dev.is_cpu() ? "MPI ranks train on the CPU; GPU ranks need the NCCL backend" : "module.to(device)",
+                  ") before wrapping it");
+
   // Same model everywhere, or a clear error (instead of a collective of mismatched sizes).
   Tensor sig = empty({1}, {.dtype = DType::Int64});
   sig.data_ptr<int64_t>()[0] = signature(named, bufs);
-  Tensor all = empty({comm.size()}, {.dtype = DType::Int64});
-  comm.all_gather(all, sig, "model signature")->wait();
+  Tensor all = empty({comm.size()}, {.dtype = DType::Int64, .device = dev});
+  comm.all_gather(all, sig.to(dev), "model signature")->wait();
+  std::vector<int64_t> sigs = all.to(Device::cpu()).to_vector<int64_t>();
   for (int q = 0; q < comm.size(); ++q)
-    EMBER_CHECK(all.data_ptr<int64_t>()[q] == all.data_ptr<int64_t>()[0], "DistributedDataParallel: rank ", q,
+    EMBER_CHECK(sigs[static_cast<size_t>(q)] == sigs[0], "DistributedDataParallel: rank ", q,
                 "'s model differs from rank 0's (parameter and buffer names, shapes or dtypes); every rank must "
                 "wrap the same model");
 
@@ -179,9 +189,6 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   for (const auto* list : {&named, &bufs})
     for (const auto& [name, t] : *list) {
       EMBER_CHECK(t.is_contiguous(), "DistributedDataParallel: '", name, "' is not contiguous");
-      EMBER_CHECK(t.device() == named.front().second.device() || list == &bufs,
-                  "DistributedDataParallel: every parameter must be on one device; '", name, "' is on ",
-                  t.device().str());
       works.push_back(comm.broadcast(t.detach(), 0, "initial " + name));
     }
   for (auto& w : works) w->wait();
@@ -212,8 +219,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   }
   for (size_t b = 0; b < r.buckets.size(); ++b) {
     DType dt = open[b].second;
-    r.buckets[b].flat = empty({open[b].first / static_cast<int64_t>(itemsize(dt))},
-                              {.dtype = dt, .device = named.front().second.device()});
+    r.buckets[b].flat = empty({open[b].first / static_cast<int64_t>(itemsize(dt))}, {.dtype = dt, .device = dev});
   }
   r.reset();
 

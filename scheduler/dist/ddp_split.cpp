@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/ops.h"
 
 namespace ember::dist {
 
@@ -97,15 +98,18 @@ bool BatchSplitter::end_step() {
   ++step_;
   if (!was_measuring || measuring() || measured_steps_ == 0) return false;
   // The last timed step of a measurement: every rank shares its seconds per example.
-  Tensor mine = empty({1}, {.dtype = DType::Float64});
-  mine.data_ptr<double>()[0] = measured_seconds_ / static_cast<double>(std::max<int64_t>(measured_examples_, 1));
-  Tensor all = empty({comm_.size()}, {.dtype = DType::Float64});
+  // On the communicator's device (NCCL moves only GPU tensors), read back on the host.
+  const Device dev = comm_.device();
+  Tensor mine = full({1}, measured_seconds_ / static_cast<double>(std::max<int64_t>(measured_examples_, 1)),
+                     {.dtype = DType::Float64, .device = dev});
+  Tensor all = empty({comm_.size()}, {.dtype = DType::Float64, .device = dev});
   comm_.all_gather(all, mine, "batch split timing")->wait();
+  std::vector<double> per_example = all.to(Device::cpu()).to_vector<double>();
   measured_seconds_ = 0;
   measured_examples_ = 0;
   measured_steps_ = 0;
   std::vector<double> speed;
-  for (int r = 0; r < comm_.size(); ++r) speed.push_back(1.0 / std::max(all.data_ptr<double>()[r], 1e-12));
+  for (double s : per_example) speed.push_back(1.0 / std::max(s, 1e-12));
   std::vector<int64_t> before = shares_;
   shares_ = shares_for(global_, speed);
   return shares_ != before;

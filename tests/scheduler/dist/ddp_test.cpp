@@ -242,6 +242,40 @@ TEST(Ddp, DifferentModelsAreRefusedOnEveryRank) {
   EXPECT_TRUE(has(msg, "rank 1's model differs from rank 0's")) << msg;
 }
 
+// A communicator that moves tensors of another device than the model's (NCCL's cuda:0 here, with
+// no GPU needed: the reducer must refuse before any collective).
+class OtherDeviceComm final : public Communicator {
+ public:
+  int rank() const override { return comm().rank(); }
+  int size() const override { return comm().size(); }
+  int local_rank() const override { return comm().local_rank(); }
+  int local_size() const override { return comm().local_size(); }
+  std::string backend() const override { return "fake-nccl"; }
+  Device device() const override { return Device::cuda(0); }
+  WorkPtr all_reduce(Tensor, ReduceOp, std::string) override { return fail(); }
+  WorkPtr broadcast(Tensor, int, std::string) override { return fail(); }
+  WorkPtr all_gather(Tensor, Tensor, std::string) override { return fail(); }
+  WorkPtr reduce_scatter(Tensor, Tensor, ReduceOp, std::string) override { return fail(); }
+  WorkPtr send(Tensor, int, int) override { return fail(); }
+  WorkPtr recv(Tensor, int, int) override { return fail(); }
+  WorkPtr barrier(std::string) override { return fail(); }
+
+ private:
+  static WorkPtr fail() {
+    ADD_FAILURE() << "a collective ran on a communicator of another device";
+    throw Error("unexpected collective");
+  }
+};
+
+TEST(Ddp, AModelOnAnotherDeviceThanTheCommunicatorsIsRefused) {
+  EXPECT_EQ(comm().device(), Device::cpu());
+  nn::Linear lin(3, 2);
+  OtherDeviceComm other;
+  std::string msg = error_of([&] { DistributedDataParallel d(lin, other); });
+  EXPECT_TRUE(has(msg, "'weight' is on cpu but the fake-nccl communicator moves tensors on cuda:0")) << msg;
+  EXPECT_TRUE(has(msg, "module.to(device)")) << msg;
+}
+
 TEST(Ddp, OptionErrors) {
   nn::Linear lin(2, 2);
   DdpOptions o;

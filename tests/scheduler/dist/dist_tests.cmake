@@ -39,3 +39,19 @@ if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in exam
                    bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/launch_test.sh $<TARGET_FILE:ember> $<TARGET_FILE:mnist_cnn>)
   set_tests_properties(dist.ember_launch PROPERTIES LABELS "dist;tools" TIMEOUT 180 PROCESSORS 2)
 endif()
+
+# The NCCL backend on real GPUs (GPU label, tests/gpu/nccl_test.cpp): one rank on any GPU machine,
+# two where the node has two GPUs; skipped (with the reason) where there are not enough.
+if(EMBER_WITH_NCCL)
+  add_executable(ember_gpu_nccl_tests ${CMAKE_CURRENT_SOURCE_DIR}/gpu/nccl_test.cpp)
+  target_link_libraries(ember_gpu_nccl_tests PRIVATE ember_dist ember_models GTest::gtest)
+  target_include_directories(ember_gpu_nccl_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  add_dependencies(ember_gpu_checks ember_gpu_nccl_tests)
+  foreach(np 1 2)
+    add_test(NAME gpu.nccl_np${np}
+             COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
+                     ${MPIEXEC_EXECUTABLE} -np ${np} --oversubscribe $<TARGET_FILE:ember_gpu_nccl_tests>)
+    set_tests_properties(gpu.nccl_np${np} PROPERTIES LABELS gpu TIMEOUT 300
+                         SKIP_REGULAR_EXPRESSION "skipped: no CUDA device;skipped: fewer CUDA devices")
+  endforeach()
+endif()

@@ -1,0 +1,239 @@
+// The NCCL backend on real GPUs (GPU label): every collective against its expected values for
+// every dtype and odd sizes, the ordering of the communication stream after the compute stream
+// (and of compute after Work::wait()), point-to-point, the errors, and data-parallel training of
+// the MNIST CNN on cuda:<local rank> matching one process on the global batch.
+//
+// ctest runs it under mpirun -np 1 (any machine with a GPU) and -np 2 (two GPUs on the node). The
+// tests are written for any number of ranks. Without a CUDA device for every rank of the node,
+// every rank prints why and exits 0, and ctest reports the test as skipped.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "core/autograd/grad_mode.h"
+#include "core/device.h"
+#include "core/generator.h"
+#include "core/ops.h"
+#include "layers/nn.h"
+#include "models/mnist_cnn.h"
+#include "scheduler/dist/comm_mpi.h"
+#include "scheduler/dist/comm_nccl.h"
+#include "scheduler/dist/ddp.h"
+#include "scheduler/dist/ddp_split.h"
+#include "test_helpers.h"
+
+using namespace ember;
+using namespace ember::dist;
+using test_util::error_of;
+using test_util::has;
+
+namespace {
+
+std::unique_ptr<MpiCommunicator> g_mpi;
+std::unique_ptr<NcclCommunicator> g_nccl;
+
+NcclCommunicator& nccl() {
+  return *g_nccl;
+}
+int rank() {
+  return nccl().rank();
+}
+int size() {
+  return nccl().size();
+}
+Device dev() {
+  return nccl().device();
+}
+
+// Host copies, converted to double.
+std::vector<double> host(const Tensor& t) {
+  return t.to(Device::cpu()).to_vector<double>();
+}
+
+void expect_all(const Tensor& t, double want, const std::string& what) {
+  std::vector<double> v = host(t);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != want) {
+      ADD_FAILURE() << what << ": element " << i << " is " << v[i] << ", expected " << want;
+      return;
+    }
+}
+
+const std::vector<DType> kDtypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                    DType::BFloat16, DType::Int32,   DType::Int64};
+
+TEST(Nccl, AllReduceEveryDtypeAndOddSizes) {
+  const double n = size(), r = rank();
+  for (DType dt : kDtypes)
+    for (int64_t numel : {1, 7, 100003}) {
+      std::string what = std::string(dtype_name(dt)) + " x" + std::to_string(numel);
+      Tensor t = full({numel}, r + 1, {.dtype = dt, .device = dev()});
+      nccl().all_reduce(t, ReduceOp::Sum, "sum")->wait();
+      expect_all(t, n * (n + 1) / 2, "sum " + what);
+      t.fill_(r + 1);
+      nccl().all_reduce(t, ReduceOp::Max, "max")->wait();
+      expect_all(t, n, "max " + what);
+      if (is_floating(dt)) {
+        t.fill_(2 * (r + 1));
+        nccl().all_reduce(t, ReduceOp::Avg, "avg")->wait();
+        expect_all(t, n + 1, "avg " + what);
+      }
+    }
+}
+
+// The collective must read what the compute stream wrote just before it, and compute queued after
+// wait() must read the collective's result: a long matmul feeds the all-reduce, a kernel reads it.
+TEST(Nccl, CollectivesAreOrderedWithTheComputeStream) {
+  const double n = size(), r = rank();
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor a = full({2048, 2048}, 1.0 / 2048, {.device = dev()});
+    Tensor b = full({2048, 2048}, r + 1, {.device = dev()});
+    Tensor c = matmul(a, b);  // every element r + 1, after about 17 GFLOP of queued work
+    nccl().all_reduce(c, ReduceOp::Sum, "after matmul")->wait();
+    Tensor twice = mul(c, 2.0);
+    std::vector<double> v = host(twice);
+    double worst = 0;
+    for (double x : v) worst = std::max(worst, std::abs(x - n * (n + 1)));
+    EXPECT_LT(worst, 1e-3) << "rep " << rep;
+  }
+}
+
+TEST(Nccl, BroadcastAllGatherReduceScatter) {
+  const int n = size(), r = rank();
+  Tensor t = full({5}, r, {.device = dev()});
+  nccl().broadcast(t, n - 1, "from the last rank")->wait();
+  expect_all(t, n - 1, "broadcast");
+
+  Tensor in = full({5}, r + 1, {.dtype = DType::Int64, .device = dev()});
+  Tensor out = empty({5 * n}, {.dtype = DType::Int64, .device = dev()});
+  nccl().all_gather(out, in, "gather")->wait();
+  std::vector<double> g = host(out);
+  for (int q = 0; q < n; ++q)
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(g[static_cast<size_t>(q * 5 + i)], q + 1) << "block " << q;
+
+  // Block b of rank q holds 10 q + b; rank r receives the sum over q of block r.
+  std::vector<double> blocks;
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < 3; ++i) blocks.push_back(10.0 * r + b);
+  Tensor src = from_vector(blocks, {3 * static_cast<int64_t>(n)}).to(dev());
+  Tensor dst = empty({3}, {.device = dev()});
+  nccl().reduce_scatter(dst, src, ReduceOp::Sum, "scatter")->wait();
+  expect_all(dst, 10.0 * n * (n - 1) / 2 + static_cast<double>(n) * r, "reduce_scatter");
+
+  nccl().barrier("done")->wait();
+}
+
+// A ring: even ranks send first, odd ranks receive first (NCCL runs the two on one stream in
+// order, so two ranks that both send first would wait for each other).
+TEST(Nccl, PointToPointRing) {
+  const int n = size(), r = rank();
+  if (n < 2) GTEST_SKIP() << "point-to-point needs two ranks";
+  Tensor mine = full({1000}, r, {.device = dev()});
+  Tensor got = empty({1000}, {.device = dev()});
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  if (r % 2 == 0) {
+    nccl().send(mine, next)->wait();
+    nccl().recv(got, prev)->wait();
+  } else {
+    nccl().recv(got, prev)->wait();
+    nccl().send(mine, next)->wait();
+  }
+  expect_all(got, prev, "recv");
+}
+
+TEST(Nccl, ErrorsNameTheTensorAndWhatWasExpected) {
+  std::string msg = error_of([] { nccl().all_reduce(zeros({3})); });
+  EXPECT_TRUE(has(msg, "all_reduce: expected a tensor on " + dev().str() + ", got one on cpu")) << msg;
+  msg = error_of([] { nccl().all_reduce(zeros({3}, {.dtype = DType::Int32, .device = dev()}), ReduceOp::Avg); });
+  EXPECT_TRUE(has(msg, "avg reduction needs a floating-point tensor")) << msg;
+  msg = error_of([] { nccl().send(zeros({3}, {.device = dev()}), rank()); });
+  EXPECT_TRUE(has(msg, "send: expected another rank")) << msg;
+  nn::Linear on_cpu(3, 2);
+  msg = error_of([&] { DistributedDataParallel d(on_cpu, nccl()); });
+  EXPECT_TRUE(has(msg, "'weight' is on cpu but the nccl communicator moves tensors on " + dev().str())) << msg;
+}
+
+double max_param_diff(nn::Module& a, nn::Module& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    auto va = host(pa[i]), vb = host(pb[i]);
+    for (size_t j = 0; j < va.size(); ++j) worst = std::max(worst, std::abs(va[j] - vb[j]));
+  }
+  return worst;
+}
+
+// K steps of SGD with momentum on cuda:<local rank>, data-parallel over NCCL with small buckets,
+// against the same model trained on the whole global batch in one process.
+TEST(Nccl, DataParallelMnistCnnMatchesOneProcessOnTheGlobalBatch) {
+  const int64_t per_rank = 8, global = per_rank * size();
+  manual_seed(7 + static_cast<uint64_t>(rank()));  // different weights per rank until DDP copies rank 0's
+  models::MnistCnn net;
+  net.to(dev());
+  DdpOptions o;
+  o.first_bucket_cap_mb = 0.02;
+  o.bucket_cap_mb = 0.1;
+  DistributedDataParallel ddp(net, nccl(), o);
+  ASSERT_GE(ddp.bucket_layout().size(), 3u);
+  manual_seed(7);
+  models::MnistCnn ref;
+  ref.to(dev());
+  ASSERT_EQ(max_param_diff(net, ref), 0.0) << "DDP did not start from rank 0's parameters";
+  optim::SGD opt(net.parameters(), {.lr = 0.05, .momentum = 0.9});
+  optim::SGD ref_opt(ref.parameters(), {.lr = 0.05, .momentum = 0.9});
+  BatchSplitter split(nccl(), global, {.speed_weighted = true, .measure_steps = 1, .remeasure_every = 2});
+  for (int step = 0; step < 4; ++step) {
+    Generator g(500 + static_cast<uint64_t>(step));
+    Tensor x = randn({global, 1, 28, 28}, {}, &g).to(dev());
+    Tensor y = randint(0, 10, {global}, {.dtype = DType::Int64}, &g).to(dev());
+    split.begin_compute();
+    Tensor xs = x.narrow(0, split.local_offset(), split.local_share());
+    Tensor ys = y.narrow(0, split.local_offset(), split.local_share());
+    opt.zero_grad();
+    cross_entropy(ddp(xs), ys).mul_(split.loss_weight()).backward();
+    split.end_compute(ddp.last_timeline().last_grad);
+    opt.step();
+    split.end_step();  // its timing exchange runs on the GPU too
+    ref_opt.zero_grad();
+    cross_entropy(ref(x), y).backward();
+    ref_opt.step();
+  }
+  EXPECT_EQ(ddp.steps_synchronized(), 4);
+  EXPECT_LT(max_param_diff(net, ref), 2e-5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  g_mpi = std::make_unique<MpiCommunicator>();
+  int devices = cuda_device_count();
+  if (devices < g_mpi->local_size()) {
+    // Every rank of the node sees the same count, so every rank leaves here.
+    if (g_mpi->rank() == 0) {
+      if (devices == 0)
+        std::cout << "skipped: no CUDA device" << std::endl;
+      else
+        std::cout << "skipped: fewer CUDA devices (" << devices << ") than ranks on this node (" << g_mpi->local_size()
+                  << ")" << std::endl;
+    }
+    g_mpi.reset();
+    return 0;
+  }
+  g_nccl = std::make_unique<NcclCommunicator>(*g_mpi);
+  if (g_mpi->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  // A failure on one rank fails the job even when rank 0 passed.
+  Tensor mine = full({1}, rc != 0 ? 1.0 : 0.0);
+  g_mpi->all_reduce(mine, ReduceOp::Max, "test result")->wait();
+  g_nccl.reset();
+  int worst = mine.item() > 0 ? 1 : 0;
+  g_mpi.reset();
+  return worst;
+}
