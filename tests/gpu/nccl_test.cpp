@@ -203,6 +203,11 @@ TEST(Nccl, DataParallelMnistCnnMatchesOneProcessOnTheGlobalBatch) {
   }
   EXPECT_EQ(ddp.steps_synchronized(), 4);
   EXPECT_LT(max_param_diff(net, ref), 2e-5);
+  // And the parameters moved (a test of nothing would pass trivially).
+  manual_seed(7);
+  models::MnistCnn init;
+  init.to(dev());
+  EXPECT_GT(max_param_diff(net, init), 1e-3);
 }
 
 }  // namespace
