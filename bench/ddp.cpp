@@ -9,10 +9,12 @@
 //   N ranks  each training alone at the same time, with no all-reduce at all: the ceiling that
 //            this machine's shared cores, caches and memory bandwidth allow N ranks, so that the
 //            cost of communication reads apart from the cost of running N processes at once.
-// and prints each rank's compute time (forward and backward up to its last gradient: a rank
-// that computes faster than the others waits for them), samples/s, scaling efficiency (N-rank samples/s / (N x 1-rank
-// samples/s)), and from the reducer's timeline the all-reduce time per step and the fraction of it hidden behind
-// backward (1 - time from the last gradient to the end of the last all-reduce / all-reduce time).
+// and prints each rank's compute time (forward and backward up to its last gradient), how long the
+// ranks wait for the slowest one's backward in a step (compute times jitter from step to step, and
+// a DDP step ends with the slowest rank's), samples/s, scaling efficiency (N-rank samples/s /
+// (N x 1-rank samples/s)), and from the reducer's timeline the all-reduce time per step and the
+// fraction of it hidden behind backward (1 - time from the last gradient to the end of the last
+// all-reduce / all-reduce time).
 // Medians over the timed steps. One math thread per rank unless OMP_NUM_THREADS says otherwise.
 #include "scheduler/dist/ddp.h"
 
@@ -138,6 +140,26 @@ std::vector<double> gather(Communicator& comm, double v) {
   return {all.data_ptr<double>(), all.data_ptr<double>() + comm.size()};
 }
 
+// What stepping together costs when the ranks' compute times jitter: per step, the mean over the
+// ranks of how long each waits for the slowest one to finish its backward; the median over the
+// steps. Every rank holds one compute time per step, in the same order (a collective).
+double lockstep_wait(Communicator& comm, const std::vector<double>& compute) {
+  const auto n = static_cast<int64_t>(compute.size());
+  if (n == 0) return 0;
+  Tensor all = empty({n * comm.size()}, {.dtype = DType::Float64});
+  comm.all_gather(all, from_vector(compute, {n}, TensorOptions{.dtype = DType::Float64}), "bench compute times")
+      ->wait();
+  const double* c = all.data_ptr<double>();
+  std::vector<double> waits;
+  for (int64_t s = 0; s < n; ++s) {
+    double slowest = 0, sum = 0;
+    for (int r = 0; r < comm.size(); ++r) slowest = std::max(slowest, c[r * n + s]);
+    for (int r = 0; r < comm.size(); ++r) sum += slowest - c[r * n + s];
+    waits.push_back(sum / comm.size());
+  }
+  return median(waits);
+}
+
 // Seconds as "a/b/..." ms, rank order.
 std::string per_rank_ms(const std::vector<double>& v) {
   std::string s;
@@ -187,8 +209,8 @@ int main(int argc, char** argv) {
                      return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
                    }});
 
-  bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "samples/s",
-                  "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden"}};
+  bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "wait for slowest ms",
+                  "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden"}};
   bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
   auto& alone_rows = probe_t.rows;
   for (auto& w : loads) {
@@ -204,8 +226,7 @@ int main(int argc, char** argv) {
       run(w, comm, Mode::Alone, steps, base, s_concurrent);
       comm.barrier("concurrent done")->wait();
     }
-    Phase alone = medians(s_alone), on = medians(s_on), off = medians(s_off), weighted = medians(s_weighted),
-          concurrent = medians(s_concurrent);
+    Phase alone = medians(s_alone);
     // The same buckets all-reduced with no compute running: the transfer cost alone, against
     // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
     {
@@ -229,18 +250,21 @@ int main(int argc, char** argv) {
     }
     double sps1 = static_cast<double>(w.batch) / alone.step_s;
     t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
-                      fmt("%.1f", alone.compute_s * 1e3), fmt("%.0f", sps1), "1.00", "-", "-", "-"});
-    for (auto [label, p] :
-         {std::pair{"overlap on", on}, std::pair{"overlap off", off},
-          std::pair{"overlap on, speed-weighted split", weighted}, std::pair{"no all-reduce (ceiling)", concurrent}}) {
+                      fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-"});
+    for (auto [label, samples] : {std::pair{"overlap on", &s_on}, std::pair{"overlap off", &s_off},
+                                  std::pair{"overlap on, speed-weighted split", &s_weighted},
+                                  std::pair{"no all-reduce (ceiling)", &s_concurrent}}) {
+      const Phase p = medians(*samples);
+      const bool ddp = samples != &s_concurrent;
       // DDP ranks step together; ranks running alone at once do not, and their throughputs add up.
       std::vector<double> step_s = gather(comm, p.step_s);
       double sps = 0;
       for (double st : step_s) sps += static_cast<double>(w.batch) / st;
+      const double wait = lockstep_wait(comm, samples->compute);
       t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label, per_rank_ms(step_s),
-                        per_rank_ms(gather(comm, p.compute_s)), fmt("%.0f", sps), fmt("%.2f", sps / sps1),
-                        fmt("%.0f%%", 100.0 * sps / (n * sps1)), p.comm_s > 0 ? fmt("%.2f", p.comm_s * 1e3) : "-",
-                        p.comm_s > 0 ? fmt("%.0f%%", 100.0 * p.hidden) : "-"});
+                        per_rank_ms(gather(comm, p.compute_s)), ddp ? fmt("%.2f", wait * 1e3) : "-", fmt("%.0f", sps),
+                        fmt("%.2f", sps / sps1), fmt("%.0f%%", 100.0 * sps / (n * sps1)),
+                        ddp ? fmt("%.2f", p.comm_s * 1e3) : "-", ddp ? fmt("%.0f%%", 100.0 * p.hidden) : "-"});
     }
   }
   if (comm.rank() == 0) {
