@@ -47,19 +47,23 @@ struct DistributedDataParallel::Reducer {
       tb.index = next_launch;
       tb.launched = Clock::now();
       timeline.buckets.push_back(tb);
-      b.work = comm->all_reduce(b.flat, ReduceOp::Avg, label(next_launch));
+      b.work = comm->all_reduce(b.flat, ReduceOp::Sum, label(next_launch));  // of gradients / size
       ++next_launch;
     }
   }
 
+  // The slot receives grad / size (the all-reduce sums); a gradient that is already a view of the
+  // slot (gradient_as_bucket_view, accumulated in place) is only divided.
   void copy_in(Param& p, const Tensor& grad) {
     Bucket& b = buckets[static_cast<size_t>(p.bucket)];
     Tensor slot = b.flat.narrow(0, p.offset, p.tensor.numel());
     NoGradGuard ng;
-    if (grad.defined())
-      slot.view(p.tensor.shape()).copy_(grad);
-    else
+    if (!grad.defined()) {
       slot.zero_();
+      return;
+    }
+    if (grad.raw_data() != slot.raw_data()) slot.view(p.tensor.shape()).copy_(grad);
+    if (comm->size() > 1) slot.mul_(1.0 / comm->size());
   }
 
   void mark_ready(int i, const Tensor& grad) {
@@ -92,12 +96,15 @@ struct DistributedDataParallel::Reducer {
       b.work->wait();
       for (auto& tb : timeline.buckets)
         if (tb.index == static_cast<int>(bi)) tb.finished = b.work->finished();
-      // One copy per bucket, and each gradient a view of it: a gradient the engine handed over may
-      // alias another tensor, so it is replaced rather than written in place.
-      Tensor own = b.flat.clone();
+      // Each gradient becomes a view of the bucket itself (gradient_as_bucket_view) or of one copy
+      // of it per step: a gradient the engine handed over may alias another tensor, so it is
+      // replaced rather than written in place.
+      Tensor own = opts.gradient_as_bucket_view ? b.flat : b.flat.clone();
       for (int pi : b.params) {
         Param& p = params[static_cast<size_t>(pi)];
-        p.tensor.set_grad(own.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.shape()));
+        Tensor view = own.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.shape());
+        if (p.tensor.grad().defined() && p.tensor.grad().raw_data() == view.raw_data()) continue;  // already it
+        p.tensor.set_grad(view);
       }
       b.work.reset();
     }

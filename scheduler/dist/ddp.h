@@ -3,11 +3,13 @@
 // model and copies rank 0's parameters and buffers to the others. Parameters are grouped into
 // buckets (reverse registration order, which is roughly the order backward produces their
 // gradients; a small first bucket so communication starts early, then `bucket_cap_mb`). A gradient
-// hook on each parameter copies its gradient into its bucket's flat buffer; when a bucket is full
-// its all-reduce (average) is launched at once, buckets in the same order on every rank, while
-// backward goes on. When the last gradient arrives the reducer waits for every bucket and writes
-// the averaged gradients back, so after loss.backward() the gradients are those of the global
-// batch and the optimizer steps as usual.
+// hook on each parameter copies its gradient, divided by the number of ranks, into its bucket's
+// flat buffer; when a bucket is full its all-reduce (sum) is launched at once, buckets in the same
+// order on every rank, while backward goes on. Dividing on the way in (as PyTorch's default
+// communication hook does) keeps a pass over the bucket off the end of the collective, where the
+// last bucket's waits. When the last gradient arrives the reducer waits for every bucket and
+// hands the averaged gradients back, so after loss.backward() the gradients are those of the
+// global batch and the optimizer steps as usual.
 //
 // Unequal batch shares: scale each rank's loss by BatchSplitter::loss_weight() (ddp_split.h) so the
 // averaged gradient equals the gradient of the global-batch mean.
@@ -38,6 +40,12 @@ struct DdpOptions {
   // that names it.
   bool find_unused_parameters = false;
   BufferSync buffer_sync = BufferSync::Broadcast;
+  // true: after a synchronised backward every parameter's .grad is a view into its bucket, as
+  // PyTorch's gradient_as_bucket_view: no copy of the buckets and no allocation per step, and with
+  // zero_grad(set_to_none = false) backward accumulates straight into the buckets. The price: the
+  // next synchronised backward overwrites those gradients, so a gradient kept from one step to
+  // the next must be cloned. false: each step's gradients are a fresh copy.
+  bool gradient_as_bucket_view = false;
 };
 
 // One step's communication timeline (steady-clock times; the tests and bench/ddp read it).

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
+#include "core/autograd/grad_mode.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
 #include "models/mnist_cnn.h"
@@ -48,12 +50,14 @@ double max_param_diff(nn::Module& a, nn::Module& b) {
 }
 
 // K steps of SGD with momentum, data-parallel with the given shares, and the serial reference.
-void check_equivalence(const std::vector<double>& weights) {
+// set_to_none: how the gradients are cleared between steps (false: zeroed in place, so with
+// gradient_as_bucket_view backward accumulates straight into the buckets).
+void check_equivalence(const std::vector<double>& weights, DdpOptions opts = small_buckets(), bool set_to_none = true) {
   const int64_t global = 12;
   const int steps = 3;
   manual_seed(100 + static_cast<uint64_t>(comm().rank()));  // different initial weights per rank...
   models::MnistCnn net;
-  DistributedDataParallel ddp(net, comm(), small_buckets());  // ...until DDP copies rank 0's
+  DistributedDataParallel ddp(net, comm(), opts);  // ...until DDP copies rank 0's
   ASSERT_GE(ddp.bucket_layout().size(), 3u);
   manual_seed(100);  // rank 0's initial weights, for the reference
   models::MnistCnn ref;
@@ -69,7 +73,7 @@ void check_equivalence(const std::vector<double>& weights) {
     Batch b = global_batch(global, 7 + static_cast<uint64_t>(s));
     Tensor x = b.x.narrow(0, split.local_offset(), split.local_share());
     Tensor y = b.y.narrow(0, split.local_offset(), split.local_share());
-    opt.zero_grad();
+    opt.zero_grad(set_to_none);
     Tensor loss = cross_entropy(ddp(x), y).mul_(split.loss_weight());
     loss.backward();
     opt.step();
@@ -96,6 +100,51 @@ TEST(Ddp, UnequalSharesMatchOneProcessOnTheGlobalBatch) {
   std::vector<double> w;
   for (int r = 0; r < comm().size(); ++r) w.push_back(r + 1.0);  // 4/8 on 2 ranks, 2/4/6 on 3
   check_equivalence(w);
+}
+
+TEST(Ddp, GradientsAsBucketViewsMatchOneProcessAndLiveInTheBuckets) {
+  DdpOptions o = small_buckets();
+  o.gradient_as_bucket_view = true;
+  std::vector<double> w;
+  for (int r = 0; r < comm().size(); ++r) w.push_back(r + 1.0);
+  check_equivalence({}, o, /*set_to_none=*/true);
+  check_equivalence(w, o, /*set_to_none=*/false);
+
+  // The gradients of one bucket are consecutive views of one buffer, at the same addresses every
+  // step (no copy, no allocation), and zero_grad(false) then backward accumulates into them.
+  manual_seed(4);
+  models::MnistCnn net;
+  DistributedDataParallel ddp(net, comm(), o);
+  std::map<std::string, Tensor> params;
+  for (auto& [name, p] : net.named_parameters()) params[name] = p;
+  Batch b = global_batch(4, 9);
+  auto step = [&] {
+    for (auto& [name, p] : params) {
+      NoGradGuard ng;
+      if (p.grad().defined()) p.grad().zero_();
+    }
+    cross_entropy(ddp(b.x), b.y).backward();
+  };
+  step();
+  std::map<std::string, const void*> where;
+  for (auto& [name, p] : params) where[name] = p.grad().raw_data();
+  for (const auto& bucket : ddp.bucket_layout()) {
+    auto at = static_cast<const char*>(where[bucket.params[0]]);
+    for (const auto& name : bucket.params) {
+      EXPECT_EQ(where[name], at) << name << " is not where its bucket puts it";
+      at += params[name].numel() * static_cast<int64_t>(params[name].itemsize());
+    }
+  }
+  std::map<std::string, std::vector<double>> first;
+  for (auto& [name, p] : params) first[name] = p.grad().to_vector<double>();
+  step();  // the same batch again: the same averaged gradients, in the same memory
+  for (auto& [name, p] : params) {
+    EXPECT_EQ(p.grad().raw_data(), where[name]) << name << " moved";
+    auto again = p.grad().to_vector<double>();
+    double worst = 0;
+    for (size_t j = 0; j < again.size(); ++j) worst = std::max(worst, std::abs(again[j] - first[name][j]));
+    EXPECT_LT(worst, 1e-6) << name;
+  }
 }
 
 TEST(Ddp, BucketsLaunchDuringBackwardInTheSameOrderEverywhere) {

@@ -35,7 +35,7 @@ case $mode in
     ;;
   ddp)
     survivors_report
-    grep -q "this rank was waiting on #[0-9]* all_reduce avg 'bucket 0 of step 3'" "$out" || fail "the report does not name the bucket"
+    grep -q "this rank was waiting on #[0-9]* all_reduce sum 'bucket 0 of step 3'" "$out" || fail "the report does not name the bucket"
     status_of 1 137
     ;;
   leave)
