@@ -162,7 +162,8 @@ int main(int argc, char** argv) {
 #ifdef EMBER_HAVE_DIST
     if (comm) {
       ddp = std::make_unique<dist::DistributedDataParallel>(
-          net, *grad_comm, dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap});
+          net, *grad_comm,
+          dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap, .gradient_as_bucket_view = true});
       split = std::make_unique<dist::BatchSplitter>(*comm, batch, dist::SplitOptions{.speed_weighted = speed_weighted});
       if (!split_flag.empty()) {
         std::vector<double> w;
