@@ -61,8 +61,19 @@ class NcclWork final : public Work {
  public:
   NcclWork(std::string what, std::unique_ptr<Event> done, Stream& compute, std::vector<Tensor> keep)
       : Work(std::move(what)), done_(std::move(done)), compute_(compute), keep_(std::move(keep)) {}
+  // A handle dropped without wait() still orders the compute stream after the collective: the
+  // caching allocator hands the tensors' memory to the next compute-stream allocation once they
+  // are released here, and NCCL may still be writing it.
+  ~NcclWork() override {
+    if (completed_by_wait_) return;
+    try {
+      compute_.wait(*done_);
+    } catch (...) {  // a failing device; nothing a destructor can do about it
+    }
+  }
   void wait() override {
     compute_.wait(*done_);
+    completed_by_wait_ = true;
     finish();
   }
   bool completed() const override { return done_->query(); }
@@ -71,6 +82,7 @@ class NcclWork final : public Work {
   std::unique_ptr<Event> done_;
   Stream& compute_;
   std::vector<Tensor> keep_;  // the tensors stay alive until the work is dropped
+  bool completed_by_wait_ = false;
 };
 
 }  // namespace
