@@ -101,6 +101,19 @@ TEST(Nccl, CollectivesAreOrderedWithTheComputeStream) {
   }
 }
 
+// A handle dropped without wait() still orders later compute after the collective (its tensors'
+// memory may be reused by the next allocation on the compute stream).
+TEST(Nccl, ADroppedHandleStillOrdersTheComputeStream) {
+  const double n = size(), r = rank();
+  Tensor a = full({2048, 2048}, 1.0 / 2048, {.device = dev()});
+  Tensor c = matmul(a, full({2048, 2048}, r + 1, {.device = dev()}));
+  nccl().all_reduce(c, ReduceOp::Sum, "dropped");  // the handle goes at once
+  std::vector<double> v = host(mul(c, 2.0));
+  double worst = 0;
+  for (double x : v) worst = std::max(worst, std::abs(x - n * (n + 1)));
+  EXPECT_LT(worst, 1e-3);
+}
+
 TEST(Nccl, BroadcastAllGatherReduceScatter) {
   const int n = size(), r = rank();
   Tensor t = full({5}, r, {.device = dev()});
