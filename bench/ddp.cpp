@@ -163,7 +163,10 @@ double lockstep_wait(Communicator& comm, const std::vector<double>& compute) {
 // Seconds as "a/b/..." ms, rank order.
 std::string per_rank_ms(const std::vector<double>& v) {
   std::string s;
-  for (size_t r = 0; r < v.size(); ++r) s += (r ? "/" : "") + fmt("%.1f", v[r] * 1e3);
+  for (size_t r = 0; r < v.size(); ++r) {
+    if (r) s += '/';
+    s += fmt("%.1f", v[r] * 1e3);
+  }
   return s;
 }
 
@@ -240,7 +243,7 @@ int main(int argc, char** argv) {
         comm.barrier("probe")->wait();
         auto t0 = Clock::now();
         std::vector<WorkPtr> ws;
-        for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Avg, "probe"));
+        for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
         for (auto& x : ws) x->wait();
         ts.push_back(secs(Clock::now() - t0));
       }

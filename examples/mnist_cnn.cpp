@@ -131,9 +131,18 @@ int main(int argc, char** argv) {
     std::unique_ptr<dist::Communicator> gpu_comm;
     if (comm && dev.is_cuda()) {
 #ifdef EMBER_HAVE_NCCL
-      auto nccl = std::make_unique<dist::NcclCommunicator>(*comm);
-      dev = nccl->device();
-      gpu_comm = std::move(nccl);
+      // One GPU per rank (cuda:<local rank>) on every node, or every rank on the CPU: the ranks
+      // agree first, so that a node with fewer GPUs than ranks trains on the CPU instead of failing.
+      Tensor short_of_gpus = full({1}, cuda_device_count() < comm->local_size() ? 1.0 : 0.0);
+      comm->all_reduce(short_of_gpus, dist::ReduceOp::Max, "gpu count")->wait();
+      if (short_of_gpus.item() == 0) {
+        auto nccl = std::make_unique<dist::NcclCommunicator>(*comm);
+        dev = nccl->device();
+        gpu_comm = std::move(nccl);
+      } else {
+        std::printf("A node has fewer GPUs than ranks: the data-parallel ranks train on the CPU over MPI.\n");
+        dev = Device::cpu();
+      }
 #else
       std::printf("This build has no NCCL: the data-parallel ranks train on the CPU over MPI.\n");
       dev = Device::cpu();

@@ -79,8 +79,9 @@ if ((status == 0)); then
   skipped=$(grep -cE "^[[:space:]]*[0-9]+ - .*\(Skipped\)" "$log")
   total=$(grep -oE "out of [0-9]+" "$log" | tail -n1 | grep -oE "[0-9]+")
   if ((rc != 0)); then
-    failed=$(grep -cE "^\[  FAILED  \] [A-Za-z]" "$log")
-    add "ctest -L gpu" "FAILED ($failed gtest cases; output above)" $((SECONDS - t0))
+    # ctest's own verdicts: a failure on an MPI rank other than 0 prints no gtest line there.
+    failed=$(grep -cE "\*\*\*(Failed|Timeout|Exception)" "$log")
+    add "ctest -L gpu" "FAILED ($failed tests; output above)" $((SECONDS - t0))
     status=1
   elif [[ -n "$total" ]] && ((skipped == total)); then
     add "ctest -L gpu" "skipped: no CUDA device" $((SECONDS - t0))

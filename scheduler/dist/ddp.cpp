@@ -30,7 +30,8 @@ struct DistributedDataParallel::Reducer {
   std::vector<Param> params;  // reverse registration order
   std::unordered_map<const TensorImpl*, int> index;
   std::vector<Bucket> buckets;
-  bool armed = false;  // a forward prepared this backward and sync is on
+  std::vector<int> unused;  // this backward's parameters that get no gradient, not yet marked
+  bool armed = false;       // a forward prepared this backward and sync is on
   int ready_count = 0;
   int next_launch = 0;
   int64_t step = 0;  // synchronised steps, for labels
@@ -86,6 +87,7 @@ struct DistributedDataParallel::Reducer {
     if (!armed) return;
     auto it = index.find(leaf);
     if (it == index.end()) return;
+    mark_unused_ready();
     mark_ready(it->second, t.grad());
     if (ready_count == static_cast<int>(params.size())) finish();
   }
@@ -113,6 +115,17 @@ struct DistributedDataParallel::Reducer {
     ++step;
   }
 
+  // Parameters the forward's outputs cannot reach contribute what they hold (accumulated by
+  // no_sync steps) or zeros. They are marked at the first gradient of the backward, as PyTorch
+  // does, not at forward time: with gradient_as_bucket_view their .grad is a bucket slot, and a
+  // zero_grad(false) between forward and backward would write into a bucket whose all-reduce had
+  // already started.
+  void mark_unused_ready() {
+    std::vector<int> todo;
+    todo.swap(unused);
+    for (int i : todo) mark_ready(i, params[static_cast<size_t>(i)].tensor.grad());
+  }
+
   std::vector<std::string> unready() const {
     std::vector<std::string> names;
     for (const auto& p : params)
@@ -128,6 +141,7 @@ struct DistributedDataParallel::Reducer {
     }
     ready_count = 0;
     next_launch = 0;
+    unused.clear();
     timeline = DdpTimeline{};
   }
 };
@@ -304,9 +318,12 @@ void DistributedDataParallel::prepare_for_backward(const std::vector<Tensor>& ou
                "them forever); pass find_unused_parameters = true to let them contribute zeros");
   }
   r.armed = true;
-  // Unused ones contribute what they hold (accumulated by no_sync steps) or zeros, now.
-  for (int i : unused) r.mark_ready(i, r.params[static_cast<size_t>(i)].tensor.grad());
-  if (r.ready_count == static_cast<int>(r.params.size())) r.finish();
+  r.unused = unused;
+  // No parameter reachable: no gradient hook will run, so they are all marked now.
+  if (unused.size() == r.params.size()) {
+    r.mark_unused_ready();
+    r.finish();
+  }
 }
 
 void DistributedDataParallel::synchronize() {

@@ -41,10 +41,12 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   BufferSync buffer_sync = BufferSync::Broadcast;
   // true: after a synchronised backward every parameter's .grad is a view into its bucket, as
-  // PyTorch's gradient_as_bucket_view: no copy of the buckets and no allocation per step, and with
-  // zero_grad(set_to_none = false) backward accumulates straight into the buckets. The price: the
-  // next synchronised backward overwrites those gradients, so a gradient kept from one step to
-  // the next must be cloned. false: each step's gradients are a fresh copy.
+  // PyTorch's gradient_as_bucket_view: the reducer makes no copy of the buckets per step. With
+  // zero_grad(set_to_none = false) backward also accumulates straight into the buckets, so no
+  // gradient is allocated or copied in either (with set_to_none, autograd allocates each step's
+  // gradients and the hooks copy them in). The price: the next synchronised backward overwrites
+  // those gradients, so a gradient kept from one step to the next must be cloned. false: each
+  // step's gradients are a fresh copy of the buckets.
   bool gradient_as_bucket_view = false;
 };
 

@@ -131,7 +131,7 @@ TEST(Nccl, BroadcastAllGatherReduceScatter) {
   std::vector<double> blocks;
   for (int b = 0; b < n; ++b)
     for (int i = 0; i < 3; ++i) blocks.push_back(10.0 * r + b);
-  Tensor src = from_vector(blocks, {3 * static_cast<int64_t>(n)}).to(dev());
+  Tensor src = from_vector(blocks, {3 * static_cast<int64_t>(n)}, TensorOptions{.device = dev()});  // float32
   Tensor dst = empty({3}, {.device = dev()});
   nccl().reduce_scatter(dst, src, ReduceOp::Sum, "scatter")->wait();
   expect_all(dst, 10.0 * n * (n - 1) / 2 + static_cast<double>(n) * r, "reduce_scatter");

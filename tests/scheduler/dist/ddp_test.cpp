@@ -252,6 +252,34 @@ TEST(Ddp, UnusedParametersAreNamedOrAllowed) {
   for (double v : gu) EXPECT_NEAR(v, 2.0, 1e-6);
 }
 
+// Unused parameters join the reduction when backward starts, not at forward: with bucket views
+// their .grad is a bucket slot, and clearing gradients in place between forward and backward
+// must not write into a bucket whose all-reduce is already running.
+TEST(Ddp, UnusedParametersJoinWhenBackwardStarts) {
+  manual_seed(9);
+  TwoHeads m;  // every rank uses only the first head
+  DdpOptions o;
+  o.find_unused_parameters = true;
+  o.gradient_as_bucket_view = true;
+  o.first_bucket_cap_mb = o.bucket_cap_mb = 1e-6;  // one parameter per bucket, the unused ones first
+  DistributedDataParallel ddp(m, comm(), o);
+  ddp(ones({2, 4})).sum().backward();  // every .grad is now a view of its bucket
+  Tensor out = ddp(ones({2, 4}));
+  for (auto& p : m.parameters()) {
+    NoGradGuard ng;
+    p.grad().zero_();
+  }
+  auto backward_starts = Clock::now();
+  out.sum().backward();
+  EXPECT_EQ(ddp.steps_synchronized(), 2);
+  const auto& tl = ddp.last_timeline();
+  ASSERT_EQ(tl.buckets.size(), 4u);
+  for (const auto& b : tl.buckets)
+    EXPECT_GE(b.launched, backward_starts) << "bucket " << b.index << " launched at forward";
+  for (double v : m.unused.weight.grad().to_vector<double>()) EXPECT_EQ(v, 0.0);
+  for (double v : m.used.weight.grad().to_vector<double>()) EXPECT_NEAR(v, 2.0, 1e-6);
+}
+
 namespace {
 struct WithBuffer : nn::Module {
   nn::Linear lin{2, 2};
