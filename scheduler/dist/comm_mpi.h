@@ -50,6 +50,9 @@ class MpiCommunicator final : public Communicator {
   std::string backend() const override { return "mpi"; }
   // The thread support MPI granted (MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE).
   int thread_level() const { return thread_level_; }
+  // How many passes the communication thread has made through its loop: while idle it should
+  // wake about twice per heartbeat, not spin (diagnostics; the tests check it).
+  uint64_t progress_loops() const;
 
   WorkPtr all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum, std::string label = {}) override;
   WorkPtr broadcast(Tensor t, int root = 0, std::string label = {}) override;

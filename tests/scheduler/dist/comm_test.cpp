@@ -1,6 +1,8 @@
 // Every collective of the MPI communicator against a serial reference, for every dtype and for
 // odd sizes, with rank-dependent data; point-to-point in a ring; the argument errors.
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "dist_test_util.h"
 #include "scheduler/dist/comm_mpi.h"
@@ -196,4 +198,18 @@ TEST(MpiComm, RecvOfTheWrongSizeFailsTheWork) {
 TEST(MpiComm, OnlyOneMpiCommunicatorPerProcess) {
   expect_error([] { ember::dist::MpiCommunicator second; }, "MpiCommunicator", "one per process");
   expect_error([] { ember::dist::MpiCommunicator bad({.heartbeat_seconds = 1, .dead_seconds = 0.5}); }, "MpiOptions");
+}
+
+// With nothing to do, the communication thread sleeps until work arrives or the heartbeat needs it
+// (about twice per heartbeat of 0.5 s), instead of spinning on the rank's core. It once spun for
+// the second half of every heartbeat period: hundreds of thousands of passes a second. The bound
+// is loose on purpose: what it tells apart is a few passes from a spin.
+TEST(MpiComm, AnIdleCommunicatorSleeps) {
+  auto& mpi = dynamic_cast<ember::dist::MpiCommunicator&>(comm());
+  comm().barrier("idle start")->wait();
+  const uint64_t before = mpi.progress_loops();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const uint64_t passes = mpi.progress_loops() - before;
+  EXPECT_LT(passes, 200u) << "the communication thread made " << passes << " passes in 1.5 s of idleness";
+  comm().barrier("idle end")->wait();
 }
