@@ -301,7 +301,7 @@ int main(int argc, char** argv) {
     }
     if (!ckpt_dir.empty()) save(clf, (fs::path(ckpt_dir) / "bilstm_classify.ckpt").string());
     return 0;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     std::fprintf(stderr, "bilstm_classify: %s\n", e.what());
     return 1;
   }

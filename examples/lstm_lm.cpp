@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
     }
     if (!ckpt_dir.empty()) save(lm, (fs::path(ckpt_dir) / "lstm_lm.ckpt").string());
     return 0;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     std::fprintf(stderr, "lstm_lm: %s\n", e.what());
     return 1;
   }

@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
                                      "--batch-size is the global batch");
   bool speed_weighted = flags.boolean("speed-weighted", false,
                                       "data-parallel: split each batch by the ranks' measured speed (default: equal)");
-  std::string split_flag = flags.str("split", "", "data-parallel: fixed relative shares per rank, e.g. 1,2");
+  std::vector<double> split_weights =
+      flags.reals("split", "data-parallel: fixed relative shares per rank, e.g. 1,2 (default: equal)");
   bool overlap = flags.boolean("overlap", true, "data-parallel: all-reduce gradient buckets while backward runs");
   double bucket_mb = flags.real("bucket-mb", 25.0, "data-parallel: gradient bucket size in MB");
   bool reshard =
@@ -174,15 +175,7 @@ int main(int argc, char** argv) {
           net, *grad_comm,
           dist::DdpOptions{.bucket_cap_mb = bucket_mb, .overlap = overlap, .gradient_as_bucket_view = true});
       split = std::make_unique<dist::BatchSplitter>(*comm, batch, dist::SplitOptions{.speed_weighted = speed_weighted});
-      if (!split_flag.empty()) {
-        std::vector<double> w;
-        for (size_t at = 0; at <= split_flag.size();) {
-          size_t comma = std::min(split_flag.find(',', at), split_flag.size());
-          w.push_back(std::stod(split_flag.substr(at, comma - at)));
-          at = comma + 1;
-        }
-        split->set_weights(w);
-      }
+      if (!split_weights.empty()) split->set_weights(split_weights);
       // Every global batch is full, so every step's shares are exactly the splitter's.
       lopts.drop_last = true;
       lopts.rank = comm->rank();
@@ -192,7 +185,7 @@ int main(int argc, char** argv) {
       manual_seed(static_cast<uint64_t>(seed) * 1000003ULL + static_cast<uint64_t>(comm->rank()));
     }
 #else
-    (void)speed_weighted, (void)overlap, (void)bucket_mb, (void)reshard;
+    (void)speed_weighted, (void)overlap, (void)bucket_mb, (void)reshard, (void)split_weights;
 #endif
     optim::Adam opt(net.parameters(), {.lr = lr});
     data::DataLoader loader(train_set, lopts);
@@ -335,7 +328,7 @@ int main(int argc, char** argv) {
     }
     if (!ckpt_dir.empty() && chatty) save(net, (fs::path(ckpt_dir) / "mnist_cnn.ckpt").string());
     return 0;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     std::fprintf(stderr, "mnist_cnn%s: %s\n", comm ? (" rank " + std::to_string(comm->rank())).c_str() : "", e.what());
     return 1;
   }

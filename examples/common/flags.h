@@ -2,6 +2,7 @@
 // clear message plus exit status 2 for an unknown flag or a malformed value.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -60,6 +61,27 @@ class Flags {
     } catch (const std::exception&) {
     }
     fail("--" + name + " expects a number, got '" + v + "'");
+  }
+  // A comma-separated list of numbers ("1,2.5"); empty when the flag is absent. Every item must be
+  // a whole number literal: "2x" or "a" is refused, not read as 2 or as an exception.
+  std::vector<double> reals(const std::string& name, const std::string& help) {
+    const std::string v = str(name, "", help);
+    std::vector<double> out;
+    if (v.empty()) return out;
+    for (size_t at = 0; at <= v.size();) {
+      const size_t comma = std::min(v.find(',', at), v.size());
+      const std::string item = v.substr(at, comma - at);
+      bool ok = false;
+      try {
+        size_t pos = 0;
+        out.push_back(std::stod(item, &pos));
+        ok = pos == item.size();
+      } catch (const std::exception&) {
+      }
+      if (!ok) fail("--" + name + " expects comma-separated numbers (e.g. 1,2), got '" + v + "'");
+      at = comma + 1;
+    }
+    return out;
   }
   bool boolean(const std::string& name, bool def, const std::string& help) {
     std::string v = str(name, def ? "true" : "false", help);
