@@ -39,3 +39,8 @@ set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume
                      example.lstm_lm_help
                      example.bilstm_classify_help example.lstm_lm_missing_data example.bilstm_classify_bad_flag
                      PROPERTIES LABELS examples TIMEOUT 600)
+# A depth that could not train (99999999 layers once hung building the model) is refused by name.
+add_test(NAME example.lstm_lm_too_many_layers
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:lstm_lm> "-DARGS=--layers;100" -DSTATUS=2
+                 "-DREGEX=--layers must be at most 64, got 100" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
+set_tests_properties(example.lstm_lm_too_many_layers PROPERTIES LABELS examples)

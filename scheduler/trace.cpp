@@ -13,6 +13,8 @@
 namespace ember::sched {
 namespace {
 
+constexpr double kMaxTraceSeconds = 1e11;
+
 struct Field {
   const char* name;
   std::vector<const char*> aliases;  // header names recognised without a mapping
@@ -173,17 +175,21 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
       j.name = std::string("line").append(std::to_string(lineno));
     }
     j.submit = to_number(*cell("submit"), where, colname("submit"), "a submit time") * opt.time_unit;
+    // Times beyond about 3,000 years would make the simulator's clock stop: at 1e18 s a double's
+    // step is 128 s, and adding a second to the clock changes nothing.
+    EMBER_CHECK(std::abs(j.submit) <= kMaxTraceSeconds, where, ": column '", colname("submit"),
+                "': expected a submit time within ", kMaxTraceSeconds, " s of 0, got '", *cell("submit"), "'");
     double g = to_number(*cell("gpus"), where, colname("gpus"), "a whole number of devices");
     EMBER_CHECK(g >= 1 && g == std::floor(g) && g <= 1e6, where, ": column '", colname("gpus"),
                 "': expected a whole number of devices >= 1, got '", *cell("gpus"), "'");
     j.gpus = static_cast<int>(g);
     j.duration = to_number(*cell("duration"), where, colname("duration"), "a duration") * opt.time_unit;
-    EMBER_CHECK(j.duration >= 0, where, ": column '", colname("duration"), "': expected a duration >= 0, got '",
-                *cell("duration"), "'");
+    EMBER_CHECK(j.duration >= 0 && j.duration <= kMaxTraceSeconds, where, ": column '", colname("duration"),
+                "': expected a duration in [0, ", kMaxTraceSeconds, "] s, got '", *cell("duration"), "'");
     if (const std::string* c = cell("estimate"); c && !c->empty()) {
       j.estimate = to_number(*c, where, colname("estimate"), "an estimated duration") * opt.time_unit;
-      EMBER_CHECK(j.estimate >= 0, where, ": column '", colname("estimate"), "': expected an estimate >= 0, got '", *c,
-                  "'");
+      EMBER_CHECK(j.estimate >= 0 && j.estimate <= kMaxTraceSeconds, where, ": column '", colname("estimate"),
+                  "': expected an estimate in [0, ", kMaxTraceSeconds, "] s, got '", *c, "'");
     } else if (opt.exact_estimates && !idx.count("estimate")) {
       j.estimate = j.duration;
     }

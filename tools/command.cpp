@@ -42,6 +42,9 @@ int run_leaf(const std::string& prog, const std::string& usage, const std::funct
   } catch (const ember::Error& e) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
+  } catch (const std::exception& e) {  // a file-system error the command did not foresee, say
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 1;
   }
 }
 

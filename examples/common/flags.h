@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -57,10 +58,10 @@ class Flags {
     try {
       size_t pos = 0;
       double r = std::stod(v, &pos);
-      if (pos == v.size()) return r;
+      if (pos == v.size() && std::isfinite(r)) return r;
     } catch (const std::exception&) {
     }
-    fail("--" + name + " expects a number, got '" + v + "'");
+    fail("--" + name + " expects a finite number, got '" + v + "'");
   }
   // A comma-separated list of numbers ("1,2.5"); empty when the flag is absent. Every item must be
   // a whole number literal: "2x" or "a" is refused, not read as 2 or as an exception.
@@ -75,7 +76,7 @@ class Flags {
       try {
         size_t pos = 0;
         out.push_back(std::stod(item, &pos));
-        ok = pos == item.size();
+        ok = pos == item.size() && std::isfinite(out.back());
       } catch (const std::exception&) {
       }
       if (!ok) fail("--" + name + " expects comma-separated numbers (e.g. 1,2), got '" + v + "'");

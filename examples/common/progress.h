@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,7 +79,9 @@ class MetricsLog {
     std::ifstream probe(path);
     bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
     out_.open(path, std::ios::app);
-    if (out_ && fresh) {
+    // A log that cannot be written is an error at start, not a run that silently records nothing.
+    if (!out_) throw std::runtime_error("--log: cannot write '" + path + "' (" + std::strerror(errno) + ")");
+    if (fresh) {
       for (size_t i = 0; i < columns_.size(); ++i) out_ << (i ? "," : "") << columns_[i];
       out_ << "\n";
     }

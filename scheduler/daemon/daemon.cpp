@@ -50,7 +50,13 @@ Daemon::Daemon(const DaemonOptions& o)
   EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
   EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
   policy_ = make_policy(o.policy, o.params);
-  fs::create_directories(fs::path(o.state_dir) / "jobs");
+  {
+    std::error_code ec;
+    fs::create_directories(fs::path(o.state_dir) / "jobs", ec);
+    EMBER_CHECK(!ec && fs::is_directory(fs::path(o.state_dir) / "jobs"), "--state ", o.state_dir,
+                ": expected a folder the daemon can create and write (its jobs/ subfolder could not be made: ",
+                ec ? ec.message() : std::string("it is not a folder"), ")");
+  }
   state_dir_ = fs::absolute(o.state_dir).string();
   lock_fd_ = ::open((fs::path(state_dir_) / "daemon.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   EMBER_CHECK(lock_fd_ >= 0, "scheduler: cannot open ", state_dir_, "/daemon.lock: ", std::strerror(errno));

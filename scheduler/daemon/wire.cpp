@@ -110,7 +110,13 @@ int listen_unix(const std::string& path) {
   sockaddr_un a = address(path);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   EMBER_CHECK(fd >= 0, "scheduler: cannot create a socket: ", std::strerror(errno));
-  if (std::filesystem::exists(path)) {
+  if (std::filesystem::exists(path) || std::filesystem::is_symlink(path)) {
+    // Only a socket (a dead daemon's) is ever removed: anything else there is somebody's file.
+    if (!std::filesystem::is_socket(std::filesystem::symlink_status(path))) {
+      ::close(fd);
+      EMBER_FAIL("scheduler: '", path,
+                 "' exists and is not a socket; expected the daemon's socket there (move it away)");
+    }
     // A live daemon answers a connect; a dead one's socket file refuses it and can go.
     int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool live = probe >= 0 && ::connect(probe, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
