@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   bool overlap = flags.boolean("overlap", true, "data-parallel: all-reduce gradient buckets while backward runs");
   double bucket_mb = flags.real("bucket-mb", 25.0, "data-parallel: gradient bucket size in MB");
   bool reshard =
-      flags.boolean("reshard", false, "data-parallel: resume a checkpoint written by another number of ranks");
+      flags.boolean("reshard", false, "resume a checkpoint written by another number of ranks (one process included)");
   flags.finish();
   if (epochs < 1 || batch < 1 || lr <= 0 || workers < 0 || threads < 0)
     flags.fail("--epochs, --batch-size and --lr must be positive; --workers and --threads non-negative");
@@ -197,6 +197,9 @@ int main(int argc, char** argv) {
         std::printf("No checkpoint at %s yet: starting from scratch.\n", path.c_str());
       } else if (comm) {
 #ifdef EMBER_HAVE_DIST
+        // A data-parallel checkpoint is a folder: last.ckpt and one file per rank beside it.
+        EMBER_CHECK(resume == "auto" || fs::path(resume).filename() == "last.ckpt", "--resume ", resume,
+                    ": a data-parallel run resumes from a checkpoint folder's last.ckpt (or auto)");
         dist::DistributedResume r = dist::load_distributed(
             resume == "auto" ? ckpt_dir : fs::path(resume).parent_path().string(), *comm, state, reshard);
         pos = r.position;
@@ -206,6 +209,11 @@ int main(int argc, char** argv) {
                     (long long)pos.step, r.resharded ? " (resharded to a new number of ranks)" : "");
 #endif
       } else {
+        const TrainingPosition saved = read_checkpoint(path).position;
+        EMBER_CHECK(saved.world_size <= 1 || reshard, "--resume ", path, ": written by a data-parallel job of ",
+                    saved.world_size,
+                    " ranks; resume it with --data-parallel on as many ranks, or pass --reshard to continue in "
+                    "one process");
         pos = load_training(path, state).first;
         loader.set_position({pos.loader_epoch, pos.loader_batch});
         pos.epoch = pos.loader_epoch;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -259,11 +260,31 @@ CheckpointContents read_checkpoint(const std::string& path) {
   CheckpointContents c;
   for (const auto& r : h.model().parameters()) c.model_parameters.emplace_back(r.name(), tr.read(r));
   for (const auto& r : h.model().buffers()) c.model_buffers.emplace_back(r.name(), tr.read(r));
-  for (const auto& po : h.optimizers()) {
+  for (int oi = 0; oi < h.optimizers_size(); ++oi) {
+    const auto& po = h.optimizers(oi);
     optim::OptimizerState os;
     os.optimizer = po.type();
+    // The groups list each parameter once, by an index below the number they list; a state belongs
+    // to a listed parameter, once, with a step >= 0; hyperparameters are finite. A state that
+    // matched nothing used to be dropped without a word (that parameter resumed with fresh moments).
+    const std::string where = detail::concat("checkpoint: '", path, "': optimizer ", oi, " (", po.type(), ")");
+    int64_t listed_count = 0;
+    for (const auto& pg : po.groups()) listed_count += pg.params_size();
+    std::set<int64_t> listed;
+    for (const auto& pg : po.groups()) {
+      for (int64_t idx : pg.params())
+        EMBER_CHECK(idx >= 0 && idx < listed_count && listed.insert(idx).second, where, " lists parameter index ", idx,
+                    " out of range [0, ", listed_count, ") or twice");
+      for (const auto& [k, v] : pg.hyperparameters())
+        EMBER_CHECK(std::isfinite(v), where, ": hyperparameter '", k, "' is ", v, ", expected a finite number");
+    }
     std::map<int64_t, const proto::ParamState*> by_index;
-    for (const auto& ps : po.states()) by_index[ps.param()] = &ps;
+    for (const auto& ps : po.states()) {
+      EMBER_CHECK(listed.count(ps.param()), where, " has a state for parameter index ", ps.param(),
+                  ", which no parameter group lists");
+      EMBER_CHECK(by_index.emplace(ps.param(), &ps).second, where, " has two states for parameter index ", ps.param());
+      EMBER_CHECK(ps.step() >= 0, where, ": parameter ", ps.param(), " has step ", ps.step(), ", expected >= 0");
+    }
     for (const auto& pg : po.groups()) {
       os.groups.emplace_back(pg.hyperparameters().begin(), pg.hyperparameters().end());
       std::vector<optim::ParamState> states;

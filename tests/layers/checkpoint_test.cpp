@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "checkpoint.pb.h"
 #include "layers/nn.h"
@@ -337,6 +338,40 @@ TEST(Checkpoint, CorruptHeadersGiveClearErrors) {
   bytes[20] = 0x7f;
   spit(s.file("longhead.ckpt"), bytes);
   EXPECT_TRUE(has(error_of([&] { read_checkpoint(s.file("longhead.ckpt")); }), "truncated"));
+}
+
+// Optimizer records that cannot belong to the model's parameters, or that would resume into NaN,
+// are refused by name. A state for an index no group lists was once dropped without a word, and
+// a NaN learning rate or a negative step were taken as they were.
+TEST(Checkpoint, InconsistentOptimizerRecordsAreRefused) {
+  Scratch s;
+  Net a;
+  optim::Adam opt(a.parameters(), {.lr = 0.01});
+  a.f1(randn({4, 6})).sum().backward();
+  opt.step();
+  save(opt, s.file("o.ckpt"));
+  const RawCheckpoint good = split(slurp(s.file("o.ckpt")));
+  ASSERT_GT(good.header.optimizers(0).states_size(), 0);
+  auto error_with = [&](const std::function<void(proto::OptimizerState&)>& edit) {
+    proto::Checkpoint h = good.header;
+    edit(*h.mutable_optimizers(0));
+    join(s.file("edited.ckpt"), h, good.data);
+    return error_of([&] { read_checkpoint(s.file("edited.ckpt")); });
+  };
+  std::string msg = error_with([](proto::OptimizerState& o) { o.mutable_states(0)->set_param(999); });
+  EXPECT_TRUE(has(msg, "has a state for parameter index 999, which no parameter group lists")) << msg;
+  msg = error_with([](proto::OptimizerState& o) { o.mutable_groups(0)->set_params(0, 999); });
+  EXPECT_TRUE(has(msg, "lists parameter index 999 out of range")) << msg;
+  msg = error_with([](proto::OptimizerState& o) { o.mutable_groups(0)->set_params(1, o.groups(0).params(0)); });
+  EXPECT_TRUE(has(msg, "or twice")) << msg;
+  msg = error_with([](proto::OptimizerState& o) { o.mutable_states(0)->set_step(-5); });
+  EXPECT_TRUE(has(msg, "has step -5, expected >= 0")) << msg;
+  msg = error_with([](proto::OptimizerState& o) {
+    (*o.mutable_groups(0)->mutable_hyperparameters())["lr"] = std::numeric_limits<double>::quiet_NaN();
+  });
+  EXPECT_TRUE(has(msg, "hyperparameter 'lr' is nan, expected a finite number")) << msg;
+  // The unedited file still loads.
+  EXPECT_NO_THROW(read_checkpoint(s.file("o.ckpt")));
 }
 
 TEST(Checkpoint, LoadErrorsLeaveEverythingAsItWas) {
