@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
       const size_t eq = item.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
         flags.fail("--languages expects name=folder pairs, got '" + item + "'");
+      for (const auto& n : names)
+        if (n == item.substr(0, eq)) flags.fail("--languages names '" + n + "' twice");
       const fs::path dir = fs::path(data_dir) / item.substr(eq + 1);
       if (!fs::is_directory(dir)) {
         std::printf("Skipping '%s': no folder %s (install its fortunes-* package).\n", item.substr(0, eq).c_str(),

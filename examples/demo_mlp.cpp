@@ -13,12 +13,20 @@
 using namespace ember;
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 300;
-  const double lr = argc > 2 ? std::atof(argv[2]) : 0.1;
-  if (steps <= 0 || lr <= 0) {
-    std::fprintf(stderr, "usage: %s [steps > 0] [learning rate > 0]\n", argv[0]);
+  // Whole-argument parses: "2x" or "nan" is refused, not read as 2 or trained into NaN.
+  auto usage = [&](const char* why) {
+    std::fprintf(stderr, "%s: %s\nusage: %s [steps > 0] [learning rate > 0]\n", argv[0], why, argv[0]);
     return 2;
-  }
+  };
+  if (argc > 3) return usage("too many arguments");
+  char* end = nullptr;
+  const long steps_arg = argc > 1 ? std::strtol(argv[1], &end, 10) : 300;
+  if (argc > 1 && (*argv[1] == '\0' || *end != '\0' || steps_arg <= 0 || steps_arg > 10000000))
+    return usage("steps: expected a whole number in [1, 10000000]");
+  const double lr = argc > 2 ? std::strtod(argv[2], &end) : 0.1;
+  if (argc > 2 && (*argv[2] == '\0' || *end != '\0' || !std::isfinite(lr) || lr <= 0))
+    return usage("learning rate: expected a finite number > 0");
+  const int steps = static_cast<int>(steps_arg);
   manual_seed(0);
   const Device dev = Device::best();
   std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d threads\n", lr, steps, dev.str().c_str(),

@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
   if (epochs < 1 || batch < 1 || seq_len < 1 || lr <= 0 || embed < 1 || hidden < 1 || layers < 1)
     flags.fail("--epochs, --batch-size, --seq-len, --lr, --embed, --hidden and --layers must be positive");
   if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
+  if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
+  if (workers > 256 || threads > 1024) flags.fail("--workers must be at most 256 and --threads at most 1024");
   if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || workers < 0 || threads < 0 ||
       sample_len < 0 || top_k < 0)
     flags.fail(

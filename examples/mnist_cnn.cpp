@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   flags.finish();
   if (epochs < 1 || batch < 1 || lr <= 0 || workers < 0 || threads < 0)
     flags.fail("--epochs, --batch-size and --lr must be positive; --workers and --threads non-negative");
+  if (workers > 256 || threads > 1024) flags.fail("--workers must be at most 256 and --threads at most 1024");
 
   CommPtr comm;
   try {

@@ -44,3 +44,7 @@ add_test(NAME example.lstm_lm_too_many_layers
          COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:lstm_lm> "-DARGS=--layers;100" -DSTATUS=2
                  "-DREGEX=--layers must be at most 64, got 100" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
 set_tests_properties(example.lstm_lm_too_many_layers PROPERTIES LABELS examples)
+add_test(NAME example.bilstm_classify_language_twice
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bilstm_classify> "-DARGS=--languages;en=.,en=." -DSTATUS=2
+                 "-DREGEX=--languages names 'en' twice" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
+set_tests_properties(example.bilstm_classify_language_twice PROPERTIES LABELS examples)

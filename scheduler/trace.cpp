@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <unordered_map>
 
@@ -212,6 +213,8 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
 }
 
 std::vector<JobSpec> read_trace(const std::string& path, const TraceOptions& opt) {
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "trace ", path, ": is a folder, expected a CSV file");
   std::ifstream in(path);
   EMBER_CHECK(in, "trace ", path, ": cannot open (", std::strerror(errno), ")");
   return parse_trace(in, path, opt);

@@ -4,6 +4,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -39,6 +40,9 @@ proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin
 }
 
 proto::JobSpec read_job_spec(const std::string& path) {
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "job spec ", path,
+              ": is a folder, expected a text-format file");
   std::ifstream in(path);
   EMBER_CHECK(in, "job spec ", path, ": cannot open it for reading");
   std::ostringstream ss;
