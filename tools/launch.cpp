@@ -214,10 +214,31 @@ int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std:
 }
 
 // ---------------------------------------------------------------- the launcher
+// --hosts H1:S1,H2 (mpirun --host): host names, each with an optional positive slot count.
+void check_hosts(const std::string& hosts) {
+  auto bad = [&](const std::string& why) {
+    throw UsageError("--hosts: expected HOST[:SLOTS],... (e.g. node1:4,node2:4), got '" + hosts + "': " + why);
+  };
+  if (hosts.empty()) bad("empty");
+  for (size_t at = 0; at <= hosts.size();) {
+    const size_t comma = std::min(hosts.find(',', at), hosts.size());
+    const std::string item = hosts.substr(at, comma - at);
+    const size_t colon = item.find(':');
+    if (colon == 0 || item.empty()) bad("a host without a name");
+    if (colon != std::string::npos) {
+      const std::string slots = item.substr(colon + 1);
+      if (slots.empty() || slots.size() > 6 || slots.find_first_not_of("0123456789") != std::string::npos ||
+          std::stol(slots) < 1)
+        bad("'" + item + "' has slots that are not a whole number >= 1");
+    }
+    at = comma + 1;
+  }
+}
+
 int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::string& mpirun_flag, bool dry_run,
                  const std::vector<std::string>& program) {
   std::string mpirun = find_in_path(mpirun_flag.empty() ? "mpirun" : mpirun_flag);
-  EMBER_CHECK(!mpirun.empty(), "ember launch: '", mpirun_flag.empty() ? "mpirun" : mpirun_flag,
+  EMBER_CHECK(!mpirun.empty(), "'", mpirun_flag.empty() ? "mpirun" : mpirun_flag,
               "' was not found in PATH (Debian: apt-get install openmpi-bin)");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> cmd = {mpirun, "-np", std::to_string(n)};
@@ -354,6 +375,8 @@ int launch(const std::vector<std::string>& all_args) {
     if (f.has("as-rank")) return run_as_rank(f.str("status-dir"), f.has("rank0-only"), program);
     if (!f.has("n")) throw UsageError("-n N (the number of ranks) is required");
     long n = f.integer("n", 1, 1, 100000);
+    if (f.has("hosts")) check_hosts(f.str("hosts"));
+    if (f.has("mpirun") && f.str("mpirun").empty()) throw UsageError("--mpirun: expected a program, got ''");
     return launch_ranks(n, f.str("hosts"), f.has("rank0-only"), f.str("mpirun"), f.has("dry-run"), program);
   });
 }
