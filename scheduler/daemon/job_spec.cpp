@@ -64,6 +64,18 @@ void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
   for (const auto& [k, v] : spec.env())
     EMBER_CHECK(!k.empty() && k.find('=') == std::string::npos && k.find('\0') == std::string::npos, "job spec ",
                 origin, ": environment variable name '", k, "' is not valid (non-empty, no '=')");
+  // exec() ends every string at its first NUL byte: a command or argument holding one would run
+  // something other than what the spec says.
+  EMBER_CHECK(spec.command().find('\0') == std::string::npos, "job spec ", origin, ": the command contains a NUL byte");
+  for (int i = 0; i < spec.args_size(); ++i)
+    EMBER_CHECK(spec.args(i).find('\0') == std::string::npos, "job spec ", origin, ": argument ", i + 1,
+                " contains a NUL byte");
+  for (const auto& [k, v] : spec.env())
+    EMBER_CHECK(v.find('\0') == std::string::npos, "job spec ", origin, ": the value of ", k, " contains a NUL byte");
+  std::error_code ec;
+  EMBER_CHECK(spec.checkpoint_dir().empty() || !std::filesystem::exists(spec.checkpoint_dir(), ec) ||
+                  std::filesystem::is_directory(spec.checkpoint_dir(), ec),
+              "job spec ", origin, ": checkpoint_dir '", spec.checkpoint_dir(), "' exists and is not a folder");
 }
 
 int spec_devices(const proto::JobSpec& spec) {

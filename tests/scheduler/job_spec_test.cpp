@@ -71,6 +71,16 @@ TEST(JobSpec, ErrorsNameTheProblem) {
   EXPECT_NE(error_of([] { parse_job_spec("command: \"x\" env { key: \"A=B\" value: \"1\" }", "f"); }).find("'A=B'"),
             std::string::npos);
   EXPECT_NE(error_of([] { read_job_spec("/nonexistent/spec.pbtxt"); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(error_of([] { read_job_spec("/tmp"); }).find("is a folder"), std::string::npos);
+  // exec() would run "/bin/true" for "/bin/true\0x": a NUL byte is refused wherever it hides.
+  EXPECT_NE(error_of([] { parse_job_spec("command: \"/bin/true\\000x\"", "f"); }).find("command contains a NUL"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_job_spec("command: \"x\" args: \"a\" args: \"b\\000\"", "f"); }).find("argument 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_job_spec("command: \"x\" checkpoint_dir: \"/dev/null\"", "f");
+            }).find("checkpoint_dir '/dev/null' exists and is not a folder"),
+            std::string::npos);
 }
 
 TEST(Wire, FramesRoundTripAndOversizeIsRefused) {
