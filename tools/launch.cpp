@@ -39,6 +39,18 @@ namespace fs = std::filesystem;
 // How long the other ranks may go on after one has failed before the launcher ends them.
 constexpr double kFailureGrace = 30.0;
 
+// Seconds between forwarding SIGINT/SIGTERM and killing what still runs: EMBER_LAUNCH_KILL_AFTER,
+// else kFailureGrace.
+double kill_grace_seconds() {
+  if (const char* v = std::getenv("EMBER_LAUNCH_KILL_AFTER")) {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (*v && *end == '\0' && s > 0 && s < 1e6) return s;
+    std::cerr << "ember launch: ignoring EMBER_LAUNCH_KILL_AFTER='" << v << "' (expected seconds > 0)\n";
+  }
+  return kFailureGrace;
+}
+
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_pending = 0;  // launcher: a signal to forward to the ranks
 
@@ -296,7 +308,11 @@ int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::s
   };
   int status = 0;
   auto failed_at = std::chrono::steady_clock::time_point{};
-  bool ended = false;
+  auto signalled_at = std::chrono::steady_clock::time_point{};
+  bool ended = false, killed = false;
+  // mpirun can miss a SIGTERM that arrives while it is still starting ranks, and then waits
+  // forever: whatever still runs this long after a forwarded signal is killed.
+  const double kill_after = kill_grace_seconds();
   for (;;) {
     pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid || (w < 0 && errno != EINTR)) break;
@@ -304,6 +320,14 @@ int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::s
       int sig = g_pending;
       g_pending = 0;
       signal_ranks(sig);
+      if (signalled_at == std::chrono::steady_clock::time_point{}) signalled_at = std::chrono::steady_clock::now();
+    }
+    if (!killed && signalled_at != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() - signalled_at > std::chrono::duration<double>(kill_after)) {
+      std::cerr << "ember launch: the job still runs " << kill_after << " s after the signal: killing it\n";
+      signal_ranks(SIGKILL);
+      ::kill(pid, SIGKILL);
+      killed = true;
     }
     if (failed_at == std::chrono::steady_clock::time_point{}) {
       for (long r = 0; r < n; ++r) {

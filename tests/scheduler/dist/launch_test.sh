@@ -42,6 +42,22 @@ cat "$out"
 "$ember" launch -n 1 --mpirun /nonexistent/mpirun -- true >"$out" 2>&1
 [ $? -eq 1 ] && grep -q "was not found" "$out" || fail "a missing mpirun is not reported"
 
+# A launcher (mpirun) that misses the forwarded SIGTERM is killed after EMBER_LAUNCH_KILL_AFTER
+# seconds instead of leaving ember launch waiting forever.
+deaf=$(mktemp)
+printf '#!/bin/sh\ntrap "" TERM INT\nexec sleep 600\n' >"$deaf"
+chmod +x "$deaf"
+EMBER_LAUNCH_KILL_AFTER=1 "$ember" launch -n 1 --mpirun "$deaf" -- true >"$out" 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid
+status=$?
+rm -f "$deaf"
+cat "$out"
+grep -q "still runs 1 s after the signal: killing it" "$out" || fail "a launcher deaf to SIGTERM was not killed"
+[ $status -ne 0 ] || fail "a killed job returned 0"
+
 # The README's command, shortened.
 rm -rf ckpt_launch
 "$ember" launch -n 2 --rank0-only -- "$mnist" --data-parallel --limit 256 --epochs 1 --max-steps 3 --batch-size 32 >"$out" 2>&1
