@@ -21,6 +21,12 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   EMBER_CHECK(fs::is_directory(dir), "write: directory '", dir.string(), "' for '", path, "' does not exist");
+  // Renaming over a folder fails, and over a device or a pipe (as root, /dev/full) replaces it
+  // with a regular file: only a regular file (or nothing) may be there.
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  EMBER_CHECK(!fs::exists(st) || fs::is_regular_file(st), "write: '", path,
+              "' exists and is not a regular file (a folder, device or pipe); expected a file to create or replace");
   std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   EMBER_CHECK(fd >= 0, "write: cannot create a temporary file next to '", path, "' (", std::strerror(errno), ")");
