@@ -210,12 +210,11 @@ int main(int argc, char** argv) {
                     (long long)pos.step, r.resharded ? " (resharded to a new number of ranks)" : "");
 #endif
       } else {
-        const TrainingPosition saved = read_checkpoint(path).position;
-        EMBER_CHECK(saved.world_size <= 1 || reshard, "--resume ", path, ": written by a data-parallel job of ",
-                    saved.world_size,
+        pos = load_training(path, state).first;
+        EMBER_CHECK(pos.world_size <= 1 || reshard, "--resume ", path, ": written by a data-parallel job of ",
+                    pos.world_size,
                     " ranks; resume it with --data-parallel on as many ranks, or pass --reshard to continue in "
                     "one process");
-        pos = load_training(path, state).first;
         loader.set_position({pos.loader_epoch, pos.loader_batch});
         pos.epoch = pos.loader_epoch;
         std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch,

@@ -78,16 +78,22 @@ long Flags::integer(const std::string& name, long def, long lo, long hi) const {
   return has(name) ? static_cast<long>(parse_double(name, str(name), lo, hi, true)) : def;
 }
 
-std::vector<long> Flags::integers(const std::string& name, long lo, long hi) const {
-  std::vector<long> out;
-  std::string v = str(name);
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
   size_t begin = 0;
   while (true) {
-    size_t comma = v.find(',', begin);
-    out.push_back(static_cast<long>(parse_double(name, v.substr(begin, comma - begin), lo, hi, true)));
+    size_t comma = s.find(',', begin);
+    out.push_back(s.substr(begin, comma - begin));
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
+  return out;
+}
+
+std::vector<long> Flags::integers(const std::string& name, long lo, long hi) const {
+  std::vector<long> out;
+  for (const std::string& item : split_commas(str(name)))
+    out.push_back(static_cast<long>(parse_double(name, item, lo, hi, true)));
   return out;
 }
 

@@ -15,6 +15,9 @@ class UsageError : public std::runtime_error {
   explicit UsageError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""} (the callers say what an empty item means).
+std::vector<std::string> split_commas(const std::string& s);
+
 class Flags {
  public:
   // `value_name` empty: a boolean switch. `repeatable`: may be given more than once.

@@ -232,9 +232,7 @@ void check_hosts(const std::string& hosts) {
     throw UsageError("--hosts: expected HOST[:SLOTS],... (e.g. node1:4,node2:4), got '" + hosts + "': " + why);
   };
   if (hosts.empty()) bad("empty");
-  for (size_t at = 0; at <= hosts.size();) {
-    const size_t comma = std::min(hosts.find(',', at), hosts.size());
-    const std::string item = hosts.substr(at, comma - at);
+  for (const std::string& item : split_commas(hosts)) {
     const size_t colon = item.find(':');
     if (colon == 0 || item.empty()) bad("a host without a name");
     if (colon != std::string::npos) {
@@ -243,7 +241,6 @@ void check_hosts(const std::string& hosts) {
           std::stol(slots) < 1)
         bad("'" + item + "' has slots that are not a whole number >= 1");
     }
-    at = comma + 1;
   }
 }
 

@@ -16,18 +16,6 @@ namespace {
 
 using namespace ember::sched;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (true) {
-    size_t comma = s.find(',', begin);
-    out.push_back(s.substr(begin, comma - begin));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return out;
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string o;
   for (const std::string& s : v) o += (o.empty() ? "" : ", ") + s;
@@ -75,7 +63,7 @@ int sched_simulate(const std::vector<std::string>& args) {
     if (!f.has("gpus")) throw UsageError("--gpus is required");
     std::vector<long> sizes = f.integers("gpus", 1, 10'000'000);
     if (f.has("policy") == f.has("compare")) throw UsageError("give exactly one of --policy and --compare");
-    std::vector<std::string> names = f.has("compare") ? policy_names() : split(f.str("policy"));
+    std::vector<std::string> names = f.has("compare") ? policy_names() : split_commas(f.str("policy"));
     for (const std::string& n : names)
       if (!known_policy(n))
         throw UsageError("--policy: unknown policy '" + n + "': expected one of " + join(policy_names()));

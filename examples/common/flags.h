@@ -55,31 +55,22 @@ class Flags {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", def);
     std::string v = str(name, buf, help);
-    try {
-      size_t pos = 0;
-      double r = std::stod(v, &pos);
-      if (pos == v.size() && std::isfinite(r)) return r;
-    } catch (const std::exception&) {
-    }
-    fail("--" + name + " expects a finite number, got '" + v + "'");
+    double r = 0;
+    if (!parse_finite(v, r)) fail("--" + name + " expects a finite number, got '" + v + "'");
+    return r;
   }
-  // A comma-separated list of numbers ("1,2.5"); empty when the flag is absent. Every item must be
-  // a whole number literal: "2x" or "a" is refused, not read as 2 or as an exception.
+  // A comma-separated list of finite numbers ("1,2.5"); empty when the flag is absent. Each item
+  // must parse in full: "2x" or "a" is refused, not read as 2 or thrown as std::invalid_argument.
   std::vector<double> reals(const std::string& name, const std::string& help) {
     const std::string v = str(name, "", help);
     std::vector<double> out;
     if (v.empty()) return out;
     for (size_t at = 0; at <= v.size();) {
       const size_t comma = std::min(v.find(',', at), v.size());
-      const std::string item = v.substr(at, comma - at);
-      bool ok = false;
-      try {
-        size_t pos = 0;
-        out.push_back(std::stod(item, &pos));
-        ok = pos == item.size() && std::isfinite(out.back());
-      } catch (const std::exception&) {
-      }
-      if (!ok) fail("--" + name + " expects comma-separated numbers (e.g. 1,2), got '" + v + "'");
+      double r = 0;
+      if (!parse_finite(v.substr(at, comma - at), r))
+        fail("--" + name + " expects comma-separated numbers (e.g. 1,2), got '" + v + "'");
+      out.push_back(r);
       at = comma + 1;
     }
     return out;
@@ -107,6 +98,16 @@ class Flags {
   }
 
  private:
+  // The whole of `text` as one finite number.
+  static bool parse_finite(const std::string& text, double& out) {
+    try {
+      size_t pos = 0;
+      out = std::stod(text, &pos);
+      return pos == text.size() && std::isfinite(out);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
   void declare(const std::string& name, const std::string& def, const std::string& help) {
     if (!declared_.count(name)) order_.push_back(name);
     declared_[name] = {def, help};
