@@ -14,7 +14,9 @@
 // a DDP step ends with the slowest rank's), samples/s, scaling efficiency (N-rank samples/s /
 // (N x 1-rank samples/s)), and from the reducer's timeline the all-reduce time per step and the
 // fraction of it hidden behind backward (1 - time from the last gradient to the end of the last
-// all-reduce / all-reduce time).
+// all-reduce / all-reduce time), and the CPU time the communication thread used per step (taken
+// from the rank's cores whether or not it overlaps; EMBER_MPI_SHM_SLOT_BYTES=0 compares the
+// shared-memory all-reduce with MPI's).
 // Medians over the timed steps. One math thread per rank unless OMP_NUM_THREADS says otherwise.
 #include "scheduler/dist/ddp.h"
 
@@ -73,18 +75,18 @@ struct Workload {
 };
 
 struct Samples {
-  std::vector<double> times, comms, hidden, compute;
+  std::vector<double> times, comms, hidden, compute, comm_cpu;
 };
 struct Phase {
-  double step_s = 0, comm_s = 0, hidden = 0, compute_s = 0;
+  double step_s = 0, comm_s = 0, hidden = 0, compute_s = 0, comm_cpu_s = 0;
 };
 Phase medians(const Samples& s) {
-  return {median(s.times), median(s.comms), median(s.hidden), median(s.compute)};
+  return {median(s.times), median(s.comms), median(s.hidden), median(s.compute), median(s.comm_cpu)};
 }
 
 enum class Mode { Alone, Overlap, NoOverlap, SpeedWeighted };
 
-void run(Workload& w, Communicator& comm, Mode mode, int steps, DdpOptions base, Samples& out) {
+void run(Workload& w, MpiCommunicator& comm, Mode mode, int steps, DdpOptions base, Samples& out) {
   auto model = w.make();
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<BatchSplitter> split;
@@ -100,6 +102,7 @@ void run(Workload& w, Communicator& comm, Mode mode, int steps, DdpOptions base,
   optim::SGD opt(model->parameters(), {.lr = 0.01});
   for (int s = 0; s < steps + 2; ++s) {
     auto t0 = Clock::now();
+    const double cpu0 = comm.thread_cpu_seconds();
     opt.zero_grad();
     if (split) {
       split->begin_compute();
@@ -114,6 +117,7 @@ void run(Workload& w, Communicator& comm, Mode mode, int steps, DdpOptions base,
     double dt = secs(Clock::now() - t0);
     if (s < 2) continue;  // warm-up
     out.times.push_back(dt);
+    out.comm_cpu.push_back(comm.thread_cpu_seconds() - cpu0);
     // Forward and backward up to this rank's last gradient: what it would take without the others.
     out.compute.push_back(secs((ddp ? ddp->last_timeline().last_grad : t1) - t0));
     if (ddp) {
@@ -214,7 +218,7 @@ int main(int argc, char** argv) {
                    }});
 
   bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "wait for slowest ms",
-                  "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden"}};
+                  "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden", "comm thread CPU ms/step"}};
   bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
   auto& alone_rows = probe_t.rows;
   for (auto& w : loads) {
@@ -254,7 +258,7 @@ int main(int argc, char** argv) {
     }
     double sps1 = static_cast<double>(w.batch) / alone.step_s;
     t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
-                      fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-"});
+                      fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-", "-"});
     for (auto [label, samples] : {std::pair{"overlap on", &s_on}, std::pair{"overlap off", &s_off},
                                   std::pair{"overlap on, speed-weighted split", &s_weighted},
                                   std::pair{"no all-reduce (ceiling)", &s_concurrent}}) {
@@ -268,14 +272,16 @@ int main(int argc, char** argv) {
       t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label, per_rank_ms(step_s),
                         per_rank_ms(gather(comm, p.compute_s)), ddp ? fmt("%.2f", wait * 1e3) : "-", fmt("%.0f", sps),
                         fmt("%.2f", sps / sps1), fmt("%.0f%%", 100.0 * sps / (n * sps1)),
-                        ddp ? fmt("%.2f", p.comm_s * 1e3) : "-", ddp ? fmt("%.0f%%", 100.0 * p.hidden) : "-"});
+                        ddp ? fmt("%.2f", p.comm_s * 1e3) : "-", ddp ? fmt("%.0f%%", 100.0 * p.hidden) : "-",
+                        ddp ? per_rank_ms(gather(comm, p.comm_cpu_s)) : "-"});
     }
   }
   if (comm.rank() == 0) {
     std::printf(
         "bench/ddp: %d ranks, %d rounds x %d timed steps per row (medians), %d math thread(s) per rank, "
-        "buckets %.2f MB first / %.2f MB, gradients as bucket views\n",
-        n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb);
+        "buckets %.2f MB first / %.2f MB, gradients as bucket views, all_reduce through %s\n",
+        n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb,
+        comm.shared_memory_all_reduce() ? "shared memory" : "MPI");
     t.print();
     std::printf("\n");
     probe_t.print();

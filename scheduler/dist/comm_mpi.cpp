@@ -4,16 +4,21 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <future>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "scheduler/dist/shm_allreduce.h"
 
 namespace ember::dist {
 namespace {
@@ -72,7 +77,8 @@ struct MpiCommunicator::Op {
   int peer = 0, tag = 0;
   WorkPtr work;
   MPI_Request req = MPI_REQUEST_NULL;
-  int64_t seq = -1;  // collective sequence number (p2p: -1)
+  std::unique_ptr<ShmAllReduce::Job> shm;  // an all_reduce through shared memory instead of MPI
+  int64_t seq = -1;                        // collective sequence number (p2p: -1)
 };
 
 struct MpiCommunicator::State {
@@ -80,7 +86,9 @@ struct MpiCommunicator::State {
   std::condition_variable cv;
   std::deque<std::unique_ptr<Op>> queue;
   bool stop = false;
-  MPI_Comm data = MPI_COMM_NULL, ctrl = MPI_COMM_NULL, p2p = MPI_COMM_NULL;
+  MPI_Comm data = MPI_COMM_NULL, ctrl = MPI_COMM_NULL, p2p = MPI_COMM_NULL, node = MPI_COMM_NULL;
+  MPI_Win shm_win = MPI_WIN_NULL;
+  std::unique_ptr<ShmAllReduce> shm;  // set when every rank is on this node and it is not disabled
   MPI_Op half_sum = MPI_OP_NULL, half_max = MPI_OP_NULL, bf_sum = MPI_OP_NULL, bf_max = MPI_OP_NULL;
   std::vector<std::unique_ptr<Op>> active;
   int64_t launched = 0, completed = 0;
@@ -182,6 +190,13 @@ class Engine {
     void* b = op.b.defined() ? op.b.raw_data() : nullptr;
     switch (op.kind) {
       case MpiCommunicator::Op::AllReduce:
+        if (st_.shm) {
+          op.shm = std::make_unique<ShmAllReduce::Job>();
+          op.shm->t = op.a;
+          op.shm->op = op.op;
+          op.shm->what = op.work->what();
+          break;
+        }
         rc = MPI_Iallreduce(MPI_IN_PLACE, a, count_of(op.a), mpi_type(op.a.dtype()), mpi_op(st_, op.a.dtype(), op.op),
                             st_.data, &op.req);
         break;
@@ -218,8 +233,26 @@ class Engine {
   bool progress() {
     bool any = false;
     auto& act = st_.active;
+    bool shm_turn = true;  // shared-memory all-reduces run one at a time, oldest first
     for (size_t i = 0; i < act.size();) {
       auto& op = *act[i];
+      if (op.shm) {
+        if (!shm_turn) {
+          ++i;
+          continue;
+        }
+        any |= st_.shm->step(*op.shm);
+        if (!op.shm->finished) {
+          shm_turn = false;
+          ++i;
+          continue;
+        }
+        op.work->finish(op.shm->error);
+        ++st_.completed;
+        act.erase(act.begin() + static_cast<std::ptrdiff_t>(i));
+        any = true;
+        continue;
+      }
       int flag = 1, rc = MPI_SUCCESS;
       MPI_Status status;
       if (op.req != MPI_REQUEST_NULL) rc = MPI_Test(&op.req, &flag, &status);
@@ -367,9 +400,62 @@ class Engine {
 }  // namespace
 
 // ---------------------------------------------------------------- the public side
+namespace {
+constexpr size_t kMaxShmSlot = size_t{1} << 30;
+}
+
+// A collective over the node's ranks (all of them: the caller checked that the world is one node).
+void MpiCommunicator::open_shared_memory() {
+  State& st = *st_;
+  // Every rank must take the same decision, and slots of the same size. The segment is kept to
+  // about 32 MiB however many ranks share it (a container's /dev/shm is often 64 MiB): smaller
+  // slots only mean more rounds per tensor.
+  unsigned long long slot =
+      std::min<unsigned long long>(opts_.shm_slot_bytes, std::max<size_t>(64 << 10, (size_t{32} << 20) / (2 * size_)));
+  if (MPI_Allreduce(MPI_IN_PLACE, &slot, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, st.node) != MPI_SUCCESS || slot == 0)
+    return;
+  const size_t bytes = ShmAllReduce::bytes_needed(size_, slot);
+  // Rank 0 allocates the whole segment; the others map it.
+  void* mine = nullptr;
+  int ok = MPI_Win_allocate_shared(static_cast<MPI_Aint>(local_rank_ == 0 ? bytes : 0), 1, MPI_INFO_NULL, st.node,
+                                   &mine, &st.shm_win) == MPI_SUCCESS;
+  void* base = nullptr;
+  if (ok) {
+    MPI_Aint got = 0;
+    int disp = 0;
+    ok = MPI_Win_shared_query(st.shm_win, 0, &got, &disp, &base) == MPI_SUCCESS && static_cast<size_t>(got) >= bytes &&
+         base != nullptr;
+  }
+  // A rank that could not map it (no shared-memory window support, a full /dev/shm) sends every
+  // rank back to MPI.
+  int all_ok = ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, st.node);
+  if (!all_ok) {
+    if (st.shm_win != MPI_WIN_NULL) MPI_Win_free(&st.shm_win);
+    return;
+  }
+  // Zeroing touches every page now: a segment the system cannot back fails here, at start, and
+  // not in the middle of training.
+  if (local_rank_ == 0) std::memset(base, 0, bytes);
+  MPI_Barrier(st.node);  // zeroed before anyone reads it
+  st.shm = std::make_unique<ShmAllReduce>(base, rank_, size_, slot);
+}
+
 MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_unique<State>()) {
   EMBER_CHECK(opts.heartbeat_seconds > 0 && opts.stall_seconds > 0 && opts.dead_seconds > opts.heartbeat_seconds,
               "MpiOptions: expected positive heartbeat and stall times and dead_seconds > heartbeat_seconds");
+  if (const char* v = std::getenv("EMBER_MPI_SHM_SLOT_BYTES")) {
+    std::string s = v;
+    char* end = nullptr;
+    unsigned long long n = s.empty() || s.find_first_not_of("0123456789") != std::string::npos
+                               ? kMaxShmSlot + 1
+                               : std::strtoull(s.c_str(), &end, 10);
+    EMBER_CHECK(n <= kMaxShmSlot, "EMBER_MPI_SHM_SLOT_BYTES: expected a number of bytes in [0, ", kMaxShmSlot,
+                "] (0 keeps all_reduce on MPI), got '", s, "'");
+    opts_.shm_slot_bytes = n;
+  }
+  EMBER_CHECK(opts_.shm_slot_bytes <= kMaxShmSlot, "MpiOptions: shm_slot_bytes must be at most ", kMaxShmSlot, ", got ",
+              opts_.shm_slot_bytes);
   bool expected = false;
   EMBER_CHECK(g_mpi_in_use.compare_exchange_strong(expected, true),
               "MpiCommunicator: one per process (MPI can be initialised only once); share the first one");
@@ -399,11 +485,11 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
     for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank_);
-    MPI_Comm_size(node, &local_size_);
-    MPI_Comm_free(&node);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &st.node);
+    MPI_Comm_set_errhandler(st.node, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(st.node, &local_rank_);
+    MPI_Comm_size(st.node, &local_size_);
+    if (size_ > 1 && local_size_ == size_) open_shared_memory();
     if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank_ = std::atoi(lr);
     MPI_Op_create(&half_op<Half, false>, 1, &st.half_sum);
     MPI_Op_create(&half_op<Half, true>, 1, &st.half_max);
@@ -416,6 +502,8 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
     Engine eng(st, opts_, rank_, size_);
     eng.beat(0);
     for (;;) {
+      // Read before looking for work: a ring after this makes the doorbell wait below return.
+      const uint32_t seen = st.shm ? st.shm->doorbell() : 0;
       std::vector<std::unique_ptr<Op>> fresh;
       bool stop = false;
       {
@@ -457,7 +545,14 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
       // While a caller is blocked in wait() its core is idle, so poll back to back (each sleep
       // would add its wake-up latency to every message of the collective); otherwise sleep
       // between polls so that two ranks on two cores leave the cores to backward.
-      if (!st.active.empty() && !moved) {
+      const bool mpi_in_flight =
+          std::any_of(st.active.begin(), st.active.end(), [](const auto& op) { return op->req != MPI_REQUEST_NULL; });
+      if (!st.active.empty() && !moved && !mpi_in_flight && st.shm) {
+        // Only shared-memory work waits: the ranks it waits for ring this rank's doorbell, as
+        // does a caller queueing more. Sleep until then, or until the next heartbeat is due.
+        st.shm->wait_for_doorbell(
+            seen, std::min(opts_.heartbeat_seconds / 2, opts_.heartbeat_seconds - seconds_since(st.last_beat)));
+      } else if (!st.active.empty() && !moved) {
         if (Work::blocked_waiters().load(std::memory_order_relaxed) > 0)
           std::this_thread::yield();
         else
@@ -491,7 +586,9 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
     // Heartbeats sent after a peer's last drain are still unmatched: receive them.
     eng.drain();
     for (MPI_Op* o : {&st.half_sum, &st.half_max, &st.bf_sum, &st.bf_max}) MPI_Op_free(o);
-    for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p}) MPI_Comm_free(c);
+    st.shm.reset();
+    if (st.shm_win != MPI_WIN_NULL) MPI_Win_free(&st.shm_win);  // every rank is here: it is collective
+    for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p, &st.node}) MPI_Comm_free(c);
     MPI_Finalize();
   });
   try {
@@ -503,8 +600,20 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
   }
 }
 
+bool MpiCommunicator::shared_memory_all_reduce() const {
+  return st_->shm != nullptr;
+}
+
 uint64_t MpiCommunicator::progress_loops() const {
   return st_->loops.load(std::memory_order_relaxed);
+}
+
+double MpiCommunicator::thread_cpu_seconds() const {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0)
+    return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -524,6 +633,7 @@ WorkPtr MpiCommunicator::enqueue(std::unique_ptr<Op> op) {
     st_->queue.push_back(std::move(op));
   }
   st_->cv.notify_all();
+  if (st_->shm) st_->shm->ring_self();
   return w;
 }
 

@@ -29,6 +29,12 @@ struct MpiOptions {
   double heartbeat_seconds = 0.5;
   double stall_seconds = 10.0;  // report a collective some rank has not launched after this long
   double dead_seconds = 10.0;   // a rank silent this long is dead: exit with kPeerLostExit
+  // When every rank runs on one node, all_reduce goes through a shared-memory segment with one
+  // slot of this many bytes per rank (twice over; a larger tensor takes several rounds) instead of
+  // MPI_Iallreduce (shm_allreduce.h says why). 0 keeps every collective on MPI. The environment
+  // variable EMBER_MPI_SHM_SLOT_BYTES overrides it; the ranks use the smallest value any asks for,
+  // and at most what keeps the segment near 32 MiB (2 x ranks x slot).
+  size_t shm_slot_bytes = size_t{2} << 20;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -53,6 +59,11 @@ class MpiCommunicator final : public Communicator {
   // How many passes the communication thread has made through its loop: while idle it should
   // wake about twice per heartbeat, not spin (diagnostics; the tests check it).
   uint64_t progress_loops() const;
+  // CPU time the communication thread has used so far, in seconds: what communicating costs the
+  // rank's cores, whether or not it overlaps with compute (diagnostics; bench/ddp reports it).
+  double thread_cpu_seconds() const;
+  // Whether all_reduce runs through shared memory (MpiOptions::shm_slot_bytes) rather than MPI.
+  bool shared_memory_all_reduce() const;
 
   WorkPtr all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum, std::string label = {}) override;
   WorkPtr broadcast(Tensor t, int root = 0, std::string label = {}) override;
@@ -68,6 +79,7 @@ class MpiCommunicator final : public Communicator {
  private:
   WorkPtr enqueue(std::unique_ptr<Op> op);
   void check_peer(int peer, const char* what) const;
+  void open_shared_memory();  // on the communication thread, while MPI starts
 
   MpiOptions opts_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, thread_level_ = 0;

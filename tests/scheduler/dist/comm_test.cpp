@@ -2,6 +2,8 @@
 // odd sizes, with rank-dependent data; point-to-point in a ring; the argument errors.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "dist_test_util.h"
@@ -212,4 +214,40 @@ TEST(MpiComm, AnIdleCommunicatorSleeps) {
   const uint64_t passes = mpi.progress_loops() - before;
   EXPECT_LT(passes, 200u) << "the communication thread made " << passes << " passes in 1.5 s of idleness";
   comm().barrier("idle end")->wait();
+}
+
+// Every rank of these suites runs on one node, so all_reduce goes through shared memory unless
+// EMBER_MPI_SHM_SLOT_BYTES=0 keeps it on MPI (ctest runs the suites both ways).
+TEST(MpiComm, AllReduceGoesThroughSharedMemoryOnOneNode) {
+  auto& mpi = dynamic_cast<ember::dist::MpiCommunicator&>(comm());
+  const char* v = std::getenv("EMBER_MPI_SHM_SLOT_BYTES");
+  EXPECT_EQ(mpi.shared_memory_all_reduce(), !(v && std::string(v) == "0"));
+}
+
+// MPI leaves a collective whose ranks pass different sizes undefined (it may hang or truncate);
+// through shared memory it fails on every rank, naming both sides, and the next one works.
+TEST(MpiComm, DisagreeingAllReduceFailsOnEveryRank) {
+  auto& mpi = dynamic_cast<ember::dist::MpiCommunicator&>(comm());
+  if (!mpi.shared_memory_all_reduce()) GTEST_SKIP() << "all_reduce runs on MPI here";
+  Tensor t = ones({comm().rank() == 1 ? 9 : 5});
+  std::string msg = test_util::error_of([&] { comm().all_reduce(t, ReduceOp::Sum, "uneven")->wait(); });
+  EXPECT_TRUE(test_util::has(msg, "'uneven'")) << msg;
+  EXPECT_TRUE(test_util::has(msg, "the ranks disagree")) << msg;
+  EXPECT_TRUE(test_util::has(msg, comm().rank() == 1 ? "this rank (1) has 9 float32" : "rank 1 has 9 float32")) << msg;
+  Tensor u = full({3}, 2.0);
+  comm().all_reduce(u)->wait();
+  EXPECT_EQ(u.to_vector<float>()[2], 2.0f * comm().size());
+}
+
+TEST(MpiComm, ABadSharedMemorySlotSizeIsRefused) {
+  const char* old = std::getenv("EMBER_MPI_SHM_SLOT_BYTES");
+  std::string keep = old ? old : "";
+  for (const char* bad : {"12x", "-1", "", "99999999999999999999", "2147483648"}) {
+    setenv("EMBER_MPI_SHM_SLOT_BYTES", bad, 1);
+    expect_error([] { ember::dist::MpiCommunicator second; }, "EMBER_MPI_SHM_SLOT_BYTES", "number of bytes");
+  }
+  if (old)
+    setenv("EMBER_MPI_SHM_SLOT_BYTES", keep.c_str(), 1);
+  else
+    unsetenv("EMBER_MPI_SHM_SLOT_BYTES");
 }

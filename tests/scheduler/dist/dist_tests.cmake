@@ -23,6 +23,16 @@ foreach(np 2 3)
                    ${MPIEXEC_EXECUTABLE} -np ${np} --oversubscribe $<TARGET_FILE:ember_dist_tests>)
   set_tests_properties(dist.mpi_np${np} PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+# all_reduce runs through shared memory on one node (above). Again on MPI alone, and through slots
+# of 128 bytes, so that every tensor but the smallest takes many rounds.
+add_test(NAME dist.mpi_np2_without_shared_memory
+         COMMAND ${CMAKE_COMMAND} -E env ${dist_env} EMBER_MPI_SHM_SLOT_BYTES=0
+                 ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe $<TARGET_FILE:ember_dist_tests> --gtest_filter=MpiComm.*:Ddp.*)
+add_test(NAME dist.mpi_np3_small_shared_memory_slots
+         COMMAND ${CMAKE_COMMAND} -E env ${dist_env} EMBER_MPI_SHM_SLOT_BYTES=128
+                 ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe $<TARGET_FILE:ember_dist_tests> --gtest_filter=MpiComm.*:Ddp.*)
+set_tests_properties(dist.mpi_np2_without_shared_memory dist.mpi_np3_small_shared_memory_slots
+                     PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 # Failure handling: a killed rank, a rank that leaves early, a stalled collective, a rank killed
 # during data-parallel training.
 foreach(mode kill leave stall ddp)
