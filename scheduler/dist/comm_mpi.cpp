@@ -5,9 +5,12 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -404,6 +407,21 @@ namespace {
 constexpr size_t kMaxShmSlot = size_t{1} << 30;
 }
 
+namespace {
+// Backs every page of [p, p + n) with memory, or says that it cannot.
+bool populate(void* p, size_t n) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return true;
+  // A kernel without it: touch the pages as before (a full /dev/shm would then end the job).
+  return errno == EINVAL;
+}
+}  // namespace
+
 // A collective over the node's ranks (all of them: the caller checked that the world is one node).
 void MpiCommunicator::open_shared_memory() {
   State& st = *st_;
@@ -417,25 +435,31 @@ void MpiCommunicator::open_shared_memory() {
   const size_t bytes = ShmAllReduce::bytes_needed(size_, slot);
   // Rank 0 allocates the whole segment; the others map it.
   void* mine = nullptr;
-  int ok = MPI_Win_allocate_shared(static_cast<MPI_Aint>(local_rank_ == 0 ? bytes : 0), 1, MPI_INFO_NULL, st.node,
-                                   &mine, &st.shm_win) == MPI_SUCCESS;
-  void* base = nullptr;
-  if (ok) {
-    MPI_Aint got = 0;
-    int disp = 0;
-    ok = MPI_Win_shared_query(st.shm_win, 0, &got, &disp, &base) == MPI_SUCCESS && static_cast<size_t>(got) >= bytes &&
-         base != nullptr;
+  int created = MPI_Win_allocate_shared(static_cast<MPI_Aint>(local_rank_ == 0 ? bytes : 0), 1, MPI_INFO_NULL, st.node,
+                                        &mine, &st.shm_win) == MPI_SUCCESS;
+  int all_created = created;
+  MPI_Allreduce(&created, &all_created, 1, MPI_INT, MPI_MIN, st.node);
+  if (!all_created) {
+    // Freeing is collective over the window's ranks, and some have none: leave it (MPI errors
+    // at this point are rarely survivable anyway).
+    st.shm_win = MPI_WIN_NULL;
+    return;
   }
-  // A rank that could not map it (no shared-memory window support, a full /dev/shm) sends every
-  // rank back to MPI.
+  void* base = nullptr;
+  MPI_Aint got = 0;
+  int disp = 0;
+  int ok = MPI_Win_shared_query(st.shm_win, 0, &got, &disp, &base) == MPI_SUCCESS &&
+           static_cast<size_t>(got) >= bytes && base != nullptr;
+  // The segment may be a file sized without reserving its pages: a full /dev/shm then shows as
+  // SIGBUS on first touch. Rank 0 asks the kernel to back every page now, which fails with an
+  // error instead, and the ranks go back to MPI.
+  if (ok && local_rank_ == 0) ok = populate(base, bytes);
   int all_ok = ok;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, st.node);
   if (!all_ok) {
-    if (st.shm_win != MPI_WIN_NULL) MPI_Win_free(&st.shm_win);
+    MPI_Win_free(&st.shm_win);
     return;
   }
-  // Zeroing touches every page now: a segment the system cannot back fails here, at start, and
-  // not in the middle of training.
   if (local_rank_ == 0) std::memset(base, 0, bytes);
   MPI_Barrier(st.node);  // zeroed before anyone reads it
   st.shm = std::make_unique<ShmAllReduce>(base, rank_, size_, slot);

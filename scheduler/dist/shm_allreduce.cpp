@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -19,6 +20,7 @@ struct ShmAllReduce::RankLine {
   alignas(64) uint64_t arrived;
   uint64_t reduced;
   alignas(64) uint32_t bell;
+  uint32_t sleeping;  // 1 while its rank is (about to be) in FUTEX_WAIT on `bell`
 };
 
 struct ShmAllReduce::Desc {
@@ -53,6 +55,10 @@ void fold(Acc* acc, const char* const* in, int ranks, int64_t begin, int64_t n, 
     const T* x = reinterpret_cast<const T*>(in[r]) + begin;
     if (op == ReduceOp::Max)
       for (int64_t i = 0; i < n; ++i) acc[i] = static_cast<Acc>(x[i]) > acc[i] ? static_cast<Acc>(x[i]) : acc[i];
+    else if constexpr (std::is_integral_v<Acc>)  // wraps on overflow, as MPI_SUM does
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] = static_cast<Acc>(static_cast<std::make_unsigned_t<Acc>>(acc[i]) +
+                                  static_cast<std::make_unsigned_t<Acc>>(x[i]));
     else
       for (int64_t i = 0; i < n; ++i) acc[i] = static_cast<Acc>(acc[i] + static_cast<Acc>(x[i]));
   }
@@ -106,20 +112,30 @@ uint32_t ShmAllReduce::doorbell() const {
   return load(*bell(rank_));
 }
 
+// The wake-up is a system call, made only when the rank says it sleeps: the ringer writes the bell
+// then reads `sleeping`, the sleeper writes `sleeping` then reads the bell (both sequentially
+// consistent), so at least one of them sees the other's write, and FUTEX_WAIT itself re-checks the
+// bell in the kernel.
 void ShmAllReduce::ring(int r) const {
-  std::atomic_ref<uint32_t>(*bell(r)).fetch_add(1, std::memory_order_acq_rel);
-  // Not FUTEX_PRIVATE: the waiter is another process mapping the same page.
-  syscall(SYS_futex, bell(r), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  std::atomic_ref<uint32_t>(*bell(r)).fetch_add(1, std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(line(r).sleeping).load(std::memory_order_seq_cst))
+    // Not FUTEX_PRIVATE: the waiter is another process mapping the same page.
+    syscall(SYS_futex, bell(r), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 void ShmAllReduce::wait_for_doorbell(uint32_t seen, double timeout_s) const {
-  if (doorbell() != seen || timeout_s <= 0) return;
+  if (timeout_s <= 0) return;
+  timeout_s = std::min(timeout_s, 3600.0);
   timespec ts;
   ts.tv_sec = static_cast<time_t>(timeout_s);
   ts.tv_nsec = static_cast<long>((timeout_s - static_cast<double>(ts.tv_sec)) * 1e9);
-  // Returns at once when the word no longer holds `seen` (EAGAIN), on a ring, a signal or the
-  // timeout; the caller looks for work again in every case.
-  syscall(SYS_futex, bell(rank_), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  std::atomic_ref<uint32_t> sleeping(line(rank_).sleeping);
+  sleeping.store(1, std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(*bell(rank_)).load(std::memory_order_seq_cst) == seen)
+    // Returns at once when the word no longer holds `seen` (EAGAIN), on a ring, a signal or the
+    // timeout; the caller looks for work again in every case.
+    syscall(SYS_futex, bell(rank_), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  sleeping.store(0, std::memory_order_relaxed);
 }
 
 std::pair<int64_t, int64_t> ShmAllReduce::part(int r, int64_t len) const {
@@ -253,8 +269,10 @@ bool ShmAllReduce::step(Job& job) {
     gather_parts(job);
     job.done += piece_len_;
     job.phase = 0;
-    moved = true;
     if (job.done >= job.t.numel()) job.finished = true;
+    // One round per call: between rounds the caller's loop gets to send heartbeats and test its
+    // other operations, however large the tensor.
+    return true;
   }
   return moved;
 }

@@ -54,8 +54,9 @@ class ShmAllReduce {
     bool finished = false;
     std::exception_ptr error;
   };
-  // Advances `job` as far as it can go without waiting; returns whether anything moved. Jobs must
-  // be stepped one at a time, in issue order: a job is started only after the previous finished.
+  // Advances `job` without waiting, by at most one round (one slot-sized piece); returns whether
+  // anything moved. Jobs must be stepped one at a time, in issue order: a job is started only
+  // after the previous one finished.
   bool step(Job& job);
 
   // The value of this rank's doorbell, read before looking for work: wait_for_doorbell(seen, ...)

@@ -31,16 +31,30 @@ add_test(NAME dist.mpi_np2_without_shared_memory
 add_test(NAME dist.mpi_np3_small_shared_memory_slots
          COMMAND ${CMAKE_COMMAND} -E env ${dist_env} EMBER_MPI_SHM_SLOT_BYTES=128
                  ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe $<TARGET_FILE:ember_dist_tests> --gtest_filter=MpiComm.*:Ddp.*)
+# Rank 0 alone refuses the segment: every rank must then stay on MPI.
+add_test(NAME dist.mpi_np2_one_rank_without_shared_memory
+         COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
+                 ${MPIEXEC_EXECUTABLE} -np 1 --oversubscribe env EMBER_MPI_SHM_SLOT_BYTES=0
+                 $<TARGET_FILE:ember_dist_tests> --gtest_filter=MpiComm.*
+                 : -np 1 $<TARGET_FILE:ember_dist_tests> --gtest_filter=MpiComm.*)
 set_tests_properties(dist.mpi_np2_without_shared_memory dist.mpi_np3_small_shared_memory_slots
+                     dist.mpi_np2_one_rank_without_shared_memory
                      PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 # Failure handling: a killed rank, a rank that leaves early, a stalled collective, a rank killed
 # during data-parallel training.
+# Each twice: the surviving ranks wait in a shared-memory all-reduce, or in MPI's.
 foreach(mode kill leave stall ddp)
-  add_test(NAME dist.fault_${mode}
-           COMMAND ${CMAKE_COMMAND} -E env ${dist_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_test.sh
-                   ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_dist_fault> ${mode})
-  # The issue's bound: the surviving ranks must be gone within 30 s of the failure.
-  set_tests_properties(dist.fault_${mode} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
+  foreach(variant "" _without_shared_memory)
+    set(fault_env ${dist_env})
+    if(variant)
+      list(APPEND fault_env EMBER_MPI_SHM_SLOT_BYTES=0)
+    endif()
+    add_test(NAME dist.fault_${mode}${variant}
+             COMMAND ${CMAKE_COMMAND} -E env ${fault_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/dist/fault_test.sh
+                     ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_dist_fault> ${mode})
+    # The issue's bound: the surviving ranks must be gone within 30 s of the failure.
+    set_tests_properties(dist.fault_${mode}${variant} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
+  endforeach()
 endforeach()
 # `ember launch` (tools/launch.cpp), with the MNIST example as the README runs it.
 if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in examples/

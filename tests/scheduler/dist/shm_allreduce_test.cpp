@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <thread>
 
 #include "dist_test_util.h"
@@ -20,7 +21,7 @@ namespace {
 
 // Runs `ranks` threads, each with its own ShmAllReduce over one zeroed segment; `body(rank, run)`
 // performs its rank's all-reduces through `run`, which drives a job to its end the way the
-// communication thread does: step, and sleep on the doorbell while nothing moves.
+// communication thread does: step, and sleep on the doorbell when a step moved nothing.
 void with_ranks(int ranks, size_t slot,
                 const std::function<void(int, const std::function<void(ShmAllReduce::Job&)>&)>& body) {
   std::vector<char> seg(ShmAllReduce::bytes_needed(ranks, slot) + 64, 0);
@@ -31,9 +32,12 @@ void with_ranks(int ranks, size_t slot,
       body(r, [&](ShmAllReduce::Job& job) {
         for (;;) {
           uint32_t seen = shm.doorbell();
-          shm.step(job);
+          const bool moved = shm.step(job);
           if (job.finished) return;
-          shm.wait_for_doorbell(seen, 0.05);
+          if (moved) continue;
+          // Long on purpose: a lost wake-up shows as a stall of 30 s per occurrence (the stress
+          // test below would then run past ctest's time limit), not as a slow pass.
+          shm.wait_for_doorbell(seen, 30.0);
         }
       });
     });
@@ -153,6 +157,23 @@ TEST(ShmAllReduce, DisagreeingRanksAllFailAndStayInStep) {
     run(good);
     EXPECT_FALSE(good.error);
     for (double v : good.t.to_vector<double>()) ASSERT_EQ(v, 3.0) << "rank " << r;
+  });
+}
+
+// Many operations of random sizes (from empty to many rounds) back to back on 4 ranks, each rank
+// checking every result: the sleeps and wake-ups of thousands of rounds, where one lost wake-up
+// would stall the run (see with_ranks).
+TEST(ShmAllReduce, ThousandsOfRoundsInARow) {
+  with_ranks(4, 64, [&](int r, const auto& run) {
+    std::mt19937 sizes(7);  // the same sequence on every rank
+    for (int k = 0; k < 1500; ++k) {
+      const int64_t n = std::uniform_int_distribution<int64_t>(0, 40)(sizes);
+      ShmAllReduce::Job job;
+      job.t = full({n}, static_cast<double>(r + k), {.dtype = DType::Int64});
+      run(job);
+      EXPECT_FALSE(job.error);
+      for (int64_t v : job.t.to_vector<int64_t>()) ASSERT_EQ(v, 6 + 4 * k) << "operation " << k << ", rank " << r;
+    }
   });
 }
 
