@@ -405,7 +405,8 @@ class Engine {
 // ---------------------------------------------------------------- the public side
 namespace {
 constexpr size_t kMaxShmSlot = size_t{1} << 30;
-}
+constexpr double kShmSpinSeconds = 200e-6;
+}  // namespace
 
 namespace {
 // Backs every page of [p, p + n) with memory, or says that it cannot.
@@ -574,8 +575,12 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
       if (!st.active.empty() && !moved && !mpi_in_flight && st.shm) {
         // Only shared-memory work waits: the ranks it waits for ring this rank's doorbell, as
         // does a caller queueing more. Sleep until then, or until the next heartbeat is due.
+        // While a caller is blocked in wait() its core is idle: watch the doorbell for a while
+        // first, as the MPI path polls back to back then.
+        const bool caller_waits = Work::blocked_waiters().load(std::memory_order_relaxed) > 0;
         st.shm->wait_for_doorbell(
-            seen, std::min(opts_.heartbeat_seconds / 2, opts_.heartbeat_seconds - seconds_since(st.last_beat)));
+            seen, std::min(opts_.heartbeat_seconds / 2, opts_.heartbeat_seconds - seconds_since(st.last_beat)),
+            caller_waits ? kShmSpinSeconds : 0.0);
       } else if (!st.active.empty() && !moved) {
         if (Work::blocked_waiters().load(std::memory_order_relaxed) > 0)
           std::this_thread::yield();

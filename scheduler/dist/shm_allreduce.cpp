@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <ctime>
@@ -32,6 +33,14 @@ struct ShmAllReduce::Desc {
 namespace {
 
 constexpr size_t kLine = 64;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 size_t round_up(size_t n) {
   return (n + kLine - 1) / kLine * kLine;
@@ -123,8 +132,18 @@ void ShmAllReduce::ring(int r) const {
     syscall(SYS_futex, bell(r), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-void ShmAllReduce::wait_for_doorbell(uint32_t seen, double timeout_s) const {
+void ShmAllReduce::wait_for_doorbell(uint32_t seen, double timeout_s, double spin_s) const {
   if (timeout_s <= 0) return;
+  if (spin_s > 0) {
+    // No system call on either side while the answer comes within the spin (the ringer skips
+    // FUTEX_WAKE for a rank that does not sleep).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::min(spin_s, timeout_s));
+    for (int i = 0;; ++i) {
+      if (doorbell() != seen) return;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
+      cpu_relax();
+    }
+  }
   timeout_s = std::min(timeout_s, 3600.0);
   timespec ts;
   ts.tv_sec = static_cast<time_t>(timeout_s);

@@ -62,8 +62,10 @@ class ShmAllReduce {
   // The value of this rank's doorbell, read before looking for work: wait_for_doorbell(seen, ...)
   // returns at once if anything rang since.
   uint32_t doorbell() const;
-  // Sleeps until this rank's doorbell differs from `seen` or `timeout_s` passes.
-  void wait_for_doorbell(uint32_t seen, double timeout_s) const;
+  // Sleeps until this rank's doorbell differs from `seen` or `timeout_s` passes. With `spin_s`, it
+  // first watches the doorbell that long without sleeping: worth it only when the core would idle
+  // otherwise, since a futex wake-up costs tens of microseconds on each side.
+  void wait_for_doorbell(uint32_t seen, double timeout_s, double spin_s = 0) const;
   // Rings this rank's own doorbell (new work was queued for the thread that waits on it).
   void ring_self() const { ring(rank_); }
 

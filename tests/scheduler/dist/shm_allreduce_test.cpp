@@ -23,7 +23,8 @@ namespace {
 // performs its rank's all-reduces through `run`, which drives a job to its end the way the
 // communication thread does: step, and sleep on the doorbell when a step moved nothing.
 void with_ranks(int ranks, size_t slot,
-                const std::function<void(int, const std::function<void(ShmAllReduce::Job&)>&)>& body) {
+                const std::function<void(int, const std::function<void(ShmAllReduce::Job&)>&)>& body,
+                double spin_s = 0) {
   std::vector<char> seg(ShmAllReduce::bytes_needed(ranks, slot) + 64, 0);
   std::vector<std::thread> th;
   for (int r = 0; r < ranks; ++r)
@@ -37,7 +38,7 @@ void with_ranks(int ranks, size_t slot,
           if (moved) continue;
           // Long on purpose: a lost wake-up shows as a stall of 30 s per occurrence (the stress
           // test below would then run past ctest's time limit), not as a slow pass.
-          shm.wait_for_doorbell(seen, 30.0);
+          shm.wait_for_doorbell(seen, 30.0, r % 2 ? spin_s : 0.0);
         }
       });
     });
@@ -162,19 +163,26 @@ TEST(ShmAllReduce, DisagreeingRanksAllFailAndStayInStep) {
 
 // Many operations of random sizes (from empty to many rounds) back to back on 4 ranks, each rank
 // checking every result: the sleeps and wake-ups of thousands of rounds, where one lost wake-up
-// would stall the run (see with_ranks).
-TEST(ShmAllReduce, ThousandsOfRoundsInARow) {
-  with_ranks(4, 64, [&](int r, const auto& run) {
-    std::mt19937 sizes(7);  // the same sequence on every rank
-    for (int k = 0; k < 1500; ++k) {
-      const int64_t n = std::uniform_int_distribution<int64_t>(0, 40)(sizes);
-      ShmAllReduce::Job job;
-      job.t = full({n}, static_cast<double>(r + k), {.dtype = DType::Int64});
-      run(job);
-      EXPECT_FALSE(job.error);
-      for (int64_t v : job.t.to_vector<int64_t>()) ASSERT_EQ(v, 6 + 4 * k) << "operation " << k << ", rank " << r;
-    }
-  });
+// would stall the run (see with_ranks). Twice: the second time the odd ranks watch their doorbell
+// for a while before sleeping, as the communication thread does while its caller waits (their
+// peers then skip the wake-up call).
+class ShmAllReduceSpin : public ::testing::TestWithParam<double> {};
+INSTANTIATE_TEST_SUITE_P(SleepOrSpin, ShmAllReduceSpin, ::testing::Values(0.0, 1e-4));
+TEST_P(ShmAllReduceSpin, ThousandsOfRoundsInARow) {
+  with_ranks(
+      4, 64,
+      [&](int r, const auto& run) {
+        std::mt19937 sizes(7);  // the same sequence on every rank
+        for (int k = 0; k < 1500; ++k) {
+          const int64_t n = std::uniform_int_distribution<int64_t>(0, 40)(sizes);
+          ShmAllReduce::Job job;
+          job.t = full({n}, static_cast<double>(r + k), {.dtype = DType::Int64});
+          run(job);
+          EXPECT_FALSE(job.error);
+          for (int64_t v : job.t.to_vector<int64_t>()) ASSERT_EQ(v, 6 + 4 * k) << "operation " << k << ", rank " << r;
+        }
+      },
+      GetParam());
 }
 
 // wait_for_doorbell returns at once when the bell rang after `seen` was read, and otherwise sleeps
