@@ -12,6 +12,7 @@
 #include <ctime>
 #include <type_traits>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace ember::dist {
@@ -200,41 +201,21 @@ void ShmAllReduce::reduce_my_part(Job& job) {
   for (int r = 0; r < size_; ++r) in[static_cast<size_t>(r)] = slot(set, r);
   char* out = static_cast<char*>(job.t.raw_data()) + (job.done + b) * item;
   const char* const* src = in.data();
-  switch (job.t.dtype()) {
-    case DType::Float32:
-      fold<float, float>(reinterpret_cast<float*>(out), src, size_, b, n, job.op);
-      break;
-    case DType::Float64:
-      fold<double, double>(reinterpret_cast<double*>(out), src, size_, b, n, job.op);
-      break;
-    case DType::Int32:
-      fold<int32_t, int32_t>(reinterpret_cast<int32_t*>(out), src, size_, b, n, job.op);
-      break;
-    case DType::Int64:
-      fold<int64_t, int64_t>(reinterpret_cast<int64_t*>(out), src, size_, b, n, job.op);
-      break;
-    case DType::UInt8:
-      fold<uint8_t, uint8_t>(reinterpret_cast<uint8_t*>(out), src, size_, b, n, job.op);
-      break;
-    case DType::Bool:  // sum of booleans is logical or, as on the MPI path
-      fold<uint8_t, uint8_t>(reinterpret_cast<uint8_t*>(out), src, size_, b, n, ReduceOp::Max);
-      break;
-    case DType::Float16:
-    case DType::BFloat16: {
+  EMBER_DISPATCH_ALL(job.t.dtype(), "all_reduce", [&] {
+    using T = scalar_t;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       // Accumulate in float and round once, rather than once per rank.
       scratch_.resize(static_cast<size_t>(n));
-      if (job.t.dtype() == DType::Float16) {
-        fold<Half, float>(scratch_.data(), src, size_, b, n, job.op);
-        auto* o = reinterpret_cast<Half*>(out);
-        for (int64_t i = 0; i < n; ++i) o[i] = Half(scratch_[static_cast<size_t>(i)]);
-      } else {
-        fold<BFloat16, float>(scratch_.data(), src, size_, b, n, job.op);
-        auto* o = reinterpret_cast<BFloat16*>(out);
-        for (int64_t i = 0; i < n; ++i) o[i] = BFloat16(scratch_[static_cast<size_t>(i)]);
-      }
-      break;
+      fold<T, float>(scratch_.data(), src, size_, b, n, job.op);
+      auto* o = reinterpret_cast<T*>(out);
+      for (int64_t i = 0; i < n; ++i) o[i] = T(scratch_[static_cast<size_t>(i)]);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      // A sum of booleans is their logical or, as on the MPI path: the max of 0/1 bytes.
+      fold<uint8_t, uint8_t>(reinterpret_cast<uint8_t*>(out), src, size_, b, n, ReduceOp::Max);
+    } else {
+      fold<T, T>(reinterpret_cast<T*>(out), src, size_, b, n, job.op);
     }
-  }
+  });
   // The other ranks copy this rank's part from its slot; nobody else reads that range of it.
   std::memcpy(slot(set, rank_) + b * item, out, static_cast<size_t>(n * item));
 }
