@@ -406,9 +406,7 @@ class Engine {
 namespace {
 constexpr size_t kMaxShmSlot = size_t{1} << 30;
 constexpr double kShmSpinSeconds = 200e-6;
-}  // namespace
 
-namespace {
 // Backs every page of [p, p + n) with memory, or says that it cannot.
 bool populate(void* p, size_t n) {
 #ifndef MADV_POPULATE_WRITE
@@ -471,10 +469,9 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
               "MpiOptions: expected positive heartbeat and stall times and dead_seconds > heartbeat_seconds");
   if (const char* v = std::getenv("EMBER_MPI_SHM_SLOT_BYTES")) {
     std::string s = v;
-    char* end = nullptr;
     unsigned long long n = s.empty() || s.find_first_not_of("0123456789") != std::string::npos
                                ? kMaxShmSlot + 1
-                               : std::strtoull(s.c_str(), &end, 10);
+                               : std::strtoull(s.c_str(), nullptr, 10);  // saturates: too many digits is too big
     EMBER_CHECK(n <= kMaxShmSlot, "EMBER_MPI_SHM_SLOT_BYTES: expected a number of bytes in [0, ", kMaxShmSlot,
                 "] (0 keeps all_reduce on MPI), got '", s, "'");
     opts_.shm_slot_bytes = n;
