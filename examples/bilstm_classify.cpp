@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> columns{"epoch",     "step",     "train_loss",   "train_acc",
                                      "test_loss", "test_acc", "majority_acc", "seconds"};
     for (const auto& n : names) columns.push_back("test_acc_" + n);
+    if (examples::reached_max_steps(pos.step, max_steps)) return 0;
     examples::MetricsLog log(log_path, columns);
     Confusion last(K);
     for (; pos.epoch < epochs; ++pos.epoch) {

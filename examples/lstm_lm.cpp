@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
         }(),
         dev.str().c_str(), (long long)epochs, (long long)batch, (long long)seq_len, lr);
 
+    if (examples::reached_max_steps(pos.step, max_steps)) return 0;
     examples::MetricsLog log(log_path, {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl", "test_acc",
                                         "unigram_ppl", "seconds"});
     models::TextGenerator sampler(lm,

@@ -253,6 +253,7 @@ int main(int argc, char** argv) {
     };
     if (comm) print_shares();
 #endif
+    if (examples::reached_max_steps(pos.step, max_steps)) return 0;
     examples::MetricsLog log(log_path,
                              {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
     for (; pos.epoch < epochs; ++pos.epoch) {

@@ -94,6 +94,15 @@ inline void install_stop_handlers() {
   std::signal(SIGINT, [](int) { stop_requested() = true; });
 }
 
+// A run whose position already reaches --max-steps (a job resumed after it finished, or
+// --max-steps 0) trains nothing: it says so and the caller ends, leaving the checkpoint and the
+// log as they are. Checked only after a step, the limit would let such a run take one more.
+inline bool reached_max_steps(int64_t step, int64_t max_steps) {
+  if (max_steps < 0 || step < max_steps) return false;
+  std::printf("At step %lld, --max-steps %lld is reached: nothing to train.\n", (long long)step, (long long)max_steps);
+  return true;
+}
+
 // Saves and restores a TrainingState plus the loader's position as checkpoint-dir/last.ckpt.
 class Checkpointer {
  public:
@@ -210,6 +219,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
   std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
               model_name.c_str(), (long long)net.num_parameters(), data_name.c_str(), (long long)train_set.size(),
               dev.str().c_str(), cf.epochs, cf.batch_size, cf.lr);
+  if (reached_max_steps(pos.step, cf.max_steps)) return 0;
   MetricsLog log(cf.log, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
   for (; pos.epoch < cf.epochs; ++pos.epoch) {
     ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
