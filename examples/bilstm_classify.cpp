@@ -116,15 +116,14 @@ int main(int argc, char** argv) {
       flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
   std::string resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
   int64_t max_steps = flags.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
-  int64_t workers = flags.integer("workers", 0, "data-loader worker threads");
-  int64_t threads = flags.integer("threads", 0, "CPU threads for the math (0: all cores)");
+  int64_t workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
+  int64_t threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
   flags.finish();
   if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
   if (epochs < 1 || batch < 1 || lr <= 0 || embed < 1 || hidden < 1 || max_len < 1)
     flags.fail("--epochs, --batch-size, --lr, --embed, --hidden and --max-len must be positive");
-  if (clip < 0 || min_len < 0 || min_freq < 0 || workers < 0 || threads < 0)
-    flags.fail("--clip, --min-length, --min-freq, --workers and --threads must not be negative");
+  if (clip < 0 || min_len < 0 || min_freq < 0) flags.fail("--clip, --min-length and --min-freq must not be negative");
 
   try {
     if (threads > 0) set_num_threads(static_cast<int>(threads));

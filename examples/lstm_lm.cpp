@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
   int64_t sample_len = flags.integer("sample-length", 400, "tokens to generate after each epoch (0: none)");
   double temperature = flags.real("temperature", 0.8, "sampling temperature (0: greedy)");
   int64_t top_k = flags.integer("top-k", 0, "sample among the k most likely tokens (0: all)");
-  int64_t workers = flags.integer("workers", 0, "data-loader worker threads");
-  int64_t threads = flags.integer("threads", 0, "CPU threads for the math (0: all cores)");
+  int64_t workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
+  int64_t threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
   flags.finish();
   if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
@@ -110,11 +110,9 @@ int main(int argc, char** argv) {
     flags.fail("--epochs, --batch-size, --seq-len, --lr, --embed, --hidden and --layers must be positive");
   if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
   if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
-  if (workers > 256 || threads > 1024) flags.fail("--workers must be at most 256 and --threads at most 1024");
-  if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || workers < 0 || threads < 0 ||
-      sample_len < 0 || top_k < 0)
+  if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || sample_len < 0 || top_k < 0)
     flags.fail(
-        "--clip, --min-freq, --max-vocab, --workers, --threads, --sample-length and --top-k must not be "
+        "--clip, --min-freq, --max-vocab, --sample-length and --top-k must not be "
         "negative; --dropout must be in [0, 1)");
 
   try {

@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   std::string resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
   int64_t max_steps = flags.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
   int64_t limit = flags.integer("limit", -1, "use only the first N training and test examples (-1: all)");
-  int64_t workers = flags.integer("workers", 1, "data-loader worker threads");
-  int64_t threads = flags.integer("threads", 0, "CPU threads for the math (0: all cores)");
+  int64_t workers = flags.integer_in("workers", 1, 0, examples::kMaxWorkers, "data-loader worker threads");
+  int64_t threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
   bool data_parallel = flags.boolean("data-parallel", false,
                                      "run as one rank of an MPI job (mpirun -np N / ember launch -n N); "
@@ -107,9 +107,7 @@ int main(int argc, char** argv) {
   bool reshard =
       flags.boolean("reshard", false, "resume a checkpoint written by another number of ranks (one process included)");
   flags.finish();
-  if (epochs < 1 || batch < 1 || lr <= 0 || workers < 0 || threads < 0)
-    flags.fail("--epochs, --batch-size and --lr must be positive; --workers and --threads non-negative");
-  if (workers > 256 || threads > 1024) flags.fail("--workers must be at most 256 and --threads at most 1024");
+  if (epochs < 1 || batch < 1 || lr <= 0) flags.fail("--epochs, --batch-size and --lr must be positive");
 
   CommPtr comm;
   try {

@@ -51,6 +51,15 @@ class Flags {
     }
     fail("--" + name + " expects an integer, got '" + v + "'");
   }
+  // An integer flag that must lie in [lo, hi] (a thread count, say, where a typo would otherwise
+  // start 100,000 threads).
+  long long integer_in(const std::string& name, long long def, long long lo, long long hi, const std::string& help) {
+    const long long r = integer(name, def, help);
+    if (r < lo || r > hi)
+      fail("--" + name + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+           std::to_string(r));
+    return r;
+  }
   double real(const std::string& name, double def, const std::string& help) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", def);

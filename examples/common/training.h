@@ -28,6 +28,8 @@ namespace ember::examples {
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: the scheduler resumes the job later
+// Bounds of --workers and --threads (Flags::integer_in): a typo must not start 100,000 threads.
+inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
 
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
@@ -46,14 +48,14 @@ struct CommonFlags {
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
     max_steps = f.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
     limit = f.integer("limit", -1, "use only the first N training and test examples (-1: all)");
-    workers = f.integer("workers", 1, "data-loader worker threads");
-    threads = f.integer("threads", 0, "CPU threads for the math (0: all cores)");
+    workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
+    threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");
     log = f.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
   }
   // Validates the values (exit 2 on nonsense) and applies --threads.
   void check(Flags& f) {
-    if (epochs < 1 || batch_size < 1 || !(lr > 0) || workers < 0 || threads < 0 || (limit < 1 && limit != -1))
-      f.fail("--epochs, --batch-size, --lr and --limit must be positive; --workers and --threads non-negative");
+    if (epochs < 1 || batch_size < 1 || !(lr > 0) || (limit < 1 && limit != -1))
+      f.fail("--epochs, --batch-size, --lr and --limit must be positive");
     if (threads > 0) set_num_threads(static_cast<int>(threads));
     if (log.empty() && !checkpoint_dir.empty()) log = (std::filesystem::path(checkpoint_dir) / "metrics.csv").string();
     std::error_code ec;
