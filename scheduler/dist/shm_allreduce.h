@@ -28,6 +28,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
