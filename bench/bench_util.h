@@ -9,7 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_capability.h"
+
 namespace ember::bench {
+
+// The header line every benchmark prints first: the CPU and the capability level Ember's kernels
+// run at ("cpu: Intel(R) Xeon(R) Processor, kernels at avx512 (of baseline, avx2, avx512)").
+inline void print_cpu_line() {
+  std::printf("cpu: %s\n", cpu_description().c_str());
+}
 
 // Median wall time in seconds of `reps` runs of f after `warmup` unmeasured runs.
 template <typename F>
@@ -46,7 +54,8 @@ struct Table {
       for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
     auto line = [&](const std::vector<std::string>& r) {
       std::printf("|");
-      for (size_t i = 0; i < w.size(); ++i) std::printf(" %-*s |", static_cast<int>(w[i]), i < r.size() ? r[i].c_str() : "");
+      for (size_t i = 0; i < w.size(); ++i)
+        std::printf(" %-*s |", static_cast<int>(w[i]), i < r.size() ? r[i].c_str() : "");
       std::printf("\n");
     };
     line(header);

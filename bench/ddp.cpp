@@ -277,6 +277,7 @@ int main(int argc, char** argv) {
     }
   }
   if (comm.rank() == 0) {
+    bench::print_cpu_line();
     std::printf(
         "bench/ddp: %d ranks, %d rounds x %d timed steps per row (medians), %d math thread(s) per rank, "
         "buckets %.2f MB first / %.2f MB, gradients as bucket views, all_reduce through %s\n",

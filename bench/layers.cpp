@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);  // OpenMP and OpenBLAS
   ref::set_threads(threads);
+  print_cpu_line();
   std::printf("bench/layers: %d thread(s), median of %d interleaved runs after warm-up; libtorch %s\n", threads, g_reps,
               ref::version().c_str());
   std::printf("ratio = Ember rate / libtorch rate (1.00 = parity, higher is better)\n\n");

@@ -2,13 +2,14 @@
 // OpenBLAS sgemm call, memory-bound ops (elementwise, reductions, softmax) against a memcpy of
 // the same number of bytes. Prints a markdown table whose ratio column is reference time / Ember
 // time: 1.00 is parity, higher is better.
+#include "core/ops.h"
+
 #include <cblas.h>
 
 #include <cstring>
 #include <string>
 
 #include "bench/bench_util.h"
-#include "core/ops.h"
 #include "core/parallel.h"
 
 using namespace ember;
@@ -62,6 +63,7 @@ double memcpy_time(size_t bytes) {
 int main(int argc, char** argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : get_num_threads();
   set_num_threads(threads);
+  print_cpu_line();
   std::printf("bench/ops: %d thread(s); ratio = reference time / Ember time (1.00 = parity, higher is better)\n\n",
               threads);
   Table t{{"op", "size", "ember ms", "ember rate", "reference", "ratio"}, {}};

@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
       return 2;
     }
 
+  print_cpu_line();
   std::printf("bench/train: median of %d runs after a warm-up run; %s\n\n", reps,
               torch_available() ? "libtorch measured in the same run" : "libtorch not found at build time");
   Table t{{"model", "batch", "threads", "Ember", "libtorch", "ratio"}, {}};

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   const LmShape lm;
   const BiShape bi;
+  bench::print_cpu_line();
   std::printf("bench/train_text: %d reps of %d training steps each (median), after 2 warm-up steps\n", reps, steps);
 #ifdef EMBER_WITH_LIBTORCH
   std::printf("reference: libtorch %s, built and run in this process\n", bench::torch_side::version());

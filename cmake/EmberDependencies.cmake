@@ -1,5 +1,14 @@
 # Third-party libraries every build needs (scripts/setup.sh installs them on Debian 12).
 
+# clang's -fopenmp means LLVM's libomp; OpenBLAS (below) runs on GCC's libgomp, and two OpenMP
+# runtimes in one process each start their own thread pool. clang builds against libgomp too
+# (it needs only libomp-dev's omp.h for that).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND NOT OpenMP_CXX_FLAGS)
+  find_library(EMBER_LIBGOMP NAMES gomp libgomp.so.1 REQUIRED)
+  set(OpenMP_CXX_FLAGS -fopenmp=libgomp)
+  set(OpenMP_CXX_LIB_NAMES gomp)
+  set(OpenMP_gomp_LIBRARY ${EMBER_LIBGOMP})
+endif()
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 

@@ -11,13 +11,19 @@
 set(EMBER_GENERATED_INCLUDE_DIR ${PROJECT_BINARY_DIR}/include)
 
 # ember_library(<name> <folder> [extra sources...]): every .cpp under <folder> except its cuda/
-# subfolder (CUDA sources are built by EmberCUDA.cmake). <folder> may be given relative to the
+# subfolder (CUDA sources are built by EmberCUDA.cmake) and its cpu/ folders, whose kernels are
+# compiled once per CPU capability level (EmberCpuDispatch.cmake) after the other sources. <folder> may be given relative to the
 # calling CMakeLists.txt ("." from layers/CMakeLists.txt) or to the repository root ("layers").
 function(ember_library name folder)
   ember_folder_path(dir ${folder})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cpp)
   list(FILTER srcs EXCLUDE REGEX "^${dir}/cuda/")
+  list(FILTER srcs EXCLUDE REGEX "^${dir}/(.*/)?cpu/[^/]*\\.cpp$")
   add_library(${name} ${srcs} ${ARGN})
+  ember_cpu_folder_sources(cpu_srcs ${dir})
+  if(cpu_srcs)
+    ember_cpu_sources(${name} ${cpu_srcs})
+  endif()
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
@@ -39,8 +45,9 @@ function(ember_folder_path out folder)
 endfunction()
 
 # ember_install_library(<target> [<folder>]): installs the library into the export set and, when
-# a folder is given (named as for ember_library), its public headers (every .h under it, except the CUDA-only ones, which need
-# the toolkit's headers) as <prefix>/include/ember/<folder>/...
+# a folder is given (named as for ember_library), its public headers (every .h under it, except the
+# CUDA-only ones, which need the toolkit's headers, and the cpu/ ones, which only the per-level
+# kernel copies can include) as <prefix>/include/ember/<folder>/...
 function(ember_install_library name)
   set_target_properties(${name} PROPERTIES EXPORT_NAME ${name})
   target_include_directories(${name} INTERFACE
@@ -60,7 +67,8 @@ function(ember_install_library name)
     install(DIRECTORY ${dir}/
       DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember/${rel}
       FILES_MATCHING PATTERN "*.h"
-      PATTERN "cuda" EXCLUDE)
+      PATTERN "cuda" EXCLUDE
+      PATTERN "cpu" EXCLUDE)
   endif()
   set_property(GLOBAL APPEND PROPERTY EMBER_EXPORTED_TARGETS ${name})
 endfunction()

@@ -27,7 +27,11 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   const fs::file_status st = fs::status(target, ec);
   EMBER_CHECK(!fs::exists(st) || fs::is_regular_file(st), "write: '", path,
               "' exists and is not a regular file (a folder, device or pipe); expected a file to create or replace");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  // Built by appending: GCC 12 warns falsely (-Wrestrict, its bug 105329) about "." + string.
+  std::string tmp_name = ".";
+  tmp_name += target.filename().string();
+  tmp_name += ".tmp.XXXXXX";
+  std::string tmpl = (dir / tmp_name).string();
   int fd = ::mkstemp(tmpl.data());
   EMBER_CHECK(fd >= 0, "write: cannot create a temporary file next to '", path, "' (", std::strerror(errno), ")");
   std::FILE* f = ::fdopen(fd, "wb");

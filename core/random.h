@@ -20,7 +20,10 @@ struct RandomParams {
 };
 
 // Number of Philox blocks an op of this kind over n elements consumes.
-uint64_t random_blocks(RandomKind kind, int64_t n);
+inline uint64_t random_blocks(RandomKind kind, int64_t n) {
+  const uint64_t un = static_cast<uint64_t>(n);
+  return kind == RandomKind::Normal ? un : (un + 1) / 2;
+}
 
 // dst contiguous; p (bernoulli only, optional) has dst's shape.
 using RandomFn = void(const Tensor& dst, const RandomParams& params, const Tensor& p);

@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
                 (long long)max_len);
     std::printf("Majority-class baseline (always '%s'): test accuracy %.4f\n", names[majority].c_str(), majority_acc);
     std::printf("Training BiLstmClassifier (embed %lld, hidden %lld x 2) on %s: %lld epochs, batch %lld, Adam lr %g\n",
-                (long long)embed, (long long)hidden, dev.str().c_str(), (long long)epochs, (long long)batch, lr);
+                (long long)embed, (long long)hidden, examples::device_label(dev).c_str(), (long long)epochs,
+                (long long)batch, lr);
 
     std::vector<std::string> columns{"epoch",     "step",     "train_loss",   "train_acc",
                                      "test_loss", "test_acc", "majority_acc", "seconds"};

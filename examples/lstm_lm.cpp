@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
           for (const auto& p : lm.parameters()) n += p.numel();
           return n;
         }(),
-        dev.str().c_str(), (long long)epochs, (long long)batch, (long long)seq_len, lr);
+        examples::device_label(dev).c_str(), (long long)epochs, (long long)batch, (long long)seq_len, lr);
 
     if (examples::reached_max_steps(pos.step, max_steps)) return 0;
     examples::MetricsLog log(log_path, {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl", "test_acc",

@@ -238,7 +238,8 @@ int main(int argc, char** argv) {
     std::atomic<bool>& g_stop = examples::stop_requested();
 
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n", name.c_str(),
-                (long long)train_set.size(), dev.str().c_str(), (long long)epochs, (long long)batch, lr);
+                (long long)train_set.size(), examples::device_label(dev).c_str(), (long long)epochs, (long long)batch,
+                lr);
 #ifdef EMBER_HAVE_DIST
     auto print_shares = [&] {
       std::string s;

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite twice: a Release build in build/, then an
-# AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/ (CPU-only: nvcc-compiled
-# code is not instrumented, so the CUDA objects would only cost time there). This is what CI runs
-# (.ci/run). Environment:
+# Sets up, builds and runs the test suite three ways: a Release build in build/ (every test, the
+# op, layer and model tests once more at each CPU capability level this build has), a second
+# compiler (clang) in build-clang/ building the libraries and the core and layer tests with
+# warnings as errors and running those tests, then an AddressSanitizer + UndefinedBehaviorSanitizer
+# build in build-asan/ (CPU-only: nvcc-compiled code is not instrumented, so the CUDA objects
+# would only cost time there; the per-level reruns are left to the Release pass). This is what CI
+# runs (.ci/run). Environment:
 #   EMBER_JOBS=N      parallel compile and test jobs (default 2, the CI machine's cores)
-#   EMBER_ASAN=0      skip the sanitizer pass (quicker local runs; CI always runs it)
+#   EMBER_CLANG=0     skip the clang pass
+#   EMBER_ASAN=0      skip the sanitizer pass (quicker local runs; CI always runs both)
 #   EMBER_CMAKE_ARGS  extra options for both configures, e.g. "-DEMBER_CUDA=OFF"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,15 +37,18 @@ fi
 passed=0
 skipped=0
 
-# build_and_test <build dir> <label> <cmake options...>
+# build_and_test <build dir> <label> <cmake options...>; TARGETS (ninja targets, default all) and
+# CTEST_ARGS (a test selection) narrow a pass.
 build_and_test() {
   local dir=$1 label=$2
   shift 2
-  # shellcheck disable=SC2086  # EMBER_CMAKE_ARGS is a list of words
+  # shellcheck disable=SC2086  # EMBER_CMAKE_ARGS, TARGETS and CTEST_ARGS are lists of words
   cmake -S . -B "$dir" -G Ninja "$@" ${EMBER_CMAKE_ARGS:-}
-  ninja -C "$dir" -j "$jobs"
+  # shellcheck disable=SC2086
+  ninja -C "$dir" -j "$jobs" ${TARGETS:-}
   phase_done "$label build"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 | tee "$dir/ctest.log"
+  # shellcheck disable=SC2086
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 ${CTEST_ARGS:-} | tee "$dir/ctest.log"
   phase_done "$label tests"
   local total skip
   total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/ctest.log" | tail -1)
@@ -52,6 +59,15 @@ build_and_test() {
 
 build_and_test build release -DCMAKE_BUILD_TYPE=Release
 
+if [[ "${EMBER_CLANG:-1}" != 0 ]]; then
+  # Debian's clang: every library, and the core and layer test programs, warning-free (-Werror
+  # through CMake, so configure checks are unaffected); those tests at the default CPU level.
+  CC=clang CXX=clang++ TARGETS="ember_core_tests ember_layers_tests ember_models ember_scheduler ember_data" \
+    CTEST_ARGS="-L ^(core|layers)$ -LE cpu_levels" \
+    build_and_test build-clang clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_COMPILE_WARNING_AS_ERROR=ON \
+    -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF
+fi
+
 if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
   # Leaks, use-after-return and initialisation order are errors too; UBSan stops at the first
   # finding (the build also passes -fno-sanitize-recover=undefined).
@@ -59,7 +75,8 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   # -O1 (with assertions on): sanitized code compiles about twice as fast as at -O3, and the
   # reports stay readable.
-  build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
+  CTEST_ARGS="-LE cpu_levels" \
+    build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
     -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF
 fi
 

@@ -53,6 +53,7 @@ std::vector<Command> top_level_commands() {
       {"sched", "multi-job device scheduler: the daemon, its clients, trace simulation",
        [](const std::vector<std::string>& a) { return dispatch("ember sched", sched_commands(), a); }},
       {"launch", "start N ranks of a program through mpirun (data-parallel training)", launch},
+      {"info", "this build and this machine: backends, CPU capability levels, threads, devices", info},
   };
 }
 

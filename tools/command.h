@@ -37,5 +37,6 @@ int sched_cancel(const std::vector<std::string>& args);
 int sched_logs(const std::vector<std::string>& args);
 int sched_drain(const std::vector<std::string>& args);
 int launch(const std::vector<std::string>& args);  // tools/launch.cpp
+int info(const std::vector<std::string>& args);    // tools/info.cpp
 
 }  // namespace ember::cli

@@ -19,10 +19,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(conv2d_forward_stub, ConvForwardFn);
-EMBER_DEFINE_STUB(conv2d_backward_input_stub, ConvBackwardInputFn);
-EMBER_DEFINE_STUB(conv2d_backward_weight_stub, ConvBackwardWeightFn);
-
 namespace {
 
 // Row-major GEMM: C = alpha * op(A) * op(B) + beta * C.
@@ -667,8 +663,8 @@ void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bi
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(conv2d_forward_stub, CPU, cpu_conv2d_forward);
-EMBER_REGISTER_KERNEL(conv2d_backward_input_stub, CPU, cpu_conv2d_backward_input);
-EMBER_REGISTER_KERNEL(conv2d_backward_weight_stub, CPU, cpu_conv2d_backward_weight);
+EMBER_REGISTER_CPU_KERNEL(conv2d_forward_stub, cpu_conv2d_forward);
+EMBER_REGISTER_CPU_KERNEL(conv2d_backward_input_stub, cpu_conv2d_backward_input);
+EMBER_REGISTER_CPU_KERNEL(conv2d_backward_weight_stub, cpu_conv2d_backward_weight);
 
 }  // namespace ember

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 
+#include "core/cpu/capability.h"
 #include "core/cpu/loops.h"
 
 namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
 
 // out[i] = f(a[i], b[i], c[i]); all four have out's shape (inputs may be broadcast views).
 template <typename To, typename Ta, typename Tb, typename Tc, typename F>
@@ -43,4 +45,5 @@ void map1_runs(const Tensor& out, const Tensor& a, const Run& run, const F& f) {
   });
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

@@ -10,10 +10,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(gemm_stub, GemmFn);
-EMBER_DEFINE_STUB(gemm_batched_stub, GemmBatchedFn);
-EMBER_DEFINE_STUB(dot_stub, DotFn);
-
 namespace {
 
 // Below this many multiply-adds per matrix, a batch is spread across threads (one whole GEMM per
@@ -149,8 +145,8 @@ void cpu_dot(DType dt, int64_t n, const void* x, int64_t incx, const void* y, in
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(gemm_stub, CPU, cpu_gemm);
-EMBER_REGISTER_KERNEL(gemm_batched_stub, CPU, cpu_gemm_batched);
-EMBER_REGISTER_KERNEL(dot_stub, CPU, cpu_dot);
+EMBER_REGISTER_CPU_KERNEL(gemm_stub, cpu_gemm);
+EMBER_REGISTER_CPU_KERNEL(gemm_batched_stub, cpu_gemm_batched);
+EMBER_REGISTER_CPU_KERNEL(dot_stub, cpu_dot);
 
 }  // namespace ember

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu/capability.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
 
 template <size_t N, typename F>
 void for_each_fiber(const Shape& shape, int64_t dim, const std::array<const Shape*, N>& strides, int64_t grain,
@@ -51,4 +53,5 @@ void for_each_fiber(const Shape& shape, int64_t dim, const std::array<const Shap
   });
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu/capability.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
 
 template <size_t N>
 struct StridedLayout {
@@ -158,4 +160,5 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
   });
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

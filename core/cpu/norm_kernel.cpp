@@ -13,11 +13,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(batch_norm_forward_stub, BatchNormForwardFn);
-EMBER_DEFINE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
-EMBER_DEFINE_STUB(layer_norm_forward_stub, LayerNormForwardFn);
-EMBER_DEFINE_STUB(layer_norm_backward_stub, LayerNormBackwardFn);
-
 namespace {
 
 template <typename T>
@@ -400,9 +395,9 @@ void cpu_ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const 
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(batch_norm_forward_stub, CPU, cpu_bn_forward);
-EMBER_REGISTER_KERNEL(batch_norm_backward_stub, CPU, cpu_bn_backward);
-EMBER_REGISTER_KERNEL(layer_norm_forward_stub, CPU, cpu_ln_forward);
-EMBER_REGISTER_KERNEL(layer_norm_backward_stub, CPU, cpu_ln_backward);
+EMBER_REGISTER_CPU_KERNEL(batch_norm_forward_stub, cpu_bn_forward);
+EMBER_REGISTER_CPU_KERNEL(batch_norm_backward_stub, cpu_bn_backward);
+EMBER_REGISTER_CPU_KERNEL(layer_norm_forward_stub, cpu_ln_forward);
+EMBER_REGISTER_CPU_KERNEL(layer_norm_backward_stub, cpu_ln_backward);
 
 }  // namespace ember

@@ -10,13 +10,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(max_pool2d_forward_stub, MaxPoolForwardFn);
-EMBER_DEFINE_STUB(max_pool2d_backward_stub, MaxPoolBackwardFn);
-EMBER_DEFINE_STUB(avg_pool2d_forward_stub, AvgPoolForwardFn);
-EMBER_DEFINE_STUB(avg_pool2d_backward_stub, AvgPoolBackwardFn);
-EMBER_DEFINE_STUB(adaptive_avg_pool2d_forward_stub, AdaptiveAvgPoolForwardFn);
-EMBER_DEFINE_STUB(adaptive_avg_pool2d_backward_stub, AdaptiveAvgPoolBackwardFn);
-
 namespace {
 
 // Planes per parallel chunk so that a chunk carries about kParallelGrain elements of work.
@@ -268,11 +261,11 @@ void cpu_adaptive_backward(const Tensor& gi, const Tensor& go, const Pool2dGeome
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(max_pool2d_forward_stub, CPU, cpu_max_forward);
-EMBER_REGISTER_KERNEL(max_pool2d_backward_stub, CPU, cpu_max_backward);
-EMBER_REGISTER_KERNEL(avg_pool2d_forward_stub, CPU, cpu_avg_forward);
-EMBER_REGISTER_KERNEL(avg_pool2d_backward_stub, CPU, cpu_avg_backward);
-EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_forward_stub, CPU, cpu_adaptive_forward);
-EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_backward_stub, CPU, cpu_adaptive_backward);
+EMBER_REGISTER_CPU_KERNEL(max_pool2d_forward_stub, cpu_max_forward);
+EMBER_REGISTER_CPU_KERNEL(max_pool2d_backward_stub, cpu_max_backward);
+EMBER_REGISTER_CPU_KERNEL(avg_pool2d_forward_stub, cpu_avg_forward);
+EMBER_REGISTER_CPU_KERNEL(avg_pool2d_backward_stub, cpu_avg_backward);
+EMBER_REGISTER_CPU_KERNEL(adaptive_avg_pool2d_forward_stub, cpu_adaptive_forward);
+EMBER_REGISTER_CPU_KERNEL(adaptive_avg_pool2d_backward_stub, cpu_adaptive_backward);
 
 }  // namespace ember

@@ -7,13 +7,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(random_stub, RandomFn);
-
-uint64_t random_blocks(RandomKind kind, int64_t n) {
-  const uint64_t un = static_cast<uint64_t>(n);
-  return kind == RandomKind::Normal ? un : (un + 1) / 2;
-}
-
 namespace {
 
 // Uniform [0,1) for element i: float32 uses 24 bits, float64 53 bits.
@@ -91,6 +84,6 @@ void cpu_random(const Tensor& dst, const RandomParams& p, const Tensor& prob) {
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(random_stub, CPU, cpu_random);
+EMBER_REGISTER_CPU_KERNEL(random_stub, cpu_random);
 
 }  // namespace ember

@@ -19,9 +19,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(reduce_stub, ReduceFn);
-EMBER_DEFINE_STUB(arg_reduce_stub, ArgReduceFn);
-
 namespace {
 
 // Independent accumulators per loop: enough to hide the add latency of the vector unit.
@@ -774,7 +771,7 @@ void cpu_arg_reduce(ArgReduceOp op, const Tensor& values, const Tensor& indices,
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(reduce_stub, CPU, cpu_reduce);
-EMBER_REGISTER_KERNEL(arg_reduce_stub, CPU, cpu_arg_reduce);
+EMBER_REGISTER_CPU_KERNEL(reduce_stub, cpu_reduce);
+EMBER_REGISTER_CPU_KERNEL(arg_reduce_stub, cpu_arg_reduce);
 
 }  // namespace ember

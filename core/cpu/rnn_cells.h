@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cpu/capability.h"
 #include "core/cpu/vec_math.h"
 
-namespace ember::cpu::rnn {
+namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
+namespace rnn {
 
 inline float sigmoid_of(float x) {
   return sigmoid_f32(x);
@@ -157,4 +160,6 @@ inline void rnn_row_backward(bool relu, int64_t units, const T* __restrict g, co
   }
 }
 
-}  // namespace ember::cpu::rnn
+}  // namespace rnn
+}  // namespace EMBER_CPU_NS
+}  // namespace ember::cpu

@@ -8,11 +8,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cpu/capability.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
-namespace ember::cpu::rnn {
+namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
+namespace rnn {
 
 // A panel: K rows of kPanel contiguous values (zero-padded past the operand's last column),
 // 64-byte aligned.
@@ -149,4 +153,6 @@ void pack_panel(int64_t K, int64_t u0, int64_t width, T* p, const Elem& elem) {
   }
 }
 
-}  // namespace ember::cpu::rnn
+}  // namespace rnn
+}  // namespace EMBER_CPU_NS
+}  // namespace ember::cpu

@@ -14,8 +14,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(sort_stub, SortFn);
-
 namespace {
 
 uint32_t float_key(float x) {
@@ -107,6 +105,6 @@ void cpu_sort(const Tensor& values, const Tensor& indices, const Tensor& a, int6
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(sort_stub, CPU, cpu_sort);
+EMBER_REGISTER_CPU_KERNEL(sort_stub, cpu_sort);
 
 }  // namespace ember

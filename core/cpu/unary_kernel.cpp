@@ -15,9 +15,6 @@
 
 namespace ember {
 
-EMBER_DEFINE_STUB(unary_stub, UnaryFn);
-EMBER_DEFINE_STUB(unary_grad_stub, UnaryGradFn);
-
 namespace {
 
 EMBER_VEC_INLINE float k_exp(float x) {
@@ -262,7 +259,7 @@ void cpu_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(unary_stub, CPU, cpu_unary);
-EMBER_REGISTER_KERNEL(unary_grad_stub, CPU, cpu_unary_grad);
+EMBER_REGISTER_CPU_KERNEL(unary_stub, cpu_unary);
+EMBER_REGISTER_CPU_KERNEL(unary_grad_stub, cpu_unary_grad);
 
 }  // namespace ember

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/cpu/capability.h"
+
 // Forced inline: GCC's heuristics otherwise leave some of these out of line at some call sites,
 // and an opaque call keeps the whole loop scalar.
 // EMBER_VEC_LAMBDA does the same for a kernel's per-element lambda, which GCC will otherwise
@@ -25,6 +27,7 @@
 #endif
 
 namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
 
 // c ? a : b as a bit blend. A plain ?: between two computed values lets GCC sink each
 // computation into its own branch, and under the default -ftrapping-math it will not speculate
@@ -238,4 +241,5 @@ EMBER_VEC_INLINE float normal_pdf_f32(float x) {
   return fmadd(-e, 0.5f * ds, e);
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

@@ -92,8 +92,8 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
     auto prob = [logits](const Tensor& out) { return (logits ? sigmoid(out) : out).mean().item(); };
 
     std::printf("Training %s on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g beta1 %g\n",
-                gan.type_name().c_str(), data_name.c_str(), (long long)train_set.size(), dev.str().c_str(), cf.epochs,
-                cf.batch_size, cf.lr, beta1);
+                gan.type_name().c_str(), data_name.c_str(), (long long)train_set.size(), device_label(dev).c_str(),
+                cf.epochs, cf.batch_size, cf.lr, beta1);
     if (reached_max_steps(pos.step, cf.max_steps)) return 0;
     MetricsLog log(cf.log, {"epoch", "step", "d_loss", "g_loss", "d_real", "d_fake", "seconds"});
     for (; pos.epoch < cf.epochs; ++pos.epoch) {

@@ -16,6 +16,7 @@
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "core/cpu_capability.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
@@ -30,6 +31,15 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 inline constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: the scheduler resumes the job later
 // Bounds of --workers and --threads (Flags::integer_in): a typo must not start 100,000 threads.
 inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
+
+// The device as the start-up line names it: on the CPU with the kernels' capability level and the
+// math threads ("cpu (avx2 kernels, 2 threads)"), so a log says what the numbers were measured
+// on. An unusable EMBER_CPU_CAPABILITY throws here, with its reason, before training starts.
+inline std::string device_label(const Device& dev) {
+  if (dev.type != DeviceType::CPU) return dev.str();
+  return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(get_num_threads()) +
+         " threads)";
+}
 
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
@@ -220,7 +230,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
   install_stop_handlers();
   std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
               model_name.c_str(), (long long)net.num_parameters(), data_name.c_str(), (long long)train_set.size(),
-              dev.str().c_str(), cf.epochs, cf.batch_size, cf.lr);
+              device_label(dev).c_str(), cf.epochs, cf.batch_size, cf.lr);
   if (reached_max_steps(pos.step, cf.max_steps)) return 0;
   MetricsLog log(cf.log, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
   for (; pos.epoch < cf.epochs; ++pos.epoch) {

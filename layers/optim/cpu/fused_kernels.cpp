@@ -12,14 +12,6 @@
 
 namespace ember::optim {
 
-EMBER_DEFINE_STUB(sgd_step_stub, SgdStepFn);
-EMBER_DEFINE_STUB(adam_step_stub, AdamStepFn);
-EMBER_DEFINE_STUB(rmsprop_step_stub, RmspropStepFn);
-EMBER_DEFINE_STUB(adagrad_step_stub, AdagradStepFn);
-EMBER_DEFINE_STUB(grad_norm_stub, GradNormFn);
-EMBER_DEFINE_STUB(scale_stub, ScaleFn);
-EMBER_DEFINE_STUB(clip_value_stub, ClipValueFn);
-
 namespace {
 
 // Calls f with std::bool_constant values for each runtime flag.
@@ -273,12 +265,12 @@ void cpu_clip_value(const Tensor& t, double clip) {
 
 }  // namespace
 
-EMBER_REGISTER_KERNEL(sgd_step_stub, CPU, cpu_sgd_step);
-EMBER_REGISTER_KERNEL(adam_step_stub, CPU, cpu_adam_step);
-EMBER_REGISTER_KERNEL(rmsprop_step_stub, CPU, cpu_rmsprop_step);
-EMBER_REGISTER_KERNEL(adagrad_step_stub, CPU, cpu_adagrad_step);
-EMBER_REGISTER_KERNEL(grad_norm_stub, CPU, cpu_grad_norm);
-EMBER_REGISTER_KERNEL(scale_stub, CPU, cpu_scale);
-EMBER_REGISTER_KERNEL(clip_value_stub, CPU, cpu_clip_value);
+EMBER_REGISTER_CPU_KERNEL(sgd_step_stub, cpu_sgd_step);
+EMBER_REGISTER_CPU_KERNEL(adam_step_stub, cpu_adam_step);
+EMBER_REGISTER_CPU_KERNEL(rmsprop_step_stub, cpu_rmsprop_step);
+EMBER_REGISTER_CPU_KERNEL(adagrad_step_stub, cpu_adagrad_step);
+EMBER_REGISTER_CPU_KERNEL(grad_norm_stub, cpu_grad_norm);
+EMBER_REGISTER_CPU_KERNEL(scale_stub, cpu_scale);
+EMBER_REGISTER_CPU_KERNEL(clip_value_stub, cpu_clip_value);
 
 }  // namespace ember::optim

@@ -1,6 +1,8 @@
 // Accuracy of the vectorisable float32 functions of core/cpu/vec_math.h against the double
 // precision std:: functions, measured in ulps of the float result over sweeps that cover each
-// function's whole float range, plus the special values.
+// function's whole float range, plus the special values. Compiled once per CPU capability level
+// (the FMA and AVX-512 code paths round differently from the baseline's), each run where the CPU
+// has the level.
 #include "core/cpu/vec_math.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+
+#include "cpu_level_test.h"
 
 using namespace ember::cpu;
 
@@ -73,42 +77,44 @@ double ref_pdf(double x) {
 
 }  // namespace
 
-TEST(VecMath, ExpWithinOneUlpOverTheWholeRange) {
+EMBER_CPU_LEVEL_FIXTURE(VecMath);
+
+EMBER_CPU_LEVEL_TEST(VecMath, ExpWithinOneUlpOverTheWholeRange) {
   Sweep s = sweep(
       exp_f32, [](double x) { return std::exp(x); }, -110.0f, 100.0f);
   EXPECT_LE(s.worst, 1.5) << "at x = " << s.at;
 }
 
-TEST(VecMath, LogWithinOneUlpIncludingSubnormals) {
+EMBER_CPU_LEVEL_TEST(VecMath, LogWithinOneUlpIncludingSubnormals) {
   Sweep s = sweep(
       log_f32, [](double x) { return std::log(x); }, 0.0f, std::numeric_limits<float>::max());
   EXPECT_LE(s.worst, 1.5) << "at x = " << s.at;
 }
 
-TEST(VecMath, Log1pAccurateNearZeroAndFar) {
+EMBER_CPU_LEVEL_TEST(VecMath, Log1pAccurateNearZeroAndFar) {
   Sweep s = sweep(
       log1p_f32, [](double x) { return std::log1p(x); }, -1.0f, std::numeric_limits<float>::max());
   EXPECT_LE(s.worst, 3.0) << "at x = " << s.at;
 }
 
-TEST(VecMath, Expm1AccurateNearZeroAndFar) {
+EMBER_CPU_LEVEL_TEST(VecMath, Expm1AccurateNearZeroAndFar) {
   Sweep s = sweep(
       expm1_f32, [](double x) { return std::expm1(x); }, -110.0f, 100.0f);
   EXPECT_LE(s.worst, 4.0) << "at x = " << s.at;
 }
 
-TEST(VecMath, TanhWithinTwoUlps) {
+EMBER_CPU_LEVEL_TEST(VecMath, TanhWithinTwoUlps) {
   Sweep s = sweep(
       tanh_f32, [](double x) { return std::tanh(x); }, -50.0f, 50.0f);
   EXPECT_LE(s.worst, 2.0) << "at x = " << s.at;
 }
 
-TEST(VecMath, SigmoidKeepsRelativeAccuracyInTheLowerTail) {
+EMBER_CPU_LEVEL_TEST(VecMath, SigmoidKeepsRelativeAccuracyInTheLowerTail) {
   Sweep s = sweep(sigmoid_f32, ref_sigmoid, -110.0f, 110.0f);
   EXPECT_LE(s.worst, 3.0) << "at x = " << s.at;
 }
 
-TEST(VecMath, ErfcAndNormalCdfPdfAccurateInTheTails) {
+EMBER_CPU_LEVEL_TEST(VecMath, ErfcAndNormalCdfPdfAccurateInTheTails) {
   Sweep e = sweep(
       erfc_f32, [](double x) { return std::erfc(x); }, -12.0f, 12.0f);
   EXPECT_LE(e.worst, 6.0) << "erfc at x = " << e.at;
@@ -118,7 +124,7 @@ TEST(VecMath, ErfcAndNormalCdfPdfAccurateInTheTails) {
   EXPECT_LE(p.worst, 4.0) << "normal_pdf at x = " << p.at;
 }
 
-TEST(VecMath, SpecialValues) {
+EMBER_CPU_LEVEL_TEST(VecMath, SpecialValues) {
   EXPECT_EQ(exp_f32(kInf), kInf);
   EXPECT_EQ(exp_f32(-kInf), 0.0f);
   EXPECT_TRUE(std::isnan(exp_f32(kNaN)));
@@ -163,7 +169,7 @@ TEST(VecMath, SpecialValues) {
   EXPECT_TRUE(std::isnan(erfc_f32(kNaN)));
 }
 
-TEST(VecMath, BlendPicksBitForBit) {
+EMBER_CPU_LEVEL_TEST(VecMath, BlendPicksBitForBit) {
   EXPECT_TRUE(std::signbit(blend(true, -0.0f, 0.0f)));
   EXPECT_FALSE(std::signbit(blend(false, -0.0f, 0.0f)));
   EXPECT_TRUE(std::isnan(blend(true, kNaN, 1.0f)));

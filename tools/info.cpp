@@ -1,0 +1,56 @@
+// `ember info`: what this build of Ember is and what it finds on this machine: version, the
+// backends compiled in, the CPU with its capability levels (built, available, chosen), the math
+// threads, and the CUDA devices. The first thing to paste into a bug report.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "core/cpu_capability.h"
+#include "core/device.h"
+#include "core/parallel.h"
+#include "ember/config.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace ember::cli {
+namespace {
+
+std::string level_list(const std::vector<CpuCapability>& v) {
+  std::string s;
+  for (CpuCapability c : v) {
+    if (!s.empty()) s += ", ";
+    s += cpu_capability_name(c);
+  }
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+int info(const std::vector<std::string>& args) {
+  Flags f;
+  f.add("help", "", "show this help");
+  const std::string usage = "usage: ember info\n\nflags:\n" + f.help();
+  return run_leaf("ember info", usage, [&]() -> int {
+    f.parse(args);
+    if (f.has("help")) {
+      std::cout << usage;
+      return 0;
+    }
+    std::printf("Ember %s\n", EMBER_VERSION);
+    std::printf("backends:        cpu%s%s%s\n", EMBER_WITH_CUDA ? ", cuda" : "", EMBER_WITH_CUDNN ? ", cudnn" : "",
+                EMBER_WITH_NCCL ? ", nccl" : "");
+    std::printf("cpu:             %s\n", cpu_model_name().c_str());
+    std::printf("cpu features:    %s\n", cpu_feature_list().c_str());
+    std::printf("levels built:    %s\n", level_list(cpu_capabilities_built()).c_str());
+    std::printf("levels usable:   %s\n", level_list(cpu_capabilities_available()).c_str());
+    std::printf("math threads:    %d\n", get_num_threads());
+    std::printf("cuda devices:    %d\n", cuda_device_count());
+    // Last: an unusable EMBER_CPU_CAPABILITY is this command's one failure (status 1, its message).
+    std::printf("level in use:    %s%s\n", cpu_capability_name(cpu_capability()),
+                std::getenv("EMBER_CPU_CAPABILITY") && *std::getenv("EMBER_CPU_CAPABILITY") ? " (EMBER_CPU_CAPABILITY)"
+                                                                                            : " (the best usable)");
+    return 0;
+  });
+}
+
+}  // namespace ember::cli
