@@ -1,14 +1,8 @@
 # Third-party libraries every build needs (scripts/setup.sh installs them on Debian 12).
 
-# clang's -fopenmp means LLVM's libomp; OpenBLAS (below) runs on GCC's libgomp, and two OpenMP
-# runtimes in one process each start their own thread pool. clang builds against libgomp too
-# (it needs only libomp-dev's omp.h for that).
-if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND NOT OpenMP_CXX_FLAGS)
-  find_library(EMBER_LIBGOMP NAMES gomp libgomp.so.1 REQUIRED)
-  set(OpenMP_CXX_FLAGS -fopenmp=libgomp)
-  set(OpenMP_CXX_LIB_NAMES gomp)
-  set(OpenMP_gomp_LIBRARY ${EMBER_LIBGOMP})
-endif()
+# With clang this is LLVM's libomp (libomp-dev); OpenBLAS's libgomp calls then bind to the GOMP_
+# entry points libomp also exports, which come first in the lookup order. (clang's
+# -fopenmp=libgomp would not do: it links libgomp but ignores every OpenMP pragma.)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 

@@ -46,7 +46,7 @@ X86Features detect() {
   X86Features f;
 #if EMBER_X86
   unsigned a = 0, b = 0, c = 0, d = 0;
-  const unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  const unsigned max_leaf = static_cast<unsigned>(__get_cpuid_max(0, nullptr));
   if (max_leaf < 1) return f;
   __cpuid(1, a, b, c, d);
   f.sse42 = c & (1u << 20);
@@ -74,7 +74,7 @@ X86Features detect() {
     __cpuid_count(7, 1, a, b, c, d);
     f.avx512bf16 = a & (1u << 5);
   }
-  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000001u) {
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) >= 0x80000001u) {
     __cpuid(0x80000001u, a, b, c, d);
     f.lzcnt = c & (1u << 5);
   }
@@ -130,8 +130,16 @@ CpuCapability requested(const std::string& spec) {
   return c;
 }
 
-std::mutex g_choice_mu;
-std::string g_choice_error;  // why the choice failed, under g_choice_mu
+// Why the choice failed, under its mutex. A function-local static: the first CPU kernel call may
+// come from another library's static initialiser.
+struct ChoiceState {
+  std::mutex mu;
+  std::string error;
+};
+ChoiceState& choice_state() {
+  static ChoiceState s;
+  return s;
+}
 
 }  // namespace
 
@@ -185,14 +193,14 @@ std::vector<CpuCapability> cpu_capabilities_available() {
 namespace detail {
 
 int choose_cpu_capability() {
-  std::lock_guard<std::mutex> lock(g_choice_mu);
+  std::lock_guard<std::mutex> lock(choice_state().mu);
   int c = g_cpu_capability.load(std::memory_order_relaxed);
   if (c != kCpuUnchosen) return c;
   const char* env = std::getenv("EMBER_CPU_CAPABILITY");
   try {
     c = static_cast<int>(requested(env ? env : ""));
   } catch (const Error& e) {
-    g_choice_error = e.what();
+    choice_state().error = e.what();
     c = kCpuChoiceFailed;
   }
   g_cpu_capability.store(c, std::memory_order_relaxed);
@@ -201,8 +209,8 @@ int choose_cpu_capability() {
 
 void fail_no_cpu_kernel(const char* stub_name) {
   if (cpu_capability_index() == kCpuChoiceFailed) {
-    std::lock_guard<std::mutex> lock(g_choice_mu);
-    EMBER_FAIL(stub_name, ": no CPU kernel can run: ", g_choice_error);
+    std::lock_guard<std::mutex> lock(choice_state().mu);
+    EMBER_FAIL(stub_name, ": no CPU kernel can run: ", choice_state().error);
   }
   EMBER_FAIL(stub_name, ": no kernel registered for device cpu at level ",
              cpu_capability_name(static_cast<CpuCapability>(cpu_capability_index())));
@@ -213,8 +221,8 @@ void fail_no_cpu_kernel(const char* stub_name) {
 CpuCapability cpu_capability() {
   const int c = detail::cpu_capability_index();
   if (c == detail::kCpuChoiceFailed) {
-    std::lock_guard<std::mutex> lock(g_choice_mu);
-    throw Error(g_choice_error);
+    std::lock_guard<std::mutex> lock(choice_state().mu);
+    throw Error(choice_state().error);
   }
   return static_cast<CpuCapability>(c);
 }
@@ -224,14 +232,14 @@ void set_cpu_capability(CpuCapability c) {
               "): this build has no such kernels (it has: ", names(cpu_capabilities_built()), ")");
   EMBER_CHECK(cpu_supports(c), "set_cpu_capability(", cpu_capability_name(c), "): this CPU (", cpu_model_name(),
               ") lacks it (it has: ", names(cpu_capabilities_available()), ")");
-  std::lock_guard<std::mutex> lock(g_choice_mu);
-  g_choice_error.clear();
+  std::lock_guard<std::mutex> lock(choice_state().mu);
+  choice_state().error.clear();
   detail::g_cpu_capability.store(static_cast<int>(c), std::memory_order_relaxed);
 }
 
 std::string cpu_model_name() {
 #if EMBER_X86
-  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000004u) {
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) >= 0x80000004u) {
     unsigned r[12];
     for (unsigned i = 0; i < 3; ++i) __cpuid(0x80000002u + i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
     char brand[49] = {};

@@ -11,6 +11,7 @@ namespace ember::nn {
 
 class Loss : public Module {
  public:
+  using Module::forward;
   virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
 };

@@ -322,7 +322,8 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   std::unordered_set<std::string> expected;
   for (auto& [name, slot] : slots) {
     expected.insert(name);
-    auto it = std::find_if(dict.begin(), dict.end(), [&](const auto& e) { return e.first == name; });
+    const std::string& key = name;  // clang 14 cannot capture a structured binding
+    auto it = std::find_if(dict.begin(), dict.end(), [&](const auto& e) { return e.first == key; });
     if (it == dict.end()) {
       res.missing_keys.push_back(name);
       continue;

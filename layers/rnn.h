@@ -55,6 +55,12 @@ struct RnnOutput {
   Tensor c_n = {};     // LSTM only
 };
 
+// RNN modules return RnnOutput from forward(input, state, lengths) and deliberately hide
+// Module's single-tensor forward (bringing it back would make forward(x) ambiguous).
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Woverloaded-virtual"
+#endif
 class RNNBase : public Module {
  public:
   RnnOutput forward(const Tensor& input, const RnnState& state = {}, const std::vector<int64_t>& lengths = {});
@@ -84,6 +90,9 @@ class RNNBase : public Module {
   const char* name_;
   std::vector<std::array<Tensor*, 4>> params_;  // per (layer, direction), into the module's owned tensors
 };
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 class RNN : public RNNBase {
  public:

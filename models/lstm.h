@@ -48,6 +48,7 @@ class BiLstmClassifier : public nn::Module {
  public:
   explicit BiLstmClassifier(BiLstmOptions o);
   // tokens int64 [B, T] (padded), lengths per sequence -> logits [B, classes].
+  using nn::Module::forward;
   Tensor forward(const Tensor& tokens, const std::vector<int64_t>& lengths);
   std::string type_name() const override { return "BiLstmClassifier"; }
 

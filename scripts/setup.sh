@@ -11,7 +11,7 @@ packages=(
   ninja-build
   g++                      # C++20; its libgomp is the OpenMP runtime
   clang                    # the second compiler CI builds with (clang 14 on Debian 12)
-  libomp-dev               # omp.h for clang (which links GCC's libgomp all the same)
+  libomp-dev               # clang's OpenMP runtime
   pkg-config
   ccache                   # optional speed-up, used when present
   # core: GEMM through the OpenMP build of OpenBLAS, sharing Ember's OpenMP threads

@@ -62,7 +62,7 @@ build_and_test build release -DCMAKE_BUILD_TYPE=Release
 if [[ "${EMBER_CLANG:-1}" != 0 ]]; then
   # Debian's clang: every library, and the core and layer test programs, warning-free (-Werror
   # through CMake, so configure checks are unaffected); those tests at the default CPU level.
-  CC=clang CXX=clang++ TARGETS="ember_core_tests ember_layers_tests ember_models ember_scheduler ember_data" \
+  CC=clang CXX=clang++ TARGETS="ember_core_tests ember_layers_tests resume_check ember_models ember_scheduler ember_data" \
     CTEST_ARGS="-L ^(core|layers)$ -LE cpu_levels" \
     build_and_test build-clang clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_COMPILE_WARNING_AS_ERROR=ON \
     -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF

@@ -8,6 +8,7 @@
 
 #include "core/cuda/device_api.h"
 #include "core/dtype.h"
+#include "core/float_to_int.h"
 #include "core/half_bits.h"
 
 namespace ember::cuda {
@@ -58,8 +59,8 @@ EMBER_DEVICE float to_float(BF16Bits v) {
   return bf16_bits_to_float(v.bits);
 }
 
-// core/copy.h's cast_value for kernels: C++ conversions, -> bool is != 0, half and bfloat16
-// through float.
+// core/copy.h's cast_value for kernels: float -> int truncates and saturates, NaN -> 0
+// (core/float_to_int.h), -> bool is != 0, half and bfloat16 through float.
 template <typename To, typename From>
 EMBER_DEVICE To cast_element(From v) {
   constexpr bool from_16 = std::is_same_v<From, HalfBits> || std::is_same_v<From, BF16Bits>;
@@ -70,7 +71,9 @@ EMBER_DEVICE To cast_element(From v) {
   } else if constexpr (std::is_same_v<To, BF16Bits>) {
     return BF16Bits{float_to_bf16_bits(to_float(v))};
   } else if constexpr (from_16) {
-    return static_cast<To>(to_float(v));
+    return cast_element<To>(to_float(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return ::ember::float_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -18,7 +18,7 @@ double now_s() {
 // A prepared statement that finalizes itself.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db) {
+  Stmt(sqlite3* db, const char* sql, const std::string& path) {
     EMBER_CHECK(sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) == SQLITE_OK, "scheduler state ", path, ": ",
                 sqlite3_errmsg(db));
   }
@@ -33,7 +33,6 @@ class Stmt {
   int step() { return sqlite3_step(st_); }
 
  private:
-  sqlite3* db_;
   sqlite3_stmt* st_ = nullptr;
 };
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/ops.h"
 #include "test_helpers.h"
@@ -126,6 +127,35 @@ TEST(Tensor, CopyCastsAndBroadcasts) {
   Tensor c = d.clone();
   c.fill_(7);
   EXPECT_EQ(d.to_vector<double>()[0], 1.5);
+}
+
+// Float -> integer truncates toward zero and saturates at the integer's bounds, NaN -> 0
+// (core/float_to_int.h): a plain C++ conversion is undefined out of range, and gave different
+// integers at different CPU levels. Long enough for the vectorised loops, and strided too.
+TEST(Tensor, FloatToIntegerCastsSaturateAndNanIsZero) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> in = {-3.7, -0.9, 0.9, 254.9,        255.0,         300.0, -1e30,  1e30,
+                                  inf,  -inf, nan, 2147483647.5, -2147483648.5, 3e9,   9.3e18, -9.3e18};
+  std::vector<double> many;
+  for (int r = 0; r < 9; ++r) many.insert(many.end(), in.begin(), in.end());
+  const int64_t n = static_cast<int64_t>(many.size());
+  for (DType from : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    Tensor src = from_vector(many, {n}).to(from);
+    const std::vector<double> v = src.to(DType::Float64).to_vector<double>();  // as the dtype holds them
+    auto expect = [&](DType to, double lo, double hi, const char* name) {
+      for (Tensor s : {src, src.unsqueeze(1).expand({n, 2}).t().select(0, 1)}) {
+        const std::vector<double> got = s.to(to).to(DType::Float64).to_vector<double>();
+        for (int64_t i = 0; i < n; ++i) {
+          const double x = v[static_cast<size_t>(i)];
+          const double want = std::isnan(x) ? 0.0 : x <= lo ? lo : x >= hi ? hi : std::trunc(x);
+          ASSERT_EQ(got[static_cast<size_t>(i)], want) << dtype_name(from) << " " << x << " -> " << name;
+        }
+      }
+    };
+    expect(DType::UInt8, 0, 255, "uint8");
+    expect(DType::Int32, -2147483648.0, 2147483647.0, "int32");
+    expect(DType::Int64, -9223372036854775808.0, 9223372036854775807.0, "int64");
+  }
 }
 
 TEST(Tensor, HalfAndBFloat16Conversions) {

@@ -53,6 +53,24 @@ TEST_P(Cast, EveryPairMatchesTheCpuCopy) {
   }
 }
 
+// Out-of-range floats, infinities and NaN to integers: the kernel saturates like the CPU's copy
+// (core/float_to_int.h, shared by both).
+TEST_P(Cast, OutOfRangeFloatsSaturateLikeTheCpu) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor src64 = from_vector(
+      std::vector<double>{-3.7, 300.0, -1e30, 1e30, inf, -inf, nan, 3e9, -3e9, 9.3e18, -9.3e18, 255.5, -0.5}, {13});
+  for (DType from : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (DType to : {DType::UInt8, DType::Int32, DType::Int64}) {
+      Tensor src = src64.to(from);
+      Tensor want = empty(src.shape(), {.dtype = to});
+      want.copy_(src);
+      Tensor got = device_empty(src.shape(), to);
+      cuda::cast_copy(got, device_copy(src));
+      expect_close(got, want, 0.0, 0.0, std::string(dtype_name(from)) + " -> " + dtype_name(to));
+    }
+  }
+}
+
 TEST_P(Cast, HalfAndBFloat16RoundLikeTheCpu) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> edge = {0.0f,          -0.0f,          1.0f,     65504.0f, 65520.0f, 70000.0f, 1e-5f,
