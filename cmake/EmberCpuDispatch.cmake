@@ -18,6 +18,11 @@
 include(CheckCXXCompilerFlag)
 include(CheckCXXSourceCompiles)
 
+# OFF: the baseline level only, a third of the kernels' compile time. For builds that run one
+# level anyway: CI's sanitizer pass (scripts/test.sh), whose kernel objects at -O1 with ASan cost
+# more than anything else it compiles.
+option(EMBER_CPU_DISPATCH "Compile the CPU kernels for the avx2 and avx512 levels too (x86-64)" ON)
+
 set(EMBER_CPU_LEVELS)            # names, lowest first
 set(EMBER_CPU_CAPABILITIES_BUILT 0)
 # Flags every level's kernels get: none of them reads errno, and with math-errno GCC keeps every
@@ -52,7 +57,7 @@ else()
   list(APPEND EMBER_CPU_LEVELS baseline)
   set(EMBER_CPU_LEVEL_baseline 0)
   set(EMBER_CPU_FLAGS_baseline)
-  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  if(EMBER_CPU_DISPATCH AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     check_cxx_compiler_flag(-march=x86-64-v3 EMBER_HAS_MARCH_V3)
     check_cxx_compiler_flag(-march=x86-64-v4 EMBER_HAS_MARCH_V4)
     if(EMBER_HAS_MARCH_V3)
