@@ -18,9 +18,9 @@
 include(CheckCXXCompilerFlag)
 include(CheckCXXSourceCompiles)
 
-# OFF: the baseline level only, a third of the kernels' compile time. For builds that run one
-# level anyway: CI's sanitizer pass (scripts/test.sh), whose kernel objects at -O1 with ASan cost
-# more than anything else it compiles.
+# OFF: the baseline level only, a third of the kernels' compile time, for builds that run one
+# level anyway (meant for CI's sanitizer pass, whose three sanitized kernel copies cost more than
+# anything else it compiles; not used there until that configuration has run the whole suite).
 option(EMBER_CPU_DISPATCH "Compile the CPU kernels for the avx2 and avx512 levels too (x86-64)" ON)
 
 set(EMBER_CPU_LEVELS)            # names, lowest first
