@@ -98,19 +98,10 @@ bool built(CpuCapability c) {
   return (EMBER_CPU_CAPABILITIES_BUILT >> static_cast<int>(c)) & 1;
 }
 
-std::string names(const std::vector<CpuCapability>& cs) {
-  std::string s;
-  for (CpuCapability c : cs) {
-    if (!s.empty()) s += ", ";
-    s += cpu_capability_name(c);
-  }
-  return s.empty() ? "none" : s;
-}
-
 CpuCapability best_available() {
   const std::vector<CpuCapability> av = cpu_capabilities_available();
-  EMBER_CHECK(!av.empty(),
-              "this build of Ember has no CPU kernels this CPU can run (built: ", names(cpu_capabilities_built()), ")");
+  EMBER_CHECK(!av.empty(), "this build of Ember has no CPU kernels this CPU can run (built: ",
+              cpu_capability_names(cpu_capabilities_built()), ")");
   return av.back();
 }
 
@@ -124,9 +115,9 @@ CpuCapability requested(const std::string& spec) {
     EMBER_FAIL("EMBER_CPU_CAPABILITY=", spec, ": ", e.what());
   }
   EMBER_CHECK(built(c), "EMBER_CPU_CAPABILITY=", spec, ": this build of Ember has no ", spec,
-              " kernels (it has: ", names(cpu_capabilities_built()), ")");
+              " kernels (it has: ", cpu_capability_names(cpu_capabilities_built()), ")");
   EMBER_CHECK(cpu_supports(c), "EMBER_CPU_CAPABILITY=", spec, ": this CPU (", cpu_model_name(), ") lacks ", spec,
-              " (it has: ", names(cpu_capabilities_available()), ")");
+              " (it has: ", cpu_capability_names(cpu_capabilities_available()), ")");
   return c;
 }
 
@@ -161,6 +152,15 @@ CpuCapability parse_cpu_capability(const std::string& s) {
   for (int i = 0; i < kNumCpuCapabilities; ++i)
     if (s == cpu_capability_name(static_cast<CpuCapability>(i))) return static_cast<CpuCapability>(i);
   EMBER_FAIL("'", s, "' is not a CPU capability level (expected baseline, avx2, avx512 or native)");
+}
+
+std::string cpu_capability_names(const std::vector<CpuCapability>& levels) {
+  std::string s;
+  for (CpuCapability c : levels) {
+    if (!s.empty()) s += ", ";
+    s += cpu_capability_name(c);
+  }
+  return s.empty() ? "none" : s;
 }
 
 std::vector<CpuCapability> cpu_capabilities_built() {
@@ -229,9 +229,9 @@ CpuCapability cpu_capability() {
 
 void set_cpu_capability(CpuCapability c) {
   EMBER_CHECK(built(c), "set_cpu_capability(", cpu_capability_name(c),
-              "): this build has no such kernels (it has: ", names(cpu_capabilities_built()), ")");
+              "): this build has no such kernels (it has: ", cpu_capability_names(cpu_capabilities_built()), ")");
   EMBER_CHECK(cpu_supports(c), "set_cpu_capability(", cpu_capability_name(c), "): this CPU (", cpu_model_name(),
-              ") lacks it (it has: ", names(cpu_capabilities_available()), ")");
+              ") lacks it (it has: ", cpu_capability_names(cpu_capabilities_available()), ")");
   std::lock_guard<std::mutex> lock(choice_state().mu);
   choice_state().error.clear();
   detail::g_cpu_capability.store(static_cast<int>(c), std::memory_order_relaxed);
@@ -297,7 +297,8 @@ std::string cpu_description() {
   } catch (const Error&) {
     level = "none (EMBER_CPU_CAPABILITY is not usable here)";
   }
-  return cpu_model_name() + ", kernels at " + level + " (of " + names(cpu_capabilities_available()) + ")";
+  return cpu_model_name() + ", kernels at " + level + " (of " + cpu_capability_names(cpu_capabilities_available()) +
+         ")";
 }
 
 }  // namespace ember

@@ -33,6 +33,8 @@ std::vector<CpuCapability> cpu_capabilities_built();
 bool cpu_supports(CpuCapability c);
 // Built and supported, lowest first: the levels a test can run here.
 std::vector<CpuCapability> cpu_capabilities_available();
+// "baseline, avx2, avx512" ("none" for an empty list), for messages and reports.
+std::string cpu_capability_names(const std::vector<CpuCapability>& levels);
 
 // The level CPU kernels run at now: EMBER_CPU_CAPABILITY if set, else the best available.
 // Throws when EMBER_CPU_CAPABILITY names a level that is not available.

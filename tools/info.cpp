@@ -13,19 +13,6 @@
 #include "tools/flags.h"
 
 namespace ember::cli {
-namespace {
-
-std::string level_list(const std::vector<CpuCapability>& v) {
-  std::string s;
-  for (CpuCapability c : v) {
-    if (!s.empty()) s += ", ";
-    s += cpu_capability_name(c);
-  }
-  return s.empty() ? "none" : s;
-}
-
-}  // namespace
-
 int info(const std::vector<std::string>& args) {
   Flags f;
   f.add("help", "", "show this help");
@@ -41,8 +28,8 @@ int info(const std::vector<std::string>& args) {
                 EMBER_WITH_NCCL ? ", nccl" : "");
     std::printf("cpu:             %s\n", cpu_model_name().c_str());
     std::printf("cpu features:    %s\n", cpu_feature_list().c_str());
-    std::printf("levels built:    %s\n", level_list(cpu_capabilities_built()).c_str());
-    std::printf("levels usable:   %s\n", level_list(cpu_capabilities_available()).c_str());
+    std::printf("levels built:    %s\n", cpu_capability_names(cpu_capabilities_built()).c_str());
+    std::printf("levels usable:   %s\n", cpu_capability_names(cpu_capabilities_available()).c_str());
     std::printf("math threads:    %d\n", get_num_threads());
     std::printf("cuda devices:    %d\n", cuda_device_count());
     // Last: an unusable EMBER_CPU_CAPABILITY is this command's one failure (status 1, its message).
