@@ -123,10 +123,13 @@ int main(int argc, char** argv) {
     } else if (a == "--no-loader") {
       loader = false;
     } else {
-      std::fprintf(stderr,
-                   "usage: train [--reps N] [--models mnist_cnn,mlp_gan,dcgan] [--threads 1,2] [--data DIR] "
-                   "[--no-loader]\n");
-      return a == "--help" ? 0 : 2;
+      // --help: the usage on stdout and status 0, as every bench program; anything else is an error.
+      const bool help = a == "--help" || a == "-h";
+      std::fprintf(help ? stdout : stderr,
+                   "%susage: train [--reps N] [--models mnist_cnn,mlp_gan,dcgan] [--threads 1,2] [--data DIR] "
+                   "[--no-loader]\n",
+                   help ? "" : ("train: unknown argument '" + a + "'\n").c_str());
+      return help ? 0 : 2;
     }
   }
   for (const auto& m : model_list)

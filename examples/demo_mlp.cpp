@@ -2,12 +2,13 @@
 // random "teacher" network on synthetic data. Forward through ops, backward through autograd,
 // and a plain SGD update written by hand under NoGradGuard. Prints the loss as it falls and exits
 // with status 1 if it did not fall (so ctest can run it).
-//   usage: demo_mlp [steps=300] [learning rate=0.1]
+//   usage: demo_mlp [steps=300] [learning rate=0.1]   (--help: this)
 #include <ember/ember.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 using namespace ember;
@@ -18,6 +19,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\nusage: %s [steps > 0] [learning rate > 0]\n", argv[0], why, argv[0]);
     return 2;
   };
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(
+          "usage: %s [steps > 0, default 300] [learning rate > 0, default 0.1]\n\n"
+          "Trains a two-layer perceptron to imitate a fixed random teacher network on synthetic data\n"
+          "(forward through ops, backward through autograd, SGD by hand); exits with status 1 if the\n"
+          "loss did not fall to half its first value.\n",
+          argv[0]);
+      return 0;
+    }
   if (argc > 3) return usage("too many arguments");
   char* end = nullptr;
   const long steps_arg = argc > 1 ? std::strtol(argv[1], &end, 10) : 300;
