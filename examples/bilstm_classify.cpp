@@ -96,33 +96,33 @@ int main(int argc, char** argv) {
                                     "comma-separated name=folder (relative to --data) per class; missing folders are "
                                     "skipped");
   std::string level = flags.str("level", "char", "tokens: char or word");
-  int64_t epochs = flags.integer("epochs", 3, "passes over the training set");
-  int64_t batch = flags.integer("batch-size", 32, "fortunes per step");
-  double lr = flags.real("lr", 2e-3, "Adam learning rate");
+  int64_t epochs = flags.integer_min("epochs", 3, 1, "passes over the training set");
+  int64_t batch = flags.integer_min("batch-size", 32, 1, "fortunes per step");
+  double lr = flags.positive("lr", 2e-3, "Adam learning rate");
   double clip = flags.real("clip", 1.0, "clip the gradient norm to this (0: no clipping)");
-  int64_t embed = flags.integer("embed", 32, "embedding size");
-  int64_t hidden = flags.integer("hidden", 64, "LSTM hidden size per direction");
-  int64_t max_len = flags.integer("max-len", 128, "keep the first N tokens of a fortune");
+  int64_t embed = flags.integer_min("embed", 32, 1, "embedding size");
+  int64_t hidden = flags.integer_min("hidden", 64, 1, "LSTM hidden size per direction");
+  int64_t max_len = flags.integer_min("max-len", 128, 1, "keep the first N tokens of a fortune");
   int64_t min_len = flags.integer("min-length", 10, "drop fortunes with fewer characters (after squashing spaces)");
   int64_t min_freq = flags.integer("min-freq", 0, "keep tokens seen this often (0: 5 for char, 3 for word)");
   bool balance = flags.boolean("balance", true, "subsample every language to the smallest one's count");
-  int64_t limit = flags.integer("limit", -1, "use at most N fortunes per language (-1: all)");
-  double test_fraction = flags.real("test-fraction", 0.2, "share of each language held out for testing");
+  int64_t limit = flags.count_or_none("limit", 1, "all", "use at most N fortunes per language");
+  double test_fraction = flags.real_between("test-fraction", 0.2, 0, 1, "share of each language held out for testing");
   int64_t split_seed =
       flags.integer("split-seed", 1234, "seed of the subsampling and the split (kept apart from --seed)");
   int64_t seed = flags.integer("seed", 0, "seed for weights and shuffling");
-  std::string device = flags.str("device", "auto", "cpu, cuda, cuda:N or auto");
+  std::string device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
   std::string ckpt_dir =
       flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
   std::string resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-  int64_t max_steps = flags.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
+  bool overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+  int64_t max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
   int64_t workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
   int64_t threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
   flags.finish();
   if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
-  if (epochs < 1 || batch < 1 || lr <= 0 || embed < 1 || hidden < 1 || max_len < 1)
-    flags.fail("--epochs, --batch-size, --lr, --embed, --hidden and --max-len must be positive");
+  if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
   if (clip < 0 || min_len < 0 || min_freq < 0) flags.fail("--clip, --min-length and --min-freq must not be negative");
 
   try {
@@ -214,17 +214,20 @@ int main(int argc, char** argv) {
     std::string classes;
     for (const auto& n : names) classes += (classes.empty() ? "" : ",") + n;
     examples::Checkpointer ckpt(ckpt_dir, {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
-                                {{"model", "BiLstmClassifier"}, {"classes", classes}, {"level", level}});
+                                {{"model", "BiLstmClassifier"},
+                                 {"classes", classes},
+                                 {"level", level},
+                                 {"flag.lr", examples::exact_number(lr)},
+                                 {"flag.seed", std::to_string(seed)},
+                                 {"flag.batch-size", std::to_string(batch)}});
+    examples::prepare_output_dir(flags, "checkpoint-dir", ckpt_dir, resume.empty(), overwrite);
     if (const auto path = ckpt.resume_path(resume);
         path && !examples::vocabulary_matches_checkpoint(
                     vocab, *path, "bilstm_classify",
                     "--data, --languages, --level, --min-freq, --min-length, --balance, --limit and --split-seed"))
       return 1;
     TrainingPosition pos = ckpt.resume(resume);
-    if (!ckpt_dir.empty()) {
-      fs::create_directories(ckpt_dir);
-      vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
-    }
+    if (!ckpt_dir.empty()) vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
     examples::install_stop_handlers();
 
     std::printf("Languages (training / test fortunes%s):", balance ? ", balanced" : "");
@@ -242,13 +245,20 @@ int main(int argc, char** argv) {
                                      "test_loss", "test_acc", "majority_acc", "seconds"};
     for (const auto& n : names) columns.push_back("test_acc_" + n);
     if (examples::reached_max_steps(pos.step, max_steps)) return 0;
-    examples::MetricsLog log(log_path, columns);
+    examples::MetricsLog log(log_path, columns,
+                             examples::rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/true, log_path, ckpt_dir));
     Confusion last(K);
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
                                 loader.batches_per_epoch());
-      double loss_sum = 0;
-      int64_t correct = 0, seen = 0;
+      // A resumed epoch goes on from its checkpoint's sums.
+      examples::RunningSums r = ckpt.take_running();
+      double loss_sum = r["loss_sum"];
+      int64_t correct = static_cast<int64_t>(r["correct"]), seen = static_cast<int64_t>(r["seen"]);
+      const int64_t seen_before = seen;
+      auto sums = [&]() -> examples::RunningSums {
+        return {{"loss_sum", loss_sum}, {"correct", double(correct)}, {"seen", double(seen)}};
+      };
       bool cut_short = false;
       for (auto& [x, y] : loader) {
         Tensor yd = y.to(dev);
@@ -265,20 +275,22 @@ int main(int argc, char** argv) {
           correct += sum(eq(argmax(logits, 1), yd)).item<int64_t>();
         }
         seen += y.numel();
-        bar.update(loader.position().batch, seen,
+        bar.update(loader.position().batch, seen - seen_before,
                    {{"loss", loss_sum / static_cast<double>(seen)}, {"acc", double(correct) / double(seen)}});
-        if (examples::stop_requested()) return ckpt.preempted(pos);
+        if (examples::stop_requested()) return ckpt.preempted(pos, sums());
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
           cut_short = true;
           break;
         }
       }
+      const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
       auto [cm, tloss] = evaluate(clf, test_set, dev, 128);
       last = cm;
       const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
       const double train_acc = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
-      std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f (majority %.4f) |",
-                  (long long)pos.epoch + 1, train_loss, train_acc, tloss, cm.accuracy(), majority_acc);
+      std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f (majority %.4f) |",
+                  examples::epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(), train_loss,
+                  train_acc, tloss, cm.accuracy(), majority_acc);
       std::map<std::string, double> row{
           {"epoch", double(pos.epoch + 1)}, {"step", double(pos.step)}, {"train_loss", train_loss},
           {"train_acc", train_acc},         {"test_loss", tloss},       {"test_acc", cm.accuracy()},
@@ -288,8 +300,9 @@ int main(int argc, char** argv) {
         row["test_acc_" + names[static_cast<size_t>(c)]] = cm.class_accuracy(static_cast<size_t>(c));
       }
       std::printf(" | %.1f s\n", bar.elapsed());
+      std::fflush(stdout);
       log.row(row);
-      ckpt.save(pos);  // the loader's position says where to pick up: mid-epoch or the next epoch
+      ckpt.save(pos, sums());  // the loader's position says where to pick up: mid-epoch or the next epoch
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
     if (last.total() > 0) {

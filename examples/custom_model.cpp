@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   flags.finish();
   cf.check(flags);
   try {
+    cf.prepare(flags);  // the data first: bad data leave no empty --checkpoint-dir behind
     manual_seed(static_cast<uint64_t>(cf.seed));
     ResidualNet net;
     return examples::train_mnist_classifier(net, "ResidualNet", cf);

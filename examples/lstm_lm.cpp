@@ -77,27 +77,29 @@ int main(int argc, char** argv) {
   std::string data_dir = flags.str("data", "/usr/share/games/fortunes",
                                    "a fortune file or a folder of them (Debian's `fortunes` package)");
   std::string level = flags.str("level", "char", "tokens: char or word");
-  int64_t epochs = flags.integer("epochs", 10, "passes over the training set");
-  int64_t batch = flags.integer("batch-size", 32, "sequences per step");
-  int64_t seq_len = flags.integer("seq-len", 100, "tokens per training sequence (backpropagation through time)");
-  double lr = flags.real("lr", 2e-3, "Adam learning rate");
+  int64_t epochs = flags.integer_min("epochs", 10, 1, "passes over the training set");
+  int64_t batch = flags.integer_min("batch-size", 32, 1, "sequences per step");
+  int64_t seq_len = flags.integer_min("seq-len", 100, 1, "tokens per training sequence (backpropagation through time)");
+  double lr = flags.positive("lr", 2e-3, "Adam learning rate");
   double clip = flags.real("clip", 1.0, "clip the gradient norm to this (0: no clipping)");
-  int64_t embed = flags.integer("embed", 64, "embedding size");
-  int64_t hidden = flags.integer("hidden", 256, "LSTM hidden size");
-  int64_t layers = flags.integer("layers", 1, "LSTM layers");
+  int64_t embed = flags.integer_min("embed", 64, 1, "embedding size");
+  int64_t hidden = flags.integer_min("hidden", 256, 1, "LSTM hidden size");
+  int64_t layers = flags.integer_min("layers", 1, 1, "LSTM layers");
   double dropout = flags.real("dropout", 0.0, "dropout between LSTM layers");
   int64_t min_freq = flags.integer("min-freq", 0, "keep tokens seen this often (0: 2 for char, 3 for word)");
   int64_t max_vocab = flags.integer("max-vocab", 10000, "vocabulary size limit, specials included (0: none)");
   bool lowercase = flags.boolean("lowercase", false, "lower-case the text first");
-  double test_fraction = flags.real("test-fraction", 0.1, "share of the fortunes held out for evaluation");
+  double test_fraction =
+      flags.real_between("test-fraction", 0.1, 0, 1, "share of the fortunes held out for evaluation");
   int64_t split_seed = flags.integer("split-seed", 1234, "seed of the train/held-out split (kept apart from --seed)");
-  int64_t limit = flags.integer("limit", -1, "use only the first N fortunes (-1: all)");
+  int64_t limit = flags.count_or_none("limit", 1, "all", "use only the first N fortunes");
   int64_t seed = flags.integer("seed", 0, "seed for weights, shuffling and sampling");
-  std::string device = flags.str("device", "auto", "cpu, cuda, cuda:N or auto");
+  std::string device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
   std::string ckpt_dir =
       flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
   std::string resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-  int64_t max_steps = flags.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
+  bool overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+  int64_t max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
   int64_t sample_len = flags.integer("sample-length", 400, "tokens to generate after each epoch (0: none)");
   double temperature = flags.real("temperature", 0.8, "sampling temperature (0: greedy)");
   int64_t top_k = flags.integer("top-k", 0, "sample among the k most likely tokens (0: all)");
@@ -106,8 +108,7 @@ int main(int argc, char** argv) {
   std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
   flags.finish();
   if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
-  if (epochs < 1 || batch < 1 || seq_len < 1 || lr <= 0 || embed < 1 || hidden < 1 || layers < 1)
-    flags.fail("--epochs, --batch-size, --seq-len, --lr, --embed, --hidden and --layers must be positive");
+  if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
   if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
   if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
   if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || sample_len < 0 || top_k < 0)
@@ -148,20 +149,22 @@ int main(int argc, char** argv) {
                                         .shuffle = true,
                                         .workers = static_cast<int>(workers),
                                         .seed = static_cast<uint64_t>(seed)});
-    TrainingState state{&lm, {&opt}, {{"default", &default_generator()}}};
-    examples::Checkpointer ckpt(
-        ckpt_dir, {&lm, {&opt}, {{"default", &default_generator()}}}, loader,
-        {{"model", "LstmLanguageModel"}, {"level", level}, {"vocab_size", std::to_string(vocab.size())}});
+    examples::Checkpointer ckpt(ckpt_dir, {&lm, {&opt}, {{"default", &default_generator()}}}, loader,
+                                {{"model", "LstmLanguageModel"},
+                                 {"level", level},
+                                 {"vocab_size", std::to_string(vocab.size())},
+                                 {"flag.lr", examples::exact_number(lr)},
+                                 {"flag.seed", std::to_string(seed)},
+                                 {"flag.batch-size", std::to_string(batch)},
+                                 {"flag.seq-len", std::to_string(seq_len)}});
+    examples::prepare_output_dir(flags, "checkpoint-dir", ckpt_dir, resume.empty(), overwrite);
     if (const auto path = ckpt.resume_path(resume);
         path &&
         !examples::vocabulary_matches_checkpoint(
             vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))
       return 1;
     TrainingPosition pos = ckpt.resume(resume);
-    if (!ckpt_dir.empty()) {
-      fs::create_directories(ckpt_dir);
-      vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
-    }
+    if (!ckpt_dir.empty()) vocab.save((fs::path(ckpt_dir) / "vocab.txt").string());
     examples::install_stop_handlers();
 
     std::printf("Corpus %s: %zu unique fortunes -> %zu training (%zu tokens), %zu held out (%zu tokens)\n",
@@ -181,15 +184,23 @@ int main(int argc, char** argv) {
         examples::device_label(dev).c_str(), (long long)epochs, (long long)batch, (long long)seq_len, lr);
 
     if (examples::reached_max_steps(pos.step, max_steps)) return 0;
-    examples::MetricsLog log(log_path, {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl", "test_acc",
-                                        "unigram_ppl", "seconds"});
+    examples::MetricsLog log(
+        log_path,
+        {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl", "test_acc", "unigram_ppl", "seconds"},
+        examples::rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/true, log_path, ckpt_dir));
     models::TextGenerator sampler(lm,
                                   {.temperature = temperature, .top_k = top_k, .seed = static_cast<uint64_t>(seed)});
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
                                 loader.batches_per_epoch());
-      double loss_sum = 0;
-      int64_t seen = 0, correct = 0;
+      // A resumed epoch goes on from its checkpoint's sums.
+      examples::RunningSums r = ckpt.take_running();
+      double loss_sum = r["loss_sum"];
+      int64_t seen = static_cast<int64_t>(r["seen"]), correct = static_cast<int64_t>(r["correct"]);
+      const int64_t seen_before = seen;
+      auto sums = [&]() -> examples::RunningSums {
+        return {{"loss_sum", loss_sum}, {"correct", double(correct)}, {"seen", double(seen)}};
+      };
       bool cut_short = false;
       for (auto& [x, y] : loader) {
         Tensor logits = lm(x.to(dev));
@@ -209,21 +220,22 @@ int main(int argc, char** argv) {
         }
         seen += n;
         const double mean = loss_sum / static_cast<double>(seen);
-        bar.update(loader.position().batch, seen / seq_len,
+        bar.update(loader.position().batch, (seen - seen_before) / seq_len,
                    {{"loss", mean}, {"ppl", std::exp(mean)}, {"acc", double(correct) / double(seen)}});
-        if (examples::stop_requested()) return ckpt.preempted(pos);
+        if (examples::stop_requested()) return ckpt.preempted(pos, sums());
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
           cut_short = true;
           break;
         }
       }
+      const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
       EvalResult ev = evaluate(lm, test_set, dev, 64);
       const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
       std::printf(
-          "epoch %lld: train loss %.4f ppl %.3f | held-out loss %.4f ppl %.3f acc %.4f | unigram ppl %.3f | "
+          "%s: train loss %.4f ppl %.3f | held-out loss %.4f ppl %.3f acc %.4f | unigram ppl %.3f | "
           "%.1f s\n",
-          (long long)pos.epoch + 1, train_loss, std::exp(train_loss), ev.loss, std::exp(ev.loss), ev.accuracy,
-          unigram_ppl, bar.elapsed());
+          examples::epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(), train_loss,
+          std::exp(train_loss), ev.loss, std::exp(ev.loss), ev.accuracy, unigram_ppl, bar.elapsed());
       log.row({{"epoch", double(pos.epoch + 1)},
                {"step", double(pos.step)},
                {"train_loss", train_loss},
@@ -240,7 +252,7 @@ int main(int argc, char** argv) {
                     top_k > 0 ? (", top-" + std::to_string(top_k)).c_str() : "", render(vocab, text).c_str());
       }
       std::fflush(stdout);
-      ckpt.save(pos);  // the loader's position says where to pick up: mid-epoch or the next epoch
+      ckpt.save(pos, sums());  // the loader's position says where to pick up: mid-epoch or the next epoch
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
     if (!ckpt_dir.empty()) save(lm, (fs::path(ckpt_dir) / "lstm_lm.ckpt").string());

@@ -11,6 +11,10 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "common/flags.h"
 #include "common/progress.h"
@@ -80,21 +84,26 @@ std::pair<double, double> evaluate(models::MnistCnn& net, const data::Dataset& d
 
 int main(int argc, char** argv) {
   examples::Flags flags(argc, argv,
-                        "Trains the MNIST CNN (3 conv + 2 linear layers) with Adam; falls back to Fashion-MNIST\n"
-                        "when --data holds no MNIST files. Example: mnist_cnn --epochs 5 --data data/mnist");
-  std::string data_dir = flags.str("data", "data/mnist", "directory holding the four MNIST IDX files");
-  int64_t epochs = flags.integer("epochs", 5, "passes over the training set");
-  int64_t batch = flags.integer("batch-size", 64, "examples per step");
-  double lr = flags.real("lr", 1e-3, "Adam learning rate");
+                        "Trains the MNIST CNN (3 conv + 2 linear layers) with Adam; without --data it falls back\n"
+                        "to Fashion-MNIST when data/mnist holds no MNIST files. Example: mnist_cnn --epochs 5");
+  std::string data_dir = flags.str("data", examples::kDefaultMnistDir,
+                                   "directory holding the four MNIST IDX files (left out: Fashion-MNIST when "
+                                   "data/mnist has none)");
+  const bool data_given = flags.given("data");
+  int64_t epochs = flags.integer_min("epochs", 5, 1, "passes over the training set");
+  int64_t batch = flags.integer_min("batch-size", 64, 1, "examples per step");
+  double lr = flags.positive("lr", 1e-3, "Adam learning rate");
   int64_t seed = flags.integer("seed", 0, "seed for weights, shuffling and everything random");
-  std::string device = flags.str("device", "auto", "cpu, cuda, cuda:N or auto");
-  std::string ckpt_dir = flags.str("checkpoint-dir", "", "write a checkpoint here after every epoch (empty: none)");
+  std::string device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
+  std::string ckpt_dir = flags.str("checkpoint-dir", "", "write a checkpoint and metrics.csv here (empty: none)");
   std::string resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-  int64_t max_steps = flags.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
-  int64_t limit = flags.integer("limit", -1, "use only the first N training and test examples (-1: all)");
+  bool overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+  int64_t max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
+  int64_t limit = flags.count_or_none("limit", 1, "all", "use only the first N training and test examples");
   int64_t workers = flags.integer_in("workers", 1, 0, examples::kMaxWorkers, "data-loader worker threads");
   int64_t threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
-  std::string log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+  std::string log_path =
+      flags.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
   bool data_parallel = flags.boolean("data-parallel", false,
                                      "run as one rank of an MPI job (mpirun -np N / ember launch -n N); "
                                      "--batch-size is the global batch");
@@ -107,7 +116,8 @@ int main(int argc, char** argv) {
   bool reshard =
       flags.boolean("reshard", false, "resume a checkpoint written by another number of ranks (one process included)");
   flags.finish();
-  if (epochs < 1 || batch < 1 || lr <= 0) flags.fail("--epochs, --batch-size and --lr must be positive");
+  if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
+  if (log_path.empty() && !ckpt_dir.empty()) log_path = (fs::path(ckpt_dir) / "metrics.csv").string();
 
   CommPtr comm;
   try {
@@ -150,9 +160,9 @@ int main(int argc, char** argv) {
     }
     dist::Communicator* grad_comm = gpu_comm ? gpu_comm.get() : comm.get();
 #endif
-    const auto found = examples::find_mnist_data(data_dir, "mnist_cnn");
-    if (!found) return 1;
-    const auto& [root, name] = *found;
+    const auto [root, name] = examples::find_mnist_data(data_dir, data_given);
+    // After the data: bad data leave no empty folder behind. Every rank checks its own view.
+    examples::prepare_output_dir(flags, "checkpoint-dir", ckpt_dir, resume.empty(), overwrite);
     data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = limit};
     data::MNIST train_set(root, data::Split::Train, mopts);
     data::MNIST test_set(root, data::Split::Test, mopts);
@@ -189,7 +199,17 @@ int main(int argc, char** argv) {
     optim::Adam opt(net.parameters(), {.lr = lr});
     data::DataLoader loader(train_set, lopts);
     TrainingState state{&net, {&opt}, {{"default", &default_generator()}}};
+    // What a resume must share with its checkpoint (examples::check_resume_settings).
+    std::map<std::string, std::string> meta{{"model", "MnistCnn"},
+                                            {"data", name},
+                                            {"flag.lr", examples::exact_number(lr)},
+                                            {"flag.seed", std::to_string(seed)},
+                                            {"flag.batch-size", std::to_string(batch)},
+                                            {"flag.limit", std::to_string(limit)},
+                                            {"flag.data", fs::weakly_canonical(root).string()}};
     TrainingPosition pos;
+    bool resumed = false;
+    examples::RunningSums running;  // the sums of the epoch a mid-epoch checkpoint stopped in
     if (!resume.empty()) {
       std::string path = resume == "auto" ? (fs::path(ckpt_dir) / "last.ckpt").string() : resume;
       if (resume == "auto" && !fs::exists(path)) {
@@ -202,37 +222,47 @@ int main(int argc, char** argv) {
         dist::DistributedResume r = dist::load_distributed(
             resume == "auto" ? ckpt_dir : fs::path(resume).parent_path().string(), *comm, state, reshard);
         pos = r.position;
+        examples::check_resume_settings(path, r.metadata, meta);
+        if (pos.loader_batch > 0) running = examples::get_running(r.metadata);
         loader.set_position({pos.loader_epoch, pos.loader_batch});
         pos.epoch = pos.loader_epoch;
-        std::printf("Resumed from %s at epoch %lld, step %lld%s.\n", path.c_str(), (long long)pos.epoch,
-                    (long long)pos.step, r.resharded ? " (resharded to a new number of ranks)" : "");
+        resumed = true;
+        examples::print_resumed(path, pos, loader.batches_per_epoch(),
+                                r.resharded ? " (resharded to a new number of ranks)" : "");
 #endif
       } else {
-        pos = load_training(path, state).first;
+        std::map<std::string, std::string> file_meta;
+        std::tie(pos, file_meta) = load_training(path, state);
         EMBER_CHECK(pos.world_size <= 1 || reshard, "--resume ", path, ": written by a data-parallel job of ",
                     pos.world_size,
                     " ranks; resume it with --data-parallel on as many ranks, or pass --reshard to continue in "
                     "one process");
+        examples::check_resume_settings(path, file_meta, meta);
+        if (pos.loader_batch > 0) running = examples::get_running(file_meta);
         loader.set_position({pos.loader_epoch, pos.loader_batch});
         pos.epoch = pos.loader_epoch;
-        std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch,
-                    (long long)pos.step);
+        resumed = true;
+        examples::print_resumed(path, pos, loader.batches_per_epoch());
       }
     }
-    if (!ckpt_dir.empty()) fs::create_directories(ckpt_dir);
-    auto checkpoint = [&] {
+    const std::string last_ckpt = (fs::path(ckpt_dir) / "last.ckpt").string();
+    // Writes last.ckpt with the loader's position and, mid-epoch, the epoch's running sums.
+    auto checkpoint = [&](const examples::RunningSums& sums) {
       if (ckpt_dir.empty()) return;
       data::LoaderPosition lp = loader.position();
+      if (lp.batch >= loader.batches_per_epoch()) lp = {lp.epoch + 1, 0};
       TrainingPosition p = pos;
       p.loader_epoch = lp.epoch;
       p.loader_batch = lp.batch;
+      std::map<std::string, std::string> m = meta;
+      if (lp.batch > 0) examples::put_running(sums, m);
 #ifdef EMBER_HAVE_DIST
       if (comm) {
-        dist::save_distributed(ckpt_dir, *comm, state, p, {{"model", "MnistCnn"}, {"data", name}});
+        dist::save_distributed(ckpt_dir, *comm, state, p, m);
         return;
       }
 #endif
-      save_training((fs::path(ckpt_dir) / "last.ckpt").string(), state, p, {{"model", "MnistCnn"}, {"data", name}});
+      save_training(last_ckpt, state, p, m);
     };
     examples::install_stop_handlers();
     std::atomic<bool>& g_stop = examples::stop_requested();
@@ -253,13 +283,20 @@ int main(int argc, char** argv) {
     if (comm) print_shares();
 #endif
     if (examples::reached_max_steps(pos.step, max_steps)) return 0;
-    examples::MetricsLog log(log_path,
-                             {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
+    examples::MetricsLog log(chatty ? log_path : "",
+                             {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"},
+                             examples::rows_to_keep(resumed, pos, /*per_epoch=*/true, log_path, ckpt_dir));
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
                                 loader.batches_per_epoch());
-      double loss_sum = 0;
-      int64_t correct = 0, seen = 0;
+      // A resumed epoch goes on from its checkpoint's sums.
+      examples::RunningSums r = std::exchange(running, {});
+      double loss_sum = r["loss_sum"];
+      int64_t correct = static_cast<int64_t>(r["correct"]), seen = static_cast<int64_t>(r["seen"]);
+      const int64_t seen_before = seen;
+      auto sums = [&]() -> examples::RunningSums {
+        return {{"loss_sum", loss_sum}, {"correct", double(correct)}, {"seen", double(seen)}};
+      };
       bool cut_short = false;
       for (auto& [x, y] : loader) {
         Tensor xd = x.to(dev), yd = y.to(dev);
@@ -305,14 +342,16 @@ int main(int argc, char** argv) {
           correct += sum(eq(argmax(logits, 1), yd)).item<int64_t>();
         }
         seen += y.numel();
-        bar.update(loader.position().batch, seen,
+        bar.update(loader.position().batch, seen - seen_before,
                    {{"loss", loss_sum / static_cast<double>(seen)},
                     {"acc", static_cast<double>(correct) / static_cast<double>(seen)}});
         if (g_stop) {
-          checkpoint();
+          checkpoint(sums());
           std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n",
-                      (long long)pos.step, ckpt_dir.empty() ? "" : " after writing a checkpoint",
+                      (long long)pos.step,
+                      ckpt_dir.empty() ? "" : (" after writing a checkpoint to " + last_ckpt).c_str(),
                       examples::kPreemptedExit);
+          std::fflush(stdout);
           return examples::kPreemptedExit;
         }
         if (max_steps >= 0 && pos.step >= max_steps && loader.position().batch < loader.batches_per_epoch()) {
@@ -320,10 +359,13 @@ int main(int argc, char** argv) {
           break;
         }
       }
+      const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
       auto [acc, tloss] = evaluate(net, test_set, dev, 256, comm);
-      std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", (long long)pos.epoch + 1,
+      std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n",
+                  examples::epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(),
                   seen ? loss_sum / static_cast<double>(seen) : 0.0,
                   seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0, tloss, acc, bar.elapsed());
+      std::fflush(stdout);
       log.row({{"epoch", double(pos.epoch + 1)},
                {"step", double(pos.step)},
                {"train_loss", seen ? loss_sum / static_cast<double>(seen) : 0.0},
@@ -331,10 +373,18 @@ int main(int argc, char** argv) {
                {"test_loss", tloss},
                {"test_acc", acc},
                {"seconds", bar.elapsed()}});
-      checkpoint();  // the loader's position says where to pick up: mid-epoch or the next epoch
+      checkpoint(sums());  // the loader's position says where to pick up: mid-epoch or the next epoch
+      if (!ckpt_dir.empty()) {
+        std::printf("Checkpoint written to %s\n", last_ckpt.c_str());
+        std::fflush(stdout);
+      }
       if (cut_short || (max_steps >= 0 && pos.step >= max_steps)) break;
     }
-    if (!ckpt_dir.empty() && chatty) save(net, (fs::path(ckpt_dir) / "mnist_cnn.ckpt").string());
+    if (!ckpt_dir.empty() && chatty) {
+      const std::string model_file = (fs::path(ckpt_dir) / "mnist_cnn.ckpt").string();
+      save(net, model_file);
+      std::printf("Model written to %s\n", model_file.c_str());
+    }
     return 0;
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     std::fprintf(stderr, "mnist_cnn%s: %s\n", comm ? (" rank " + std::to_string(comm->rank())).c_str() : "", e.what());

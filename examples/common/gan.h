@@ -43,19 +43,21 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
   if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
     batch_norm = flags.boolean("batch-norm", true,
                                "batch normalisation in the generator (false: the issue's recipe, which collapses)");
-  long long log_every = flags.integer("log-every", 50, "write a metrics row every N steps");
+  long long log_every = flags.integer_min("log-every", 50, 1, "write a metrics row every N steps");
   std::string samples_dir = flags.str("samples-dir", "", "where the per-epoch sample grids go (empty: checkpoint-dir)");
   flags.finish();
   cf.check(flags);
-  if (log_every < 1) flags.fail("--log-every must be positive");
-  if (samples_dir.empty()) samples_dir = cf.checkpoint_dir;
   try {
-    auto found = find_mnist_data(cf.data, name);
-    if (!found) return 1;
-    auto [root, data_name] = *found;
+    // The data first, then the output folders: bad data leave no empty folder behind.
+    cf.prepare(flags);
+    if (samples_dir.empty())
+      samples_dir = cf.checkpoint_dir;
+    else
+      prepare_output_dir(flags, "samples-dir", samples_dir, /*fresh=*/false, /*overwrite=*/false);
+    const std::string& data_name = cf.data_name;
     // Pixels to [-1, 1] to match the generator's tanh.
     data::MnistOptions mopts{.normalize = std::make_pair(0.5, 0.5), .transform = nullptr, .limit = cf.limit};
-    data::MNIST train_set(root, data::Split::Train, mopts), test_set(root, data::Split::Test, mopts);
+    data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
     const Device dev = cf.dev();
     manual_seed(static_cast<uint64_t>(cf.seed));
     auto make_gan = [&] {
@@ -76,8 +78,10 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
                                         .pin_memory = dev.is_cuda()});
     EMBER_CHECK(loader.batches_per_epoch() > 0, name, ": --batch-size ", cf.batch_size, " is larger than the ",
                 train_set.size(), " training examples");
-    Checkpointer ckpt(cf.checkpoint_dir, {&gan, {&opt_g, &opt_d}, {{"default", &default_generator()}}}, loader,
-                      {{"model", gan.type_name()}, {"data", data_name}, {"generator", gan.gen.extra_repr()}});
+    std::map<std::string, std::string> meta = cf.settings();
+    meta.insert({{"model", gan.type_name()}, {"data", data_name}, {"generator", gan.gen.extra_repr()}});
+    meta["flag.beta1"] = exact_number(beta1);
+    Checkpointer ckpt(cf.checkpoint_dir, {&gan, {&opt_g, &opt_d}, {{"default", &default_generator()}}}, loader, meta);
     TrainingPosition pos = ckpt.resume(cf.resume);
     install_stop_handlers();
     // The fixed noise comes from its own generator, so every epoch's grid (and a resumed run's)
@@ -95,12 +99,20 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
                 gan.type_name().c_str(), data_name.c_str(), (long long)train_set.size(), device_label(dev).c_str(),
                 cf.epochs, cf.batch_size, cf.lr, beta1);
     if (reached_max_steps(pos.step, cf.max_steps)) return 0;
-    MetricsLog log(cf.log, {"epoch", "step", "d_loss", "g_loss", "d_real", "d_fake", "seconds"});
+    MetricsLog log(cf.log, {"epoch", "step", "d_loss", "g_loss", "d_real", "d_fake", "seconds"},
+                   rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/false, cf.log, cf.checkpoint_dir));
     for (; pos.epoch < cf.epochs; ++pos.epoch) {
       ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
                       loader.batches_per_epoch());
-      double sd = 0, sg = 0, sr = 0, sf = 0, ed = 0, eg = 0;  // sums over the log window and the epoch
-      int64_t window = 0, steps = 0, seen = 0;
+      double sd = 0, sg = 0, sr = 0, sf = 0;  // sums over the log window (empty at every checkpoint)
+      // Sums over the epoch; a resumed epoch goes on from its checkpoint's.
+      RunningSums r = ckpt.take_running();
+      double ed = r["d_loss_sum"], eg = r["g_loss_sum"];
+      int64_t window = 0, steps = static_cast<int64_t>(r["steps"]), seen = static_cast<int64_t>(r["seen"]);
+      const int64_t seen_before = seen;
+      auto sums = [&]() -> RunningSums {
+        return {{"d_loss_sum", ed}, {"g_loss_sum", eg}, {"steps", double(steps)}, {"seen", double(seen)}};
+      };
       bool stop_now = false;
       auto flush = [&] {
         if (window == 0) return;
@@ -137,11 +149,12 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
         const double ld = loss_d.item(), lg = loss_g.item();
         sd += ld, sg += lg, ed += ld, eg += lg;
         sr += prob(d_real.detach()), sf += prob(d_fake.detach());
-        bar.update(loader.position().batch, seen, {{"d_loss", ed / double(steps)}, {"g_loss", eg / double(steps)}});
+        bar.update(loader.position().batch, seen - seen_before,
+                   {{"d_loss", ed / double(steps)}, {"g_loss", eg / double(steps)}});
         if (window >= log_every) flush();
         if (stop_requested()) {
           flush();
-          return ckpt.preempted(pos);
+          return ckpt.preempted(pos, sums());
         }
         if (cf.max_steps >= 0 && pos.step >= cf.max_steps) {
           stop_now = true;
@@ -149,6 +162,7 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
         }
       }
       flush();
+      const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
       // End of epoch: D's mean score on held-out real images and on the fixed-noise samples.
       double test_real = 0;
       Tensor samples;
@@ -180,10 +194,12 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
         grid = (std::filesystem::path(samples_dir) / file).string();
         data::save_image_grid(samples, grid, 8, -1.0, 1.0);
       }
-      std::printf("epoch %lld: d_loss %.4f g_loss %.4f | D(test images) %.3f D(samples) %.3f | %.1f s%s%s\n",
-                  (long long)pos.epoch + 1, steps ? ed / double(steps) : 0.0, steps ? eg / double(steps) : 0.0,
-                  test_real, sample_score, bar.elapsed(), grid.empty() ? "" : " | samples: ", grid.c_str());
-      ckpt.save(pos);
+      std::printf("%s: d_loss %.4f g_loss %.4f | D(test images) %.3f D(samples) %.3f | %.1f s%s%s\n",
+                  epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(),
+                  steps ? ed / double(steps) : 0.0, steps ? eg / double(steps) : 0.0, test_real, sample_score,
+                  bar.elapsed(), grid.empty() ? "" : " | samples: ", grid.c_str());
+      std::fflush(stdout);
+      ckpt.save(pos, sums());
       if (stop_now) break;
     }
     if (!cf.checkpoint_dir.empty())

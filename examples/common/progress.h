@@ -8,13 +8,20 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
-#include <stdexcept>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
 
 namespace ember::examples {
 
@@ -71,35 +78,98 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_print_;
 };
 
-// Appends rows to a CSV file; the header is written when the file is new or empty.
+// Appends rows to a CSV file; the header is written when the file is new or empty (or is a pipe
+// or a device). Every row is flushed, and a write that fails (a full disk, /dev/full) is an
+// ember::Error naming the file: a log that silently records nothing is worse than a stopped run.
 class MetricsLog {
  public:
-  MetricsLog(const std::string& path, std::vector<std::string> columns) : columns_(std::move(columns)) {
+  // Decides, from a row's values by column name, whether an existing row stays (see below).
+  using Keep = std::function<bool(const std::map<std::string, double>&)>;
+
+  // With `keep`, an existing regular file first loses the rows for which keep(row) is false, and
+  // is rewritten atomically (a resumed run drops the rows written after its checkpoint, which it
+  // is about to write again; keep returning false restarts the log).
+  MetricsLog(const std::string& path, std::vector<std::string> columns, const Keep& keep = nullptr)
+      : path_(path), columns_(std::move(columns)) {
     if (path.empty()) return;
-    std::ifstream probe(path);
-    bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
-    out_.open(path, std::ios::app);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool regular = fs::is_regular_file(path, ec);
+    if (regular && keep) drop_rows(keep);
+    const bool fresh = !regular || fs::file_size(path, ec) == 0;
+    out_ = std::fopen(path.c_str(), "a");
     // A log that cannot be written is an error at start, not a run that silently records nothing.
-    if (!out_) throw std::runtime_error("--log: cannot write '" + path + "' (" + std::strerror(errno) + ")");
+    if (!out_) throw Error("--log: cannot write '" + path + "' (" + std::strerror(errno) + ")");
     if (fresh) {
-      for (size_t i = 0; i < columns_.size(); ++i) out_ << (i ? "," : "") << columns_[i];
-      out_ << "\n";
+      std::string header;
+      for (size_t i = 0; i < columns_.size(); ++i) header += (i ? "," : "") + columns_[i];
+      put(header + "\n");
     }
   }
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  ~MetricsLog() {
+    if (out_) std::fclose(out_);
+  }
+
   void row(const std::map<std::string, double>& values) {
     if (!out_) return;
+    std::string line;
+    char buf[32];
     for (size_t i = 0; i < columns_.size(); ++i) {
       auto it = values.find(columns_[i]);
-      out_ << (i ? "," : "");
-      if (it != values.end()) out_ << it->second;
+      line += i ? "," : "";
+      if (it != values.end()) {
+        std::snprintf(buf, sizeof buf, "%g", it->second);
+        line += buf;
+      }
     }
-    out_ << "\n";
-    out_.flush();
+    put(line + "\n");
   }
 
  private:
+  void put(const std::string& text) {
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
+      throw Error("--log: writing '" + path_ + "' failed (" + (errno ? std::strerror(errno) : "write error") + ")");
+  }
+  // Rewrites the file with its header and the complete rows that `keep` keeps (a last line
+  // without its newline, from a run killed while writing it, goes too).
+  void drop_rows(const Keep& keep) {
+    std::ifstream in(path_);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw Error("--log: cannot read '" + path_ + "'");
+    std::vector<std::string> names;
+    std::string kept;
+    size_t at = 0;
+    for (bool header = true; at < all.size(); header = false) {
+      const size_t nl = all.find('\n', at);
+      if (nl == std::string::npos) break;
+      const std::string line = all.substr(at, nl - at);
+      at = nl + 1;
+      std::vector<std::string> fields;
+      std::stringstream ss(line);
+      for (std::string f; std::getline(ss, f, ',');) fields.push_back(f);
+      if (header) {
+        names = fields;
+        kept += line + "\n";
+        continue;
+      }
+      std::map<std::string, double> values;
+      for (size_t i = 0; i < fields.size() && i < names.size(); ++i) {
+        char* end = nullptr;
+        const double v = std::strtod(fields[i].c_str(), &end);
+        if (!fields[i].empty() && end && *end == '\0') values[names[i]] = v;
+      }
+      if (keep(values)) kept += line + "\n";
+    }
+    if (kept == all) return;
+    write_file_atomic(path_, [&](std::FILE* f) { write_all(f, kept.data(), kept.size(), "--log " + path_); });
+  }
+
+  std::string path_;
   std::vector<std::string> columns_;
-  std::ofstream out_;
+  std::FILE* out_ = nullptr;
 };
 
 }  // namespace ember::examples

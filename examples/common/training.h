@@ -5,13 +5,19 @@
 // it so that its file is only the model and a few lines).
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "common/flags.h"
@@ -41,60 +47,133 @@ inline std::string device_label(const Device& dev) {
          " threads)";
 }
 
+// `v` in the fewest digits that read back as exactly `v` (0.0002, not 0.00020000000000000001):
+// checkpoint metadata compare and print this.
+inline std::string exact_number(double v) {
+  char buf[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// The MNIST folder used when --data is not given.
+inline constexpr const char* kDefaultMnistDir = "data/mnist";
+
+// The MNIST files for --data `dir`; returns (root, name). Fashion-MNIST from Debian's package
+// stands in only for the default folder (--data left out, or naming data/mnist) when that holds
+// none of the four files, with a notice on stderr; a --data that names another folder, or one
+// that holds only some of the files, is an ember::Error naming what is missing (a typo once
+// trained on Fashion-MNIST with status 0).
+inline std::pair<std::string, std::string> find_mnist_data(const std::string& dir, bool given) {
+  namespace fs = std::filesystem;
+  static const char* const kFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                       "t10k-labels-idx1-ubyte"};
+  std::error_code ec;
+  const bool is_dir = fs::is_directory(dir, ec);
+  std::string missing;
+  int found = 0;
+  for (const char* f : kFiles) {
+    if (is_dir && !data::MNIST::find_file(dir, f).empty()) {
+      ++found;
+    } else {
+      missing += std::string(missing.empty() ? "" : ", ") + f + "[.gz]";
+    }
+  }
+  if (found == 4) return {dir, "MNIST"};
+  const bool default_dir = !given || fs::path(dir).lexically_normal() == fs::path(kDefaultMnistDir);
+  if (default_dir && found == 0) {
+    EMBER_CHECK(data::MNIST::available(kFashionMnistDir), "no MNIST files in '", dir, "' and no Fashion-MNIST in ",
+                kFashionMnistDir,
+                ": run scripts/download-mnist.sh (needs internet) or scripts/setup.sh (installs Debian's "
+                "dataset-fashion-mnist), or pass --data DIR with the four IDX files");
+    std::fprintf(stderr,
+                 "No MNIST files in '%s' (run scripts/download-mnist.sh where there is internet).\n"
+                 "Training on Fashion-MNIST from %s instead.\n",
+                 dir.c_str(), kFashionMnistDir);
+    return {kFashionMnistDir, "Fashion-MNIST"};
+  }
+  if (!fs::exists(dir, ec))
+    EMBER_FAIL("--data '", dir, "' does not exist (expected a folder holding the four MNIST IDX files)");
+  if (!is_dir) EMBER_FAIL("--data '", dir, "' is not a folder (expected a folder holding the four MNIST IDX files)");
+  EMBER_FAIL("--data '", dir, "' lacks ", missing, " (of the four MNIST IDX files",
+             found ? "" : "; leave out --data to train on Fashion-MNIST", ")");
+}
+
+// The output folder of --<flag> (a checkpoint dir): refuses (exit 2, before any training) a
+// path that is not a folder, cannot be created or cannot be written (an existing /proc/self was
+// once found only at the first checkpoint, after a whole epoch), and a fresh run (no --resume)
+// into a folder that already holds a checkpoint unless `overwrite`: that used to replace
+// last.ckpt and append to the old metrics.csv without a word. Call it once the data are found,
+// so that bad data leave no empty folder behind.
+inline void prepare_output_dir(Flags& f, const std::string& flag, const std::string& dir, bool fresh, bool overwrite) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) return;
+  std::error_code ec;
+  // Checked again after creating: data-parallel ranks create the same folder at the same time.
+  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec) && !fs::is_directory(dir))
+    f.fail("cannot create --" + flag + " '" + dir + "': " + (ec ? ec.message() : "not a directory"));
+  std::string probe = (fs::path(dir) / ".write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) f.fail("cannot write to --" + flag + " '" + dir + "': " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (fresh && !overwrite && fs::exists(fs::path(dir) / "last.ckpt", ec))
+    f.fail("--" + flag + " '" + dir +
+           "' already holds a checkpoint (last.ckpt): pass --resume auto to continue it, or --overwrite to start "
+           "afresh (replacing it and its metrics.csv)");
+}
+
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
   long long epochs, batch_size, seed, max_steps, limit, workers, threads;
   double lr;
+  bool data_given, overwrite;
+  std::string data_root, data_name;  // set by prepare()
 
   CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name) {
-    data = f.str("data", "data/mnist", "directory holding the four MNIST IDX files (else Fashion-MNIST is used)");
-    epochs = f.integer("epochs", epochs_def, "passes over the training set");
-    batch_size = f.integer("batch-size", batch_def, "examples per step");
-    lr = f.real("lr", lr_def, "learning rate");
+    data = f.str("data", kDefaultMnistDir,
+                 "directory holding the four MNIST IDX files (left out: Fashion-MNIST when data/mnist has none)");
+    data_given = f.given("data");
+    epochs = f.integer_min("epochs", epochs_def, 1, "passes over the training set");
+    batch_size = f.integer_min("batch-size", batch_def, 1, "examples per step");
+    lr = f.positive("lr", lr_def, "learning rate");
     seed = f.integer("seed", 0, "seed for weights, shuffling, noise and everything random");
-    device = f.str("device", "auto", "cpu, cuda, cuda:N or auto");
-    checkpoint_dir = f.str("checkpoint-dir", "runs/" + name, "checkpoints (and sample grids) go here; empty: none");
+    device = f.device("device", "auto", "auto, cpu, cuda or cuda:N");
+    checkpoint_dir =
+        f.str("checkpoint-dir", "runs/" + name, "checkpoints, metrics.csv and sample grids go here; empty: none");
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    max_steps = f.integer("max-steps", -1, "stop after this many optimizer steps in total (-1: no limit)");
-    limit = f.integer("limit", -1, "use only the first N training and test examples (-1: all)");
+    overwrite = f.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    max_steps = f.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
+    limit = f.count_or_none("limit", 1, "all", "use only the first N training and test examples");
     workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
     threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");
     log = f.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
   }
-  // Validates the values (exit 2 on nonsense) and applies --threads.
+  // Checks what the flags alone can tell (exit 2) and applies --threads.
   void check(Flags& f) {
-    if (epochs < 1 || batch_size < 1 || !(lr > 0) || (limit < 1 && limit != -1))
-      f.fail("--epochs, --batch-size, --lr and --limit must be positive");
+    if (resume == "auto" && checkpoint_dir.empty()) f.fail("--resume auto needs --checkpoint-dir");
     if (threads > 0) set_num_threads(static_cast<int>(threads));
     if (log.empty() && !checkpoint_dir.empty()) log = (std::filesystem::path(checkpoint_dir) / "metrics.csv").string();
-    std::error_code ec;
-    if (!checkpoint_dir.empty() && !std::filesystem::is_directory(checkpoint_dir) &&
-        !std::filesystem::create_directories(checkpoint_dir, ec))
-      f.fail("cannot create --checkpoint-dir '" + checkpoint_dir + "': " + (ec ? ec.message() : "not a directory"));
+  }
+  // Finds the data (an ember::Error when --data lacks them), then prepares --checkpoint-dir
+  // (prepare_output_dir), in that order.
+  void prepare(Flags& f) {
+    std::tie(data_root, data_name) = find_mnist_data(data, data_given);
+    prepare_output_dir(f, "checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
+  }
+  // The settings a resume must share with its checkpoint (Checkpointer compares them).
+  std::map<std::string, std::string> settings() const {
+    return {{"flag.lr", exact_number(lr)},
+            {"flag.seed", std::to_string(seed)},
+            {"flag.batch-size", std::to_string(batch_size)},
+            {"flag.limit", std::to_string(limit)},
+            {"flag.data", std::filesystem::weakly_canonical(data_root).string()}};
   }
   Device dev() const { return device == "auto" ? Device::best() : Device(device); }
 };
-
-// The MNIST files in `dir`, or Fashion-MNIST from Debian's package with a message saying so.
-// Returns (root, name), or nullopt after printing what to do when neither is there.
-inline std::optional<std::pair<std::string, std::string>> find_mnist_data(const std::string& dir,
-                                                                          const std::string& program) {
-  if (data::MNIST::available(dir)) return std::make_pair(dir, std::string("MNIST"));
-  if (data::MNIST::available(kFashionMnistDir)) {
-    std::printf(
-        "No MNIST files in '%s' (run scripts/download-mnist.sh where there is internet).\n"
-        "Training on Fashion-MNIST from %s instead.\n",
-        dir.c_str(), kFashionMnistDir);
-    return std::make_pair(std::string(kFashionMnistDir), std::string("Fashion-MNIST"));
-  }
-  std::fprintf(stderr,
-               "%s: no MNIST files in '%s' and no Fashion-MNIST in %s.\n"
-               "Run scripts/download-mnist.sh (needs internet) or scripts/setup.sh (installs Debian's\n"
-               "dataset-fashion-mnist), or pass --data DIR with the four IDX files.\n",
-               program.c_str(), dir.c_str(), kFashionMnistDir);
-  return std::nullopt;
-}
 
 // Set by SIGINT/SIGTERM; the loops checkpoint and exit with kPreemptedExit when they see it.
 inline std::atomic<bool>& stop_requested() {
@@ -115,9 +194,86 @@ inline bool reached_max_steps(int64_t step, int64_t max_steps) {
   return true;
 }
 
+// Settings a checkpoint was written with ("flag.<name>" metadata) that differ from this run's:
+// a resume keeps the checkpoint's optimizer state and data order, so a new --lr or --seed would
+// be silently ignored and a new --data or --batch-size would continue at the wrong example. An
+// ember::Error that lists every difference; a key missing on either side (an older checkpoint)
+// is not compared.
+inline void check_resume_settings(const std::string& path, const std::map<std::string, std::string>& file,
+                                  const std::map<std::string, std::string>& now) {
+  std::string diff;
+  for (const auto& [key, value] : now) {
+    if (key.rfind("flag.", 0) != 0) continue;
+    auto it = file.find(key);
+    if (it == file.end() || it->second == value) continue;
+    diff += std::string(diff.empty() ? "" : ", ") + "--" + key.substr(5) + " " + it->second + " (now " + value + ")";
+  }
+  EMBER_CHECK(diff.empty(), "--resume ", path, ": the checkpoint was written with ", diff,
+              "; resume with the same values, or start a fresh run");
+}
+
+// An epoch's running sums (what its summary and metrics row average over) as checkpoint metadata
+// ("running.<name>"), so that an epoch resumed mid-way reports the whole epoch, not only the
+// steps after the resume.
+using RunningSums = std::map<std::string, double>;
+inline void put_running(const RunningSums& sums, std::map<std::string, std::string>& meta) {
+  for (const auto& [k, v] : sums) meta["running." + k] = exact_number(v);
+}
+inline RunningSums get_running(const std::map<std::string, std::string>& meta) {
+  RunningSums sums;
+  for (const auto& [k, v] : meta)
+    if (k.rfind("running.", 0) == 0) sums[k.substr(8)] = std::strtod(v.c_str(), nullptr);
+  return sums;
+}
+
+// "Resumed from PATH at step S (epoch E, B of N batches done)." Epochs count from 1, as the
+// progress bar and the summaries do.
+inline void print_resumed(const std::string& path, const TrainingPosition& pos, int64_t batches_per_epoch,
+                          const std::string& extra = "") {
+  if (pos.loader_batch > 0)
+    std::printf("Resumed from %s at step %lld (epoch %lld, %lld of %lld batches done)%s.\n", path.c_str(),
+                (long long)pos.step, (long long)pos.loader_epoch + 1, (long long)pos.loader_batch,
+                (long long)batches_per_epoch, extra.c_str());
+  else
+    std::printf("Resumed from %s at step %lld (start of epoch %lld)%s.\n", path.c_str(), (long long)pos.step,
+                (long long)pos.loader_epoch + 1, extra.c_str());
+}
+
+// What a metrics log keeps of an existing file. A resumed run keeps the rows up to its
+// checkpoint: a run killed after writing rows but before its next checkpoint writes them again
+// (SIGKILL once left the GAN's steps 210 and 220 twice), and with `per_epoch` the row of the epoch
+// in progress goes too (a --max-steps stop wrote it for part of the epoch; the resumed run
+// writes it for the whole). A fresh run restarts the checkpoint folder's own metrics.csv, and
+// appends to a --log elsewhere.
+inline MetricsLog::Keep rows_to_keep(bool resumed, const TrainingPosition& pos, bool per_epoch, const std::string& log,
+                                     const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  if (resumed)
+    return [step = pos.step, done = pos.epoch, per_epoch](const std::map<std::string, double>& row) {
+      auto s = row.find("step"), e = row.find("epoch");
+      if (s == row.end() || s->second > double(step)) return false;
+      return !per_epoch || (e != row.end() && e->second <= double(done));
+    };
+  if (!checkpoint_dir.empty() &&
+      fs::path(log).lexically_normal() == (fs::path(checkpoint_dir) / "metrics.csv").lexically_normal())
+    return [](const std::map<std::string, double>&) { return false; };
+  return nullptr;
+}
+
+// An epoch summary ends with a flush: with stdout a file (`sched logs`), it would otherwise wait
+// for the next progress line, or be lost to a SIGKILL. `partial` marks an epoch cut short by
+// --max-steps, whose numbers cover only its first batches.
+inline std::string epoch_title(int64_t epoch, bool partial, int64_t done, int64_t batches) {
+  std::string t = "epoch " + std::to_string(epoch + 1);
+  if (partial) t += " (partial: " + std::to_string(done) + " of " + std::to_string(batches) + " batches, --max-steps)";
+  return t;
+}
+
 // Saves and restores a TrainingState plus the loader's position as checkpoint-dir/last.ckpt.
 class Checkpointer {
  public:
+  // `meta` goes into every checkpoint; its "flag.*" entries must match on resume
+  // (check_resume_settings).
   Checkpointer(std::string dir, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta)
       : dir_(std::move(dir)), state_(std::move(state)), loader_(loader), meta_(std::move(meta)) {}
 
@@ -133,12 +289,20 @@ class Checkpointer {
       return pos;
     }
     const std::string& path = *found;
-    pos = load_training(path, state_).first;
+    std::map<std::string, std::string> file_meta;
+    std::tie(pos, file_meta) = load_training(path, state_);
+    check_resume_settings(path, file_meta, meta_);
     loader_.set_position({pos.loader_epoch, pos.loader_batch});
     pos.epoch = pos.loader_epoch;
-    std::printf("Resumed from %s at epoch %lld, step %lld.\n", path.c_str(), (long long)pos.epoch, (long long)pos.step);
+    if (pos.loader_batch > 0) running_ = get_running(file_meta);
+    resumed_ = true;
+    print_resumed(path, pos, loader_.batches_per_epoch());
     return pos;
   }
+  bool resumed() const { return resumed_; }
+  // The running sums of the epoch the checkpoint stopped in (empty at an epoch's start, or for
+  // an older checkpoint); handed out once, for the first epoch after the resume.
+  RunningSums take_running() { return std::exchange(running_, {}); }
 
   // The checkpoint that resume(flag) loads, or nullopt when it starts fresh (so that a caller can
   // check what lies beside the checkpoint, such as a vocabulary, before loading it).
@@ -152,15 +316,17 @@ class Checkpointer {
 
   // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
   // return (the scheduler resumes the job later with --resume auto).
-  int preempted(const TrainingPosition& pos) {
-    save(pos);
+  int preempted(const TrainingPosition& pos, const RunningSums& running = {}) {
+    save(pos, running);
     std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
-                dir_.empty() ? "" : " after writing a checkpoint", kPreemptedExit);
+                dir_.empty() ? "" : (" after writing a checkpoint to " + last()).c_str(), kPreemptedExit);
+    std::fflush(stdout);
     return kPreemptedExit;
   }
 
-  // Writes last.ckpt (atomically) with the loader's current position; nothing without a dir.
-  void save(const TrainingPosition& pos) {
+  // Writes last.ckpt (atomically) with the loader's current position and, mid-epoch, the epoch's
+  // running sums; nothing without a dir.
+  void save(const TrainingPosition& pos, const RunningSums& running = {}) {
     if (dir_.empty()) return;
     TrainingPosition p = pos;
     data::LoaderPosition lp = loader_.position();
@@ -168,7 +334,9 @@ class Checkpointer {
     if (lp.batch >= loader_.batches_per_epoch()) lp = {lp.epoch + 1, 0};
     p.loader_epoch = lp.epoch;
     p.loader_batch = lp.batch;
-    save_training(last(), state_, p, meta_);
+    std::map<std::string, std::string> meta = meta_;
+    if (lp.batch > 0) put_running(running, meta);
+    save_training(last(), state_, p, meta);
   }
 
  private:
@@ -176,6 +344,8 @@ class Checkpointer {
   TrainingState state_;
   data::DataLoader& loader_;
   std::map<std::string, std::string> meta_;
+  RunningSums running_;
+  bool resumed_ = false;
 };
 
 // For the text examples: the vocabulary saved as vocab.txt beside the checkpoint at `ckpt_path`
@@ -210,13 +380,11 @@ inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data
 
 // Trains a classifier on MNIST (or Fashion-MNIST) with Adam and the common flags: progress bar,
 // metrics log, evaluation after every epoch, checkpoints, resume, --max-steps, and exit status
-// kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Returns the process exit status.
+// kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Call cf.prepare() first. Returns the
+// process exit status.
 inline int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
-  auto found = find_mnist_data(cf.data, model_name);
-  if (!found) return 1;
-  auto [root, data_name] = *found;
   data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
-  data::MNIST train_set(root, data::Split::Train, mopts), test_set(root, data::Split::Test, mopts);
+  data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
   const Device dev = cf.dev();
   net.to(dev);
   optim::Adam opt(net.parameters(), {.lr = cf.lr});
@@ -224,20 +392,27 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
                                       .workers = static_cast<int>(cf.workers),
                                       .seed = static_cast<uint64_t>(cf.seed),
                                       .pin_memory = dev.is_cuda()});
-  Checkpointer ckpt(cf.checkpoint_dir, {&net, {&opt}, {{"default", &default_generator()}}}, loader,
-                    {{"model", model_name}, {"data", data_name}});
+  std::map<std::string, std::string> meta = cf.settings();
+  meta.insert({{"model", model_name}, {"data", cf.data_name}});
+  Checkpointer ckpt(cf.checkpoint_dir, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta);
   TrainingPosition pos = ckpt.resume(cf.resume);
   install_stop_handlers();
   std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
-              model_name.c_str(), (long long)net.num_parameters(), data_name.c_str(), (long long)train_set.size(),
+              model_name.c_str(), (long long)net.num_parameters(), cf.data_name.c_str(), (long long)train_set.size(),
               device_label(dev).c_str(), cf.epochs, cf.batch_size, cf.lr);
   if (reached_max_steps(pos.step, cf.max_steps)) return 0;
-  MetricsLog log(cf.log, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"});
+  MetricsLog log(cf.log, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"},
+                 rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/true, cf.log, cf.checkpoint_dir));
   for (; pos.epoch < cf.epochs; ++pos.epoch) {
     ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
                     loader.batches_per_epoch());
-    double loss_sum = 0;
-    int64_t correct = 0, seen = 0;
+    RunningSums r = ckpt.take_running();  // a resumed epoch goes on from its checkpoint's sums
+    double loss_sum = r["loss_sum"];
+    int64_t correct = static_cast<int64_t>(r["correct"]), seen = static_cast<int64_t>(r["seen"]);
+    const int64_t seen_before = seen;
+    auto sums = [&]() -> RunningSums {
+      return {{"loss_sum", loss_sum}, {"correct", double(correct)}, {"seen", double(seen)}};
+    };
     bool stop_now = false;
     for (auto& [x, y] : loader) {
       Tensor yd = y.to(dev), logits = net(x.to(dev));
@@ -249,18 +424,21 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
       loss_sum += loss.item() * double(y.numel());
       correct += sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>();
       seen += y.numel();
-      bar.update(loader.position().batch, seen,
+      bar.update(loader.position().batch, seen - seen_before,
                  {{"loss", loss_sum / double(seen)}, {"acc", double(correct) / double(seen)}});
-      if (stop_requested()) return ckpt.preempted(pos);
+      if (stop_requested()) return ckpt.preempted(pos, sums());
       if (cf.max_steps >= 0 && pos.step >= cf.max_steps) {
         stop_now = true;
         break;
       }
     }
+    const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
     auto [acc, tloss] = evaluate_classifier(net, test_set, dev);
     const double tl = seen ? loss_sum / double(seen) : 0.0, ta = seen ? double(correct) / double(seen) : 0.0;
-    std::printf("epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", (long long)pos.epoch + 1,
-                tl, ta, tloss, acc, bar.elapsed());
+    std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n",
+                epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(), tl, ta, tloss, acc,
+                bar.elapsed());
+    std::fflush(stdout);
     log.row({{"epoch", double(pos.epoch + 1)},
              {"step", double(pos.step)},
              {"train_loss", tl},
@@ -268,7 +446,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
              {"test_loss", tloss},
              {"test_acc", acc},
              {"seconds", bar.elapsed()}});
-    ckpt.save(pos);  // the loader's position says where to pick up: mid-epoch or the next epoch
+    ckpt.save(pos, sums());  // the loader's position says where to pick up: mid-epoch or the next epoch
     if (stop_now) break;
   }
   return 0;
