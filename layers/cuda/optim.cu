@@ -3,10 +3,12 @@
 // RMSprop, Adagrad, and the clip helpers. Each update is one grid-stride pass with its
 // hyperparameter branches uniform across the grid; the arithmetic is the CPU kernels', term by
 // term. The gradient norm reduces to per-block partials in double and then one block, in a fixed
-// order (deterministic), and returns to the host.
+// order (deterministic), and returns to the host. Adam and the gradient norm also have
+// multi-tensor forms (many tensors per launch, one host synchronisation for a whole model's norm).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
@@ -74,29 +76,53 @@ struct AdamScalars {
   bool has_wd, decoupled;
 };
 
+// One element of the Adam update: the single-tensor and the multi-tensor kernels share it, so
+// both give the same bits.
+template <typename T>
+EMBER_DEVICE void adam_update(int64_t i, T* p, const T* g, T* m, T* v, T* vmax, const AdamScalars<T>& s) {
+  T gi = s.sign * g[i];
+  T pi = p[i];
+  if (s.has_wd) {
+    if (s.decoupled)
+      pi *= s.decay;
+    else
+      gi += s.wd * pi;
+  }
+  const T mi = s.b1 * m[i] + s.omb1 * gi;
+  const T vi = s.b2 * v[i] + s.omb2 * gi * gi;
+  m[i] = mi;
+  v[i] = vi;
+  T denom_sq = vi;
+  if (vmax) {
+    denom_sq = cuda::dmax(vmax[i], vi);
+    vmax[i] = denom_sq;
+  }
+  const T denom = d_sqrt(denom_sq) * s.inv_bc2_sqrt + s.eps;
+  p[i] = pi - s.step_size * mi / denom;
+}
+
 template <typename T>
 __global__ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> s) {
   EMBER_GRID_STRIDE(i, n) {
-    T gi = s.sign * g[i];
-    T pi = p[i];
-    if (s.has_wd) {
-      if (s.decoupled)
-        pi *= s.decay;
-      else
-        gi += s.wd * pi;
-    }
-    const T mi = s.b1 * m[i] + s.omb1 * gi;
-    const T vi = s.b2 * v[i] + s.omb2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    T denom_sq = vi;
-    if (vmax) {
-      denom_sq = cuda::dmax(vmax[i], vi);
-      vmax[i] = denom_sq;
-    }
-    const T denom = d_sqrt(denom_sq) * s.inv_bc2_sqrt + s.eps;
-    p[i] = pi - s.step_size * mi / denom;
+    adam_update(i, p, g, m, v, vmax, s);
   }
+}
+
+// The scalars of one step; step_size and inv_bc2_sqrt from the given bias corrections.
+template <typename T>
+AdamScalars<T> adam_scalars(const AdamHyper& h, double bias_correction1, double bias_correction2) {
+  return AdamScalars<T>{static_cast<T>(h.beta1),
+                        static_cast<T>(h.beta2),
+                        static_cast<T>(1.0 - h.beta1),
+                        static_cast<T>(1.0 - h.beta2),
+                        static_cast<T>(h.eps),
+                        static_cast<T>(h.weight_decay),
+                        static_cast<T>(h.lr / bias_correction1),
+                        static_cast<T>(1.0 / std::sqrt(bias_correction2)),
+                        static_cast<T>(1.0 - h.lr * h.weight_decay),
+                        static_cast<T>(h.maximize ? -1 : 1),
+                        h.weight_decay != 0,
+                        h.decoupled_weight_decay};
 }
 
 void cuda_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -106,20 +132,122 @@ void cuda_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_a
   DeviceGuard guard(param.device());
   EMBER_DISPATCH_FLOAT(param.dtype(), "Adam.step", [&] {
     using T = scalar_t;
-    const AdamScalars<T> s{static_cast<T>(h.beta1),
-                           static_cast<T>(h.beta2),
-                           static_cast<T>(1.0 - h.beta1),
-                           static_cast<T>(1.0 - h.beta2),
-                           static_cast<T>(h.eps),
-                           static_cast<T>(h.weight_decay),
-                           static_cast<T>(h.lr / h.bias_correction1),
-                           static_cast<T>(1.0 / std::sqrt(h.bias_correction2)),
-                           static_cast<T>(1.0 - h.lr * h.weight_decay),
-                           static_cast<T>(h.maximize ? -1 : 1),
-                           h.weight_decay != 0,
-                           h.decoupled_weight_decay};
+    const AdamScalars<T> s = adam_scalars<T>(h, h.bias_correction1, h.bias_correction2);
     launch(adam_kernel<T>, blocks_for(n), kThreads, 0, kernel_stream(), ptr<T>(param), ptr<T>(grad), ptr<T>(exp_avg),
            ptr<T>(exp_avg_sq), h.amsgrad ? ptr<T>(max_exp_avg_sq) : nullptr, n, s);
+  });
+}
+
+// ------------------------------------------------------------------ multi-tensor launches
+// Many tensors per launch (a model's parameters in a few launches, not one each): the tensors'
+// pointers and sizes travel in the kernel's parameters (kMtTensors of them, under the 4 KiB
+// parameter limit), and each block handles one chunk of kMtChunk elements of one tensor, named
+// by the block's entries of a block-to-(tensor, chunk) table. Built on the host by mt_walk; a
+// launch is issued whenever the tensor slots or the block table are full (a tensor that does not
+// fit continues in the next launch).
+constexpr int kMtTensors = 24;
+constexpr int kMtBlocks = 320;
+constexpr int64_t kMtChunk = 8192;  // 32 elements per thread
+
+struct MtTable {
+  int64_t n[kMtTensors];
+  unsigned char block_tensor[kMtBlocks];
+  int32_t block_chunk[kMtBlocks];
+};
+
+// The elements [begin, end) of a chunk of tensor t.
+EMBER_DEVICE void mt_range(const MtTable& tab, int& t, int64_t& begin, int64_t& end) {
+  t = tab.block_tensor[blockIdx.x];
+  begin = static_cast<int64_t>(tab.block_chunk[blockIdx.x]) * kMtChunk;
+  end = begin + kMtChunk < tab.n[t] ? begin + kMtChunk : tab.n[t];
+}
+
+template <typename T>
+struct AdamMtArgs {
+  T* p[kMtTensors];
+  const T* g[kMtTensors];
+  T* m[kMtTensors];
+  T* v[kMtTensors];
+  T* vmax[kMtTensors];
+  T step_size[kMtTensors];
+  T inv_bc2_sqrt[kMtTensors];
+  MtTable tab;
+};
+
+template <typename T>
+__global__ void adam_multi_kernel(AdamMtArgs<T> a, AdamScalars<T> s) {
+  int t;
+  int64_t begin, end;
+  mt_range(a.tab, t, begin, end);
+  s.step_size = a.step_size[t];
+  s.inv_bc2_sqrt = a.inv_bc2_sqrt[t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    adam_update(i, a.p[t], a.g[t], a.m[t], a.v[t], a.vmax[t], s);
+}
+
+// Walks `count` tensors of sizes size(i), filling the table's slots through set(slot, i) and
+// issuing launch_table(blocks) whenever the tensor slots or the block table are full, and once at
+// the end. A tensor whose chunks do not all fit continues in the next launch, in slot 0.
+template <typename Size, typename Set, typename Launch>
+void mt_walk(size_t count, MtTable& tab, const Size& size, const Set& set, const Launch& launch_table) {
+  int tensors = 0, blocks = 0;
+  auto flush = [&] {
+    if (blocks > 0) launch_table(blocks);
+    tensors = blocks = 0;
+  };
+  auto take_slot = [&](size_t i, int64_t n) {
+    const int slot = tensors++;
+    set(slot, i);
+    tab.n[slot] = n;
+    return slot;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t n = size(i);
+    if (n == 0) continue;
+    if (tensors == kMtTensors) flush();
+    int slot = take_slot(i, n);
+    const int64_t chunks = (n + kMtChunk - 1) / kMtChunk;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (blocks == kMtBlocks) {
+        flush();
+        slot = take_slot(i, n);
+      }
+      tab.block_tensor[blocks] = static_cast<unsigned char>(slot);
+      tab.block_chunk[blocks] = static_cast<int32_t>(c);
+      ++blocks;
+    }
+  }
+  flush();
+}
+
+void cuda_adam_multi_step(const std::vector<AdamTensors>& ts, const AdamHyper& h) {
+  if (ts.empty()) return;
+  const Tensor& first = ts.front().param;
+  for (const AdamTensors& e : ts)
+    EMBER_CHECK(e.param.device() == first.device() && e.param.dtype() == first.dtype(),
+                "Adam.step (multi-tensor): every parameter must share the first one's device ", first.device(),
+                " and dtype ", dtype_name(first.dtype()), ", got ", e.param.device(), " ", dtype_name(e.param.dtype()));
+  DeviceGuard guard(first.device());
+  EMBER_DISPATCH_FLOAT(first.dtype(), "Adam.step", [&] {
+    using T = scalar_t;
+    const AdamScalars<T> s = adam_scalars<T>(h, 1.0, 1.0);  // per-tensor step sizes in the table
+    AdamMtArgs<T> a{};
+    mt_walk(
+        ts.size(), a.tab, [&](size_t i) { return ts[i].param.numel(); },
+        [&](int slot, size_t i) {
+          const AdamTensors& e = ts[i];
+          const AdamScalars<T> own = adam_scalars<T>(h, e.bias_correction1, e.bias_correction2);
+          a.p[slot] = ptr<T>(e.param);
+          a.g[slot] = ptr<T>(e.grad);
+          a.m[slot] = ptr<T>(e.exp_avg);
+          a.v[slot] = ptr<T>(e.exp_avg_sq);
+          a.vmax[slot] = h.amsgrad ? ptr<T>(e.max_exp_avg_sq) : nullptr;
+          a.step_size[slot] = own.step_size;
+          a.inv_bc2_sqrt[slot] = own.inv_bc2_sqrt;
+        },
+        [&](int blocks) {
+          launch(adam_multi_kernel<T>, static_cast<unsigned>(blocks), kThreads, 0, kernel_stream(), a, s);
+        });
   });
 }
 
@@ -196,6 +324,10 @@ struct NormCombine {
   }
 };
 
+NormKind norm_kind(double p) {
+  return std::isinf(p) ? NormKind::Max : p == 2.0 ? NormKind::Two : p == 1.0 ? NormKind::One : NormKind::Power;
+}
+
 template <typename T>
 __global__ void norm_partials(const T* x, int64_t n, NormKind kind, double p, double* partial) {
   const NormCombine c{kind};
@@ -233,10 +365,7 @@ double cuda_grad_norm(const Tensor& t, double p) {
   const int64_t n = t.numel();
   if (n == 0) return 0.0;
   DeviceGuard guard(t.device());
-  const NormKind kind = std::isinf(p) ? NormKind::Max
-                        : p == 2.0    ? NormKind::Two
-                        : p == 1.0    ? NormKind::One
-                                      : NormKind::Power;
+  const NormKind kind = norm_kind(p);
   const unsigned blocks = blocks_for(n);
   Tensor scratch = empty({static_cast<int64_t>(blocks)}, {.dtype = DType::Float64, .device = t.device()});
   double* partial = static_cast<double*>(scratch.raw_data());
@@ -246,6 +375,83 @@ double cuda_grad_norm(const Tensor& t, double p) {
            partial);
   });
   launch(norm_finish, 1, kThreads, 0, kernel_stream(), partial, static_cast<int64_t>(blocks), kind);
+  double result = 0;
+  cuda::copy_to_host(&result, partial, sizeof result);
+  return result;
+}
+
+// The gradient norm over many tensors: stage one is a multi-tensor launch (block b: the partial
+// of one chunk, into partial[base + b]), stage two is norm_finish over every chunk's partial, in
+// chunk order: deterministic, and one copy back for the whole model.
+template <typename T>
+struct NormMtArgs {
+  const T* x[kMtTensors];
+  MtTable tab;
+};
+
+template <typename T>
+__global__ void norm_multi_partials(NormMtArgs<T> a, NormKind kind, double p, double* partial) {
+  const NormCombine c{kind};
+  int t;
+  int64_t begin, end;
+  mt_range(a.tab, t, begin, end);
+  const T* x = a.x[t];
+  double acc = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const double v = static_cast<double>(x[i]);
+    switch (kind) {
+      case NormKind::Max:
+        acc = c(acc, d_fabs(v));
+        break;
+      case NormKind::Two:
+        acc += v * v;
+        break;
+      case NormKind::One:
+        acc += d_fabs(v);
+        break;
+      case NormKind::Power:
+        acc += d_pow(d_fabs(v), p);
+        break;
+    }
+  }
+  acc = block_reduce(acc, c, 0.0);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+double cuda_grad_norm_total(const std::vector<Tensor>& ts, double p) {
+  int64_t chunks = 0;
+  for (const Tensor& t : ts) chunks += (t.numel() + kMtChunk - 1) / kMtChunk;
+  if (chunks == 0) return 0.0;
+  const Device dev = ts.front().device();
+  for (const Tensor& t : ts)
+    EMBER_CHECK(t.device() == dev, "clip_grad_norm_: every gradient must be on ", dev, ", got one on ", t.device());
+  DeviceGuard guard(dev);
+  const NormKind kind = norm_kind(p);
+  Tensor scratch = empty({chunks}, {.dtype = DType::Float64, .device = dev});
+  double* partial = static_cast<double*>(scratch.raw_data());
+  int64_t done = 0;
+  // Float32 tensors first, then float64 (one kernel per dtype); the order is fixed by the list.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    std::vector<const Tensor*> of;
+    for (const Tensor& t : ts) {
+      EMBER_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::Float64,
+                  "clip_grad_norm_: gradients must be float32 or float64 on CUDA, got ", dtype_name(t.dtype()));
+      if (t.dtype() == dt) of.push_back(&t);
+    }
+    EMBER_DISPATCH_FLOAT(dt, "clip_grad_norm_", [&] {
+      using T = scalar_t;
+      NormMtArgs<T> a{};
+      mt_walk(
+          of.size(), a.tab, [&](size_t i) { return of[i]->numel(); },
+          [&](int slot, size_t i) { a.x[slot] = static_cast<const T*>(of[i]->raw_data()); },
+          [&](int blocks) {
+            launch(norm_multi_partials<T>, static_cast<unsigned>(blocks), kThreads, 0, kernel_stream(), a, kind, p,
+                   partial + done);
+            done += blocks;
+          });
+    });
+  }
+  launch(norm_finish, 1, kThreads, 0, kernel_stream(), partial, chunks, kind);
   double result = 0;
   cuda::copy_to_host(&result, partial, sizeof result);
   return result;
@@ -296,7 +502,9 @@ EMBER_REGISTER_CUDA_KERNEL(sgd_step_stub, cuda_sgd_step);
 EMBER_REGISTER_CUDA_KERNEL(adam_step_stub, cuda_adam_step);
 EMBER_REGISTER_CUDA_KERNEL(rmsprop_step_stub, cuda_rmsprop_step);
 EMBER_REGISTER_CUDA_KERNEL(adagrad_step_stub, cuda_adagrad_step);
+EMBER_REGISTER_CUDA_KERNEL(adam_multi_step_stub, cuda_adam_multi_step);
 EMBER_REGISTER_CUDA_KERNEL(grad_norm_stub, cuda_grad_norm);
+EMBER_REGISTER_CUDA_KERNEL(grad_norm_total_stub, cuda_grad_norm_total);
 EMBER_REGISTER_CUDA_KERNEL(scale_stub, cuda_scale);
 EMBER_REGISTER_CUDA_KERNEL(clip_value_stub, cuda_clip_value);
 

@@ -1,6 +1,10 @@
 #include "layers/optim/adam.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <utility>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "layers/optim/fused_kernels.h"
@@ -55,6 +59,9 @@ void Adam::step() {
     h.amsgrad = o.at("amsgrad") != 0;
     h.maximize = o.at("maximize") != 0;
     h.decoupled_weight_decay = decoupled_;
+    // Parameters on a device with a multi-tensor step are batched per device and stepped with a
+    // few launches after the loop; the others (every CPU parameter) step one by one, as always.
+    std::vector<std::pair<Device, std::vector<AdamTensors>>> batches;
     for (auto& p : group.params) {
       Tensor g = grad_for_step(p);
       if (!g.defined()) continue;
@@ -64,8 +71,22 @@ void Adam::step() {
       ++st.step;
       h.bias_correction1 = 1.0 - std::pow(h.beta1, static_cast<double>(st.step));
       h.bias_correction2 = 1.0 - std::pow(h.beta2, static_cast<double>(st.step));
-      adam_step_stub(p.device())(p, g, m, v, vmax, h);
+      const Device d = p.device();
+      if (d.type != DeviceType::CPU && adam_multi_step_stub.has(d.type)) {
+        auto it = std::find_if(batches.begin(), batches.end(), [&](const auto& b) { return b.first == d; });
+        if (it == batches.end()) {
+          batches.emplace_back(d, std::vector<AdamTensors>());
+          it = std::prev(batches.end());
+        }
+        it->second.push_back({p, g, m, v, vmax, h.bias_correction1, h.bias_correction2});
+        continue;
+      }
+      adam_step_stub(d)(p, g, m, v, vmax, h);
       p.bump_version();
+    }
+    for (auto& [d, ts] : batches) {
+      adam_multi_step_stub(d)(ts, h);
+      for (AdamTensors& t : ts) t.param.bump_version();
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "layers/optim/clip_grad.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "layers/optim/fused_kernels.h"
@@ -44,10 +45,22 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (gs.empty()) return 0.0;
   const bool inf = std::isinf(norm_type);
   double acc = 0;
-  for (const Tensor& g : gs) {
-    const Tensor c = g.is_contiguous() ? g : g.contiguous();
-    const double v = grad_norm_stub(c.device())(c, norm_type);
-    acc = inf ? (std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v)) : acc + v;
+  const Device dev = gs.front().device();
+  bool one_device = true;
+  for (const Tensor& g : gs) one_device = one_device && g.device() == dev;
+  if (one_device && dev.type != DeviceType::CPU && grad_norm_total_stub.has(dev.type)) {
+    // On a GPU all the norms are reduced on the device and the host waits once, not once per
+    // tensor.
+    std::vector<Tensor> cs;
+    cs.reserve(gs.size());
+    for (const Tensor& g : gs) cs.push_back(g.is_contiguous() ? g : g.contiguous());
+    acc = grad_norm_total_stub(dev)(cs, norm_type);
+  } else {
+    for (const Tensor& g : gs) {
+      const Tensor c = g.is_contiguous() ? g : g.contiguous();
+      const double v = grad_norm_stub(c.device())(c, norm_type);
+      acc = inf ? (std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v)) : acc + v;
+    }
   }
   const double total = inf ? acc : std::pow(acc, 1.0 / norm_type);
   if (error_if_nonfinite)

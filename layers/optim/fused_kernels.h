@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
@@ -47,8 +48,22 @@ struct AdagradHyper {
 };
 using AdagradStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& state_sum, const AdagradHyper& h);
 
+// One parameter's share of a multi-tensor Adam step: its tensors and its own bias corrections
+// (each parameter counts its own steps). max_exp_avg_sq: undefined unless amsgrad.
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
+  double bias_correction1 = 1, bias_correction2 = 1;
+};
+// The Adam step of many parameters of one device at once (h's own bias corrections are unused):
+// a few launches for a whole model instead of one per tensor. Device backends only (CUDA); the
+// CPU steps parameter by parameter through adam_step_stub.
+using AdamMultiStepFn = void(const std::vector<AdamTensors>& ts, const AdamHyper& h);
+
 // sum(|x|^p) over the tensor, or max(|x|) when p is infinite; any float dtype, contiguous.
 using GradNormFn = double(const Tensor& t, double p);
+// The same over many tensors of one device together (sum of their sums, max of their maxima),
+// computed on the device with one synchronisation. Device backends only (CUDA).
+using GradNormTotalFn = double(const std::vector<Tensor>& ts, double p);
 // x *= s in place.
 using ScaleFn = void(const Tensor& t, double s);
 // x = clamp(x, -clip, clip) in place.
@@ -58,7 +73,9 @@ EMBER_DECLARE_STUB(sgd_step_stub, SgdStepFn);
 EMBER_DECLARE_STUB(adam_step_stub, AdamStepFn);
 EMBER_DECLARE_STUB(rmsprop_step_stub, RmspropStepFn);
 EMBER_DECLARE_STUB(adagrad_step_stub, AdagradStepFn);
+EMBER_DECLARE_STUB(adam_multi_step_stub, AdamMultiStepFn);
 EMBER_DECLARE_STUB(grad_norm_stub, GradNormFn);
+EMBER_DECLARE_STUB(grad_norm_total_stub, GradNormTotalFn);
 EMBER_DECLARE_STUB(scale_stub, ScaleFn);
 EMBER_DECLARE_STUB(clip_value_stub, ClipValueFn);
 

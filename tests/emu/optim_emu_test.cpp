@@ -2,9 +2,11 @@
 // emulator against the CPU kernels: SGD (plain, momentum with its first step, dampening,
 // Nesterov, weight decay, maximize), Adam and AdamW (amsgrad), RMSprop (centered, momentum),
 // Adagrad, the gradient norm for p = 1, 2, 3, inf, scaling and value clipping, in all three
-// thread orders, over several steps so that the state carries over.
+// thread orders, over several steps so that the state carries over; and the multi-tensor Adam
+// step and total gradient norm (many tensors per launch) against the single-tensor ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -151,6 +153,101 @@ TEST_P(Optim, ClippingHelpersMatchTheCpu) {
   Tensor nan_grad = full({300}, 1.0);
   nan_grad.data_ptr<float>()[77] = NAN;
   EXPECT_TRUE(std::isnan(emu::kernel(grad_norm_stub)(device_copy(nan_grad), inf)));
+}
+
+// Parameter sizes for the multi-tensor launches: more tensors than one launch's 24 slots, sizes
+// that are not multiples of the 8192-element chunk, empty ones, and (in the forward order only,
+// it is the largest case) a tensor of more chunks than one launch's 320-block table, which
+// continues in the next launch.
+std::vector<int64_t> multi_sizes(bool large) {
+  std::vector<int64_t> sizes = {1, 0, 1027, 8192, 8193, 20000};
+  for (int i = 0; i < 22; ++i) sizes.push_back(31 + 97 * i);
+  if (large) sizes.push_back(320 * 8192 + 1000);
+  return sizes;
+}
+
+TEST_P(Optim, MultiTensorAdamMatchesTheSingleTensorKernelAndTheCpu) {
+  const bool forward = GetParam().order == emu::ThreadOrder::Forward;
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool large = forward && dt == DType::Float32 && variant == 0;  // once is enough
+      AdamHyper h;
+      h.lr = 1e-2;
+      h.beta1 = 0.9;
+      h.beta2 = 0.999;
+      h.eps = 1e-8;
+      h.weight_decay = variant == 0 ? 0.0 : 0.05;
+      h.decoupled_weight_decay = variant == 2;
+      h.amsgrad = variant == 1;
+      std::vector<State> cpu, single, multi;
+      for (int64_t n : multi_sizes(large)) {
+        cpu.push_back(make(n, dt, 3));
+        State one, many;
+        for (const Tensor& t : cpu.back().cpu) {
+          one.dev.push_back(device_copy(t));
+          many.dev.push_back(device_copy(t));
+        }
+        single.push_back(one);
+        multi.push_back(many);
+      }
+      for (int step = 1; step <= 2; ++step) {
+        std::vector<AdamTensors> ts;
+        for (size_t i = 0; i < cpu.size(); ++i) {
+          // Each parameter its own step count (as after a parameter joined late): per-tensor bias
+          // corrections.
+          const int own = step + static_cast<int>(i % 3);
+          AdamHyper hi = h;
+          hi.bias_correction1 = 1.0 - std::pow(h.beta1, own);
+          hi.bias_correction2 = 1.0 - std::pow(h.beta2, own);
+          const State& c = cpu[i];
+          adam_step_stub(Device::cpu())(c.cpu[0], c.cpu[1], c.cpu[2], c.cpu[3], h.amsgrad ? c.cpu[4] : Tensor(), hi);
+          const State& o = single[i];
+          emu::kernel(adam_step_stub)(o.dev[0], o.dev[1], o.dev[2], o.dev[3], h.amsgrad ? o.dev[4] : Tensor(), hi);
+          const State& m = multi[i];
+          ts.push_back({m.dev[0], m.dev[1], m.dev[2], m.dev[3], h.amsgrad ? m.dev[4] : Tensor(), hi.bias_correction1,
+                        hi.bias_correction2});
+        }
+        emu::kernel(adam_multi_step_stub)(ts, h);
+      }
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        const std::string what = std::string("adam multi ") + dtype_name(dt) + " variant " + std::to_string(variant) +
+                                 " tensor " + std::to_string(i);
+        State got = multi[i], want = cpu[i];
+        want.dev = got.dev;
+        expect_same(want, 10 * tol(dt), what);
+        // The same device code as the single-tensor kernel: the same bits.
+        for (size_t k = 0; k < got.dev.size(); ++k)
+          if (k != 1)
+            expect_close(got.dev[k], single[i].dev[k], 0, 0, what + " vs single, tensor " + std::to_string(k));
+      }
+    }
+  }
+}
+
+TEST_P(Optim, TotalGradNormOverManyTensorsMatchesThePerTensorCpuSum) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const bool large = GetParam().order == emu::ThreadOrder::Forward;
+  std::vector<Tensor> cpu, dev;
+  int i = 0;
+  for (int64_t n : multi_sizes(large)) {
+    // Both dtypes in one list (the CUDA kernel takes float32 first, then float64).
+    const DType dt = i++ % 2 ? DType::Float64 : DType::Float32;
+    cpu.push_back(randn({n}, {.dtype = dt}));
+    dev.push_back(device_copy(cpu.back()));
+  }
+  for (double p : {1.0, 2.0, 3.0, inf}) {
+    double want = 0;
+    for (const Tensor& t : cpu) {
+      const double v = grad_norm_stub(Device::cpu())(t, p);
+      want = std::isinf(p) ? std::max(want, v) : want + v;
+    }
+    const double got = emu::kernel(grad_norm_total_stub)(dev, p);
+    EXPECT_NEAR(got, want, 1e-9 * std::abs(want)) << "p " << p;
+  }
+  EXPECT_EQ(emu::kernel(grad_norm_total_stub)(std::vector<Tensor>{device_copy(zeros({0}))}, 2.0), 0.0);
+  Tensor nan_grad = full({300}, 1.0);
+  nan_grad.data_ptr<float>()[77] = NAN;
+  EXPECT_TRUE(std::isnan(emu::kernel(grad_norm_total_stub)(std::vector<Tensor>{dev[2], device_copy(nan_grad)}, inf)));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOrders, Optim, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);
