@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_allocator.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_stream.h"
+#include "core/cuda/deferred_check.h"
 #include "core/cuda/device_guard.h"
 
 namespace ember::cuda {
@@ -43,11 +44,9 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
   const bool pinned = is_pinned(src.raw_data());
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes_of(dst), cudaMemcpyHostToDevice, raw(copy)));
   if (pinned) {
-    void* base = src.storage()->ptr();
-    auto* alloc = dynamic_cast<CachingAllocator*>(host_pinned_allocator());
-    if (alloc && alloc->owns(base))
-      alloc->record_stream(base, copy);
-    else
+    // host_pinned_allocator() is a wrapper (page-locked or plain, decided on first use), so the
+    // cache behind it is asked, not the wrapper.
+    if (!pinned_record_stream(src.storage()->ptr(), copy))
       EMBER_CUDA_CHECK(cudaStreamSynchronize(raw(copy)));  // someone else's page-locked buffer
   }
   // From pageable memory cudaMemcpyAsync returns once the data is staged, so src may go now.
@@ -63,6 +62,9 @@ void device_to_host(const Tensor& dst, const Tensor& src) {
   stream_wait_stream(copy, compute);  // the kernels that produce src
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes_of(dst), cudaMemcpyDeviceToHost, raw(copy)));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(raw(copy)));
+  // The host has waited for the kernels before the copy: the data errors they found (deferred
+  // checks, core/cuda/deferred_check.h) have landed and are reported here, e.g. at loss.item().
+  run_deferred_checks(dev, false);
 }
 
 // dst and src contiguous, same dtype, different GPUs.

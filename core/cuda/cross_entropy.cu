@@ -3,9 +3,11 @@
 // smoothing's sum by lane-strided loops and warp shuffles, in double as on the CPU. The forward
 // also writes each sample's target weight to a scratch vector that one block then sums in a fixed
 // order (the total weight is deterministic, no float atomics), and records the first
-// out-of-range target, which the host reports as ember::Error.
+// out-of-range target and its value, which the host reports as ember::Error through
+// check_deferred (core/cuda/launch.h): on a GPU without stalling the forward on a copy back.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
@@ -86,6 +88,13 @@ __global__ void ce_forward_class(T* loss, T* lse, double* sample_w, unsigned lon
       sample_w[i] = wt;
     }
   }
+}
+
+// bad[1] = the target of the first bad sample bad[0] (all ones: none), so that the deferred report
+// (check_deferred) carries the value and the host never reads the targets.
+__global__ void ce_bad_target(unsigned long long* bad, const int64_t* target) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    bad[1] = bad[0] == ~0ull ? 0ull : static_cast<unsigned long long>(target[static_cast<int64_t>(bad[0])]);
 }
 
 template <typename T>
@@ -188,23 +197,26 @@ void cuda_ce_forward(const Tensor& loss, const Tensor& lse, const Tensor& total_
              static_cast<const T*>(target.raw_data()), w, N, C, S);
       return;
     }
-    // Scratch: per-sample weights, then the first bad sample (all ones: none).
-    Tensor scratch = empty({samples + 1}, {.dtype = DType::Float64, .device = logits.device()});
+    // Scratch: per-sample weights, then the first bad sample (all ones: none) and its target.
+    Tensor scratch = empty({samples + 2}, {.dtype = DType::Float64, .device = logits.device()});
     double* sw = static_cast<double*>(scratch.raw_data());
     auto* bad = reinterpret_cast<unsigned long long*>(sw + samples);
-    const unsigned long long none = ~0ull;
     from_blob(bad, {1}, DType::Int64, nullptr, logits.device()).fill_(-1.0);  // all ones: no bad target
-    if (samples > 0)
-      launch(ce_forward_class<T>, warp_blocks(samples), kThreads, 0, kernel_stream(), lp, lsep, sw, bad, x,
-             static_cast<const int64_t*>(target.raw_data()), w, N, C, S, a.ignore_index, a.label_smoothing);
-    unsigned long long first_bad = none;
-    copy_to_host(&first_bad, bad, sizeof first_bad);
-    if (first_bad != none) {
-      int64_t t = 0;
-      copy_to_host(&t, static_cast<const int64_t*>(target.raw_data()) + first_bad, sizeof t);
-      EMBER_FAIL("cross_entropy: target ", t, " is out of range for ", C, " classes (expected 0 <= target < ", C,
-                 " or ignore_index ", a.ignore_index, ")");
+    const int64_t* tp = static_cast<const int64_t*>(target.raw_data());
+    if (samples > 0) {
+      launch(ce_forward_class<T>, warp_blocks(samples), kThreads, 0, kernel_stream(), lp, lsep, sw, bad, x, tp, w, N, C,
+             S, a.ignore_index, a.label_smoothing);
+      launch(ce_bad_target, 1, 32, 0, kernel_stream(), bad, tp);
     }
+    // Checked without a host synchronisation on the hot path (on a GPU the error surfaces at the
+    // next device-to-host copy or synchronisation, typically the loss's item()).
+    check_deferred(bad, 2 * sizeof(unsigned long long), [C, ignore = a.ignore_index](const unsigned char* bytes) {
+      unsigned long long v[2];
+      std::memcpy(v, bytes, sizeof v);
+      if (v[0] == ~0ull) return;
+      EMBER_FAIL("cross_entropy: target ", static_cast<int64_t>(v[1]), " is out of range for ", C,
+                 " classes (expected 0 <= target < ", C, " or ignore_index ", ignore, ")");
+    });
     launch(sum_weights<T>, 1, reduce_threads(samples), 0, kernel_stream(), static_cast<T*>(total_weight.raw_data()), sw,
            samples);
   });

@@ -110,6 +110,8 @@ class PinnedOrHost final : public Allocator {
   void reset_peak() override { impl()->reset_peak(); }
   void empty_cache() override { impl()->empty_cache(); }
   void record_stream(void* p, Stream& s) override { impl()->record_stream(p, s); }
+  // The page-locked cache, or null on a machine without a GPU.
+  static CachingAllocator* caching() { return dynamic_cast<CachingAllocator*>(impl()); }
 
  private:
   static Allocator* impl() {
@@ -145,6 +147,14 @@ CachingAllocator& device_allocator(int index) {
 Allocator* host_pinned_allocator() {
   static PinnedOrHost* a = new PinnedOrHost();
   return a;
+}
+
+bool pinned_record_stream(void* base, Stream& s) {
+  (void)host_pinned_allocator();
+  CachingAllocator* c = PinnedOrHost::caching();
+  if (!c || !c->owns(base)) return false;
+  c->record_stream(base, s);
+  return true;
 }
 
 namespace {

@@ -11,5 +11,9 @@ namespace ember::cuda {
 CachingAllocator& device_allocator(int index);
 // Page-locked host memory when a GPU is present, else the CPU allocator.
 Allocator* host_pinned_allocator();
+// When `base` is a block of host_pinned_allocator()'s page-locked cache: marks it used by `s`
+// (it is not reused before the work queued there so far is done) and returns true. Otherwise
+// (someone else's buffer, or no GPU) returns false and records nothing.
+bool pinned_record_stream(void* base, Stream& s);
 
 }  // namespace ember::cuda

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/deferred_check.h"
 #include "core/cuda/device_count.h"
 #include "core/cuda/device_guard.h"
 #include "core/error.h"
@@ -24,6 +25,8 @@ class CudaStream final : public Stream {
   void synchronize() override {
     DeviceGuard g(device());
     EMBER_CUDA_CHECK(cudaStreamSynchronize(s_));
+    // A synchronisation point: data errors the compute stream's kernels found are reported.
+    if (kind_ == StreamKind::Compute) run_deferred_checks(device_, false);
   }
   void wait(const Event& e) override;
   void* native_handle() const override { return s_; }
@@ -111,14 +114,19 @@ Stream& stream(int device, StreamKind kind) {
   CudaStream*& slot = r.streams[device][static_cast<int>(kind)];
   if (!slot) {
     cudaStream_t s = nullptr;
-    if (kind != StreamKind::Compute) {
-      DeviceGuard g(Device::cuda(device));
+    DeviceGuard g(Device::cuda(device));
+    // Every stream is created non-blocking: the legacy default stream (stream 0) cannot be
+    // captured into a CUDA graph and serialises with every other blocking stream, so Ember never
+    // queues work on it; anything that must be ordered with Ember's kernels uses these streams.
+    if (kind == StreamKind::Compute) {
+      EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    } else {
       // Copies and collectives are the latency-sensitive work that overlaps with compute.
       int lo = 0, hi = 0;
       EMBER_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
       EMBER_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, hi));
-      r.device_of[s] = device;
     }
+    r.device_of[s] = device;
     slot = new CudaStream(device, kind, s);
   }
   return *slot;

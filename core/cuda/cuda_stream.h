@@ -1,8 +1,11 @@
 // CUDA streams and events behind core/stream.h, and the current stream that kernels launch on.
 //
-// Each device has three streams: compute (the device's legacy default stream, so that any launch
-// on stream 0 is ordered with Ember's work), copy and communication (created non-blocking, so
-// they overlap with compute and are ordered with it only through events). A thread may make
+// Each device has three streams, all created non-blocking: compute, copy and communication
+// (highest priority, so transfers and collectives overlap with compute). They are ordered with
+// each other only through events, and never with the legacy default stream (stream 0), on which
+// Ember queues nothing: work there would serialise with everything and cannot be captured into a
+// CUDA graph. Code that synchronises or copies must name one of these streams (never a plain
+// cudaMemcpy or stream 0, which would not wait for the compute stream). A thread may make
 // another stream current for a device with StreamGuard; kernels launch on current_stream(), and
 // the caching allocator ties each new block to it.
 // Include only from core/cuda (the header pulls in the CUDA runtime's).
@@ -27,7 +30,7 @@ inline cudaStream_t raw(const Stream& s) {
 }
 // The stream this thread launches on for `device`: its StreamGuard's, else the compute stream.
 Stream& current_stream(int device);
-// The device a stream handle belongs to (the current device for the default stream).
+// The device a stream handle belongs to (the current device for a stream Ember did not create).
 int device_of(cudaStream_t s);
 
 // The GPU a device pointer belongs to (ember::Error when it is not device memory).

@@ -17,7 +17,9 @@
 // (8 x 8 doubles would need more than the 255 registers a thread may have without spilling).
 // A float GEMM can instead run on the tensor cores (EMBER_GEMM_TF32=1, gemm_tf32_kernel) through
 // the mma wrapper of core/cuda/mma.h, whose portable body the emulator runs.
-// Batches run on blockIdx.z (looping when there are more than the grid allows). Coordinates
+// Row and column tiles go on grid x and y, the larger count on x (core/cuda/gemm_geometry.h: x
+// allows 2^31 - 1 blocks, y only 65535); batches run on blockIdx.z (looping when there are more
+// than the grid allows). Coordinates
 // within a matrix are 32-bit (the host checks they fit), offsets 64-bit.
 #include <algorithm>
 #include <cstdint>
@@ -26,10 +28,12 @@
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
+#include "core/cuda/gemm_geometry.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/mma.h"
 #include "core/error.h"
 #include "core/gemm_kernels.h"
+#include "core/tensor.h"
 
 namespace ember::cuda {
 namespace {
@@ -54,6 +58,7 @@ struct Params {
   int64_t stride_a, stride_b, stride_c;
   int64_t batch;
   int m, n, k;
+  int m_on_x;  // row tiles on grid x, column tiles on y (core/cuda/gemm_geometry.h); else the reverse
   T alpha, beta;
 };
 
@@ -136,7 +141,8 @@ EMBER_DEVICE void store_c(T* C, const Params<T>& p, int m, int n, T acc) {
   }
 }
 
-// Grid: x over N tiles, y over M tiles, z over batch entries (grid-strided).
+// Grid: the larger of the M and N tile counts on x, the other on y (p.m_on_x says which), z over
+// batch entries (grid-strided).
 template <typename T, bool TA, bool TB>
 __global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / Tile<T>::TN)) gemm_kernel(Params<T> p) {
   using Cfg = Tile<T>;
@@ -149,7 +155,8 @@ __global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / T
 
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % (BN / TN), ty = tid / (BN / TN);
-  const int m0 = static_cast<int>(blockIdx.y) * BM, n0 = static_cast<int>(blockIdx.x) * BN;
+  const int m0 = static_cast<int>(p.m_on_x ? blockIdx.x : blockIdx.y) * BM;
+  const int n0 = static_cast<int>(p.m_on_x ? blockIdx.y : blockIdx.x) * BN;
   const int tiles = (p.k + BK - 1) / BK;
 
   for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -210,7 +217,8 @@ __global__ void __launch_bounds__(kTfThreads) gemm_tf32_kernel(Params<float> p) 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
-  const int m0 = static_cast<int>(blockIdx.y) * kTfBM, n0 = static_cast<int>(blockIdx.x) * kTfBN;
+  const int m0 = static_cast<int>(p.m_on_x ? blockIdx.x : blockIdx.y) * kTfBM;
+  const int n0 = static_cast<int>(p.m_on_x ? blockIdx.y : blockIdx.x) * kTfBN;
   const int tiles = (p.k + kTfBK - 1) / kTfBK;
 
   for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -269,8 +277,11 @@ struct AddD {
   EMBER_DEVICE double operator()(double a, double b) const { return a + b; }
 };
 
-// out[0] = sum x[i*incx] * y[i*incy], one block, accumulated in double (float dots over long
-// vectors keep their accuracy; the order is fixed, so the result is deterministic).
+// out[0] = sum x[i*incx] * y[i*incy], accumulated in double (float dots over long vectors keep
+// their accuracy). Short vectors: one block (dot_kernel). Long ones: two stages, so that the
+// whole GPU reads the vectors: dot_slices gives block b the contiguous range b of `blocks` and
+// writes its partial sum, dot_finish adds the partials in block order. Either way the order is
+// fixed by n alone, so the result is deterministic.
 template <typename T>
 __global__ void dot_kernel(T* out, const T* x, int64_t incx, const T* y, int64_t incy, int64_t n) {
   double s = 0;
@@ -280,31 +291,50 @@ __global__ void dot_kernel(T* out, const T* x, int64_t incx, const T* y, int64_t
   if (threadIdx.x == 0) out[0] = static_cast<T>(s);
 }
 
+template <typename T>
+__global__ void dot_slices(double* partial, const T* x, int64_t incx, const T* y, int64_t incy, int64_t n) {
+  const int64_t chunk = (n + gridDim.x - 1) / gridDim.x, i0 = static_cast<int64_t>(blockIdx.x) * chunk;
+  const int64_t i1 = i0 + chunk < n ? i0 + chunk : n;
+  double s = 0;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x)
+    s += static_cast<double>(x[i * incx]) * static_cast<double>(y[i * incy]);
+  s = block_reduce(s, AddD{}, 0.0);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+template <typename T>
+__global__ void dot_finish(T* out, const double* partial, int64_t blocks) {
+  double s = 0;
+  for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) s += partial[b];
+  s = block_reduce(s, AddD{}, 0.0);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(s);
+}
+
 // ------------------------------------------------------------------ host side
 
-constexpr int64_t kMaxGridYZ = 65535;
+// The grid for p in bm x bn tiles (core/cuda/gemm_geometry.h), recording in p which grid
+// dimension carries the row tiles.
+template <typename T>
+dim3 grid_for(Params<T>& p, int bm, int bn) {
+  const GemmGrid g = gemm_grid(p.m, p.n, p.batch, bm, bn);
+  EMBER_CHECK(g.fits, "gemm: m = ", p.m, " and n = ", p.n, " need ", g.x, " x ", g.y,
+              " tiles; the CUDA grid allows at most ", kGridXMax, " x ", kGridYZMax);
+  p.m_on_x = g.m_on_x ? 1 : 0;
+  return dim3(static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z));
+}
 
 template <typename T, bool TA, bool TB>
-void launch_gemm(const Params<T>& p) {
+void launch_gemm(Params<T> p) {
   using Cfg = Tile<T>;
   constexpr int kThreads = (Cfg::BM / Cfg::TM) * (Cfg::BN / Cfg::TN);
-  const int64_t gx = (p.n + Cfg::BN - 1) / Cfg::BN, gy = (p.m + Cfg::BM - 1) / Cfg::BM;
-  const int64_t gz = std::min<int64_t>(p.batch, kMaxGridYZ);
-  EMBER_CHECK(gy <= kMaxGridYZ, "gemm: m = ", p.m, " needs ", gy, " row tiles; the CUDA grid allows at most ",
-              kMaxGridYZ);
-  launch(gemm_kernel<T, TA, TB>, dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)),
-         kThreads, 0, kernel_stream(), p);
+  const dim3 grid = grid_for(p, Cfg::BM, Cfg::BN);
+  launch(gemm_kernel<T, TA, TB>, grid, kThreads, 0, kernel_stream(), p);
 }
 
 template <bool TA, bool TB>
-void launch_gemm_tf32(const Params<float>& p) {
-  const int64_t gx = (p.n + kTfBN - 1) / kTfBN, gy = (p.m + kTfBM - 1) / kTfBM;
-  const int64_t gz = std::min<int64_t>(p.batch, kMaxGridYZ);
-  EMBER_CHECK(gy <= kMaxGridYZ, "gemm: m = ", p.m, " needs ", gy, " row tiles; the CUDA grid allows at most ",
-              kMaxGridYZ);
-  launch(gemm_tf32_kernel<TA, TB>,
-         dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), kTfThreads, 0,
-         kernel_stream(), p);
+void launch_gemm_tf32(Params<float> p) {
+  const dim3 grid = grid_for(p, kTfBM, kTfBN);
+  launch(gemm_tf32_kernel<TA, TB>, grid, kTfThreads, 0, kernel_stream(), p);
 }
 
 // EMBER_GEMM_TF32=1 sends float GEMMs to the tensor-core kernel. Read on every call (a getenv
@@ -318,9 +348,9 @@ template <typename T>
 void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g.m == 0 || g.n == 0 || batch == 0) return;
   // 32-bit coordinates inside a matrix, with room for one tile past the end.
-  constexpr int64_t kLimit = (int64_t{1} << 31) - 256;
+  constexpr int64_t kLimit = kGemmDimLimit;
   EMBER_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.m < kLimit && g.n < kLimit && g.k < kLimit, "gemm: m, n, k = ", g.m,
-              ", ", g.n, ", ", g.k, "; expected each in [0, 2^31) for the CUDA kernel");
+              ", ", g.n, ", ", g.k, "; expected each in [0, 2^31 - 256) for the native CUDA kernel");
   EMBER_CHECK(batch > 0 && sa >= 0 && sb >= 0 && sc >= 0, "gemm: batch ", batch, " with strides ", sa, ", ", sb, ", ",
               sc, "; expected a positive batch and non-negative strides");
   Params<T> p;
@@ -331,6 +361,7 @@ void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   p.stride_a = sa, p.stride_b = sb, p.stride_c = sc;
   p.batch = batch;
   p.m = static_cast<int>(g.m), p.n = static_cast<int>(g.n);
+  p.m_on_x = 0;  // set by grid_for
   // alpha == 0: A and B are not read (BLAS semantics: their NaNs do not reach C).
   p.k = g.alpha == 0.0 ? 0 : static_cast<int>(g.k);
   p.alpha = static_cast<T>(g.alpha), p.beta = static_cast<T>(g.beta);
@@ -369,16 +400,32 @@ void cuda_gemm(const GemmArgs& g) {
   cuda_gemm_batched(g, 1, 0, 0, 0);
 }
 
+// Blocks of the two-stage dot: one per kDotSlice elements, at most kDotMaxBlocks (1: one block).
+constexpr int64_t kDotSlice = 8192, kDotMaxBlocks = 1024;
+int64_t dot_blocks(int64_t n) {
+  return std::clamp<int64_t>(n / kDotSlice, 1, kDotMaxBlocks);
+}
+
+template <typename T>
+void dot_typed(int64_t n, const T* x, int64_t incx, const T* y, int64_t incy, T* out) {
+  const int64_t blocks = dot_blocks(n);
+  if (blocks == 1) {
+    launch(dot_kernel<T>, 1, reduce_threads(n), 0, kernel_stream(), out, x, incx, y, incy, n);
+    return;
+  }
+  Tensor scratch = empty({blocks}, {.dtype = DType::Float64, .device = kernel_device()});
+  double* partial = static_cast<double*>(scratch.raw_data());
+  launch(dot_slices<T>, static_cast<unsigned>(blocks), 256, 0, kernel_stream(), partial, x, incx, y, incy, n);
+  launch(dot_finish<T>, 1, reduce_threads(blocks), 0, kernel_stream(), out, partial, blocks);
+}
+
 void cuda_dot(DType dtype, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy, void* out) {
   EMBER_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "dot: dtype ", dtype_name(dtype),
               "; expected float32 or float64");
-  const unsigned threads = reduce_threads(n);
   if (dtype == DType::Float32)
-    launch(dot_kernel<float>, 1, threads, 0, kernel_stream(), static_cast<float*>(out), static_cast<const float*>(x),
-           incx, static_cast<const float*>(y), incy, n);
+    dot_typed(n, static_cast<const float*>(x), incx, static_cast<const float*>(y), incy, static_cast<float*>(out));
   else
-    launch(dot_kernel<double>, 1, threads, 0, kernel_stream(), static_cast<double*>(out), static_cast<const double*>(x),
-           incx, static_cast<const double*>(y), incy, n);
+    dot_typed(n, static_cast<const double*>(x), incx, static_cast<const double*>(y), incy, static_cast<double*>(out));
 }
 
 }  // namespace

@@ -5,11 +5,15 @@
 // transpose flags. Untested on a GPU so far (no device lent); scripts/gpu-check.sh checks it
 // against the CPU when one is.
 #include <climits>
+#include <functional>
 #include <string>
+#include <unordered_map>
 
 #include "core/cuda/cublas_api.h"
 #include "core/cuda/cuda_stream.h"
+#include "core/cuda/device_count.h"
 #include "core/cuda/device_guard.h"
+#include "core/cuda/gemm_geometry.h"
 #include "core/cuda/native_kernels.h"
 #include "core/gemm_kernels.h"
 #include "core/kernel_choice.h"
@@ -22,11 +26,18 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+// The GPU that C lives on. With one GPU there is nothing to ask: cudaPointerGetAttributes is a
+// driver call, once per GEMM otherwise. With several, C's pointer says.
+int gemm_device(const void* c) {
+  if (physical_device_count() == 1) return 0;
+  return device_of_pointer(c);
+}
+
 void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   EMBER_CHECK(g.dtype == DType::Float32 || g.dtype == DType::Float64, "gemm (cuBLAS): dtype ", g.dtype,
               " is not supported (float32, float64)");
   const CublasApi& api = cublas_api();
-  const int dev = device_of_pointer(g.c);
+  const int dev = gemm_device(g.c);
   DeviceGuard guard(Device::cuda(dev));
   cublasHandle_t h = cublas_handle(dev, raw(current_stream(dev)));
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -57,9 +68,31 @@ void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t s
   }
 }
 
-std::string gemm_key(const GemmArgs& g, int64_t batch) {
-  return ::ember::detail::concat(dtype_name(g.dtype), " ", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N", " m=", g.m, " n=", g.n,
-                        " k=", g.k, " batch=", batch);
+// The kernel selector's key for a GEMM shape. Formatted once per shape and thread, not per call:
+// a training step runs the same few shapes thousands of times.
+struct GemmShape {
+  DType dtype;
+  bool ta, tb;
+  int64_t m, n, k, batch;
+  bool operator==(const GemmShape&) const = default;
+};
+struct GemmShapeHash {
+  size_t operator()(const GemmShape& s) const {
+    size_t h = static_cast<size_t>(s.dtype) * 4 + (s.ta ? 2 : 0) + (s.tb ? 1 : 0);
+    for (int64_t v : {s.m, s.n, s.k, s.batch}) h = h * 1000003u ^ std::hash<int64_t>{}(v);
+    return h;
+  }
+};
+
+const std::string& gemm_key(const GemmArgs& g, int64_t batch) {
+  thread_local std::unordered_map<GemmShape, std::string, GemmShapeHash> keys;
+  // Bounded: shapes that vary from call to call (sequence lengths) must not grow it forever.
+  if (keys.size() >= 4096) keys.clear();
+  auto [it, fresh] = keys.try_emplace(GemmShape{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, batch});
+  if (fresh)
+    it->second = ::ember::detail::concat(dtype_name(g.dtype), " ", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N",
+                                         " m=", g.m, " n=", g.n, " k=", g.k, " batch=", batch);
+  return it->second;
 }
 
 KernelTimer timer_for(int dev) {
@@ -69,10 +102,13 @@ KernelTimer timer_for(int dev) {
 void cuda_gemm(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
   // The stub carries no device: C's pointer says which GPU, made current for the native kernel.
-  const int dev = device_of_pointer(g.c);
+  const int dev = gemm_device(g.c);
   DeviceGuard guard(Device::cuda(dev));
   const NativeKernel<GemmFn> native = native_kernel(gemm_stub, KernelFamily::Gemm);
-  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(g); }};
+  // A shape the native kernel cannot run (too large for its grid or 32-bit coordinates) is not
+  // available to it, so every choice, `auto` included, runs cuBLAS instead of failing.
+  KernelCandidate nat{native.fn != nullptr && native_gemm_fits(g.m, g.n, g.k, 1), native.deterministic,
+                      [&] { native.fn(g); }};
   KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
                       [&] { cublas_gemm_batched(g, 1, 0, 0, 0); }};
   // beta != 0 accumulates into C, so running it twice to time it would change the result.
@@ -81,10 +117,11 @@ void cuda_gemm(const GemmArgs& g) {
 
 void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g.m == 0 || g.n == 0 || batch == 0) return;
-  const int dev = device_of_pointer(g.c);
+  const int dev = gemm_device(g.c);
   DeviceGuard guard(Device::cuda(dev));
   const NativeKernel<GemmBatchedFn> native = native_kernel(gemm_batched_stub, KernelFamily::Gemm);
-  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(g, batch, sa, sb, sc); }};
+  KernelCandidate nat{native.fn != nullptr && native_gemm_fits(g.m, g.n, g.k, batch), native.deterministic,
+                      [&] { native.fn(g, batch, sa, sb, sc); }};
   KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
                       [&] { cublas_gemm_batched(g, batch, sa, sb, sc); }};
   kernel_selector().run(KernelFamily::Gemm, gemm_key(g, batch), nat, ven, timer_for(dev), g.beta == 0.0);

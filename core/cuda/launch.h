@@ -7,12 +7,15 @@
 
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "core/cuda/deferred_check.h"
 #include "core/cuda/device_api.h"
 #include "core/device.h"
+#include "core/error.h"
 
 #if defined(__CUDACC__)
 #include <cuda_runtime_api.h>
@@ -64,6 +67,19 @@ inline cudaStream_t kernel_stream() {
 #endif
 }
 
+// The device kernels launch on, for scratch tensors of a kernel wrapper that has only raw
+// pointers (the current CUDA device; the host in the emulator, whose "device" memory is host
+// memory).
+inline Device kernel_device() {
+#if defined(__CUDACC__)
+  int device = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&device));
+  return Device::cuda(device);
+#else
+  return Device::cpu();
+#endif
+}
+
 // Copies `bytes` from device memory to the host after the work queued on kernel_stream() (a
 // kernel wrapper that must report a data error, such as an out-of-range target, reads a flag).
 inline void copy_to_host(void* dst, const void* src, size_t bytes) {
@@ -73,6 +89,24 @@ inline void copy_to_host(void* dst, const void* src, size_t bytes) {
   EMBER_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Reports a data error that the kernels queued so far write into device memory (`bytes` at
+// `src`, at most kDeferredCheckBytes) without stalling the host: `raise` receives the bytes and
+// throws when they say so. Under nvcc the bytes are copied back asynchronously and `raise` runs
+// at the next synchronisation point (core/cuda/deferred_check.h), so the op returns at once and
+// the error surfaces a little later; the emulator runs everything in order and raises at once.
+inline void check_deferred(const void* src, size_t bytes, const std::function<void(const unsigned char*)>& raise) {
+  EMBER_CHECK(bytes <= kDeferredCheckBytes, "check_deferred: ", bytes, " bytes; at most ", kDeferredCheckBytes);
+#if defined(__CUDACC__)
+  int device = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&device));
+  defer_check(device, kernel_stream(), src, bytes, raise);
+#else
+  unsigned char buf[kDeferredCheckBytes] = {};
+  std::memcpy(buf, src, bytes);
+  raise(buf);
 #endif
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/plane_index.h"
 #include "core/nn_kernels.h"
 
 namespace ember::cuda {
@@ -26,8 +27,9 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
-// The geometry as kernel parameters: in-plane coordinates are 32-bit (the host checks H, W, OH,
-// OW and the window arithmetic fit), plane offsets 64-bit.
+// The geometry as kernel parameters: one in-plane coordinate is 32-bit (the host checks H, W, OH,
+// OW and the window arithmetic fit), while plane sizes and offsets (H * W may reach 2^31 and
+// beyond) are 64-bit, through core/cuda/plane_index.h.
 struct Geo {
   int64_t P;
   int H, W, OH, OW, kh, kw, sh, sw, ph, pw;
@@ -64,19 +66,20 @@ EMBER_DEVICE void windows_containing(int i, int s, int p, int k, int O, int& lo,
 // ------------------------------------------------------------------ max
 template <typename T>
 __global__ void max_forward(T* y, int64_t* idx, const T* x, Geo g) {
-  const int64_t n = g.P * g.OH * g.OW, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.OH, g.OW), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.OH * g.OW);
-    const int r = static_cast<int>(e - p * g.OH * g.OW), oh = r / g.OW, ow = r - oh * g.OW;
+    const PlanePos q = split_plane_index(e, g.OH, g.OW);
+    const int oh = q.row, ow = q.col;
     const int h0 = imax(oh * g.sh - g.ph, 0), h1 = imin(oh * g.sh - g.ph + g.kh, g.H);
     const int w0 = imax(ow * g.sw - g.pw, 0), w1 = imin(ow * g.sw - g.pw + g.kw, g.W);
-    const T* xp = x + p * g.H * g.W;
+    const T* xp = x + q.plane * plane_area(g.H, g.W);
     T best = -static_cast<T>(INFINITY);
-    int64_t bi = static_cast<int64_t>(h0) * g.W + w0;
+    int64_t bi = plane_offset(h0, w0, g.W);
     for (int ih = h0; ih < h1; ++ih)
       for (int iw = w0; iw < w1; ++iw) {
-        const T v = xp[ih * g.W + iw];
-        if (v > best || v != v) best = v, bi = ih * g.W + iw;  // first maximum; NaN wins
+        const int64_t i = plane_offset(ih, iw, g.W);
+        const T v = xp[i];
+        if (v > best || v != v) best = v, bi = i;  // first maximum; NaN wins
       }
     y[e] = best;
     idx[e] = bi;
@@ -86,68 +89,67 @@ __global__ void max_forward(T* y, int64_t* idx, const T* x, Geo g) {
 // grad_input[p, i] = sum of grad_out over the windows of plane p whose argmax is i.
 template <typename T>
 __global__ void max_backward(T* gi, const T* go, const int64_t* idx, Geo g) {
-  const int64_t n = g.P * g.H * g.W, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.H, g.W), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.H * g.W);
-    const int r = static_cast<int>(e - p * g.H * g.W), ih = r / g.W, iw = r - ih * g.W;
+    const PlanePos q = split_plane_index(e, g.H, g.W);
     int oh0, oh1, ow0, ow1;
-    windows_containing(ih, g.sh, g.ph, g.kh, g.OH, oh0, oh1);
-    windows_containing(iw, g.sw, g.pw, g.kw, g.OW, ow0, ow1);
-    const int64_t base = p * g.OH * g.OW;
+    windows_containing(q.row, g.sh, g.ph, g.kh, g.OH, oh0, oh1);
+    windows_containing(q.col, g.sw, g.pw, g.kw, g.OW, ow0, ow1);
+    const int64_t base = q.plane * plane_area(g.OH, g.OW);
     T s = T(0);
     for (int oh = oh0; oh <= oh1; ++oh)
       for (int ow = ow0; ow <= ow1; ++ow) {
-        const int64_t o = base + oh * g.OW + ow;
-        if (idx[o] == r) s += go[o];
+        const int64_t o = base + plane_offset(oh, ow, g.OW);
+        if (idx[o] == q.offset) s += go[o];
       }
     gi[e] = s;
   }
 }
 
 // ------------------------------------------------------------------ average
-// The window of output (oh, ow) clipped to the input, and its divisor (as the CPU's avg_window).
+// The window of output (oh, ow) clipped to the input, and its divisor (as the CPU's avg_window,
+// in int64 there too: a kernel of kh x kw may cover 2^31 positions).
 struct Window {
-  int h0, h1, w0, w1, divisor;
+  int h0, h1, w0, w1;
+  int64_t divisor;
 };
 EMBER_DEVICE Window avg_window(int oh, int ow, const Geo& g) {
   int h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
   int h1 = imin(h0 + g.kh, g.H + g.ph), w1 = imin(w0 + g.kw, g.W + g.pw);
-  const int padded = (h1 - h0) * (w1 - w0);
+  const int64_t padded = plane_area(h1 - h0, w1 - w0);
   h0 = imax(h0, 0), w0 = imax(w0, 0);
   h1 = imin(h1, g.H), w1 = imin(w1, g.W);
-  return Window{h0, h1, w0, w1, g.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+  return Window{h0, h1, w0, w1, g.count_include_pad ? padded : plane_area(h1 - h0, w1 - w0)};
 }
 
 template <typename T>
 __global__ void avg_forward(T* y, const T* x, Geo g) {
-  const int64_t n = g.P * g.OH * g.OW, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.OH, g.OW), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.OH * g.OW);
-    const int r = static_cast<int>(e - p * g.OH * g.OW), oh = r / g.OW, ow = r - oh * g.OW;
-    const Window w = avg_window(oh, ow, g);
-    const T* xp = x + p * g.H * g.W;
+    const PlanePos q = split_plane_index(e, g.OH, g.OW);
+    const Window w = avg_window(q.row, q.col, g);
+    const T* xp = x + q.plane * plane_area(g.H, g.W);
     T s = T(0);
     for (int ih = w.h0; ih < w.h1; ++ih)
-      for (int iw = w.w0; iw < w.w1; ++iw) s += xp[ih * g.W + iw];
+      for (int iw = w.w0; iw < w.w1; ++iw) s += xp[plane_offset(ih, iw, g.W)];
     y[e] = w.divisor > 0 ? s / static_cast<T>(w.divisor) : T(0);
   }
 }
 
 template <typename T>
 __global__ void avg_backward(T* gi, const T* go, Geo g) {
-  const int64_t n = g.P * g.H * g.W, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.H, g.W), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.H * g.W);
-    const int r = static_cast<int>(e - p * g.H * g.W), ih = r / g.W, iw = r - ih * g.W;
+    const PlanePos q = split_plane_index(e, g.H, g.W);
     int oh0, oh1, ow0, ow1;
-    windows_containing(ih, g.sh, g.ph, g.kh, g.OH, oh0, oh1);
-    windows_containing(iw, g.sw, g.pw, g.kw, g.OW, ow0, ow1);
-    const T* gp = go + p * g.OH * g.OW;
+    windows_containing(q.row, g.sh, g.ph, g.kh, g.OH, oh0, oh1);
+    windows_containing(q.col, g.sw, g.pw, g.kw, g.OW, ow0, ow1);
+    const T* gp = go + q.plane * plane_area(g.OH, g.OW);
     T s = T(0);
     for (int oh = oh0; oh <= oh1; ++oh)
       for (int ow = ow0; ow <= ow1; ++ow) {
         const Window w = avg_window(oh, ow, g);
-        if (w.divisor > 0) s += gp[oh * g.OW + ow] / static_cast<T>(w.divisor);
+        if (w.divisor > 0) s += gp[plane_offset(oh, ow, g.OW)] / static_cast<T>(w.divisor);
       }
     gi[e] = s;
   }
@@ -169,36 +171,34 @@ EMBER_DEVICE void cells_containing(int i, int in, int out, int& lo, int& hi) {
 
 template <typename T>
 __global__ void adaptive_forward(T* y, const T* x, Geo g) {
-  const int64_t n = g.P * g.OH * g.OW, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.OH, g.OW), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.OH * g.OW);
-    const int r = static_cast<int>(e - p * g.OH * g.OW), oh = r / g.OW, ow = r - oh * g.OW;
-    const int h0 = adaptive_start(oh, g.H, g.OH), h1 = adaptive_end(oh, g.H, g.OH);
-    const int w0 = adaptive_start(ow, g.W, g.OW), w1 = adaptive_end(ow, g.W, g.OW);
-    const T* xp = x + p * g.H * g.W;
+    const PlanePos q = split_plane_index(e, g.OH, g.OW);
+    const int h0 = adaptive_start(q.row, g.H, g.OH), h1 = adaptive_end(q.row, g.H, g.OH);
+    const int w0 = adaptive_start(q.col, g.W, g.OW), w1 = adaptive_end(q.col, g.W, g.OW);
+    const T* xp = x + q.plane * plane_area(g.H, g.W);
     T s = T(0);
     for (int ih = h0; ih < h1; ++ih)
-      for (int iw = w0; iw < w1; ++iw) s += xp[ih * g.W + iw];
-    y[e] = s / static_cast<T>((h1 - h0) * (w1 - w0));
+      for (int iw = w0; iw < w1; ++iw) s += xp[plane_offset(ih, iw, g.W)];
+    y[e] = s / static_cast<T>(plane_area(h1 - h0, w1 - w0));
   }
 }
 
 template <typename T>
 __global__ void adaptive_backward(T* gi, const T* go, Geo g) {
-  const int64_t n = g.P * g.H * g.W, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = g.P * plane_area(g.H, g.W), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
-    const int64_t p = e / (g.H * g.W);
-    const int r = static_cast<int>(e - p * g.H * g.W), ih = r / g.W, iw = r - ih * g.W;
+    const PlanePos q = split_plane_index(e, g.H, g.W);
     int oh0, oh1, ow0, ow1;
-    cells_containing(ih, g.H, g.OH, oh0, oh1);
-    cells_containing(iw, g.W, g.OW, ow0, ow1);
-    const T* gp = go + p * g.OH * g.OW;
+    cells_containing(q.row, g.H, g.OH, oh0, oh1);
+    cells_containing(q.col, g.W, g.OW, ow0, ow1);
+    const T* gp = go + q.plane * plane_area(g.OH, g.OW);
     T s = T(0);
     for (int oh = oh0; oh <= oh1; ++oh) {
       const int hn = adaptive_end(oh, g.H, g.OH) - adaptive_start(oh, g.H, g.OH);
       for (int ow = ow0; ow <= ow1; ++ow) {
         const int wn = adaptive_end(ow, g.W, g.OW) - adaptive_start(ow, g.W, g.OW);
-        s += gp[oh * g.OW + ow] / static_cast<T>(hn * wn);
+        s += gp[plane_offset(oh, ow, g.OW)] / static_cast<T>(plane_area(hn, wn));
       }
     }
     gi[e] = s;

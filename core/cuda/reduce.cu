@@ -5,8 +5,12 @@
 //  - column reduction (the reduced dim is strided and the kept dims are contiguous, as in
 //    summing a batch): one thread per output walking its column, so a warp's loads are
 //    coalesced across neighbouring outputs.
+// A few outputs over long rows (a full reduction has one) take two stages instead of one block
+// per output: blocks reduce slices of each row to partials, a second kernel combines them in a
+// fixed order (reduce_row_slices, reduce_partials).
 // Floating sums accumulate in double, as the CPU kernels do; var/std take two passes (mean,
 // then squared deviations).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -126,6 +130,42 @@ __global__ void reduce_rows(const T* in, typename Op::out_t* out, int64_t M, int
   }
 }
 
+// Two-stage row reduction, for few outputs with long rows (a full reduction has one output): the
+// first stage splits each row into `slices` contiguous ranges of the reduced index, one block
+// each (grid x: slices, y: outputs), and leaves one unfinished accumulator per range in
+// partial[m * slices + s]; the second combines a row's partials in slice order, one block per
+// output, and finishes. Both orders are fixed by the launch geometry alone, never by which
+// block runs first, so the result is deterministic.
+template <typename T, typename Op>
+__global__ void reduce_row_slices(const T* in, typename Op::acc_t* partial, int64_t M, int64_t R, int64_t slices,
+                                  Dims outer, Dims inner, Op op) {
+  const int64_t chunk = (R + slices - 1) / slices, s = blockIdx.x;
+  const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+  for (int64_t m = blockIdx.y; m < M; m += gridDim.y) {
+    const T* base = in + outer.offset(m);
+    typename Op::acc_t a = op.identity();
+    if (inner.n <= 1) {
+      const int64_t st = inner.n == 0 ? 0 : inner.stride[0];
+      for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) a = op(a, op.map(base[r * st]));
+    } else {
+      for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) a = op(a, op.map(base[inner.offset(r)]));
+    }
+    a = block_reduce(a, op, op.identity());
+    if (threadIdx.x == 0) partial[m * slices + s] = a;
+  }
+}
+
+template <typename Op>
+__global__ void reduce_partials(const typename Op::acc_t* partial, typename Op::out_t* out, int64_t M, int64_t R,
+                                int64_t slices, Op op) {
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    typename Op::acc_t a = op.identity();
+    for (int64_t s = threadIdx.x; s < slices; s += blockDim.x) a = op(a, partial[m * slices + s]);
+    a = block_reduce(a, op, op.identity());
+    if (threadIdx.x == 0) out[m] = op.finish(a, R);
+  }
+}
+
 template <typename T, typename Op>
 __global__ void reduce_columns(const T* in, typename Op::out_t* out, int64_t M, int64_t R, Dims outer, Dims inner,
                                Op op) {
@@ -181,6 +221,24 @@ __global__ void var_columns(const T* in, T* out, int64_t M, int64_t R, Dims oute
 }
 
 // ------------------------------------------------------------------ launching
+constexpr unsigned kThreads = 256;
+constexpr int64_t kMaxGridY = 65535;
+// A block's share of a row in the two-stage reduction: long enough to amortise the block's
+// reduction, short enough that a few outputs still fill the GPU.
+constexpr int64_t kSliceLength = 4096;
+constexpr int64_t kTargetBlocks = 1024;  // about 8 per SM of an H200
+constexpr int64_t kMaxSlices = 1024;
+
+// How many slices each row is split into (1: one block per output, reduce_rows). Only when the
+// outputs alone leave the GPU mostly idle; a function of the shape only, so a shape is always
+// reduced in the same order.
+int64_t row_slices(int64_t M, int64_t R) {
+  if (M >= kTargetBlocks / 2 || R < 2 * kSliceLength) return 1;
+  const int64_t by_length = (R + kSliceLength - 1) / kSliceLength;
+  const int64_t by_blocks = (kTargetBlocks + M - 1) / M;
+  return std::clamp<int64_t>(std::min(by_length, by_blocks), 1, kMaxSlices);
+}
+
 struct Plan {
   int64_t M = 1, R = 1;
   Dims outer, inner;
@@ -210,6 +268,16 @@ void run(const Tensor& out, const Tensor& in, const Plan& p, Op op) {
   if (p.columns) {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((p.M + 127) / 128, kMaxBlocks));
     launch(reduce_columns<T, Op>, blocks, 128, 0, kernel_stream(), x, y, p.M, p.R, p.outer, p.inner, op);
+  } else if (const int64_t slices = row_slices(p.M, p.R); slices > 1) {
+    using Acc = typename Op::acc_t;
+    Tensor scratch =
+        empty({p.M * slices * static_cast<int64_t>(sizeof(Acc))}, {.dtype = DType::UInt8, .device = out.device()});
+    Acc* partial = static_cast<Acc*>(scratch.raw_data());
+    launch(reduce_row_slices<T, Op>,
+           dim3(static_cast<unsigned>(slices), static_cast<unsigned>(std::min<int64_t>(p.M, kMaxGridY))), kThreads, 0,
+           kernel_stream(), x, partial, p.M, p.R, slices, p.outer, p.inner, op);
+    launch(reduce_partials<Op>, static_cast<unsigned>(std::min<int64_t>(p.M, kMaxBlocks)), reduce_threads(slices), 0,
+           kernel_stream(), partial, y, p.M, p.R, slices, op);
   } else {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(p.M, kMaxBlocks));
     launch(reduce_rows<T, Op>, blocks, reduce_threads(p.R), 0, kernel_stream(), x, y, p.M, p.R, p.outer, p.inner, op);

@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
@@ -247,11 +249,20 @@ void copy(T* dst, const T* src, int64_t n) {
 // The sequence lengths in device memory (undefined tensor: every sequence is full).
 Tensor lengths_on_device(const std::vector<int64_t>& lengths, Device dev) {
   if (lengths.empty()) return Tensor();
-  Tensor t = empty({static_cast<int64_t>(lengths.size())}, {.dtype = DType::Int64, .device = dev});
+  const auto n = static_cast<int64_t>(lengths.size());
   const size_t bytes = lengths.size() * sizeof(int64_t);
 #if defined(__CUDACC__)
-  EMBER_CUDA_CHECK(cudaMemcpy(t.raw_data(), lengths.data(), bytes, cudaMemcpyHostToDevice));
+  // Staged in pinned memory, so that the copy is asynchronous (a pageable or plain cudaMemcpy
+  // would stall the host, and a plain one would not be ordered with the compute stream).
+  // Tensor::copy_ queues it on the copy stream between events of the compute stream and keeps
+  // the pinned block from reuse until it has been read.
+  auto block = std::make_shared<DataPtr>(pinned_allocator()->allocate(bytes));
+  std::memcpy(block->get(), lengths.data(), bytes);
+  Tensor host = from_blob(block->get(), {n}, DType::Int64, [block](void*) mutable { block.reset(); });
+  Tensor t = empty({n}, {.dtype = DType::Int64, .device = dev});
+  t.copy_(host);
 #else
+  Tensor t = empty({n}, {.dtype = DType::Int64, .device = dev});
   std::memcpy(t.raw_data(), lengths.data(), bytes);
 #endif
   return t;

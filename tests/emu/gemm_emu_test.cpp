@@ -93,6 +93,18 @@ TEST_P(Gemm, SeveralTilesMatchTheCpu) {
   check(DType::Float64, true, false, {130, 65, 25, 0, -1.0, 2.0}, 1, false);
 }
 
+// More row tiles than column tiles: the row tiles go on grid x and the column tiles on grid y
+// (core/cuda/gemm_geometry.h), the mapping that lets M exceed 65535 tiles on a GPU. Every
+// transpose, both dtypes, ragged edges in both directions, and batched.
+TEST_P(Gemm, TallOutputsPutRowTilesOnGridX) {
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) check(dt, ta, tb, {300, 70, 19, 1, 1.0, 0.0}, 1, false);
+  check(DType::Float32, false, false, {260, 129, 9, 0, 1.0, 0.5}, 1, false);  // 3 x 2 tiles
+  check(DType::Float64, true, false, {200, 130, 9, 0, 1.0, 0.0}, 1, false);   // 4 x 3 tiles
+  check(DType::Float32, false, true, {140, 20, 9, 0, 1.0, 0.0}, 2, false);
+}
+
 TEST_P(Gemm, BatchedMatchesTheCpu) {
   for (DType dt : {DType::Float32, DType::Float64}) {
     check(dt, false, false, {13, 17, 11, 0, 1.0, 0.0}, 3, false);
@@ -120,7 +132,8 @@ TEST_P(Gemm, AlphaZeroIgnoresTheOperands) {
 
 TEST_P(Gemm, DotMatchesTheCpu) {
   for (DType dt : {DType::Float32, DType::Float64}) {
-    for (int64_t n : {0, 1, 37, 300}) {
+    // 20000 and 70001: the two-stage dot (several blocks of 8192, then their partials in order).
+    for (int64_t n : {0, 1, 37, 300, 20000, 70001}) {
       Tensor x = randn({std::max<int64_t>(2 * n, 1)}, {.dtype = dt}),
              y = randn({std::max<int64_t>(n, 1)}, {.dtype = dt});
       Tensor want = zeros({1}, {.dtype = dt}), got = device_copy(zeros({1}, {.dtype = dt}));

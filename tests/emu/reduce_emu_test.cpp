@@ -1,6 +1,7 @@
 // The CUDA reductions (core/cuda/reduce.cu) run by the kernel emulator against the CPU kernels:
 // every ReduceOp and argmax/argmin, float and integer dtypes, row layouts (reduced dims
-// contiguous) and column layouts (reduced dim strided), several dims at once, sizes that are not
+// contiguous) and column layouts (reduced dim strided), the two-stage path for few long rows
+// (full reductions), several dims at once, sizes that are not
 // multiples of the block or warp size, empty reductions, ties and NaN, in all three thread orders.
 #include <gtest/gtest.h>
 
@@ -41,6 +42,12 @@ std::vector<Case> cases() {
       {"two_dims", {4, 6, 5, 7}, {0, 2, 1, 3}, 2},
       {"all", {3, 5, 11}, {0, 1, 2}, 3},
       {"empty", {3, 0}, {0, 1}, 1},
+      // Few outputs over long rows: the two-stage reduction (slices of each row, then their
+      // partials in order; reduce.cu's row_slices).
+      {"long_full", {12000}, {0}, 1},
+      {"long_rows", {3, 9001}, {0, 1}, 1},
+      {"long_strided", {9001, 2}, {1, 0}, 1},               // reduced dim strided, too few outputs for columns
+      {"long_two_dims", {2, 90, 3, 100}, {0, 2, 1, 3}, 2},  // non-mergeable reduced dims
   };
 }
 
@@ -71,7 +78,9 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
     for (const Case& c : cases()) {
       // Integer dtypes share the float kernels' layouts: a subset of the layouts covers them.
-      if (!is_floating(dt) && (c.name == "row_300" || c.name == "row_1" || c.name == "all")) continue;
+      if (!is_floating(dt) && (c.name == "row_300" || c.name == "row_1" || c.name == "all" ||
+                               (c.name.rfind("long", 0) == 0 && c.name != "long_full")))
+        continue;
       Tensor x = sample(c.shape, dt);
       Tensor xd = device_copy(x);
       Tensor v = x.permute(c.perm), vd = xd.permute(c.perm);
@@ -79,7 +88,8 @@ TEST_P(Reduce, EveryOpMatchesTheCpu) {
         if (!is_floating(dt) && !o.ints) continue;
         const bool empty_red = x.numel() == 0;
         if (empty_red && (o.op == ReduceOp::Max || o.op == ReduceOp::Min || o.op == ReduceOp::Norm)) continue;
-        if (o.op == ReduceOp::Prod && c.name == "row_300") continue;  // overflows to inf/wraps: not informative
+        // Overflows to inf/underflows/wraps: not informative.
+        if (o.op == ReduceOp::Prod && (c.name == "row_300" || c.name.rfind("long", 0) == 0)) continue;
         const DType out_dt = !is_floating(dt) && (o.op == ReduceOp::Sum || o.op == ReduceOp::Prod) ? DType::Int64 : dt;
         Tensor want = empty(out_shape(v, c.nred), {.dtype = out_dt});
         reduce_stub(Device::cpu())(o.op, want, v, c.nred, o.p);

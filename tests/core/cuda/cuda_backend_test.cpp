@@ -14,6 +14,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_count.h"
 #include "core/ops.h"
+#include "core/stream.h"
 #if EMBER_WITH_CUDNN
 #include <cudnn.h>
 #endif
@@ -81,6 +82,9 @@ TEST(CudaBackend, FillWritesEveryElementOfStridedViews) {
   cols.fill_(-1.0);
   t.t().select(0, 0).fill_(7.0);  // column 0 through a transposed view
   std::vector<float> host(24);
+  // The fills ran on the compute stream, which is non-blocking: a plain cudaMemcpy (legacy
+  // default stream) would not wait for them.
+  get_stream(Device::cuda(0), StreamKind::Compute).synchronize();
   EMBER_CUDA_CHECK(cudaMemcpy(host.data(), p, sizeof(float) * host.size(), cudaMemcpyDeviceToHost));
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 6; ++c) EXPECT_EQ(host[r * 6 + c], c == 0 ? 7.0f : (c % 2 ? -1.0f : 2.5f)) << r << "," << c;
@@ -93,6 +97,7 @@ TEST(CudaBackend, FillWritesEveryElementOfStridedViews) {
         q, {static_cast<int64_t>(n)}, dt, [](void* x) { (void)cudaFree(x); }, Device::cuda(0));
     u.fill_(3.0);
     std::vector<unsigned char> got(bytes);
+    get_stream(Device::cuda(0), StreamKind::Compute).synchronize();
     EMBER_CUDA_CHECK(cudaMemcpy(got.data(), q, bytes, cudaMemcpyDeviceToHost));
     Tensor ref = full({static_cast<int64_t>(n)}, 3.0, {.dtype = dt});
     EXPECT_EQ(std::memcmp(got.data(), ref.raw_data(), bytes), 0) << dt;
