@@ -4,6 +4,7 @@
 // is keyed by op name, so a kernel that registers for an op is covered by its row without any
 // change here; a new op needs one row. Without a GPU every test skips and the program prints
 // "skipped: no CUDA device" (ctest reports it as skipped, tests/CMakeLists.txt).
+#include <ember/config.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,6 +26,14 @@
 #include "core/ops.h"
 #include "core/reduce_kernels.h"
 #include "core/rnn_kernels.h"
+#include "core/stream.h"
+#if EMBER_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#if EMBER_GPU_TESTS_HAVE_LAYERS
+#include "layers/optim/adam.h"
+#include "layers/optim/clip_grad.h"
+#endif
 
 using namespace ember;
 
@@ -274,6 +283,17 @@ std::vector<OpCase> op_table() {
   rnn_case("lstm", RnnMode::Lstm, 4);
   rnn_case("gru", RnnMode::Gru, 3);
   rnn_case("rnn_tanh", RnnMode::RnnTanh, 1);
+  // Variable lengths: the lengths reach the device through pinned memory and the copy stream.
+  t.push_back({"lstm_padded",
+               [](Generator& g) {
+                 const int64_t T = 6, B = 3, I = 5, H = 7;
+                 return Inputs{rn(g, {T, B, I}), rn(g, {4 * H, I}), rn(g, {4 * H, H}),
+                               rn(g, {4 * H}),   rn(g, {4 * H}),    rn(g, {B, H})};
+               },
+               [](const Inputs& x) {
+                 return rnn_layer(RnnMode::Lstm, x[0], x[1], x[2], x[3], x[4], x[5], x[5], {6, 4, 1}).h_n;
+               },
+               5e-4});
   return t;
 }
 
@@ -686,6 +706,153 @@ TEST(GpuSort, SortAndReductionBackwardStubsHaveCudaKernels) {
   EXPECT_TRUE(index_grad_stub.has(DeviceType::CUDA));
   EXPECT_TRUE(prod_grad_stub.has(DeviceType::CUDA));
 }
+
+// ------------------------------------------------------------------ the defects of issue 26
+// Checks that only a GPU can make: sizes no CI machine can hold, streams and graphs, cuBLAS.
+
+// Pooling over a plane of 6 x 2^29 = 3 * 2^30 elements: offsets past 2^31 inside one plane,
+// where the kernels' former int32 products (ih * W + iw, OH * OW) wrapped. About 35 GB of device
+// memory; single elements are read back, so the CPU never holds the plane.
+TEST(GpuLargePlanes, PoolingIndexesPlanesOfMoreThanTwoToThe31Elements) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  const int64_t H = 6, W = int64_t{1} << 29;
+  const Device g = Device::cuda(0);
+  Tensor x = zeros({1, 1, H, W}, {.device = g});
+  auto at = [](const Tensor& t, int64_t r, int64_t c) { return t.select(0, 0).select(0, 0).select(0, r).select(0, c); };
+  at(x, 5, W - 1).fill_(5.0);  // flat offset 6W - 1, about 3.2e9
+  at(x, 4, 1000).fill_(7.0);   // 4W + 1000 = 2^31 + 1000
+  x.requires_grad_(true);
+  auto [y, idx] = max_pool2d_with_indices(x, {.kernel = {2, 2}});
+  EXPECT_EQ(at(y, 2, W / 2 - 1).item<float>(), 5.0f);
+  EXPECT_EQ(at(idx, 2, W / 2 - 1).item<int64_t>(), 6 * W - 1);
+  EXPECT_EQ(at(y, 2, 500).item<float>(), 7.0f);
+  EXPECT_EQ(at(idx, 2, 500).item<int64_t>(), 4 * W + 1000);
+  EXPECT_EQ(at(idx, 2, 7).item<int64_t>(), 4 * W + 14);  // an all-zero window: its first element
+  sum(y).backward();
+  const Tensor gx = x.grad();
+  EXPECT_EQ(at(gx, 5, W - 1).item<float>(), 1.0f);
+  EXPECT_EQ(at(gx, 4, W - 2).item<float>(), 0.0f);  // the first element of the marker's window
+  EXPECT_EQ(at(gx, 4, 14).item<float>(), 1.0f);     // the first element of a zero window
+  y = Tensor(), idx = Tensor();
+  NoGradGuard ng;
+  for (KernelChoice c : {KernelChoice::Native, KernelChoice::Vendor}) {
+    set_kernel_choices(kernel_choice_name(c));
+    const Tensor a = avg_pool2d(x.detach(), {.kernel = {2, 2}});
+    EXPECT_EQ(at(a, 2, W / 2 - 1).item<float>(), 1.25f) << kernel_choice_name(c);
+    EXPECT_EQ(at(a, 2, 500).item<float>(), 1.75f) << kernel_choice_name(c);
+    EXPECT_EQ(at(a, 2, 9).item<float>(), 0.0f) << kernel_choice_name(c);
+  }
+  set_kernel_choices("auto");
+}
+
+// A GEMM with more than 65535 row tiles of 128 (the former grid-y limit): native and vendor
+// against the CPU.
+TEST(GpuLargeShapes, GemmWithMoreThan65535RowTilesRunsNativeAndVendor) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Generator gen(7);
+  const int64_t m = 65535 * 128 + 7;
+  const Tensor a = randn({m, 4}, {}, &gen), b = randn({4, 3}, {}, &gen);
+  const Tensor want = matmul(a, b);
+  for (KernelChoice c : {KernelChoice::Native, KernelChoice::Vendor, KernelChoice::Auto}) {
+    set_kernel_choices(kernel_choice_name(c));
+    const Tensor got = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0))).cpu();
+    EXPECT_LE(rel_err(got, want), 1e-5) << kernel_choice_name(c);
+  }
+  set_kernel_choices("auto");
+}
+
+// Full reductions and dots over long vectors take the two-stage kernels (many blocks, then the
+// partials in order): against the CPU, and the same bits twice (deterministic).
+TEST(GpuLargeShapes, FullReductionsAndDotsAreMultiBlockAndDeterministic) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Generator gen(11);
+  const Tensor x = randn({30'000'001}, {}, &gen), y = randn({30'000'001}, {}, &gen);
+  const Tensor xd = x.to(Device::cuda(0)), yd = y.to(Device::cuda(0));
+  EXPECT_LE(rel_err(sum(xd).cpu(), sum(x)), 1e-6);
+  EXPECT_LE(rel_err(amax(xd).cpu(), amax(x)), 0.0);
+  EXPECT_LE(rel_err(dot(xd, yd).cpu(), dot(x, y)), 1e-6);
+  EXPECT_EQ(sum(xd).item<float>(), sum(xd).item<float>());
+  EXPECT_EQ(dot(xd, yd).item<float>(), dot(xd, yd).item<float>());
+}
+
+// cross_entropy no longer copies its target check back in the forward: a bad target is reported
+// at the next synchronisation (here the loss's item()), with the value and the class count.
+TEST(GpuCrossEntropy, OutOfRangeTargetIsReportedAtTheNextSynchronisation) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  const Tensor logits = randn({4, 6}).to(Device::cuda(0));
+  const Tensor target = tensor({1, 2, 9, 0}, {.dtype = DType::Int64}).to(Device::cuda(0));
+  std::string msg;
+  try {
+    const Tensor loss = cross_entropy(logits, target);
+    (void)loss.item();
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("cross_entropy: target 9 is out of range for 6 classes"), std::string::npos) << msg;
+  // Reported once: the next forward with good targets runs clean.
+  const Tensor ok = tensor({1, 2, 3, 0}, {.dtype = DType::Int64}).to(Device::cuda(0));
+  EXPECT_NO_THROW((void)cross_entropy(logits, ok).item());
+}
+
+#if EMBER_WITH_CUDA
+// The compute stream is a created non-blocking stream, not the legacy default stream: Ember's
+// kernels can be captured into a CUDA graph and replayed.
+TEST(GpuStreams, ComputeStreamIsCreatedNonBlockingAndGraphsCaptureIt) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Stream& s = get_stream(Device::cuda(0));
+  auto cs = static_cast<cudaStream_t>(s.native_handle());
+  ASSERT_NE(cs, nullptr) << "the compute stream is the legacy default stream";
+  unsigned flags = 0;
+  ASSERT_EQ(cudaStreamGetFlags(cs, &flags), cudaSuccess);
+  EXPECT_EQ(flags & cudaStreamNonBlocking, static_cast<unsigned>(cudaStreamNonBlocking));
+  const Tensor a = randn({4097}).to(Device::cuda(0)), b = randn({4097}).to(Device::cuda(0));
+  Tensor c = mul(add(a, b), a);  // warms the allocator's cache for the captured ops
+  c = Tensor();
+  s.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  c = mul(add(a, b), a);
+  ASSERT_EQ(cudaStreamEndCapture(cs, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, cs), cudaSuccess);
+  s.synchronize();
+  const Tensor want = mul(add(a.cpu(), b.cpu()), a.cpu());
+  EXPECT_LE(rel_err(c.cpu(), want), 1e-6);
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+}
+#endif
+
+#if EMBER_GPU_TESTS_HAVE_LAYERS
+// Adam's multi-tensor step (a few launches for many parameters) and clip_grad_norm_'s one
+// synchronisation, on the GPU against the CPU's per-tensor steps.
+TEST(GpuOptim, MultiTensorAdamAndClipGradNormMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Generator gen(5);
+  std::vector<Tensor> pc, pg;
+  for (int64_t n : {1, 37, 8192, 8193, 100'000, 3'000'000}) {
+    for (int i = 0; i < 5; ++i) {  // 30 parameters: more than one launch's 24 slots
+      Tensor p = randn({n}, {}, &gen);
+      pc.push_back(p.clone().requires_grad_(true));
+      pg.push_back(p.to(Device::cuda(0)).detach().requires_grad_(true));
+    }
+  }
+  optim::Adam oc(pc, {.lr = 1e-2, .weight_decay = 0.01}), og(pg, {.lr = 1e-2, .weight_decay = 0.01});
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < pc.size(); ++i) {
+      const Tensor g = randn(pc[i].shape(), {}, &gen);
+      pc[i].set_grad(g.clone());
+      pg[i].set_grad(g.to(Device::cuda(0)));
+    }
+    const double nc = optim::clip_grad_norm_(pc, 1.0), ng = optim::clip_grad_norm_(pg, 1.0);
+    EXPECT_NEAR(ng, nc, 1e-5 * nc) << "step " << step;
+    oc.step();
+    og.step();
+  }
+  for (size_t i = 0; i < pc.size(); ++i) EXPECT_LE(rel_err(pg[i].detach().cpu(), pc[i].detach()), 1e-5) << i;
+}
+#endif
 
 }  // namespace
 
