@@ -1,32 +1,74 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 
 namespace ember {
+namespace {
 
-void write_all(std::FILE* f, const void* data, size_t n, const std::string& what) {
-  if (n == 0) return;
-  EMBER_CHECK(std::fwrite(data, 1, n, f) == n, "write: short write to ", what, " (", std::strerror(errno), ")");
+namespace fs = std::filesystem;
+
+// 0666 less the umask, the mode open(2) would give a new file. umask(2) can only be read by
+// setting it, which races with other threads; Linux reports it in /proc/self/status.
+mode_t new_file_mode() {
+  mode_t mask = 022;
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Umask:", 0) == 0) {
+      mask = static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+      break;
+    }
+  }
+  return 0666 & ~mask;
 }
 
-void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& write) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
+const char* kind_of(const fs::file_status& st) {
+  switch (st.type()) {
+    case fs::file_type::directory: return "a folder";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+// Into a pipe or a character device: there is nothing to replace, and a rename would turn the
+// device node into a regular file (as root) or the pipe into a file nobody reads.
+void write_through(const std::string& path, bool fifo, const std::function<void(std::FILE*)>& write) {
+  // O_NONBLOCK: opening a pipe that no process reads fails with ENXIO instead of waiting forever.
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+  if (fd < 0) {
+    EMBER_CHECK(errno != ENXIO, "write: '", path, "' is a pipe that no process is reading");
+    EMBER_FAIL("write: cannot open '", path, "' (", std::strerror(errno), ")");
+  }
+  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    ::close(fd);
+    EMBER_FAIL("write: cannot open '", path, "'");
+  }
+  try {
+    write(f);
+    EMBER_CHECK(std::fflush(f) == 0, "write: writing to '", path, "' failed (", std::strerror(errno), ")");
+  } catch (...) {
+    std::fclose(f);
+    throw;
+  }
+  EMBER_CHECK(std::fclose(f) == 0, "write: closing '", path, "' failed (", std::strerror(errno), ")");
+}
+
+// A temporary file next to `target`, renamed over it. `mode` is the published file's permissions.
+void write_replacing(const std::string& path, const fs::path& target, mode_t mode,
+                     const std::function<void(std::FILE*)>& write) {
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   EMBER_CHECK(fs::is_directory(dir), "write: directory '", dir.string(), "' for '", path, "' does not exist");
-  // Renaming over a folder fails, and over a device or a pipe (as root, /dev/full) replaces it
-  // with a regular file: only a regular file (or nothing) may be there.
-  std::error_code ec;
-  const fs::file_status st = fs::status(target, ec);
-  EMBER_CHECK(!fs::exists(st) || fs::is_regular_file(st), "write: '", path,
-              "' exists and is not a regular file (a folder, device or pipe); expected a file to create or replace");
   // Built by appending: GCC 12 warns falsely (-Wrestrict, its bug 105329) about "." + string.
   std::string tmp_name = ".";
   tmp_name += target.filename().string();
@@ -34,6 +76,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   std::string tmpl = (dir / tmp_name).string();
   int fd = ::mkstemp(tmpl.data());
   EMBER_CHECK(fd >= 0, "write: cannot create a temporary file next to '", path, "' (", std::strerror(errno), ")");
+  ::fchmod(fd, mode);  // mkstemp creates 0600
   std::FILE* f = ::fdopen(fd, "wb");
   if (!f) {
     ::close(fd);
@@ -53,7 +96,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
     ::unlink(tmpl.c_str());
     EMBER_FAIL("write: closing '", path, "' failed (", std::strerror(errno), ")");
   }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());
     EMBER_FAIL("write: renaming the temporary file to '", path, "' failed (", std::strerror(err), ")");
@@ -63,6 +106,42 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
     ::fsync(dfd);  // best effort: some filesystems refuse fsync on directories
     ::close(dfd);
   }
+}
+
+}  // namespace
+
+void write_all(std::FILE* f, const void* data, size_t n, const std::string& what) {
+  if (n == 0) return;
+  EMBER_CHECK(std::fwrite(data, 1, n, f) == n, "write: short write to ", what, " (", std::strerror(errno), ")");
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& write) {
+  EMBER_CHECK(!path.empty(), "write: empty file name; expected a path");
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(path, ec);
+  const fs::file_status st = fs::status(path, ec);  // what a link points to
+  if (fs::is_symlink(link) && !fs::exists(st)) {
+    std::error_code ignored;
+    EMBER_FAIL("write: '", path, "' is a symbolic link to '", fs::read_symlink(path, ignored).string(),
+               "', which does not exist; expected a file to create or replace, or a link to one");
+  }
+  if (!fs::exists(st)) return write_replacing(path, fs::path(path), new_file_mode(), write);
+  if (fs::is_regular_file(st)) {
+    // Through a link, the file it names is replaced and the link kept. /proc/self/fd/N links name
+    // their file, so /dev/stdout redirected to a file lands in that file.
+    fs::path target = fs::path(path);
+    if (fs::is_symlink(link)) {
+      target = fs::canonical(path, ec);
+      EMBER_CHECK(!ec, "write: cannot resolve the symbolic link '", path, "' (", ec.message(), ")");
+    }
+    return write_replacing(path, target, static_cast<mode_t>(st.permissions()) & 07777, write);
+  }
+  if (fs::is_fifo(st) || fs::is_character_file(st)) return write_through(path, fs::is_fifo(st), write);
+  EMBER_FAIL("write: '", path, "' exists and is ", kind_of(st), "; expected a file to create or replace");
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  write_file_atomic(path, [&](std::FILE* f) { write_all(f, content.data(), content.size(), "'" + path + "'"); });
 }
 
 }  // namespace ember

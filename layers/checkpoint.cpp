@@ -1,5 +1,7 @@
 #include "layers/checkpoint.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <zlib.h>
 
 #include <cmath>
@@ -218,8 +220,16 @@ void write_checkpoint(const std::string& path, const CheckpointContents& c) {
   for (const auto& [k, v] : c.metadata) (*header.mutable_metadata())[k] = v;
   for (const auto& [name, t] : c.extra_tensors) tw.add(header.add_extra_tensors(), name, t);
 
+  // Deterministic: Protobuf writes maps in hash order otherwise, and the same state would give
+  // different files from save to save.
   std::string head;
-  EMBER_CHECK(header.SerializeToString(&head), "checkpoint: cannot serialise the header of '", path, "'");
+  {
+    google::protobuf::io::StringOutputStream stream(&head);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    EMBER_CHECK(header.SerializeToCodedStream(&coded) && !coded.HadError(),
+                "checkpoint: cannot serialise the header of '", path, "'");
+  }
   std::string pre(kMagic, kMagic + 8);
   put_u32(pre, kCheckpointFormatVersion);
   put_u32(pre, 0);

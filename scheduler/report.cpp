@@ -1,11 +1,8 @@
 #include "scheduler/report.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -250,25 +247,6 @@ std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
   }
   o << "</svg>\n";
   return o.str();
-}
-
-void write_file(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    EMBER_CHECK(f, "cannot write ", path, ": ", std::strerror(errno));
-    f << content;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      EMBER_FAIL("cannot write ", path, ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    EMBER_FAIL("cannot write ", path, ": ", std::strerror(err));
-  }
 }
 
 }  // namespace ember::sched

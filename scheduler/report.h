@@ -19,7 +19,4 @@ std::string to_csv(const std::vector<SimResult>& rs);
 // Empirical CDF of JCT per result on a log time axis.
 std::string to_svg(const std::vector<SimResult>& rs, const std::string& title);
 
-// Writes through a temporary file renamed into place; throws ember::Error naming the path.
-void write_file(const std::string& path, const std::string& content);
-
 }  // namespace ember::sched

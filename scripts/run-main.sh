@@ -4,7 +4,9 @@
 # from data/mnist when the four IDX files are there (scripts/download-mnist.sh fetches them where
 # the machine is online); otherwise mnist_cnn says so and trains on Fashion-MNIST from Debian's
 # dataset-fashion-mnist package, which scripts/setup.sh installs. Arguments go to the program
-# (see `build/examples/mnist_cnn --help`), e.g. scripts/run-main.sh --epochs 1.
+# (see `build/examples/mnist_cnn --help`), e.g. scripts/run-main.sh --epochs 1. Each run trains
+# afresh into runs/mnist_cnn (--overwrite: mnist_cnn refuses to replace a checkpoint otherwise);
+# scripts/run-main.sh --resume auto continues the last one instead.
 #   EMBER_JOBS=N   parallel compile jobs (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +15,8 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_EXAMPLES=ON
 ninja -C build -j "${EMBER_JOBS:-2}" mnist_cnn
 mkdir -p runs/mnist_cnn
-exec build/examples/mnist_cnn --data data/mnist --checkpoint-dir runs/mnist_cnn --log runs/mnist_cnn/metrics.csv "$@"
+fresh=(--overwrite)
+for a in "$@"; do
+  [[ $a == --resume || $a == --resume=* || $a == --overwrite* ]] && fresh=()
+done
+exec build/examples/mnist_cnn --data data/mnist --checkpoint-dir runs/mnist_cnn --log runs/mnist_cnn/metrics.csv "${fresh[@]}" "$@"

@@ -6,6 +6,10 @@
 #include <sstream>
 
 namespace ember::cli {
+namespace {
+// How a flag is written in messages: -n, --name.
+std::string spelled(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+}  // namespace
 
 Flags& Flags::add(const std::string& name, const std::string& value_name, const std::string& help, bool repeatable) {
   order_.push_back(name);
@@ -13,11 +17,20 @@ Flags& Flags::add(const std::string& name, const std::string& value_name, const 
   return *this;
 }
 
+Flags& Flags::add_internal(const std::string& name, const std::string& value_name) {
+  add(name, value_name, "");
+  specs_[name].internal = true;
+  return *this;
+}
+
 void Flags::parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a.size() < 3 || a.compare(0, 2, "--") != 0) throw UsageError("unexpected argument '" + a + "'");
-    std::string name = a.substr(2), value;
+    // "-n 4": the one-letter flags' customary spelling.
+    const bool short_form = a.size() == 2 && a[0] == '-' && a[1] != '-' && specs_.count(a.substr(1));
+    if (!short_form && (a.size() < 3 || a.compare(0, 2, "--") != 0))
+      throw UsageError("unexpected argument '" + a + "'");
+    std::string name = a.substr(short_form ? 1 : 2), value;
     bool inline_value = false;
     if (size_t eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);
@@ -28,12 +41,12 @@ void Flags::parse(const std::vector<std::string>& args) {
     if (it == specs_.end()) throw UsageError("unknown flag --" + name);
     const Spec& s = it->second;
     if (s.value_name.empty()) {
-      if (inline_value) throw UsageError("--" + name + " takes no value");
+      if (inline_value) throw UsageError(spelled(name) + " takes no value");
     } else if (!inline_value) {
-      if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value (" + s.value_name + ")");
+      if (i + 1 >= args.size()) throw UsageError(spelled(name) + " needs a value (" + s.value_name + ")");
       value = args[++i];
     }
-    if (values_.count(name) && !s.repeatable) throw UsageError("--" + name + " given twice");
+    if (values_.count(name) && !s.repeatable) throw UsageError(spelled(name) + " given twice");
     values_[name].push_back(value);
   }
 }
@@ -49,7 +62,7 @@ std::vector<std::string> Flags::all(const std::string& name) const {
 }
 
 std::string Flags::require(const std::string& name) const {
-  if (!has(name)) throw UsageError("--" + name + " is required");
+  if (!has(name)) throw UsageError(spelled(name) + " is required");
   return str(name);
 }
 
@@ -61,11 +74,12 @@ double parse_double(const std::string& flag, const std::string& text, double lo,
   bool ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v);
   if (ok && whole) ok = v == std::floor(v);
   std::ostringstream range;
+  range.precision(15);  // [1, 1048576], not [1, 1.04858e+06]
   range << "[" << lo << ", " << hi << "]";
   if (!ok)
-    throw UsageError("--" + flag + ": expected " + (whole ? "a whole number" : "a number") + " in " + range.str() +
+    throw UsageError(spelled(flag) + ": expected " + (whole ? "a whole number" : "a number") + " in " + range.str() +
                      ", got '" + text + "'");
-  if (v < lo || v > hi) throw UsageError("--" + flag + ": expected a value in " + range.str() + ", got '" + text + "'");
+  if (v < lo || v > hi) throw UsageError(spelled(flag) + ": expected a value in " + range.str() + ", got '" + text + "'");
   return v;
 }
 }  // namespace
@@ -101,7 +115,8 @@ std::string Flags::help() const {
   std::ostringstream o;
   for (const std::string& n : order_) {
     const Spec& s = specs_.at(n);
-    std::string lhs = "  --" + n + (s.value_name.empty() ? "" : " " + s.value_name);
+    if (s.internal) continue;
+    std::string lhs = (n.size() == 1 ? "  -" : "  --") + n + (s.value_name.empty() ? "" : " " + s.value_name);
     o << lhs << std::string(lhs.size() < 26 ? 26 - lhs.size() : 1, ' ') << s.help << "\n";
   }
   return o.str();

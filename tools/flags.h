@@ -20,8 +20,12 @@ std::vector<std::string> split_commas(const std::string& s);
 
 class Flags {
  public:
-  // `value_name` empty: a boolean switch. `repeatable`: may be given more than once.
+  // `value_name` empty: a boolean switch. `repeatable`: may be given more than once. A one-letter
+  // name is spelled `-n` as well as `--n`, and listed as `-n`.
   Flags& add(const std::string& name, const std::string& value_name, const std::string& help, bool repeatable = false);
+  // A flag the program passes to itself (a wrapper's private switches): parsed like any other,
+  // left out of help().
+  Flags& add_internal(const std::string& name, const std::string& value_name);
   // Parses args (without the program/subcommand names); positional arguments are refused.
   void parse(const std::vector<std::string>& args);
 
@@ -40,6 +44,7 @@ class Flags {
   struct Spec {
     std::string value_name, help;
     bool repeatable;
+    bool internal = false;
   };
   std::vector<std::string> order_;
   std::map<std::string, Spec> specs_;

@@ -375,18 +375,15 @@ int launch(const std::vector<std::string>& all_args) {
       .add("rank0-only", "", "show only rank 0's standard output (every rank's errors are still shown)")
       .add("mpirun", "PATH", "the MPI launcher (default: mpirun from PATH)")
       .add("dry-run", "", "print the mpirun command instead of running it")
-      .add("as-rank", "", "internal: the per-rank wrapper")
-      .add("status-dir", "DIR", "internal: where the wrapper records its exit status")
-      .add("help", "", "show this help");
+      .add("help", "", "show this help")
+      .add_internal("as-rank", "")  // the per-rank wrapper that mpirun starts
+      .add_internal("status-dir", "DIR");  // where that wrapper records its exit status
   const std::string usage =
       "usage: ember launch -n N [--hosts H1:S1,...] [--rank0-only] -- PROGRAM [ARGS...]\n\n"
       "Starts N ranks of PROGRAM through mpirun (see docs/DISTRIBUTED.md) and returns the worst exit\n"
       "status of the ranks. Example: ember launch -n 2 -- build/examples/mnist_cnn --data-parallel\n\nflags:\n" +
       f.help();
   return run_leaf("ember launch", usage, [&]() -> int {
-    // "-n 4" is the customary spelling: accept it as --n.
-    for (auto& a : args)
-      if (a == "-n") a = "--n";
     f.parse(args);
     if (f.has("help")) {
       std::cout << usage;

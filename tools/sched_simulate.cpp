@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
@@ -136,13 +137,13 @@ int sched_simulate(const std::vector<std::string>& args) {
       std::cout << "\n";
       for (SimResult& r : rs) all.push_back(std::move(r));
     }
-    if (f.has("out")) write_file(f.str("out"), to_json(all));
-    if (f.has("csv")) write_file(f.str("csv"), to_csv(all));
+    if (f.has("out")) write_file_atomic(f.str("out"), to_json(all));
+    if (f.has("csv")) write_file_atomic(f.str("csv"), to_csv(all));
     if (f.has("svg")) {
       std::vector<SimResult> labelled = all;
       if (sizes.size() > 1)
         for (SimResult& r : labelled) r.policy.append("@").append(std::to_string(r.gpus));
-      write_file(f.str("svg"), to_svg(labelled, "JCT distribution: " + trace_path));
+      write_file_atomic(f.str("svg"), to_svg(labelled, "JCT distribution: " + trace_path));
     }
     return 0;
   });

@@ -101,6 +101,14 @@ proto::Response call_daemon(const std::string& state_dir, const proto::Request& 
   std::string out;
   EMBER_CHECK(req.SerializeToString(&out), "scheduler: cannot serialize the request");
   write_frame(fd, out, timeout_s);
+  pollfd p{fd, POLLIN, 0};
+  const int wait_ms = static_cast<int>(timeout_s * 1000);
+  int r;
+  while ((r = ::poll(&p, 1, wait_ms)) < 0 && errno == EINTR) {
+  }
+  EMBER_CHECK(r > 0, "scheduler: the daemon at ", path, " accepted the connection but did not answer within ",
+              timeout_s, " s: it is unresponsive (hung, stopped or overloaded); once that process is gone, `ember sched serve --state ",
+              state_dir, "` starts a new one");
   proto::Response resp;
   EMBER_CHECK(resp.ParseFromString(read_frame(fd, timeout_s)), "scheduler: the daemon's answer does not parse");
   return resp;

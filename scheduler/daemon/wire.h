@@ -20,8 +20,10 @@ std::string socket_path(const std::string& state_dir);
 void write_frame(int fd, const std::string& bytes, double timeout_s);
 std::string read_frame(int fd, double timeout_s);
 
-// A client's round trip. Throws ember::Error naming the socket when no daemon listens there.
-proto::Response call_daemon(const std::string& state_dir, const proto::Request& req, double timeout_s = 30);
+// A client's round trip. Throws ember::Error naming the socket when no daemon listens there, and
+// calling the daemon unresponsive when it accepts but does not answer within `timeout_s` (every
+// request is answered in milliseconds by a live daemon, so a few seconds is already a hang).
+proto::Response call_daemon(const std::string& state_dir, const proto::Request& req, double timeout_s = 5);
 
 // A listening socket at `path` (a stale socket file left by a dead daemon is replaced; a live
 // daemon already listening there is an error).

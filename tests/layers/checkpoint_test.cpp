@@ -170,6 +170,25 @@ TEST(Checkpoint, OptimizerRoundTrip) {
   EXPECT_TRUE(equal(*st->find("momentum_buffer"), *opt.find_state(a.f1.weight)->find("momentum_buffer")));
 }
 
+// The same state gives the same bytes: Protobuf writes its maps (hyperparameters, scalars,
+// metadata) in hash order, which differs between saves unless serialisation is deterministic.
+TEST(Checkpoint, TheSameStateGivesTheSameBytes) {
+  Scratch s;
+  Net a;
+  optim::Adam opt(a.parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  Tensor loss = a.f1(randn({4, 6})).sum();
+  loss.backward();
+  opt.step();
+  std::map<std::string, std::string> metadata;
+  for (int i = 0; i < 24; ++i) metadata["key" + std::to_string(i)] = std::to_string(i * i);
+  save_training(s.file("a.ckpt"), {.model = &a, .optimizers = {&opt}}, {.epoch = 1, .step = 7}, metadata);
+  const std::string first = slurp(s.file("a.ckpt"));
+  for (int i = 0; i < 8; ++i) {
+    save_training(s.file("b.ckpt"), {.model = &a, .optimizers = {&opt}}, {.epoch = 1, .step = 7}, metadata);
+    ASSERT_EQ(slurp(s.file("b.ckpt")), first) << "save " << i << " differs";
+  }
+}
+
 TEST(Checkpoint, MismatchesAreAllListed) {
   Scratch s;
   Net a;

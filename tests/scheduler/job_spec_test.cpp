@@ -121,6 +121,22 @@ TEST(Wire, NoDaemonIsAClearError) {
   EXPECT_NE(e.find("no daemon answers at /nonexistent-state/sched.sock"), std::string::npos) << e;
 }
 
+// A daemon that accepts connections but never answers (hung, or stopped with SIGSTOP) is named
+// as unresponsive, not reported as a socket timeout.
+TEST(Wire, ADaemonThatNeverAnswersIsCalledUnresponsive) {
+  char tmpl[] = "/tmp/ember-wire-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  int fd = listen_unix(socket_path(dir));  // the kernel completes connections nobody accepts
+  proto::Request req;
+  req.mutable_status();
+  std::string e = error_of([&] { call_daemon(dir, req, 0.2); });
+  EXPECT_NE(e.find("accepted the connection but did not answer"), std::string::npos) << e;
+  EXPECT_NE(e.find("unresponsive"), std::string::npos) << e;
+  ::close(fd);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Store, PersistsRecordsAndEvents) {
   char tmpl[] = "/tmp/ember-store-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);

@@ -71,23 +71,5 @@ TEST(Report, SvgHasOneCurvePerPolicy) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 
-TEST(Report, WriteFileWholeOrNothing) {
-  auto dir = std::filesystem::temp_directory_path() / ("ember_report_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string path = (dir / "out.json").string();
-  write_file(path, "[1]\n");
-  std::ifstream f(path);
-  std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(content, "[1]\n");
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
-  try {
-    write_file((dir / "no/such/dir/x.json").string(), "x");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write"), std::string::npos);
-  }
-  std::filesystem::remove_all(dir);
-}
-
 }  // namespace
 }  // namespace ember::sched
