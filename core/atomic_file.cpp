@@ -32,10 +32,14 @@ mode_t new_file_mode() {
 
 const char* kind_of(const fs::file_status& st) {
   switch (st.type()) {
-    case fs::file_type::directory: return "a folder";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "not a regular file";
+    case fs::file_type::directory:
+      return "a folder";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
   }
 }
 

@@ -1,127 +1,264 @@
 #!/usr/bin/env bash
-# Checks and times everything CUDA on the GPU of this machine, in one go (budget: 8 minutes on
-# one H200): builds Ember with CUDA for the GPU it finds (nvidia-smi's compute capability), runs
-# the `gpu` ctest label (every CUDA op, native and vendor kernels, against the CPU, forward and
-# backward; the NCCL communicator and data-parallel training on the GPU, under mpirun, where MPI
-# and NCCL were found) and bench/gpu (native SGEMM vs cuBLAS, conv vs cuDNN, LSTM vs cuDNN RNN, training
-# samples/s, launches per step), then prints a summary table last. On a machine without a GPU it
-# still runs to its end: it builds (CPU-only when there is no nvcc either), and the tests and
-# the benchmark report that they were skipped.
-# Usage: scripts/gpu-check.sh [--build-dir DIR] [--skip-build] [--quick]
-#   --build-dir DIR  build tree to use (default build-gpu/)
-#   --skip-build     use DIR as it is (it must hold the ember_gpu_checks targets and bench/gpu)
-#   --quick          fewer benchmark sizes and repetitions
-# Environment: GPU_CHECK_JOBS (build jobs, default: all cores).
+# Checks and times everything CUDA on the GPU of this machine from a bundle built elsewhere
+# (scripts/gpu-bundle.sh: nothing is built here), in one command with its own budget (default
+# 450 s, inside the device tool's 8 minutes for it). Steps, cheapest first, so that a broken
+# machine costs seconds:
+#   1. nvidia-smi: the GPU, its driver, compute capability and memory
+#   2. the bundle's launcher finds every vendor library (CUDA runtime, cuBLAS, cuDNN, NCCL)
+#   3. smoke: two small tests that allocate, copy and run kernels on cuda:0
+#   4. ops: every op of the CPU-vs-CUDA table under the native and the vendor kernels, forward and
+#      backward, the TF32 path, the optimizer and clipping kernels (tests/gpu/gpu_ops_test.cpp)
+#   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built
+#   6. compute-sanitizer memcheck and racecheck on a small subset (they work under Firecracker, not
+#      under gVisor: the runtime is detected and named)
+#   7. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
+#      fraction of the H200's ceilings (FP32 ~67 TFLOP/s, TF32 dense ~495 TFLOP/s, HBM ~4.8 TB/s)
+# Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
+# a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
+# Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
+# summary table is also printed last. On a machine without a GPU every step still runs and
+# reports its skip (tests/scripts/gpu_check_test.sh checks this in CI).
+# Usage: scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--budget SECONDS] [--quick]
+#   --bundle PATH  the bundle: its folder, or the archive (default gpu-bundle.tar.xz, else gpu-bundle/)
+#   --out DIR      where gpu-check.md and gpu-check.log go (default: $OUT when set, else gpu-check-out/)
+#   --budget S     total seconds for all steps (default 450)
+#   --quick        fewer benchmark sizes and repetitions
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build-gpu skip_build=0 quick=()
+bundle=gpu-bundle.tar.xz out=${OUT:-gpu-check-out} budget=450 quick=()
+[[ -f $bundle ]] || bundle=gpu-bundle
 while (($#)); do
   case "$1" in
-    --build-dir) build=${2:?--build-dir needs a directory}; shift ;;
-    --skip-build) skip_build=1 ;;
+    --bundle) bundle=${2:?--bundle needs a directory}; shift ;;
+    --out) out=${2:?--out needs a directory}; shift ;;
+    --budget) budget=${2:?--budget needs seconds}; shift ;;
     --quick) quick=(--quick) ;;
     *) echo "gpu-check: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
 done
-jobs=${GPU_CHECK_JOBS:-$(nproc)}
+[[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget expects whole seconds, got '$budget'" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+log="$out/gpu-check.log"
+md="$out/gpu-check.md"
+# The archive the device tool carries (gpu-bundle.tar.xz) is unpacked first, outside the budget
+# of the steps (a few seconds).
+if [[ -f $bundle && $bundle == *.tar.xz ]]; then
+  archive=$bundle
+  unpacked=$(mktemp -d)
+  trap 'rm -rf "$unpacked"' EXIT
+  tar -xJf "$archive" -C "$unpacked" || { echo "gpu-check: cannot unpack $archive" >&2; exit 2; }
+  bundle=$(find "$unpacked" -mindepth 2 -maxdepth 2 -name MANIFEST -printf '%h\n' | head -n1)
+  [[ -n $bundle ]] || { echo "gpu-check: $archive holds no bundle (no MANIFEST)" >&2; exit 2; }
+fi
+if [[ ! -x $bundle/run || ! -f $bundle/MANIFEST ]]; then
+  echo "gpu-check: no bundle at $bundle (build it with scripts/gpu-bundle.sh and carry it)" >&2
+  exit 2
+fi
+
+main() {
+deadline=$((SECONDS + budget))
 summary=()
 status=0
 add() {  # add <step> <result> <seconds>
-  summary+=("$(printf '| %-22s | %-52s | %5s s |' "$1" "$2" "$3")")
+  summary+=("$(printf '| %-16s | %-70s | %5s |' "$1" "$2" "$3")")
 }
+fail() { status=1; }
 
-# ---------------------------------------------------------------- the GPU
-gpu="none" arch=""
-if command -v nvidia-smi >/dev/null 2>&1; then
-  if q=$(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null) && [[ -n "$q" ]]; then
-    gpu=$(head -n1 <<<"$q" | cut -d, -f1 | xargs)
-    arch=$(head -n1 <<<"$q" | cut -d, -f2 | tr -d ' .')
-  fi
-fi
-if [[ -n "$arch" ]]; then
-  echo "gpu-check: $gpu (sm_$arch)"
-else
-  echo "gpu-check: no GPU found (nvidia-smi absent or reports none): tests and benchmarks will report skips"
-fi
+# step_timeout <cap>: the seconds a step may take, or 0 when the budget is spent.
+step_timeout() {
+  local left=$((deadline - SECONDS - 5))
+  ((left < 10)) && { echo 0; return; }
+  echo $(($1 < left ? $1 : left))
+}
+# run_step <cap> <log file> <command...>: runs it with the step's timeout; returns its status (124
+# for a timeout, 125 when the budget was spent before it started).
+run_step() {
+  local cap=$1 file=$2 t
+  shift 2
+  t=$(step_timeout "$cap")
+  if ((t == 0)); then return 125; fi
+  timeout --kill-after=5 "$t" "$@" >"$file" 2>&1
+  local rc=$?
+  cat "$file"
+  return $rc
+}
+verdict() {  # verdict <rc> <file>: what a gtest program's run says
+  local rc=$1 file=$2
+  if ((rc == 125)); then echo "not run: budget spent"; return; fi
+  if ((rc == 124 || rc == 137)); then echo "TIMED OUT (partial output in the log)"; return; fi
+  if grep -q "skipped: no CUDA device" "$file"; then echo "skipped: no CUDA device"; return; fi
+  local passed failed
+  passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$file" | grep -oE '[0-9]+$' | tail -n1)
+  failed=$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$file")
+  if ((rc == 0)); then echo "passed (${passed:-0} tests)"; else echo "FAILED (exit $rc, $failed failed; see the log)"; fi
+}
+is_fail() { [[ $1 == FAILED* || $1 == TIMED* || $1 == "not run"* ]]; }
 
-# ---------------------------------------------------------------- build
+echo "gpu-check: bundle $bundle: $(head -n1 "$bundle/MANIFEST"); budget $budget s"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# ---------------------------------------------------------------- 1. the GPU
 t0=$SECONDS
-if ((skip_build)); then
-  add "build" "skipped (--skip-build, $build)" 0
+gpu="none" arch="" have_gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 &&
+  q=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader 2>/dev/null) &&
+  [[ -n $q ]]; then
+  gpu=$(head -n1 <<<"$q" | cut -d, -f1 | xargs)
+  driver=$(head -n1 <<<"$q" | cut -d, -f2 | xargs)
+  arch=$(head -n1 <<<"$q" | cut -d, -f3 | tr -d ' .')
+  mem=$(head -n1 <<<"$q" | cut -d, -f4 | xargs)
+  have_gpu=1
+  add "nvidia-smi" "$gpu, sm_$arch, driver $driver, $mem" $((SECONDS - t0))
 else
-  cuda=OFF
-  if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda=ON; fi
-  args=(-DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=$cuda -DEMBER_BUILD_EXAMPLES=OFF)
-  [[ -n "$arch" && $cuda == ON ]] && args+=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
-  gen=()
-  command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-  if cmake -S . -B "$build" "${gen[@]}" "${args[@]}" >"$build.configure.log" 2>&1 &&
-     cmake --build "$build" -j "$jobs" --target ember_gpu_checks bench_gpu >"$build.build.log" 2>&1; then
-    add "build" "ok (EMBER_CUDA=$cuda${arch:+, sm_$arch})" $((SECONDS - t0))
-  else
-    add "build" "FAILED (see $build.configure.log / $build.build.log)" $((SECONDS - t0))
-    tail -n 30 "$build.build.log" 2>/dev/null || tail -n 30 "$build.configure.log"
-    status=1
-  fi
+  add "nvidia-smi" "no GPU found (nvidia-smi absent or reports none)" $((SECONDS - t0))
+fi
+kernel=$(uname -r)
+if [[ $kernel == 4.4.0* ]] || dmesg 2>/dev/null | grep -qi gvisor; then
+  runtime="gVisor (kernel $kernel)"
+elif [[ $kernel == *-fc-* ]]; then
+  runtime="Firecracker (kernel $kernel)"
+else
+  runtime="unknown (kernel $kernel)"
+fi
+echo "gpu-check: $gpu${arch:+ (sm_$arch)}; runtime $runtime"
+
+# ---------------------------------------------------------------- 2. vendor libraries
+t0=$SECONDS
+if "$bundle/run" --check >"$tmp/libs" 2>&1; then
+  add "vendor libraries" "all found ($(wc -l <"$bundle/vendor-libs") sonames)" $((SECONDS - t0))
+  cat "$tmp/libs"
+  libs_ok=1
+else
+  cat "$tmp/libs"
+  add "vendor libraries" "MISSING: $(grep -oE 'lacks .*' "$tmp/libs" | head -n1)" $((SECONDS - t0))
+  libs_ok=0
+  fail
 fi
 
-# ---------------------------------------------------------------- gpu test label
-t0=$SECONDS
-if ((status == 0)); then
-  log=$(mktemp)
-  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 >"$log" 2>&1
+# ---------------------------------------------------------------- 3-5. tests
+gtest_step() {  # gtest_step <name> <cap> <program> [args...]
+  local name=$1 cap=$2
+  shift 2
+  local t0=$SECONDS file="$tmp/$name.out" rc v
+  if ((!libs_ok)); then
+    add "$name" "not run: vendor libraries missing" 0
+    return 1
+  fi
+  echo "---- $name: $*"
+  run_step "$cap" "$file" "$bundle/run" "$@"
   rc=$?
-  cat "$log"
-  counts=$(grep -E "tests passed|tests failed" "$log" | tail -n1)
-  # A test may skip on a GPU machine too (gpu.nccl_np2 needs two GPUs on the node): the label
-  # counts as skipped only when every test of it skipped.
-  skipped=$(grep -cE "^[[:space:]]*[0-9]+ - .*\(Skipped\)" "$log")
-  total=$(grep -oE "out of [0-9]+" "$log" | tail -n1 | grep -oE "[0-9]+")
-  if ((rc != 0)); then
-    # ctest's own verdicts: a failure on an MPI rank other than 0 prints no gtest line there.
-    failed=$(grep -cE "\*\*\*(Failed|Timeout|Exception)" "$log")
-    add "ctest -L gpu" "FAILED ($failed tests; output above)" $((SECONDS - t0))
-    status=1
-  elif [[ -n "$total" ]] && ((skipped == total)); then
-    add "ctest -L gpu" "skipped: no CUDA device" $((SECONDS - t0))
+  v=$(verdict $rc "$file")
+  # A GPU that nvidia-smi sees but CUDA does not is a broken machine, not a skip.
+  if ((have_gpu)) && [[ $v == skipped* ]]; then v="FAILED: nvidia-smi sees a GPU, CUDA reports none"; fi
+  add "$name" "$v" $((SECONDS - t0))
+  if is_fail "$v"; then fail; return 1; fi
+  return 0
+}
+smoke_ok=0
+gtest_step smoke 60 ember_gpu_tests \
+  "--gtest_filter=GpuRuntime.RoundTripsEveryDtypeThroughTheDevice:GpuRuntime.CastsEveryDtypePairOnTheDevice" && smoke_ok=1
+if ((smoke_ok)); then
+  gtest_step ops 200 ember_gpu_tests
+  if [[ -x $bundle/bin/ember_gpu_nccl_tests ]]; then
+    gtest_step "nccl (1 rank)" 60 ember_gpu_nccl_tests
   else
-    add "ctest -L gpu" "passed ($counts, $skipped skipped)" $((SECONDS - t0))
+    add "nccl (1 rank)" "not in the bundle (built without NCCL or MPI)" 0
   fi
-  rm -f "$log"
 else
-  add "ctest -L gpu" "not run (no build)" 0
+  add "ops" "not run: the smoke test failed" 0
 fi
 
-# ---------------------------------------------------------------- bench/gpu
+# ---------------------------------------------------------------- 6. compute-sanitizer
 t0=$SECONDS
-bench="$build/bench/gpu"
-if [[ -x "$bench" ]]; then
-  out=$(mktemp)
-  timeout 240 "$bench" "${quick[@]}" >"$out" 2>&1
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+subset="AllOps/GpuOp.MatchesCpuForwardAndBackward/*sum*:AllOps/GpuOp.MatchesCpuForwardAndBackward/*softmax*:GpuSort.*"
+if ((!have_gpu || !smoke_ok)); then
+  add "compute-sanitizer" "not run: no working GPU" 0
+elif [[ -z $sanitizer ]]; then
+  add "compute-sanitizer" "not run: compute-sanitizer not found" 0
+elif [[ $runtime == gVisor* ]]; then
+  add "compute-sanitizer" "not run: $runtime refuses it (works under Firecracker)" 0
+else
+  for tool in memcheck racecheck; do
+    t0=$SECONDS
+    echo "---- compute-sanitizer --tool $tool"
+    run_step 60 "$tmp/$tool.out" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+      "$bundle/run" ember_gpu_tests "--gtest_filter=$subset"
+    rc=$?
+    if ((rc == 0)); then
+      add "$tool" "no errors ($(grep -oE '\[  PASSED  \] [0-9]+' "$tmp/$tool.out" | grep -oE '[0-9]+$' | tail -n1) tests, $runtime)" $((SECONDS - t0))
+    elif ((rc == 125)); then
+      add "$tool" "not run: budget spent" 0
+      fail
+    else
+      add "$tool" "FAILED (exit $rc: $(grep -m1 -oE '(Invalid|Race|Error)[^.]*' "$tmp/$tool.out" || echo 'see the log'))" $((SECONDS - t0))
+      fail
+    fi
+  done
+fi
+
+# ---------------------------------------------------------------- 7. benchmarks
+t0=$SECONDS
+if ((libs_ok)); then
+  echo "---- bench_gpu"
+  run_step 150 "$tmp/bench.out" "$bundle/run" bench_gpu "${quick[@]}" >/dev/null
   rc=$?
-  cat "$out"
-  if grep -q "skipped: no CUDA device" "$out"; then
-    add "bench/gpu" "skipped: no CUDA device (n/a rows above)" $((SECONDS - t0))
+  # Each TFLOP/s figure also as a fraction of the H200's FP32 (non-tensor-core) ceiling.
+  awk '{
+    line = $0
+    while (match(line, /\([0-9.]+ TFLOP\/s\)/)) {
+      v = substr(line, RSTART + 1, RLENGTH - 10) + 0
+      printf "%s(%s TFLOP/s, %.0f%% of FP32 peak)", substr(line, 1, RSTART - 1), v, 100 * v / 67
+      line = substr(line, RSTART + RLENGTH)
+    }
+    print line
+  }' "$tmp/bench.out" >"$tmp/bench.md"
+  cat "$tmp/bench.md"
+  if ((rc == 125)); then
+    add "bench_gpu" "not run: budget spent" 0
+    fail
+  elif grep -q "skipped: no CUDA device" "$tmp/bench.out"; then
+    add "bench_gpu" "skipped: no CUDA device" $((SECONDS - t0))
   elif ((rc == 0)); then
-    add "bench/gpu" "ok (tables above)" $((SECONDS - t0))
-  elif ((rc == 124)); then
-    add "bench/gpu" "TIMED OUT after 240 s (partial output above)" $((SECONDS - t0))
-    status=1
+    add "bench_gpu" "ok (tables below)" $((SECONDS - t0))
+  elif ((rc == 124 || rc == 137)); then
+    add "bench_gpu" "TIMED OUT (partial tables below)" $((SECONDS - t0))
+    fail
   else
-    add "bench/gpu" "FAILED (exit $rc)" $((SECONDS - t0))
-    status=1
+    add "bench_gpu" "FAILED (exit $rc)" $((SECONDS - t0))
+    fail
   fi
-  rm -f "$out"
 else
-  add "bench/gpu" "not run ($bench missing)" 0
-  status=1
+  add "bench_gpu" "not run: vendor libraries missing" 0
 fi
 
 # ---------------------------------------------------------------- summary (last)
+{
+  echo "### GPU check: ${gpu}${arch:+ (sm_$arch)}, $(date -u +%Y-%m-%d)"
+  echo
+  echo "Bundle: $(head -n1 "$bundle/MANIFEST"); runtime $runtime; $((SECONDS)) s of a $budget s budget."
+  echo "Ceilings (H200 SXM): FP32 ~67 TFLOP/s, TF32 dense ~495 TFLOP/s, HBM3e ~4.8 TB/s."
+  echo
+  printf '| %-16s | %-70s | %5s |\n' step result "s"
+  printf '| %s | %s | %s |\n' "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..70})" "-----"
+  printf '%s\n' "${summary[@]}"
+  if [[ -s $tmp/bench.md ]] && ! grep -q "skipped: no CUDA device" "$tmp/bench.md"; then
+    echo
+    echo '```'
+    cat "$tmp/bench.md"
+    echo '```'
+  fi
+} >"$md"
 echo
-echo "gpu-check summary: GPU ${gpu}${arch:+ (sm_$arch)}"
-printf '| %-22s | %-52s | %7s |\n' step result time
-printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..9})"
+echo "gpu-check summary (also in $md; everything in $log):"
+printf '| %-16s | %-70s | %5s |\n' step result "s"
 printf '%s\n' "${summary[@]}"
-exit $status
+return $status
+}
+
+# Everything printed also goes to the log; the pipe ends before the script does, so the log is
+# whole when the device tool collects it.
+main 2>&1 | tee "$log"
+exit "${PIPESTATUS[0]}"

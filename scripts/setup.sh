@@ -44,6 +44,8 @@ packages=(
   # scheduler/dist: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
   libopenmpi-dev
   openmpi-bin
+  # scripts/gpu-bundle.sh: the GPU bundle's libraries find each other through relative RPATHs
+  patchelf
 )
 
 missing=()

@@ -8,7 +8,9 @@
 namespace ember::cli {
 namespace {
 // How a flag is written in messages: -n, --name.
-std::string spelled(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+std::string spelled(const std::string& name) {
+  return (name.size() == 1 ? "-" : "--") + name;
+}
 }  // namespace
 
 Flags& Flags::add(const std::string& name, const std::string& value_name, const std::string& help, bool repeatable) {
@@ -79,7 +81,8 @@ double parse_double(const std::string& flag, const std::string& text, double lo,
   if (!ok)
     throw UsageError(spelled(flag) + ": expected " + (whole ? "a whole number" : "a number") + " in " + range.str() +
                      ", got '" + text + "'");
-  if (v < lo || v > hi) throw UsageError(spelled(flag) + ": expected a value in " + range.str() + ", got '" + text + "'");
+  if (v < lo || v > hi)
+    throw UsageError(spelled(flag) + ": expected a value in " + range.str() + ", got '" + text + "'");
   return v;
 }
 }  // namespace

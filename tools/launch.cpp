@@ -376,7 +376,7 @@ int launch(const std::vector<std::string>& all_args) {
       .add("mpirun", "PATH", "the MPI launcher (default: mpirun from PATH)")
       .add("dry-run", "", "print the mpirun command instead of running it")
       .add("help", "", "show this help")
-      .add_internal("as-rank", "")  // the per-rank wrapper that mpirun starts
+      .add_internal("as-rank", "")         // the per-rank wrapper that mpirun starts
       .add_internal("status-dir", "DIR");  // where that wrapper records its exit status
   const std::string usage =
       "usage: ember launch -n N [--hosts H1:S1,...] [--rank0-only] -- PROGRAM [ARGS...]\n\n"

@@ -87,7 +87,8 @@ int sched_submit(const std::vector<std::string>& all_args) {
   if (dash != all_args.end()) command.assign(dash + 1, all_args.end());
   Flags f;
   add_state_flag(f);
-  f.add("spec", "FILE", "job spec in Protobuf text format (proto/job.proto; - reads standard input); the flags below override it")
+  f.add("spec", "FILE",
+        "job spec in Protobuf text format (proto/job.proto; - reads standard input); the flags below override it")
       .add("name", "NAME", "job name")
       .add("devices", "N", "gang size (default 1)")
       .add("mem", "GIB", "memory needed on each device")

@@ -106,9 +106,10 @@ proto::Response call_daemon(const std::string& state_dir, const proto::Request& 
   int r;
   while ((r = ::poll(&p, 1, wait_ms)) < 0 && errno == EINTR) {
   }
-  EMBER_CHECK(r > 0, "scheduler: the daemon at ", path, " accepted the connection but did not answer within ",
-              timeout_s, " s: it is unresponsive (hung, stopped or overloaded); once that process is gone, `ember sched serve --state ",
-              state_dir, "` starts a new one");
+  EMBER_CHECK(
+      r > 0, "scheduler: the daemon at ", path, " accepted the connection but did not answer within ", timeout_s,
+      " s: it is unresponsive (hung, stopped or overloaded); once that process is gone, `ember sched serve --state ",
+      state_dir, "` starts a new one");
   proto::Response resp;
   EMBER_CHECK(resp.ParseFromString(read_frame(fd, timeout_s)), "scheduler: the daemon's answer does not parse");
   return resp;

@@ -6,7 +6,8 @@
 // collectives in the same order (as MPI and NCCL require).
 //
 // Backends: MpiCommunicator (comm_mpi.h, CPU tensors, a dedicated communication thread that owns
-// every MPI call) and NcclCommunicator (comm_nccl.h, CUDA tensors, bootstrapped through MPI).
+// every MPI call), NcclCommunicator (comm_nccl.h, CUDA tensors, bootstrapped through MPI or, for
+// one rank, SelfCommunicator) and SelfCommunicator (comm_self.h, a world of one).
 #pragma once
 
 #include <atomic>

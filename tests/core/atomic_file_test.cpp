@@ -1,8 +1,8 @@
 // Atomic file writes: the target appears complete or not at all, and no temporary is left behind.
 #include "core/atomic_file.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -75,10 +75,18 @@ struct OptimCase {
 std::vector<OptimCase> optimizers() {
   using namespace optim;
   return {
-      {"sgd_nesterov", [](auto p) { return std::make_unique<SGD>(p, SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2, .nesterov = true}); }},
-      {"adam_amsgrad", [](auto p) { return std::make_unique<Adam>(p, AdamOptions{.lr = 1e-2, .weight_decay = 1e-2, .amsgrad = true}); }},
+      {"sgd_nesterov",
+       [](auto p) {
+         return std::make_unique<SGD>(p,
+                                      SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2, .nesterov = true});
+       }},
+      {"adam_amsgrad",
+       [](auto p) {
+         return std::make_unique<Adam>(p, AdamOptions{.lr = 1e-2, .weight_decay = 1e-2, .amsgrad = true});
+       }},
       {"adamw", [](auto p) { return std::make_unique<AdamW>(p, AdamWOptions{.lr = 1e-2}); }},
-      {"rmsprop_centered", [](auto p) { return std::make_unique<RMSprop>(p, RMSpropOptions{.momentum = 0.5, .centered = true}); }},
+      {"rmsprop_centered",
+       [](auto p) { return std::make_unique<RMSprop>(p, RMSpropOptions{.momentum = 0.5, .centered = true}); }},
       {"adagrad", [](auto p) { return std::make_unique<Adagrad>(p, AdagradOptions{.lr_decay = 1e-3}); }},
   };
 }

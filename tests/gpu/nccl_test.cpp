@@ -3,12 +3,15 @@
 // (and of compute after Work::wait()), point-to-point, the errors, and data-parallel training of
 // the MNIST CNN on cuda:<local rank> matching one process on the global batch.
 //
-// ctest runs it under mpirun -np 1 (any machine with a GPU) and -np 2 (two GPUs on the node). The
-// tests are written for any number of ranks. Without a CUDA device for every rank of the node,
-// every rank prints why and exits 0, and ctest reports the test as skipped.
+// ctest runs it under mpirun -np 1 (any machine with a GPU) and -np 2 (two GPUs on the node);
+// started without a launcher (scripts/gpu-check.sh, from the GPU bundle) it is one rank
+// bootstrapped by a SelfCommunicator. The tests are written for any number of ranks. Without a
+// CUDA device for every rank of the node, every rank prints why and exits 0, and ctest reports
+// the test as skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "models/mnist_cnn.h"
 #include "scheduler/dist/comm_mpi.h"
 #include "scheduler/dist/comm_nccl.h"
+#include "scheduler/dist/comm_self.h"
 #include "scheduler/dist/ddp.h"
 #include "scheduler/dist/ddp_split.h"
 #include "test_helpers.h"
@@ -32,7 +36,12 @@ using test_util::has;
 
 namespace {
 
-std::unique_ptr<MpiCommunicator> g_mpi;
+// The bootstrap: MPI under a launcher (mpirun sets OMPI_COMM_WORLD_SIZE, a PMI one PMI_SIZE), a
+// world of one otherwise, so the GPU check runs the one-rank case where there is no MPI launcher.
+std::unique_ptr<Communicator> g_mpi;
+bool under_mpi_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
 std::unique_ptr<NcclCommunicator> g_nccl;
 
 NcclCommunicator& nccl() {
@@ -227,7 +236,10 @@ TEST(Nccl, DataParallelMnistCnnMatchesOneProcessOnTheGlobalBatch) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  g_mpi = std::make_unique<MpiCommunicator>();
+  if (under_mpi_launcher())
+    g_mpi = std::make_unique<MpiCommunicator>();
+  else
+    g_mpi = std::make_unique<SelfCommunicator>();
   int devices = cuda_device_count();
   if (devices < g_mpi->local_size()) {
     // Every rank of the node sees the same count, so every rank leaves here.
