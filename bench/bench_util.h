@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,18 @@ struct Table {
     std::fflush(stdout);
   }
 };
+
+// --help (or -h) anywhere on the command line: prints `usage` (a printf format whose %s is the
+// program's name) on stdout and returns true, and the program exits 0 without running its
+// benchmark, as every bench program does.
+inline bool help_requested(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(usage, argv[0]);
+      return true;
+    }
+  return false;
+}
 
 inline std::string fmt(double v, const char* f = "%.2f") {
   char buf[64];

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -178,15 +177,11 @@ std::string per_rank_ms(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --help prints the usage and exits 0 in every bench program (it once ran the benchmark).
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
+  if (bench::help_requested(
+          argc, argv,
           "usage: %s [steps=6] [rounds=3]\n\nData-parallel training throughput on MPI ranks; run it as: ember launch "
-          "-n 2 -- build/bench/ddp\n",
-          argv[0]);
-      return 0;
-    }
+          "-n 2 -- build/bench/ddp\n"))
+    return 0;
   int steps = argc > 1 ? std::atoi(argv[1]) : 6;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
   if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);

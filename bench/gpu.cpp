@@ -202,15 +202,12 @@ void training_rows(Table& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      // --help prints the usage and exits 0 in every bench program.
-      std::printf(
+  if (bench::help_requested(
+          argc, argv,
           "usage: %s [--quick]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput on a GPU "
-          "(n/a rows without one).\n",
-          argv[0]);
-      return 0;
-    }
+          "(n/a rows without one).\n"))
+    return 0;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       g_quick = true;
     } else {

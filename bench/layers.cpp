@@ -157,15 +157,11 @@ void bench_optim(Table& t, const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --help prints the usage and exits 0 in every bench program (it once ran the benchmark).
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
+  if (bench::help_requested(
+          argc, argv,
           "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n\nTimes convolution, pooling, LSTM and optimizer "
-          "steps beside libtorch (when built with it).\n",
-          argv[0]);
-      return 0;
-    }
+          "steps beside libtorch (when built with it).\n"))
+    return 0;
   int threads = get_num_threads();
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {

@@ -61,15 +61,11 @@ double memcpy_time(size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --help prints the usage and exits 0 in every bench program (it once ran the benchmark).
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
+  if (bench::help_requested(
+          argc, argv,
           "usage: %s [threads]\n\nTimes matmul and elementwise/reduction ops against memcpy and OpenBLAS (threads: "
-          "default all cores).\n",
-          argv[0]);
-      return 0;
-    }
+          "default all cores).\n"))
+    return 0;
   int threads = argc > 1 ? std::atoi(argv[1]) : get_num_threads();
   set_num_threads(threads);
   print_cpu_line();

@@ -6,7 +6,6 @@
 // figure is the median over the reps. Usage: train_text [reps=5] [steps per rep=5]
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "bench_util.h"
@@ -73,15 +72,11 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --help prints the usage and exits 0 in every bench program (it once ran the benchmark).
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
+  if (bench::help_requested(
+          argc, argv,
           "usage: %s [reps=5] [steps=5]\n\nTimes the LSTM language model and BiLSTM classifier training steps beside "
-          "libtorch (when built with it).\n",
-          argv[0]);
-      return 0;
-    }
+          "libtorch (when built with it).\n"))
+    return 0;
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   const LmShape lm;

@@ -324,6 +324,21 @@ struct NormCombine {
   }
 };
 
+// One element's share of a norm: the running max of |v| (inf-norm) or the running sum of |v|^p.
+EMBER_DEVICE double norm_step(double acc, double v, NormKind kind, double p, const NormCombine& c) {
+  switch (kind) {
+    case NormKind::Max:
+      return c(acc, d_fabs(v));
+    case NormKind::Two:
+      return acc + v * v;
+    case NormKind::One:
+      return acc + d_fabs(v);
+    case NormKind::Power:
+      return acc + d_pow(d_fabs(v), p);
+  }
+  return acc;
+}
+
 NormKind norm_kind(double p) {
   return std::isinf(p) ? NormKind::Max : p == 2.0 ? NormKind::Two : p == 1.0 ? NormKind::One : NormKind::Power;
 }
@@ -333,21 +348,7 @@ __global__ void norm_partials(const T* x, int64_t n, NormKind kind, double p, do
   const NormCombine c{kind};
   double acc = 0;
   EMBER_GRID_STRIDE(i, n) {
-    const double v = static_cast<double>(x[i]);
-    switch (kind) {
-      case NormKind::Max:
-        acc = c(acc, d_fabs(v));
-        break;
-      case NormKind::Two:
-        acc += v * v;
-        break;
-      case NormKind::One:
-        acc += d_fabs(v);
-        break;
-      case NormKind::Power:
-        acc += d_pow(d_fabs(v), p);
-        break;
-    }
+    acc = norm_step(acc, static_cast<double>(x[i]), kind, p, c);
   }
   acc = block_reduce(acc, c, 0.0);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
@@ -398,21 +399,7 @@ __global__ void norm_multi_partials(NormMtArgs<T> a, NormKind kind, double p, do
   const T* x = a.x[t];
   double acc = 0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const double v = static_cast<double>(x[i]);
-    switch (kind) {
-      case NormKind::Max:
-        acc = c(acc, d_fabs(v));
-        break;
-      case NormKind::Two:
-        acc += v * v;
-        break;
-      case NormKind::One:
-        acc += d_fabs(v);
-        break;
-      case NormKind::Power:
-        acc += d_pow(d_fabs(v), p);
-        break;
-    }
+    acc = norm_step(acc, static_cast<double>(x[i]), kind, p, c);
   }
   acc = block_reduce(acc, c, 0.0);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;

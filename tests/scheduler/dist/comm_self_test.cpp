@@ -7,20 +7,13 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace ember;
 using namespace ember::dist;
+using test_util::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(SelfComm, IsAWorldOfOne) {
   SelfCommunicator c;
