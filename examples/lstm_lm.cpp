@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
                                   {.temperature = temperature, .top_k = top_k, .seed = static_cast<uint64_t>(seed)});
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
-                                loader.batches_per_epoch());
+                                loader.batches_per_epoch(), epochs - pos.epoch - 1);
       // A resumed epoch goes on from its checkpoint's sums.
       examples::RunningSums r = ckpt.take_running();
       double loss_sum = r["loss_sum"];

@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
                              examples::rows_to_keep(resumed, pos, /*per_epoch=*/true, log_path, ckpt_dir));
     for (; pos.epoch < epochs; ++pos.epoch) {
       examples::ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(epochs),
-                                loader.batches_per_epoch());
+                                loader.batches_per_epoch(), epochs - pos.epoch - 1);
       // A resumed epoch goes on from its checkpoint's sums.
       examples::RunningSums r = std::exchange(running, {});
       double loss_sum = r["loss_sum"];

@@ -19,4 +19,4 @@ fresh=(--overwrite)
 for a in "$@"; do
   [[ $a == --resume || $a == --resume=* || $a == --overwrite* ]] && fresh=()
 done
-exec build/examples/mnist_cnn --data data/mnist --checkpoint-dir runs/mnist_cnn --log runs/mnist_cnn/metrics.csv "${fresh[@]}" "$@"
+exec build/examples/mnist_cnn --checkpoint-dir runs/mnist_cnn --log runs/mnist_cnn/metrics.csv "${fresh[@]}" "$@"

@@ -103,7 +103,7 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
                    rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/false, cf.log, cf.checkpoint_dir));
     for (; pos.epoch < cf.epochs; ++pos.epoch) {
       ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
-                      loader.batches_per_epoch());
+                      loader.batches_per_epoch(), cf.epochs - pos.epoch - 1);
       double sd = 0, sg = 0, sr = 0, sf = 0;  // sums over the log window (empty at every checkpoint)
       // Sums over the epoch; a resumed epoch goes on from its checkpoint's.
       RunningSums r = ckpt.take_running();

@@ -1,6 +1,6 @@
 // Training progress: a one-line bar redrawn in place on a terminal (step/total, loss, accuracy,
-// samples/s, ETA), or plain lines at a steady rate when stdout is a file or a pipe; and a metrics
-// log that appends one CSV row per record so runs can be plotted afterwards.
+// samples/s, the epoch's ETA and the whole run's), or plain lines at a steady rate when stdout is a file or a pipe; and
+// a metrics log that appends one CSV row per record so runs can be plotted afterwards.
 #pragma once
 
 #include <unistd.h>
@@ -27,8 +27,10 @@ namespace ember::examples {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string label, long long total)
-      : label_(std::move(label)), total_(total), tty_(::isatty(::fileno(stdout)) != 0) {
+  // `epochs_after`: the whole epochs still to run after this one, for the run's ETA (this
+  // epoch's pace times what is left of the run), shown beside the epoch's when there are any.
+  ProgressBar(std::string label, long long total, long long epochs_after = 0)
+      : label_(std::move(label)), total_(total), epochs_after_(epochs_after), tty_(::isatty(::fileno(stdout)) != 0) {
     start_ = last_print_ = std::chrono::steady_clock::now();
   }
 
@@ -42,6 +44,9 @@ class ProgressBar {
     last_print_ = now;
     double rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
     double eta = step > 0 ? elapsed * static_cast<double>(total_ - step) / static_cast<double>(step) : 0.0;
+    const double per_epoch = step > 0 ? elapsed * static_cast<double>(total_) / static_cast<double>(step) : 0.0;
+    const std::string run_eta =
+        epochs_after_ > 0 ? ", run " + clock(eta + per_epoch * static_cast<double>(epochs_after_)) : "";
     std::string m;
     char buf[64];
     for (const auto& [k, v] : metrics) {
@@ -53,12 +58,12 @@ class ProgressBar {
       int filled = total_ > 0 ? static_cast<int>(width * step / total_) : width;
       std::string bar =
           std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
-      std::printf("\r%s [%s] %lld/%lld%s | %.0f samples/s | ETA %s   ", label_.c_str(), bar.c_str(), step, total_,
-                  m.c_str(), rate, clock(eta).c_str());
+      std::printf("\r%s [%s] %lld/%lld%s | %.0f samples/s | ETA %s%s   ", label_.c_str(), bar.c_str(), step, total_,
+                  m.c_str(), rate, clock(eta).c_str(), run_eta.c_str());
       if (last) std::printf("\n");
     } else {
-      std::printf("%s %lld/%lld%s | %.0f samples/s | ETA %s\n", label_.c_str(), step, total_, m.c_str(), rate,
-                  clock(eta).c_str());
+      std::printf("%s %lld/%lld%s | %.0f samples/s | ETA %s%s\n", label_.c_str(), step, total_, m.c_str(), rate,
+                  clock(eta).c_str(), run_eta.c_str());
     }
     std::fflush(stdout);
   }
@@ -74,6 +79,7 @@ class ProgressBar {
   }
   std::string label_;
   long long total_;
+  long long epochs_after_;
   bool tty_;
   std::chrono::steady_clock::time_point start_, last_print_;
 };

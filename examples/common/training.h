@@ -62,10 +62,10 @@ inline std::string exact_number(double v) {
 inline constexpr const char* kDefaultMnistDir = "data/mnist";
 
 // The MNIST files for --data `dir`; returns (root, name). Fashion-MNIST from Debian's package
-// stands in only for the default folder (--data left out, or naming data/mnist) when that holds
-// none of the four files, with a notice on stderr; a --data that names another folder, or one
-// that holds only some of the files, is an ember::Error naming what is missing (a typo once
-// trained on Fashion-MNIST with status 0).
+// stands in only when --data was left out and the default folder (data/mnist) holds none of the
+// four files, with a notice on stderr; a --data given, whatever folder it names, must hold the
+// four files, else an ember::Error names what is missing (a typo once trained on Fashion-MNIST
+// with status 0).
 inline std::pair<std::string, std::string> find_mnist_data(const std::string& dir, bool given) {
   namespace fs = std::filesystem;
   static const char* const kFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
@@ -82,8 +82,7 @@ inline std::pair<std::string, std::string> find_mnist_data(const std::string& di
     }
   }
   if (found == 4) return {dir, "MNIST"};
-  const bool default_dir = !given || fs::path(dir).lexically_normal() == fs::path(kDefaultMnistDir);
-  if (default_dir && found == 0) {
+  if (!given && found == 0) {
     EMBER_CHECK(data::MNIST::available(kFashionMnistDir), "no MNIST files in '", dir, "' and no Fashion-MNIST in ",
                 kFashionMnistDir,
                 ": run scripts/download-mnist.sh (needs internet) or scripts/setup.sh (installs Debian's "
@@ -405,7 +404,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
                  rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/true, cf.log, cf.checkpoint_dir));
   for (; pos.epoch < cf.epochs; ++pos.epoch) {
     ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
-                    loader.batches_per_epoch());
+                    loader.batches_per_epoch(), cf.epochs - pos.epoch - 1);
     RunningSums r = ckpt.take_running();  // a resumed epoch goes on from its checkpoint's sums
     double loss_sum = r["loss_sum"];
     int64_t correct = static_cast<int64_t>(r["correct"]), seen = static_cast<int64_t>(r["seen"]);

@@ -84,6 +84,9 @@ wrong_data)
   expect 1 "--data 'partial' lacks t10k-images-idx3-ubyte\[.gz\], t10k-labels-idx1-ubyte\[.gz\] \(of" mnist_cnn \
     --data partial --limit 64
   expect 1 "--data 'empty' lacks" custom_model --data empty --limit 64 --checkpoint-dir ''
+  # Naming the default folder is giving --data: no fallback either.
+  mkdir -p data/mnist
+  expect 1 "--data 'data/mnist' lacks train-images" mnist_cnn --data data/mnist --limit 64
   expect 0 "nothing to train" mnist_cnn --limit 64 --max-steps 0
   grep -q "Training on Fashion-MNIST from $fashion instead" err || fail "the fallback notice is not on stderr"
   ! grep -q "instead" out || fail "the fallback notice is on stdout"
@@ -146,6 +149,17 @@ summary_flushed)
     kill -9 $pid
     wait $pid 2>/dev/null
     grep -q '^epoch 1:' out || fail "$prog: the summary of epoch 1 was not in its output when its checkpoint was"
+  done
+  ;;
+# Item 9: the progress lines carry the whole run's ETA beside the epoch's while epochs remain:
+# every epoch-1 line of a 2-epoch run has it, the last epoch's lines do not (values not checked).
+run_eta)
+  for prog in mnist_cnn custom_model mnist_gan; do
+    expect 0 "" $prog "${small[@]}" --epochs 2
+    grep -E '^epoch 1/2 [0-9]+/[0-9]+ .*\| ETA [0-9]+:[0-9]{2}, run [0-9]+:[0-9]{2}$' out >/dev/null ||
+      fail "$prog: no run ETA on epoch 1's progress lines"
+    if grep -E '^epoch 1/2 [0-9]+/[0-9]+ ' out | grep -qv ', run '; then fail "$prog: an epoch-1 line without the run ETA"; fi
+    if grep -E '^epoch 2/2 [0-9]+/[0-9]+ ' out | grep -q ', run '; then fail "$prog: a run ETA on the last epoch"; fi
   done
   ;;
 # Item 10: usage errors: exit status 2, the message says what is wrong with which flag, and the
