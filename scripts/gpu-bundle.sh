@@ -56,7 +56,9 @@ programs=("$build/tests/ember_gpu_tests" "$build/bench/gpu" "$build/tools/ember"
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "gpu-bundle: $p is missing (build the ember_gpu_checks, bench_gpu and ember targets)" >&2; exit 1; }
 done
-if ! ldd "$build/tests/ember_gpu_tests" | grep -q 'libcudart\|libember_core_cuda'; then
+# Not `ldd | grep -q`: under pipefail, grep leaving at its first match can fail the pipeline.
+needs=$(ldd "$build/tests/ember_gpu_tests")
+if ! grep -q 'libcudart\|libember_core_cuda' <<<"$needs"; then
   echo "gpu-bundle: $build/tests/ember_gpu_tests has no CUDA in it (configure with -DEMBER_CUDA=ON)" >&2
   exit 1
 fi

@@ -115,7 +115,7 @@ else
   add "nvidia-smi" "no GPU found (nvidia-smi absent or reports none)" $((SECONDS - t0))
 fi
 kernel=$(uname -r)
-if [[ $kernel == 4.4.0* ]] || dmesg 2>/dev/null | grep -qi gvisor; then
+if [[ $kernel == 4.4.0* ]] || grep -qi gvisor <<<"$(dmesg 2>/dev/null)"; then  # not a pipe: pipefail
   runtime="gVisor (kernel $kernel)"
 elif [[ $kernel == *-fc-* ]]; then
   runtime="Firecracker (kernel $kernel)"
