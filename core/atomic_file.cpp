@@ -43,6 +43,25 @@ const char* kind_of(const fs::file_status& st) {
   }
 }
 
+// Runs `write` on `fd` (which it takes over), then flushes, fsyncs when `sync` and closes; any
+// failure closes the file and throws, naming `path`.
+void write_fd(int fd, const std::string& path, bool sync, const std::function<void(std::FILE*)>& write) {
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    ::close(fd);
+    EMBER_FAIL("write: cannot open a stream for '", path, "'");
+  }
+  try {
+    write(f);
+    EMBER_CHECK(std::fflush(f) == 0, "write: writing '", path, "' failed (", std::strerror(errno), ")");
+    EMBER_CHECK(!sync || ::fsync(::fileno(f)) == 0, "write: fsync of '", path, "' failed (", std::strerror(errno), ")");
+  } catch (...) {
+    std::fclose(f);
+    throw;
+  }
+  EMBER_CHECK(std::fclose(f) == 0, "write: closing '", path, "' failed (", std::strerror(errno), ")");
+}
+
 // Into a pipe or a character device: there is nothing to replace, and a rename would turn the
 // device node into a regular file (as root) or the pipe into a file nobody reads.
 void write_through(const std::string& path, bool fifo, const std::function<void(std::FILE*)>& write) {
@@ -53,19 +72,7 @@ void write_through(const std::string& path, bool fifo, const std::function<void(
     EMBER_FAIL("write: cannot open '", path, "' (", std::strerror(errno), ")");
   }
   if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::FILE* f = ::fdopen(fd, "wb");
-  if (!f) {
-    ::close(fd);
-    EMBER_FAIL("write: cannot open '", path, "'");
-  }
-  try {
-    write(f);
-    EMBER_CHECK(std::fflush(f) == 0, "write: writing to '", path, "' failed (", std::strerror(errno), ")");
-  } catch (...) {
-    std::fclose(f);
-    throw;
-  }
-  EMBER_CHECK(std::fclose(f) == 0, "write: closing '", path, "' failed (", std::strerror(errno), ")");
+  write_fd(fd, path, /*sync=*/false, write);  // a pipe or a device has nothing to fsync
 }
 
 // A temporary file next to `target`, renamed over it. `mode` is the published file's permissions.
@@ -81,24 +88,11 @@ void write_replacing(const std::string& path, const fs::path& target, mode_t mod
   int fd = ::mkstemp(tmpl.data());
   EMBER_CHECK(fd >= 0, "write: cannot create a temporary file next to '", path, "' (", std::strerror(errno), ")");
   ::fchmod(fd, mode);  // mkstemp creates 0600
-  std::FILE* f = ::fdopen(fd, "wb");
-  if (!f) {
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    EMBER_FAIL("write: cannot open a temporary file for '", path, "'");
-  }
   try {
-    write(f);
-    EMBER_CHECK(std::fflush(f) == 0, "write: flushing '", path, "' failed (", std::strerror(errno), ")");
-    EMBER_CHECK(::fsync(::fileno(f)) == 0, "write: fsync of '", path, "' failed (", std::strerror(errno), ")");
+    write_fd(fd, path, /*sync=*/true, write);
   } catch (...) {
-    std::fclose(f);
     ::unlink(tmpl.c_str());
     throw;
-  }
-  if (std::fclose(f) != 0) {
-    ::unlink(tmpl.c_str());
-    EMBER_FAIL("write: closing '", path, "' failed (", std::strerror(errno), ")");
   }
   if (::rename(tmpl.c_str(), target.c_str()) != 0) {
     int err = errno;

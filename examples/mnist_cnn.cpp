@@ -200,13 +200,9 @@ int main(int argc, char** argv) {
     data::DataLoader loader(train_set, lopts);
     TrainingState state{&net, {&opt}, {{"default", &default_generator()}}};
     // What a resume must share with its checkpoint (examples::check_resume_settings).
-    std::map<std::string, std::string> meta{{"model", "MnistCnn"},
-                                            {"data", name},
-                                            {"flag.lr", examples::exact_number(lr)},
-                                            {"flag.seed", std::to_string(seed)},
-                                            {"flag.batch-size", std::to_string(batch)},
-                                            {"flag.limit", std::to_string(limit)},
-                                            {"flag.data", fs::weakly_canonical(root).string()}};
+    std::map<std::string, std::string> meta = examples::resume_settings(lr, seed, batch, limit, root);
+    meta["model"] = "MnistCnn";
+    meta["data"] = name;
     TrainingPosition pos;
     bool resumed = false;
     examples::RunningSums running;  // the sums of the epoch a mid-epoch checkpoint stopped in

@@ -11,6 +11,23 @@ namespace {
 std::string spelled(const std::string& name) {
   return (name.size() == 1 ? "-" : "--") + name;
 }
+
+double parse_double(const std::string& flag, const std::string& text, double lo, double hi, bool whole) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  bool ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v);
+  if (ok && whole) ok = v == std::floor(v);
+  std::ostringstream range;
+  range.precision(15);  // [1, 1048576], not [1, 1.04858e+06]
+  range << "[" << lo << ", " << hi << "]";
+  if (!ok)
+    throw UsageError(spelled(flag) + ": expected " + (whole ? "a whole number" : "a number") + " in " + range.str() +
+                     ", got '" + text + "'");
+  if (v < lo || v > hi)
+    throw UsageError(spelled(flag) + ": expected a value in " + range.str() + ", got '" + text + "'");
+  return v;
+}
 }  // namespace
 
 Flags& Flags::add(const std::string& name, const std::string& value_name, const std::string& help, bool repeatable) {
@@ -67,25 +84,6 @@ std::string Flags::require(const std::string& name) const {
   if (!has(name)) throw UsageError(spelled(name) + " is required");
   return str(name);
 }
-
-namespace {
-double parse_double(const std::string& flag, const std::string& text, double lo, double hi, bool whole) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  bool ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v);
-  if (ok && whole) ok = v == std::floor(v);
-  std::ostringstream range;
-  range.precision(15);  // [1, 1048576], not [1, 1.04858e+06]
-  range << "[" << lo << ", " << hi << "]";
-  if (!ok)
-    throw UsageError(spelled(flag) + ": expected " + (whole ? "a whole number" : "a number") + " in " + range.str() +
-                     ", got '" + text + "'");
-  if (v < lo || v > hi)
-    throw UsageError(spelled(flag) + ": expected a value in " + range.str() + ", got '" + text + "'");
-  return v;
-}
-}  // namespace
 
 double Flags::number(const std::string& name, double def, double lo, double hi) const {
   return has(name) ? parse_double(name, str(name), lo, hi, false) : def;

@@ -170,7 +170,7 @@ class MetricsLog {
       if (keep(values)) kept += line + "\n";
     }
     if (kept == all) return;
-    write_file_atomic(path_, [&](std::FILE* f) { write_all(f, kept.data(), kept.size(), "--log " + path_); });
+    write_file_atomic(path_, kept);
   }
 
   std::string path_;

@@ -124,6 +124,17 @@ inline void prepare_output_dir(Flags& f, const std::string& flag, const std::str
            "afresh (replacing it and its metrics.csv)");
 }
 
+// The "flag.*" checkpoint metadata that a resume must match (check_resume_settings): the
+// settings that the checkpoint's optimizer state and data order depend on.
+inline std::map<std::string, std::string> resume_settings(double lr, long long seed, long long batch_size,
+                                                          long long limit, const std::string& data_root) {
+  return {{"flag.lr", exact_number(lr)},
+          {"flag.seed", std::to_string(seed)},
+          {"flag.batch-size", std::to_string(batch_size)},
+          {"flag.limit", std::to_string(limit)},
+          {"flag.data", std::filesystem::weakly_canonical(data_root).string()}};
+}
+
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
@@ -165,11 +176,7 @@ struct CommonFlags {
   }
   // The settings a resume must share with its checkpoint (Checkpointer compares them).
   std::map<std::string, std::string> settings() const {
-    return {{"flag.lr", exact_number(lr)},
-            {"flag.seed", std::to_string(seed)},
-            {"flag.batch-size", std::to_string(batch_size)},
-            {"flag.limit", std::to_string(limit)},
-            {"flag.data", std::filesystem::weakly_canonical(data_root).string()}};
+    return resume_settings(lr, seed, batch_size, limit, data_root);
   }
   Device dev() const { return device == "auto" ? Device::best() : Device(device); }
 };
