@@ -5,7 +5,7 @@
 //
 // With --data-parallel it is one rank of a data-parallel job started by `mpirun -np N` or
 // `ember launch -n N`: every rank takes its share of each global batch, gradients are averaged
-// across ranks while backward runs (scheduler/dist/ddp.h), and rank 0 prints and writes the model.
+// across ranks while backward runs (scheduler/parallel/ddp.h), and rank 0 prints and writes the model.
 #include "models/mnist_cnn.h"
 
 #include <atomic>
@@ -24,13 +24,13 @@
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
 #ifdef EMBER_HAVE_DIST
-#include "scheduler/dist/comm_mpi.h"
+#include "scheduler/parallel/comm_mpi.h"
 #ifdef EMBER_HAVE_NCCL
-#include "scheduler/dist/comm_nccl.h"
+#include "scheduler/parallel/comm_nccl.h"
 #endif
-#include "scheduler/dist/ddp.h"
-#include "scheduler/dist/ddp_checkpoint.h"
-#include "scheduler/dist/ddp_split.h"
+#include "scheduler/parallel/ddp.h"
+#include "scheduler/parallel/ddp_checkpoint.h"
+#include "scheduler/parallel/ddp_split.h"
 #endif
 
 using namespace ember;

@@ -41,7 +41,7 @@ packages=(
   coinor-libcbc-dev
   # bench/: optional reference for the benchmarks (bench/layers compares with libtorch when found)
   libtorch-dev
-  # scheduler/dist: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
+  # scheduler/parallel: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
   libopenmpi-dev
   openmpi-bin
   # scripts/gpu-bundle.sh: the GPU bundle's libraries find each other through relative RPATHs

@@ -22,11 +22,11 @@
 #include "core/ops.h"
 #include "layers/nn.h"
 #include "models/mnist_cnn.h"
-#include "scheduler/dist/comm_mpi.h"
-#include "scheduler/dist/comm_nccl.h"
-#include "scheduler/dist/comm_self.h"
-#include "scheduler/dist/ddp.h"
-#include "scheduler/dist/ddp_split.h"
+#include "scheduler/parallel/comm_mpi.h"
+#include "scheduler/parallel/comm_nccl.h"
+#include "scheduler/parallel/comm_self.h"
+#include "scheduler/parallel/ddp.h"
+#include "scheduler/parallel/ddp_split.h"
 #include "test_helpers.h"
 
 using namespace ember;

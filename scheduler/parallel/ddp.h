@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "layers/module.h"
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

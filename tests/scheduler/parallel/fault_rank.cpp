@@ -11,15 +11,15 @@
 
 #include "core/ops.h"
 #include "layers/nn.h"
-#include "scheduler/dist/comm_mpi.h"
-#include "scheduler/dist/ddp.h"
+#include "scheduler/parallel/comm_mpi.h"
+#include "scheduler/parallel/ddp.h"
 
 using namespace ember;
 
 int main(int argc, char** argv) {
   if (argc != 2 || (std::strcmp(argv[1], "kill") && std::strcmp(argv[1], "leave") && std::strcmp(argv[1], "stall") &&
                     std::strcmp(argv[1], "ddp"))) {
-    std::fprintf(stderr, "usage: ember_dist_fault kill|leave|stall|ddp\n");
+    std::fprintf(stderr, "usage: ember_parallel_fault kill|leave|stall|ddp\n");
     return 2;
   }
   std::string mode = argv[1];

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "layers/checkpoint.h"
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

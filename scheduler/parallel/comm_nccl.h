@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

@@ -1,6 +1,6 @@
 // Status: compiled and linked in CUDA builds; not yet run on a GPU (see comm_nccl.h and
 // tests/gpu/nccl_test.cpp).
-#include "scheduler/dist/comm_nccl.h"
+#include "scheduler/parallel/comm_nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

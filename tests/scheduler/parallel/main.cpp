@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "dist_test_util.h"
-#include "scheduler/dist/comm_mpi.h"
+#include "scheduler/parallel/comm_mpi.h"
 
 namespace dist_test {
 namespace {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "dist_test_util.h"
-#include "scheduler/dist/comm_mpi.h"
+#include "scheduler/parallel/comm_mpi.h"
 
 using namespace ember;
 using namespace ember::dist;

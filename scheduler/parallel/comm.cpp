@@ -1,4 +1,4 @@
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 #include <atomic>
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

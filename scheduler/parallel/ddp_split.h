@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/dist/comm.h"
+#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

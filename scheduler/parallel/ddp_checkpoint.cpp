@@ -1,4 +1,4 @@
-#include "scheduler/dist/ddp_checkpoint.h"
+#include "scheduler/parallel/ddp_checkpoint.h"
 
 #include <filesystem>
 

@@ -1,4 +1,4 @@
-#include "scheduler/dist/ddp.h"
+#include "scheduler/parallel/ddp.h"
 
 #include <algorithm>
 #include <cstring>
