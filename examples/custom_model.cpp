@@ -1,8 +1,8 @@
 // A new model written through the C++ API: a small convolutional network with batch
 // normalisation and a residual block, trained on MNIST (or Fashion-MNIST) by the examples'
-// shared loop (examples/common/training.h: progress bar, metrics log, evaluation each epoch,
+// shared loop (examples/common/classifier.h over trainer.h: progress bar, metrics log, evaluation each epoch,
 // checkpoints, resume). Copy this file, change the model, and train.
-#include "common/training.h"
+#include "common/classifier.h"
 
 using namespace ember;
 

@@ -1,8 +1,8 @@
 // What every training example shares beyond flags and progress: the standard flags (data, epochs,
 // batch size, learning rate, seed, device, checkpoints, resume, max steps, ...), finding MNIST or
-// falling back to Debian's Fashion-MNIST, stopping cleanly on SIGINT/SIGTERM, checkpoint/resume
-// bookkeeping around a DataLoader, and a classifier's train-and-evaluate loop (custom_model uses
-// it so that its file is only the model and a few lines).
+// falling back to Debian's Fashion-MNIST, stopping cleanly on SIGINT/SIGTERM, and the bookkeeping
+// of checkpoints and resumes (settings that must match, running sums, which log rows stay). The
+// loop that uses them is trainer.h.
 #pragma once
 
 #include <unistd.h>
@@ -135,6 +135,15 @@ inline std::map<std::string, std::string> resume_settings(double lr, long long s
           {"flag.data", std::filesystem::weakly_canonical(data_root).string()}};
 }
 
+// How an example words some of the common flags' help (mnist_cnn keeps its own wording and
+// writes no checkpoint unless asked).
+struct CommonFlagsWording {
+  std::string lr = "learning rate";
+  std::string seed = "seed for weights, shuffling, noise and everything random";
+  std::optional<std::string> checkpoint_dir;  // the default; nullopt: runs/<name>
+  std::string checkpoint_dir_help = "checkpoints, metrics.csv and sample grids go here; empty: none";
+};
+
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
@@ -143,17 +152,17 @@ struct CommonFlags {
   bool data_given, overwrite;
   std::string data_root, data_name;  // set by prepare()
 
-  CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name) {
+  CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name,
+              const CommonFlagsWording& w = {}) {
     data = f.str("data", kDefaultMnistDir,
                  "directory holding the four MNIST IDX files (left out: Fashion-MNIST when data/mnist has none)");
     data_given = f.given("data");
     epochs = f.integer_min("epochs", epochs_def, 1, "passes over the training set");
     batch_size = f.integer_min("batch-size", batch_def, 1, "examples per step");
-    lr = f.positive("lr", lr_def, "learning rate");
-    seed = f.integer("seed", 0, "seed for weights, shuffling, noise and everything random");
+    lr = f.positive("lr", lr_def, w.lr);
+    seed = f.integer("seed", 0, w.seed);
     device = f.device("device", "auto", "auto, cpu, cuda or cuda:N");
-    checkpoint_dir =
-        f.str("checkpoint-dir", "runs/" + name, "checkpoints, metrics.csv and sample grids go here; empty: none");
+    checkpoint_dir = f.str("checkpoint-dir", w.checkpoint_dir.value_or("runs/" + name), w.checkpoint_dir_help);
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
     overwrite = f.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
     max_steps = f.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
@@ -275,85 +284,6 @@ inline std::string epoch_title(int64_t epoch, bool partial, int64_t done, int64_
   return t;
 }
 
-// Saves and restores a TrainingState plus the loader's position as checkpoint-dir/last.ckpt.
-class Checkpointer {
- public:
-  // `meta` goes into every checkpoint; its "flag.*" entries must match on resume
-  // (check_resume_settings).
-  Checkpointer(std::string dir, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta)
-      : dir_(std::move(dir)), state_(std::move(state)), loader_(loader), meta_(std::move(meta)) {}
-
-  std::string last() const { return (std::filesystem::path(dir_) / "last.ckpt").string(); }
-
-  // --resume: "" starts fresh, "auto" resumes from checkpoint-dir/last.ckpt when it exists, any
-  // other value is a checkpoint path that must exist. Returns the position to continue from.
-  TrainingPosition resume(const std::string& flag) {
-    TrainingPosition pos;
-    const std::optional<std::string> found = resume_path(flag);
-    if (!found) {
-      if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());
-      return pos;
-    }
-    const std::string& path = *found;
-    std::map<std::string, std::string> file_meta;
-    std::tie(pos, file_meta) = load_training(path, state_);
-    check_resume_settings(path, file_meta, meta_);
-    loader_.set_position({pos.loader_epoch, pos.loader_batch});
-    pos.epoch = pos.loader_epoch;
-    if (pos.loader_batch > 0) running_ = get_running(file_meta);
-    resumed_ = true;
-    print_resumed(path, pos, loader_.batches_per_epoch());
-    return pos;
-  }
-  bool resumed() const { return resumed_; }
-  // The running sums of the epoch the checkpoint stopped in (empty at an epoch's start, or for
-  // an older checkpoint); handed out once, for the first epoch after the resume.
-  RunningSums take_running() { return std::exchange(running_, {}); }
-
-  // The checkpoint that resume(flag) loads, or nullopt when it starts fresh (so that a caller can
-  // check what lies beside the checkpoint, such as a vocabulary, before loading it).
-  std::optional<std::string> resume_path(const std::string& flag) const {
-    if (flag.empty()) return std::nullopt;
-    EMBER_CHECK(flag != "auto" || !dir_.empty(), "--resume auto needs --checkpoint-dir");
-    if (flag != "auto") return flag;
-    if (!std::filesystem::exists(last())) return std::nullopt;
-    return last();
-  }
-
-  // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
-  // return (the scheduler resumes the job later with --resume auto).
-  int preempted(const TrainingPosition& pos, const RunningSums& running = {}) {
-    save(pos, running);
-    std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
-                dir_.empty() ? "" : (" after writing a checkpoint to " + last()).c_str(), kPreemptedExit);
-    std::fflush(stdout);
-    return kPreemptedExit;
-  }
-
-  // Writes last.ckpt (atomically) with the loader's current position and, mid-epoch, the epoch's
-  // running sums; nothing without a dir.
-  void save(const TrainingPosition& pos, const RunningSums& running = {}) {
-    if (dir_.empty()) return;
-    TrainingPosition p = pos;
-    data::LoaderPosition lp = loader_.position();
-    // A run stopped right after an epoch's last batch resumes at the start of the next epoch.
-    if (lp.batch >= loader_.batches_per_epoch()) lp = {lp.epoch + 1, 0};
-    p.loader_epoch = lp.epoch;
-    p.loader_batch = lp.batch;
-    std::map<std::string, std::string> meta = meta_;
-    if (lp.batch > 0) put_running(running, meta);
-    save_training(last(), state_, p, meta);
-  }
-
- private:
-  std::string dir_;
-  TrainingState state_;
-  data::DataLoader& loader_;
-  std::map<std::string, std::string> meta_;
-  RunningSums running_;
-  bool resumed_ = false;
-};
-
 // For the text examples: the vocabulary saved as vocab.txt beside the checkpoint at `ckpt_path`
 // must give every token the id that the one built now gives it, or the embedding rows would mean
 // other tokens. Prints what to pass the same (`flags`) and returns false when they differ.
@@ -364,98 +294,6 @@ inline bool vocabulary_matches_checkpoint(const data::Vocabulary& vocab, const s
   std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: resume with the same %s.\n",
                program.c_str(), saved.c_str(), flags.c_str());
   return false;
-}
-
-// Accuracy and mean cross-entropy of a classifier over a data set.
-inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Dataset& ds, Device dev,
-                                                     int64_t batch = 256) {
-  NoGradGuard ng;
-  net.eval();
-  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false});
-  int64_t correct = 0, total = 0;
-  double loss_sum = 0;
-  for (auto& [x, y] : loader) {
-    Tensor logits = net(x.to(dev)), yd = y.to(dev);
-    loss_sum += cross_entropy(logits, yd, {.reduction = Reduction::Sum}).item();
-    correct += sum(eq(argmax(logits, 1), yd)).item<int64_t>();
-    total += y.numel();
-  }
-  net.train();
-  return {total ? double(correct) / double(total) : 0.0, total ? loss_sum / double(total) : 0.0};
-}
-
-// Trains a classifier on MNIST (or Fashion-MNIST) with Adam and the common flags: progress bar,
-// metrics log, evaluation after every epoch, checkpoints, resume, --max-steps, and exit status
-// kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Call cf.prepare() first. Returns the
-// process exit status.
-inline int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
-  data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
-  data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
-  const Device dev = cf.dev();
-  net.to(dev);
-  optim::Adam opt(net.parameters(), {.lr = cf.lr});
-  data::DataLoader loader(train_set, {.batch_size = cf.batch_size,
-                                      .workers = static_cast<int>(cf.workers),
-                                      .seed = static_cast<uint64_t>(cf.seed),
-                                      .pin_memory = dev.is_cuda()});
-  std::map<std::string, std::string> meta = cf.settings();
-  meta.insert({{"model", model_name}, {"data", cf.data_name}});
-  Checkpointer ckpt(cf.checkpoint_dir, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta);
-  TrainingPosition pos = ckpt.resume(cf.resume);
-  install_stop_handlers();
-  std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
-              model_name.c_str(), (long long)net.num_parameters(), cf.data_name.c_str(), (long long)train_set.size(),
-              device_label(dev).c_str(), cf.epochs, cf.batch_size, cf.lr);
-  if (reached_max_steps(pos.step, cf.max_steps)) return 0;
-  MetricsLog log(cf.log, {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"},
-                 rows_to_keep(ckpt.resumed(), pos, /*per_epoch=*/true, cf.log, cf.checkpoint_dir));
-  for (; pos.epoch < cf.epochs; ++pos.epoch) {
-    ProgressBar bar("epoch " + std::to_string(pos.epoch + 1) + "/" + std::to_string(cf.epochs),
-                    loader.batches_per_epoch(), cf.epochs - pos.epoch - 1);
-    RunningSums r = ckpt.take_running();  // a resumed epoch goes on from its checkpoint's sums
-    double loss_sum = r["loss_sum"];
-    int64_t correct = static_cast<int64_t>(r["correct"]), seen = static_cast<int64_t>(r["seen"]);
-    const int64_t seen_before = seen;
-    auto sums = [&]() -> RunningSums {
-      return {{"loss_sum", loss_sum}, {"correct", double(correct)}, {"seen", double(seen)}};
-    };
-    bool stop_now = false;
-    for (auto& [x, y] : loader) {
-      Tensor yd = y.to(dev), logits = net(x.to(dev));
-      Tensor loss = cross_entropy(logits, yd);
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-      ++pos.step;
-      loss_sum += loss.item() * double(y.numel());
-      correct += sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>();
-      seen += y.numel();
-      bar.update(loader.position().batch, seen - seen_before,
-                 {{"loss", loss_sum / double(seen)}, {"acc", double(correct) / double(seen)}});
-      if (stop_requested()) return ckpt.preempted(pos, sums());
-      if (cf.max_steps >= 0 && pos.step >= cf.max_steps) {
-        stop_now = true;
-        break;
-      }
-    }
-    const int64_t done = loader.position().batch, batches = loader.batches_per_epoch();
-    auto [acc, tloss] = evaluate_classifier(net, test_set, dev);
-    const double tl = seen ? loss_sum / double(seen) : 0.0, ta = seen ? double(correct) / double(seen) : 0.0;
-    std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n",
-                epoch_title(pos.epoch, done > 0 && done < batches, done, batches).c_str(), tl, ta, tloss, acc,
-                bar.elapsed());
-    std::fflush(stdout);
-    log.row({{"epoch", double(pos.epoch + 1)},
-             {"step", double(pos.step)},
-             {"train_loss", tl},
-             {"train_acc", ta},
-             {"test_loss", tloss},
-             {"test_acc", acc},
-             {"seconds", bar.elapsed()}});
-    ckpt.save(pos, sums());  // the loader's position says where to pick up: mid-epoch or the next epoch
-    if (stop_now) break;
-  }
-  return 0;
 }
 
 }  // namespace ember::examples

@@ -1,0 +1,122 @@
+// The checkpoints of a training run: a TrainingState, the loader's position and, mid-epoch, the
+// epoch's running sums, as checkpoint-dir/last.ckpt, written atomically (layers/checkpoint.h);
+// in a data-parallel job last.ckpt and one file per rank beside it (parallel_job.h). Resuming
+// checks the settings the checkpoint depends on (check_resume_settings) and puts the loader
+// back where the checkpoint left it.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "common/parallel_job.h"
+#include "common/training.h"
+#include "data/dataloader.h"
+#include "layers/checkpoint.h"
+
+namespace ember::examples {
+
+class Checkpointer {
+ public:
+  // `meta` goes into every checkpoint; its "flag.*" entries must match on resume
+  // (check_resume_settings). `job`: the program takes --data-parallel (mnist_cnn): its
+  // checkpoints are the job's, and a data-parallel checkpoint resumed by one process needs --reshard.
+  Checkpointer(std::string dir, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta,
+               ParallelJob* job = nullptr)
+      : dir_(std::move(dir)), state_(std::move(state)), loader_(loader), meta_(std::move(meta)), job_(job) {}
+
+  std::string last() const { return (std::filesystem::path(dir_) / "last.ckpt").string(); }
+  const std::string& dir() const { return dir_; }
+
+  // --resume: "" starts fresh, "auto" resumes from checkpoint-dir/last.ckpt when it exists, any
+  // other value is a checkpoint path that must exist. Returns the position to continue from.
+  TrainingPosition resume(const std::string& flag) {
+    const std::optional<std::string> found = resume_path(flag);
+    if (!found) {
+      if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());
+      return {};
+    }
+    const std::string& path = *found;
+    auto [pos, file_meta, resharded] = load(flag, path);
+    check_resume_settings(path, file_meta, meta_);
+    loader_.set_position({pos.loader_epoch, pos.loader_batch});
+    pos.epoch = pos.loader_epoch;
+    if (pos.loader_batch > 0) running_ = get_running(file_meta);
+    resumed_ = true;
+    print_resumed(path, pos, loader_.batches_per_epoch(), resharded ? " (resharded to a new number of ranks)" : "");
+    return pos;
+  }
+  bool resumed() const { return resumed_; }
+  // The running sums of the epoch the checkpoint stopped in (empty at an epoch's start, or for
+  // an older checkpoint); handed out once, for the first epoch after the resume.
+  RunningSums take_running() { return std::exchange(running_, {}); }
+
+  // The checkpoint that resume(flag) loads, or nullopt when it starts fresh (so that a caller can
+  // check what lies beside the checkpoint, such as a vocabulary, before loading it).
+  std::optional<std::string> resume_path(const std::string& flag) const {
+    if (flag.empty()) return std::nullopt;
+    EMBER_CHECK(flag != "auto" || !dir_.empty(), "--resume auto needs --checkpoint-dir");
+    if (flag != "auto") return flag;
+    if (!std::filesystem::exists(last())) return std::nullopt;
+    return last();
+  }
+
+  // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
+  // return (the scheduler resumes the job later with --resume auto).
+  int preempted(const TrainingPosition& pos, const RunningSums& running = {}) {
+    save(pos, running);
+    std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
+                dir_.empty() ? "" : (" after writing a checkpoint to " + last()).c_str(), kPreemptedExit);
+    std::fflush(stdout);
+    return kPreemptedExit;
+  }
+
+  // Writes last.ckpt (atomically) with the loader's current position and, mid-epoch, the epoch's
+  // running sums; nothing without a dir.
+  void save(const TrainingPosition& pos, const RunningSums& running = {}) {
+    if (dir_.empty()) return;
+    TrainingPosition p = pos;
+    data::LoaderPosition lp = loader_.position();
+    // A run stopped right after an epoch's last batch resumes at the start of the next epoch.
+    if (lp.batch >= loader_.batches_per_epoch()) lp = {lp.epoch + 1, 0};
+    p.loader_epoch = lp.epoch;
+    p.loader_batch = lp.batch;
+    std::map<std::string, std::string> meta = meta_;
+    if (lp.batch > 0) put_running(running, meta);
+    if (job_ && job_->active()) return job_->save(dir_, state_, p, meta);
+    save_training(last(), state_, p, meta);
+  }
+
+ private:
+  // The checkpoint at `path`: the position, its metadata and whether it came from another world size.
+  std::tuple<TrainingPosition, std::map<std::string, std::string>, bool> load(const std::string& flag,
+                                                                              const std::string& path) {
+    namespace fs = std::filesystem;
+    if (job_ && job_->active()) {
+      // A data-parallel checkpoint is a folder: last.ckpt and one file per rank beside it.
+      EMBER_CHECK(flag == "auto" || fs::path(flag).filename() == "last.ckpt", "--resume ", flag,
+                  ": a data-parallel run resumes from a checkpoint folder's last.ckpt (or auto)");
+      return job_->load(flag == "auto" ? dir_ : fs::path(flag).parent_path().string(), state_);
+    }
+    auto [pos, meta] = load_training(path, state_);
+    EMBER_CHECK(
+        !job_ || pos.world_size <= 1 || job_->reshard(), "--resume ", path, ": written by a data-parallel job of ",
+        pos.world_size,
+        " ranks; resume it with --data-parallel on as many ranks, or pass --reshard to continue in one process");
+    return {pos, meta, false};
+  }
+
+  std::string dir_;
+  TrainingState state_;
+  data::DataLoader& loader_;
+  std::map<std::string, std::string> meta_;
+  ParallelJob* job_;
+  RunningSums running_;
+  bool resumed_ = false;
+};
+
+}  // namespace ember::examples

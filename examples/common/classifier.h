@@ -1,0 +1,117 @@
+// An image classifier's side of the training loop (trainer.h), shared by mnist_cnn and
+// custom_model: the step (cross-entropy, Adam, the running loss and accuracy), the evaluation
+// on the test set (data-parallel: each rank its shard, the sums added up), the epoch's summary
+// line and log row, and train_mnist_classifier, the whole run for a model on MNIST (custom_model
+// uses it so that its file is only the model and a few lines).
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/parallel_job.h"
+#include "common/trainer.h"
+#include "common/training.h"
+#include "data/dataloader.h"
+#include "data/mnist.h"
+#include "layers/nn.h"
+
+namespace ember::examples {
+
+// The metrics log's columns of a classifier.
+inline std::vector<std::string> classifier_columns() {
+  return {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"};
+}
+
+// Accuracy and mean cross-entropy of a classifier over a data set; with a data-parallel `job`,
+// each rank evaluates its shard and the sums are added up across ranks.
+inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Dataset& ds, Device dev,
+                                                     int64_t batch = 256, ParallelJob* job = nullptr) {
+  NoGradGuard ng;
+  net.eval();
+  const int world = job ? job->size() : 1;
+  data::DataLoader loader(
+      ds, {.batch_size = batch * world, .shuffle = false, .rank = job ? job->rank() : 0, .world_size = world});
+  double correct = 0, total = 0, loss_sum = 0;
+  for (auto& [x, y] : loader) {
+    Tensor logits = net(x.to(dev)), yd = y.to(dev);
+    loss_sum += cross_entropy(logits, yd, {.reduction = Reduction::Sum}).item();
+    correct += static_cast<double>(sum(eq(argmax(logits, 1), yd)).item<int64_t>());
+    total += static_cast<double>(y.numel());
+  }
+  if (job && job->active()) {
+    const std::vector<double> s = job->sum({loss_sum, correct, total});
+    loss_sum = s[0], correct = s[1], total = s[2];
+  }
+  net.train();
+  return {total ? correct / total : 0.0, total ? loss_sum / total : 0.0};
+}
+
+// One step of a classifier on (x, y): forward (through the data-parallel wrapper in a job),
+// cross-entropy, backward, the optimizer's step; the running sums are loss_sum, correct, seen.
+inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
+                                  const Tensor& y, RunningSums& sums) {
+  Tensor yd = y.to(dev), logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
+  // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
+  Tensor loss = job ? job->weight(cross_entropy(logits, yd)) : cross_entropy(logits, yd);
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+  const double n = static_cast<double>(y.numel());
+  sums["loss_sum"] += loss.item() / (job ? job->loss_weight() : 1.0) * n;
+  sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
+  sums["seen"] += n;
+  return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
+}
+
+// The epoch's summary line (flushed: with stdout a file, as under `sched logs`, it would
+// otherwise wait for the next progress line, or be lost to a SIGKILL) and its log row.
+inline void classifier_summary(const EpochEnd& e, double test_acc, double test_loss, MetricsLog& log) {
+  const double seen = e.sums.count("seen") ? e.sums.at("seen") : 0.0;
+  const double tl = seen ? e.sums.at("loss_sum") / seen : 0.0, ta = seen ? e.sums.at("correct") / seen : 0.0;
+  std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", e.title.c_str(), tl, ta, test_loss,
+              test_acc, e.seconds());
+  std::fflush(stdout);
+  log.row({{"epoch", double(e.epoch + 1)},
+           {"step", double(e.step)},
+           {"train_loss", tl},
+           {"train_acc", ta},
+           {"test_loss", test_loss},
+           {"test_acc", test_acc},
+           {"seconds", e.seconds()}});
+}
+
+// Trains a classifier on MNIST (or Fashion-MNIST) with Adam and the common flags: progress bar,
+// metrics log, evaluation after every epoch, checkpoints, resume, --max-steps, and exit status
+// kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Call cf.prepare() first. Returns the
+// process exit status.
+inline int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
+  data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
+  data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
+  const Device dev = cf.dev();
+  net.to(dev);
+  optim::Adam opt(net.parameters(), {.lr = cf.lr});
+  data::DataLoader loader(train_set, {.batch_size = cf.batch_size,
+                                      .workers = static_cast<int>(cf.workers),
+                                      .seed = static_cast<uint64_t>(cf.seed),
+                                      .pin_memory = dev.is_cuda()});
+  std::map<std::string, std::string> meta = cf.settings();
+  meta.insert({{"model", model_name}, {"data", cf.data_name}});
+  Trainer trainer(trainer_options(cf, classifier_columns()), {&net, {&opt}, {{"default", &default_generator()}}},
+                  loader, meta);
+  trainer.resume();
+  std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
+              model_name.c_str(), (long long)net.num_parameters(), cf.data_name.c_str(), (long long)train_set.size(),
+              device_label(dev).c_str(), cf.epochs, cf.batch_size, cf.lr);
+  return trainer.fit({.step = [&](const Tensor& x, const Tensor& y,
+                                  RunningSums& sums) { return classifier_step(net, opt, dev, nullptr, x, y, sums); },
+                      .end_epoch =
+                          [&](const EpochEnd& e) {
+                            auto [acc, loss] = evaluate_classifier(net, test_set, dev);
+                            classifier_summary(e, acc, loss, trainer.log());
+                          }});
+}
+
+}  // namespace ember::examples

@@ -1,0 +1,242 @@
+// The data-parallel side of an example (mnist_cnn --data-parallel): its flags, joining the MPI job
+// (a communicator per kind of traffic, one device per rank, rank 0 speaking for the job), the
+// model wrapped in dist::DataParallel (scheduler/parallel/data_parallel.h), the loader sharded
+// by the batch splitter, the per-step agreements, and the job's checkpoints. A single process
+// (no --data-parallel, or a build without MPI) gets the same calls as no-ops, so that the
+// training loop (trainer.h) is written once; this is the one file that knows whether the build
+// has MPI (EMBER_HAVE_DIST, set by examples/CMakeLists.txt for the programs linked to it).
+#pragma once
+
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "common/flags.h"
+#include "core/ops.h"
+#include "data/dataloader.h"
+#include "layers/checkpoint.h"
+#include "layers/module.h"
+#ifdef EMBER_HAVE_DIST
+#include "scheduler/parallel/comm_mpi.h"
+#include "scheduler/parallel/data_parallel.h"
+#ifdef EMBER_HAVE_NCCL
+#include "scheduler/parallel/comm_nccl.h"
+#endif
+#endif
+
+namespace ember::examples {
+
+// The data-parallel flags, declared after an example's own.
+struct ParallelFlags {
+  bool on, speed_weighted, overlap, reshard;
+  std::vector<double> split;
+  double bucket_mb;
+
+  explicit ParallelFlags(Flags& f) {
+    on =
+        f.boolean("data-parallel", false,
+                  "run as one rank of an MPI job (mpirun -np N / ember launch -n N); --batch-size is the global batch");
+    speed_weighted = f.boolean("speed-weighted", false,
+                               "data-parallel: split each batch by the ranks' measured speed (default: equal)");
+    split = f.reals("split", "data-parallel: fixed relative shares per rank, e.g. 1,2 (default: equal)");
+    overlap = f.boolean("overlap", true, "data-parallel: all-reduce gradient buckets while backward runs");
+    bucket_mb = f.real("bucket-mb", 25.0, "data-parallel: gradient bucket size in MB");
+    reshard =
+        f.boolean("reshard", false, "resume a checkpoint written by another number of ranks (one process included)");
+  }
+};
+
+class ParallelJob {
+ public:
+  // `program` names the example in error messages.
+  explicit ParallelJob(std::string program, ParallelFlags flags)
+      : program_(std::move(program)), flags_(std::move(flags)) {}
+
+  // With --data-parallel: joins the MPI job (an ember::Error unless started by mpirun or ember
+  // launch), silences stdout on ranks > 0 and returns the device this rank trains on; else `dev`.
+  Device start(Device dev) {
+    if (!flags_.on) return dev;
+#ifdef EMBER_HAVE_DIST
+    EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(),
+                "--data-parallel: start this program with mpirun -np N or ember launch -n N");
+    comm_ = std::make_unique<dist::MpiCommunicator>();
+    if (comm_->rank() != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 speaks for the job
+    return dev.is_cuda() ? gpu_device() : dev;
+#else
+    EMBER_FAIL("--data-parallel: this build has no MPI (install libopenmpi-dev and rebuild)");
+#endif
+  }
+  // Joined an MPI job (start() with --data-parallel).
+  bool active() const {
+#ifdef EMBER_HAVE_DIST
+    return comm_ != nullptr;
+#else
+    return false;
+#endif
+  }
+  int rank() const {
+#ifdef EMBER_HAVE_DIST
+    if (comm_) return comm_->rank();
+#endif
+    return 0;
+  }
+  int size() const {
+#ifdef EMBER_HAVE_DIST
+    if (comm_) return comm_->size();
+#endif
+    return 1;
+  }
+  bool chatty() const {
+    return rank() == 0;
+  }
+  bool reshard() const {
+    return flags_.reshard;
+  }
+
+  // Wraps `model` (already on its device) for data-parallel training: rank 0's weights go to
+  // every rank, and each rank then draws its own random stream (augmentation, dropout).
+  void wrap(nn::Module& model, int64_t global_batch, uint64_t seed) {
+#ifdef EMBER_HAVE_DIST
+    if (!comm_) return;
+    dp_ = std::make_unique<dist::DataParallel>(
+        model, *comm_, global_batch,
+        dist::DataParallelOptions{
+            .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap, .gradient_as_bucket_view = true},
+            .split = {.speed_weighted = flags_.speed_weighted},
+            .weights = flags_.split},
+        gpu_comm_ ? gpu_comm_.get() : nullptr);
+    manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
+#else
+    (void)model, (void)global_batch, (void)seed;
+#endif
+  }
+  // This rank's loader: its share of every global batch, and every global batch full, so that
+  // every step's shares are exactly the splitter's.
+  data::LoaderOptions loader_options(data::LoaderOptions o) const {
+#ifdef EMBER_HAVE_DIST
+    if (!dp_) return o;
+    o.drop_last = true;
+    o.rank = dp_->rank();
+    o.world_size = dp_->size();
+    o.shard_weights = dp_->shard_weights();
+#endif
+    return o;
+  }
+
+  Tensor forward(nn::Module& model, const Tensor& x) {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) return dp_->forward(x);
+#endif
+    return model(x);
+  }
+  // The loss to call backward on (data-parallel: weighted by this rank's share), and the factor
+  // that undoes it for display.
+  Tensor weight(Tensor loss) const {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) return dp_->weight(std::move(loss));
+#endif
+    return loss;
+  }
+  double loss_weight() const {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) return dp_->loss_weight();
+#endif
+    return 1.0;
+  }
+
+  // After every optimizer step, on every rank: new shares go to the loader (dropping batches
+  // prefetched with the old ones), and the ranks agree on `stop` before anyone stops.
+  bool end_step(data::DataLoader& loader, bool stop) {
+#ifdef EMBER_HAVE_DIST
+    if (!dp_) return stop;
+    if (dp_->end_step()) {
+      loader.set_shard_weights(dp_->shard_weights());
+      loader.set_position(loader.position());
+      std::printf("\n");  // below the progress bar
+      print_summary();
+    }
+    return dp_->any(stop);
+#else
+    (void)loader;
+    return stop;
+#endif
+  }
+  void print_summary() const {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) std::printf("%s\n", dp_->summary().c_str());
+#endif
+  }
+  // Each value summed over the ranks (an evaluation's sums over the ranks' shards).
+  std::vector<double> sum(std::vector<double> values) {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) return dp_->sum(values);
+#endif
+    return values;
+  }
+
+  // The job's checkpoint in `dir` (last.ckpt and a file per rank); only when active().
+  void save(const std::string& dir, const TrainingState& state, const TrainingPosition& pos,
+            const std::map<std::string, std::string>& meta) {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) return dp_->save(dir, state, pos, meta);
+#endif
+    (void)dir, (void)state, (void)pos, (void)meta;
+    EMBER_FAIL("save: not a data-parallel job");
+  }
+  // Returns the position, the metadata and whether the checkpoint came from another world size.
+  std::tuple<TrainingPosition, std::map<std::string, std::string>, bool> load(const std::string& dir,
+                                                                              const TrainingState& state) {
+#ifdef EMBER_HAVE_DIST
+    if (dp_) {
+      dist::DistributedResume r = dp_->load(dir, state, flags_.reshard);
+      return {r.position, r.metadata, r.resharded};
+    }
+#endif
+    (void)dir, (void)state;
+    EMBER_FAIL("load: not a data-parallel job");
+  }
+
+  // What main's catch prints ("mnist_cnn rank 1: ..." in a data-parallel job); returns status 1.
+  int fail(const std::exception& e) const {
+    const std::string who = active() ? program_ + " rank " + std::to_string(rank()) : program_;
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
+    return 1;
+  }
+
+ private:
+#ifdef EMBER_HAVE_DIST
+  // Gradients travel through NCCL between GPU ranks (each on cuda:<local rank>) and through MPI
+  // between CPU ranks; MPI also carries the small exchanges on every kind of rank. One GPU per
+  // rank on every node, or every rank on the CPU: the ranks agree first, so that a node with
+  // fewer GPUs than ranks trains on the CPU instead of failing.
+  Device gpu_device() {
+#ifdef EMBER_HAVE_NCCL
+    Tensor short_of_gpus = full({1}, cuda_device_count() < comm_->local_size() ? 1.0 : 0.0);
+    comm_->all_reduce(short_of_gpus, dist::ReduceOp::Max, "gpu count")->wait();
+    if (short_of_gpus.item() == 0) {
+      auto nccl = std::make_unique<dist::NcclCommunicator>(*comm_);
+      const Device dev = nccl->device();
+      gpu_comm_ = std::move(nccl);
+      return dev;
+    }
+    std::printf("A node has fewer GPUs than ranks: the data-parallel ranks train on the CPU over MPI.\n");
+#else
+    std::printf("This build has no NCCL: the data-parallel ranks train on the CPU over MPI.\n");
+#endif
+    return Device::cpu();
+  }
+
+  std::unique_ptr<dist::MpiCommunicator> comm_;
+  std::unique_ptr<dist::Communicator> gpu_comm_;
+  std::unique_ptr<dist::DataParallel> dp_;
+#endif
+  std::string program_;
+  ParallelFlags flags_;
+};
+
+}  // namespace ember::examples
