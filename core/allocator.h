@@ -43,6 +43,8 @@ class Allocator {
 Allocator* cpu_allocator();
 // The allocator for a device; CUDA's is registered by the CUDA backend.
 Allocator* get_allocator(Device d);
+// For the CPU, a registered allocator is put in front of cpu_allocator() (the op table's tests put a
+// guarded one there); registering nullptr puts cpu_allocator() back.
 void register_allocator(DeviceType t, Allocator* a);
 // Backends with one allocator per device index (CUDA: one cache per GPU) register a lookup that
 // returns device d's allocator or throws an ember::Error naming d when it does not exist. It takes

@@ -113,8 +113,8 @@ class CpuAllocator final : public Allocator {
   AllocatorStats stats_;
 };
 
-Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
-Allocator* (*g_allocator_fns[kNumDeviceTypes])(int) = {nullptr, nullptr};
+Allocator* g_allocators[kNumDeviceTypes] = {};
+Allocator* (*g_allocator_fns[kNumDeviceTypes])(int) = {};
 Allocator* g_pinned = nullptr;
 
 }  // namespace
@@ -130,7 +130,7 @@ void register_allocator(DeviceType t, Allocator* a) {
 }
 
 Allocator* get_allocator(Device d) {
-  if (d.is_cpu()) return cpu_allocator();
+  if (d.is_cpu()) return g_allocators[0] ? g_allocators[0] : cpu_allocator();
   if (auto fn = g_allocator_fns[static_cast<int>(d.type)]) return fn(d.index);
   Allocator* a = g_allocators[static_cast<int>(d.type)];
   EMBER_CHECK(a, "device ", d, ": no allocator registered (was Ember built with CUDA?)");

@@ -22,6 +22,11 @@ Device::Device(const std::string& spec) {
     index = 0;
     return;
   }
+  if (spec == "emu" || spec == "emu:0") {
+    type = DeviceType::Emulated;
+    index = 0;
+    return;
+  }
   if (spec.rfind("cuda", 0) == 0) {
     type = DeviceType::CUDA;
     index = 0;
@@ -44,7 +49,9 @@ Device Device::best() {
 }
 
 std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  if (is_cpu()) return "cpu";
+  if (is_emulated()) return "emu";
+  return "cuda:" + std::to_string(index);
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) {

@@ -1,5 +1,5 @@
-// Where a tensor lives: the CPU or one CUDA device. Device::best() is what examples call to run
-// on a GPU when the machine has one and on the CPU otherwise.
+// Where a tensor lives: the CPU or one CUDA device (or, in tests, the emulated one). Device::best() is what examples
+// call to run on a GPU when the machine has one and on the CPU otherwise.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,11 @@
 
 namespace ember {
 
-enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
-inline constexpr int kNumDeviceTypes = 2;
+// Emulated is a test-only device: Ember's CUDA kernels run by the kernel emulator
+// (core/cuda/emu/) over exact-size host memory. It exists only in programs that link the emulator
+// (the tests), so that ops and autograd run end to end on "CUDA" in CI machines without a GPU.
+enum class DeviceType : uint8_t { CPU = 0, CUDA = 1, Emulated = 2 };
+inline constexpr int kNumDeviceTypes = 3;
 
 struct Device {
   DeviceType type = DeviceType::CPU;
@@ -17,7 +20,8 @@ struct Device {
 
   constexpr Device() = default;
   constexpr Device(DeviceType t, int i = 0) : type(t), index(i) {}  // NOLINT
-  // Parses "cpu", "cuda", "cuda:N"; anything else is an ember::Error naming the string.
+  // Parses "cpu", "cuda", "cuda:N" and "emu" (the test-only emulated device); anything else is an ember::Error naming
+  // the string.
   explicit Device(const std::string& spec);
 
   static Device cpu() { return {DeviceType::CPU, 0}; }
@@ -27,6 +31,7 @@ struct Device {
 
   bool is_cpu() const { return type == DeviceType::CPU; }
   bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool is_emulated() const { return type == DeviceType::Emulated; }
   std::string str() const;
   bool operator==(const Device&) const = default;
 };

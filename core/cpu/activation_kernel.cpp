@@ -162,7 +162,7 @@ void cpu_activation_grad(ActivationOp op, const Tensor& out, const Tensor& grad,
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(activation_stub, cpu_activation);
-EMBER_REGISTER_CPU_KERNEL(activation_grad_stub, cpu_activation_grad);
+EMBER_REGISTER_KERNEL(activation_stub, CPU, cpu_activation);
+EMBER_REGISTER_KERNEL(activation_grad_stub, CPU, cpu_activation_grad);
 
 }  // namespace ember

@@ -663,8 +663,8 @@ void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bi
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(conv2d_forward_stub, cpu_conv2d_forward);
-EMBER_REGISTER_CPU_KERNEL(conv2d_backward_input_stub, cpu_conv2d_backward_input);
-EMBER_REGISTER_CPU_KERNEL(conv2d_backward_weight_stub, cpu_conv2d_backward_weight);
+EMBER_REGISTER_KERNEL(conv2d_forward_stub, CPU, cpu_conv2d_forward);
+EMBER_REGISTER_KERNEL(conv2d_backward_input_stub, CPU, cpu_conv2d_backward_input);
+EMBER_REGISTER_KERNEL(conv2d_backward_weight_stub, CPU, cpu_conv2d_backward_weight);
 
 }  // namespace ember

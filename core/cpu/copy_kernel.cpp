@@ -55,7 +55,7 @@ void cpu_fill(const Tensor& dst, double value) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(copy_stub, cpu_copy);
-EMBER_REGISTER_CPU_KERNEL(fill_stub, cpu_fill);
+EMBER_REGISTER_KERNEL(copy_stub, CPU, cpu_copy);
+EMBER_REGISTER_KERNEL(fill_stub, CPU, cpu_fill);
 
 }  // namespace ember

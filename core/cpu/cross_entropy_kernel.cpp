@@ -209,7 +209,7 @@ void cpu_ce_backward(const Tensor& grad_logits, const Tensor& grad_target, const
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(cross_entropy_forward_stub, cpu_ce_forward);
-EMBER_REGISTER_CPU_KERNEL(cross_entropy_backward_stub, cpu_ce_backward);
+EMBER_REGISTER_KERNEL(cross_entropy_forward_stub, CPU, cpu_ce_forward);
+EMBER_REGISTER_KERNEL(cross_entropy_backward_stub, CPU, cpu_ce_backward);
 
 }  // namespace ember

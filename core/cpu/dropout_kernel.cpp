@@ -26,6 +26,6 @@ void cpu_dropout_apply(const Tensor& out, const Tensor& input, const Tensor& mas
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(dropout_apply_stub, cpu_dropout_apply);
+EMBER_REGISTER_KERNEL(dropout_apply_stub, CPU, cpu_dropout_apply);
 
 }  // namespace ember

@@ -222,11 +222,11 @@ void cpu_isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rto
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(binary_stub, cpu_binary);
-EMBER_REGISTER_CPU_KERNEL(binary_grad_stub, cpu_binary_grad);
-EMBER_REGISTER_CPU_KERNEL(compare_stub, cpu_compare);
-EMBER_REGISTER_CPU_KERNEL(logical_stub, cpu_logical);
-EMBER_REGISTER_CPU_KERNEL(where_stub, cpu_where);
-EMBER_REGISTER_CPU_KERNEL(isclose_stub, cpu_isclose);
+EMBER_REGISTER_KERNEL(binary_stub, CPU, cpu_binary);
+EMBER_REGISTER_KERNEL(binary_grad_stub, CPU, cpu_binary_grad);
+EMBER_REGISTER_KERNEL(compare_stub, CPU, cpu_compare);
+EMBER_REGISTER_KERNEL(logical_stub, CPU, cpu_logical);
+EMBER_REGISTER_KERNEL(where_stub, CPU, cpu_where);
+EMBER_REGISTER_KERNEL(isclose_stub, CPU, cpu_isclose);
 
 }  // namespace ember

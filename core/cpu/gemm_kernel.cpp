@@ -145,8 +145,8 @@ void cpu_dot(DType dt, int64_t n, const void* x, int64_t incx, const void* y, in
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(gemm_stub, cpu_gemm);
-EMBER_REGISTER_CPU_KERNEL(gemm_batched_stub, cpu_gemm_batched);
-EMBER_REGISTER_CPU_KERNEL(dot_stub, cpu_dot);
+EMBER_REGISTER_KERNEL(gemm_stub, CPU, cpu_gemm);
+EMBER_REGISTER_KERNEL(gemm_batched_stub, CPU, cpu_gemm_batched);
+EMBER_REGISTER_KERNEL(dot_stub, CPU, cpu_dot);
 
 }  // namespace ember

@@ -219,13 +219,13 @@ void cpu_trilu(const Tensor& out, const Tensor& a, int64_t diagonal, bool upper)
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(index_range_stub, cpu_index_range);
-EMBER_REGISTER_CPU_KERNEL(index_select_stub, cpu_index_select);
-EMBER_REGISTER_CPU_KERNEL(index_add_stub, cpu_index_add);
-EMBER_REGISTER_CPU_KERNEL(gather_stub, cpu_gather);
-EMBER_REGISTER_CPU_KERNEL(scatter_stub, cpu_scatter);
-EMBER_REGISTER_CPU_KERNEL(masked_fill_stub, cpu_masked_fill);
-EMBER_REGISTER_CPU_KERNEL(one_hot_stub, cpu_one_hot);
-EMBER_REGISTER_CPU_KERNEL(trilu_stub, cpu_trilu);
+EMBER_REGISTER_KERNEL(index_range_stub, CPU, cpu_index_range);
+EMBER_REGISTER_KERNEL(index_select_stub, CPU, cpu_index_select);
+EMBER_REGISTER_KERNEL(index_add_stub, CPU, cpu_index_add);
+EMBER_REGISTER_KERNEL(gather_stub, CPU, cpu_gather);
+EMBER_REGISTER_KERNEL(scatter_stub, CPU, cpu_scatter);
+EMBER_REGISTER_KERNEL(masked_fill_stub, CPU, cpu_masked_fill);
+EMBER_REGISTER_KERNEL(one_hot_stub, CPU, cpu_one_hot);
+EMBER_REGISTER_KERNEL(trilu_stub, CPU, cpu_trilu);
 
 }  // namespace ember

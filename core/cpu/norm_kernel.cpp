@@ -395,9 +395,9 @@ void cpu_ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const 
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(batch_norm_forward_stub, cpu_bn_forward);
-EMBER_REGISTER_CPU_KERNEL(batch_norm_backward_stub, cpu_bn_backward);
-EMBER_REGISTER_CPU_KERNEL(layer_norm_forward_stub, cpu_ln_forward);
-EMBER_REGISTER_CPU_KERNEL(layer_norm_backward_stub, cpu_ln_backward);
+EMBER_REGISTER_KERNEL(batch_norm_forward_stub, CPU, cpu_bn_forward);
+EMBER_REGISTER_KERNEL(batch_norm_backward_stub, CPU, cpu_bn_backward);
+EMBER_REGISTER_KERNEL(layer_norm_forward_stub, CPU, cpu_ln_forward);
+EMBER_REGISTER_KERNEL(layer_norm_backward_stub, CPU, cpu_ln_backward);
 
 }  // namespace ember

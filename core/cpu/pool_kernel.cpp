@@ -240,7 +240,8 @@ void adaptive_backward(const Tensor& grad_input, const Tensor& grad_out, const P
   });
 }
 
-[[maybe_unused]] void cpu_max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dGeometry& g) {
+[[maybe_unused]] void cpu_max_forward(const Tensor& out, const Tensor& indices, const Tensor& input,
+                                      const Pool2dGeometry& g) {
   EMBER_DISPATCH_FLOAT(input.dtype(), "max_pool2d", [&] { max_forward<scalar_t>(out, indices, input, g); });
 }
 void cpu_max_backward(const Tensor& gi, const Tensor& go, const Tensor& indices, const Pool2dGeometry& g) {
@@ -265,12 +266,12 @@ void cpu_adaptive_backward(const Tensor& gi, const Tensor& go, const Pool2dGeome
 // than its avx2 copy (5-6 against 12-15 GB/s on MNIST's 64x32x26x26 in bench/layers, with or
 // without the SLP fence and 512-bit vectors), so AVX-512 CPUs take the avx2 copy.
 #if EMBER_CPU_LEVEL != 2
-EMBER_REGISTER_CPU_KERNEL(max_pool2d_forward_stub, cpu_max_forward);
+EMBER_REGISTER_KERNEL(max_pool2d_forward_stub, CPU, cpu_max_forward);
 #endif
-EMBER_REGISTER_CPU_KERNEL(max_pool2d_backward_stub, cpu_max_backward);
-EMBER_REGISTER_CPU_KERNEL(avg_pool2d_forward_stub, cpu_avg_forward);
-EMBER_REGISTER_CPU_KERNEL(avg_pool2d_backward_stub, cpu_avg_backward);
-EMBER_REGISTER_CPU_KERNEL(adaptive_avg_pool2d_forward_stub, cpu_adaptive_forward);
-EMBER_REGISTER_CPU_KERNEL(adaptive_avg_pool2d_backward_stub, cpu_adaptive_backward);
+EMBER_REGISTER_KERNEL(max_pool2d_backward_stub, CPU, cpu_max_backward);
+EMBER_REGISTER_KERNEL(avg_pool2d_forward_stub, CPU, cpu_avg_forward);
+EMBER_REGISTER_KERNEL(avg_pool2d_backward_stub, CPU, cpu_avg_backward);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_forward_stub, CPU, cpu_adaptive_forward);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_backward_stub, CPU, cpu_adaptive_backward);
 
 }  // namespace ember

@@ -84,6 +84,6 @@ void cpu_random(const Tensor& dst, const RandomParams& p, const Tensor& prob) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(random_stub, cpu_random);
+EMBER_REGISTER_KERNEL(random_stub, CPU, cpu_random);
 
 }  // namespace ember

@@ -113,8 +113,8 @@ void cpu_prod_grad(const Tensor& gi, const Tensor& g, const Tensor& x) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(reduce_grad_stub, cpu_reduce_grad);
-EMBER_REGISTER_CPU_KERNEL(index_grad_stub, cpu_index_grad);
-EMBER_REGISTER_CPU_KERNEL(prod_grad_stub, cpu_prod_grad);
+EMBER_REGISTER_KERNEL(reduce_grad_stub, CPU, cpu_reduce_grad);
+EMBER_REGISTER_KERNEL(index_grad_stub, CPU, cpu_index_grad);
+EMBER_REGISTER_KERNEL(prod_grad_stub, CPU, cpu_prod_grad);
 
 }  // namespace ember

@@ -771,7 +771,7 @@ void cpu_arg_reduce(ArgReduceOp op, const Tensor& values, const Tensor& indices,
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(reduce_stub, cpu_reduce);
-EMBER_REGISTER_CPU_KERNEL(arg_reduce_stub, cpu_arg_reduce);
+EMBER_REGISTER_KERNEL(reduce_stub, CPU, cpu_reduce);
+EMBER_REGISTER_KERNEL(arg_reduce_stub, CPU, cpu_arg_reduce);
 
 }  // namespace ember

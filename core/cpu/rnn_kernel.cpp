@@ -411,7 +411,7 @@ void cpu_rnn_backward(const RnnBackwardArgs& a) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(rnn_forward_stub, cpu_rnn_forward);
-EMBER_REGISTER_CPU_KERNEL(rnn_backward_stub, cpu_rnn_backward);
+EMBER_REGISTER_KERNEL(rnn_forward_stub, CPU, cpu_rnn_forward);
+EMBER_REGISTER_KERNEL(rnn_backward_stub, CPU, cpu_rnn_backward);
 
 }  // namespace ember

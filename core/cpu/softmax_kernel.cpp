@@ -415,8 +415,8 @@ void cpu_logsumexp(const Tensor& out, const Tensor& in) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(softmax_stub, cpu_softmax);
-EMBER_REGISTER_CPU_KERNEL(softmax_grad_stub, cpu_softmax_grad);
-EMBER_REGISTER_CPU_KERNEL(logsumexp_stub, cpu_logsumexp);
+EMBER_REGISTER_KERNEL(softmax_stub, CPU, cpu_softmax);
+EMBER_REGISTER_KERNEL(softmax_grad_stub, CPU, cpu_softmax_grad);
+EMBER_REGISTER_KERNEL(logsumexp_stub, CPU, cpu_logsumexp);
 
 }  // namespace ember

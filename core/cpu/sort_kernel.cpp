@@ -105,6 +105,6 @@ void cpu_sort(const Tensor& values, const Tensor& indices, const Tensor& a, int6
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(sort_stub, cpu_sort);
+EMBER_REGISTER_KERNEL(sort_stub, CPU, cpu_sort);
 
 }  // namespace ember

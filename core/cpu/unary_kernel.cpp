@@ -259,7 +259,7 @@ void cpu_unary_grad(UnaryGradOp op, const Tensor& out, const Tensor& grad, const
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(unary_stub, cpu_unary);
-EMBER_REGISTER_CPU_KERNEL(unary_grad_stub, cpu_unary_grad);
+EMBER_REGISTER_KERNEL(unary_stub, CPU, cpu_unary);
+EMBER_REGISTER_KERNEL(unary_grad_stub, CPU, cpu_unary_grad);
 
 }  // namespace ember

@@ -236,7 +236,7 @@ void cuda_bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_NATIVE(batch_norm_forward_stub, BatchNorm, cuda_bn_forward, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(batch_norm_backward_stub, BatchNorm, cuda_bn_backward, /*deterministic=*/true);
+EMBER_REGISTER_KERNEL(batch_norm_forward_stub, CUDA, cuda_bn_forward, BatchNorm);
+EMBER_REGISTER_KERNEL(batch_norm_backward_stub, CUDA, cuda_bn_backward, BatchNorm);
 
 }  // namespace ember::cuda

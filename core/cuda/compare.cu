@@ -182,10 +182,10 @@ void cuda_isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rt
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(compare_stub, cuda_compare);
-EMBER_REGISTER_CUDA_KERNEL(logical_stub, cuda_logical);
-EMBER_REGISTER_CUDA_KERNEL(where_stub, cuda_where);
-EMBER_REGISTER_CUDA_KERNEL(isclose_stub, cuda_isclose);
-EMBER_REGISTER_CUDA_KERNEL(masked_fill_stub, cuda_masked_fill);
+EMBER_REGISTER_KERNEL(compare_stub, CUDA, cuda_compare);
+EMBER_REGISTER_KERNEL(logical_stub, CUDA, cuda_logical);
+EMBER_REGISTER_KERNEL(where_stub, CUDA, cuda_where);
+EMBER_REGISTER_KERNEL(isclose_stub, CUDA, cuda_isclose);
+EMBER_REGISTER_KERNEL(masked_fill_stub, CUDA, cuda_masked_fill);
 
 }  // namespace ember::cuda

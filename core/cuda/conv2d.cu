@@ -369,8 +369,8 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_NATIVE(conv2d_forward_stub, Conv, cuda_conv2d_forward, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(conv2d_backward_input_stub, Conv, cuda_conv2d_backward_input, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(conv2d_backward_weight_stub, Conv, cuda_conv2d_backward_weight, /*deterministic=*/true);
+EMBER_REGISTER_KERNEL(conv2d_forward_stub, CUDA, cuda_conv2d_forward, Conv);
+EMBER_REGISTER_KERNEL(conv2d_backward_input_stub, CUDA, cuda_conv2d_backward_input, Conv);
+EMBER_REGISTER_KERNEL(conv2d_backward_weight_stub, CUDA, cuda_conv2d_backward_weight, Conv);
 
 }  // namespace ember::cuda

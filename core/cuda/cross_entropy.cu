@@ -243,7 +243,7 @@ void cuda_ce_backward(const Tensor& grad_logits, const Tensor& grad_target, cons
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(cross_entropy_forward_stub, cuda_ce_forward);
-EMBER_REGISTER_CUDA_KERNEL(cross_entropy_backward_stub, cuda_ce_backward);
+EMBER_REGISTER_KERNEL(cross_entropy_forward_stub, CUDA, cuda_ce_forward);
+EMBER_REGISTER_KERNEL(cross_entropy_backward_stub, CUDA, cuda_ce_backward);
 
 }  // namespace ember::cuda

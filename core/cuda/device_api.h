@@ -6,9 +6,9 @@
 //
 //   EMBER_SHARED(float, tile, [32][33]);   // __shared__ float tile[32][33];
 //   EMBER_DYNAMIC_SHARED(float, buf);      // the launch's dynamic shared memory, as float*
-//   EMBER_REGISTER_CUDA_KERNEL(binary_stub, cuda_binary);
-//   EMBER_REGISTER_CUDA_NATIVE(gemm_stub, Gemm, cuda_gemm, /*deterministic=*/true);  // families
-//                                          // with a vendor side: core/cuda/native_kernels.h
+//   EMBER_REGISTER_KERNEL(binary_stub, CUDA, cuda_binary);    // core/dispatch.h
+//   EMBER_REGISTER_KERNEL(gemm_stub, CUDA, cuda_gemm, Gemm);  // families with a vendor side:
+//                                          // core/cuda/native_kernels.h
 //   EMBER_UNROLL for (...)                 // #pragma unroll
 //   EMBER_DEVICE T f(T x)                  // a device function (inline host function when emulated)
 #pragma once
@@ -26,27 +26,19 @@
 #define EMBER_DEVICE __device__ __forceinline__
 #define EMBER_HOST_DEVICE __host__ __device__ __forceinline__
 #define EMBER_UNROLL _Pragma("unroll")
-// Fills the stub's CUDA slot: ops on CUDA tensors reach the kernel through the dispatch table.
-#define EMBER_REGISTER_CUDA_KERNEL(stub, fn) EMBER_REGISTER_KERNEL(stub, CUDA, fn)
-// Op families that also have a cuBLAS/cuDNN implementation: the stub's CUDA slot holds the
-// native/vendor chooser, and the native kernel registers with it.
-#define EMBER_REGISTER_CUDA_NATIVE(stub, family, fn, deterministic) \
-  EMBER_REGISTER_NATIVE_CUDA_KERNEL(stub, family, fn, deterministic)
 
 #else
 #include "core/cuda/emu/emu.h"
 
-// In emulation there is no vendor side: native kernels go to the emulator's registry like any other.
-#define EMBER_REGISTER_CUDA_NATIVE(stub, family, fn, deterministic) EMBER_REGISTER_CUDA_KERNEL(stub, fn)
-
 #define EMBER_DEVICE inline
 #define EMBER_HOST_DEVICE inline
 #define EMBER_UNROLL _Pragma("GCC unroll 16")
-// Fills the emulator's registry (never the stub: a CUDA build's tests hold both the real and the
-// emulated kernels in one process); tests reach it through ember::emu::kernel(stub).
-#define EMBER_REGISTER_CUDA_KERNEL(stub, fn)                                       \
-  [[maybe_unused]] static const bool stub##_registered_emu = [] {                  \
-    ::ember::emu::register_kernel(&(stub), reinterpret_cast<void*>(&(fn)), #stub); \
-    return true;                                                                   \
-  }()
+// The same registrations fill the stub's Emulated slot instead of its CUDA slot (a CUDA build's
+// tests hold both the real and the emulated kernels in one process), and native kernels of
+// families with a vendor side go there too: the emulator has no vendor side. Tests run them as
+// the device `emu` (ops and autograd end to end), or call one directly with emu::kernel(stub).
+#undef EMBER_REGISTER_KERNEL_CUDA
+#define EMBER_REGISTER_KERNEL_CUDA(stub, fn) EMBER_REGISTER_IN_SLOT_(stub, Emulated, fn)
+#undef EMBER_REGISTER_KERNEL_CUDA_NATIVE
+#define EMBER_REGISTER_KERNEL_CUDA_NATIVE(stub, fn, family) EMBER_REGISTER_IN_SLOT_(stub, Emulated, fn)
 #endif

@@ -382,11 +382,11 @@ void cuda_binary_grad(BinaryGradOp op, const Tensor& out, const Tensor& grad, co
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(binary_stub, cuda_binary);
-EMBER_REGISTER_CUDA_KERNEL(unary_stub, cuda_unary);
-EMBER_REGISTER_CUDA_KERNEL(unary_grad_stub, cuda_unary_grad);
-EMBER_REGISTER_CUDA_KERNEL(activation_stub, cuda_activation);
-EMBER_REGISTER_CUDA_KERNEL(activation_grad_stub, cuda_activation_grad);
-EMBER_REGISTER_CUDA_KERNEL(binary_grad_stub, cuda_binary_grad);
+EMBER_REGISTER_KERNEL(binary_stub, CUDA, cuda_binary);
+EMBER_REGISTER_KERNEL(unary_stub, CUDA, cuda_unary);
+EMBER_REGISTER_KERNEL(unary_grad_stub, CUDA, cuda_unary_grad);
+EMBER_REGISTER_KERNEL(activation_stub, CUDA, cuda_activation);
+EMBER_REGISTER_KERNEL(activation_grad_stub, CUDA, cuda_activation_grad);
+EMBER_REGISTER_KERNEL(binary_grad_stub, CUDA, cuda_binary_grad);
 
 }  // namespace ember::cuda

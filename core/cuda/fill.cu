@@ -73,6 +73,6 @@ void cuda_fill(const Tensor& dst, double value) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(fill_stub, cuda_fill);
+EMBER_REGISTER_KERNEL(fill_stub, CUDA, cuda_fill);
 
 }  // namespace ember::cuda

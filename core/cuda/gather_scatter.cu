@@ -182,7 +182,7 @@ void cuda_scatter(const Tensor& out, int64_t dim, const Tensor& index, const Ten
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(gather_stub, cuda_gather);
-EMBER_REGISTER_CUDA_KERNEL(scatter_stub, cuda_scatter);
+EMBER_REGISTER_KERNEL(gather_stub, CUDA, cuda_gather);
+EMBER_REGISTER_KERNEL(scatter_stub, CUDA, cuda_scatter);
 
 }  // namespace ember::cuda

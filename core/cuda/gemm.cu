@@ -430,8 +430,8 @@ void cuda_dot(DType dtype, int64_t n, const void* x, int64_t incx, const void* y
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_NATIVE(gemm_stub, Gemm, cuda_gemm, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(gemm_batched_stub, Gemm, cuda_gemm_batched, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_KERNEL(dot_stub, cuda_dot);
+EMBER_REGISTER_KERNEL(gemm_stub, CUDA, cuda_gemm, Gemm);
+EMBER_REGISTER_KERNEL(gemm_batched_stub, CUDA, cuda_gemm_batched, Gemm);
+EMBER_REGISTER_KERNEL(dot_stub, CUDA, cuda_dot);
 
 }  // namespace ember::cuda

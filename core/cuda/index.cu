@@ -83,7 +83,7 @@ void cuda_index_add(const Tensor& out, int64_t dim, const Tensor& index, const T
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(index_select_stub, cuda_index_select);
-EMBER_REGISTER_CUDA_KERNEL(index_add_stub, cuda_index_add);
+EMBER_REGISTER_KERNEL(index_select_stub, CUDA, cuda_index_select);
+EMBER_REGISTER_KERNEL(index_add_stub, CUDA, cuda_index_add);
 
 }  // namespace ember::cuda

@@ -70,6 +70,6 @@ void cuda_index_range(const Tensor& index, int64_t* lo, int64_t* hi) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(index_range_stub, cuda_index_range);
+EMBER_REGISTER_KERNEL(index_range_stub, CUDA, cuda_index_range);
 
 }  // namespace ember::cuda

@@ -68,7 +68,7 @@ inline cudaStream_t kernel_stream() {
 }
 
 // The device kernels launch on, for scratch tensors of a kernel wrapper that has only raw
-// pointers (the current CUDA device; the host in the emulator, whose "device" memory is host
+// pointers (the current CUDA device; in the emulator its device `emu`, whose memory is host
 // memory).
 inline Device kernel_device() {
 #if defined(__CUDACC__)
@@ -76,7 +76,7 @@ inline Device kernel_device() {
   EMBER_CUDA_CHECK(cudaGetDevice(&device));
   return Device::cuda(device);
 #else
-  return Device::cpu();
+  return Device(DeviceType::Emulated, 0);
 #endif
 }
 

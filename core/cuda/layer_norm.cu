@@ -256,7 +256,7 @@ void cuda_ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(layer_norm_forward_stub, cuda_ln_forward);
-EMBER_REGISTER_CUDA_KERNEL(layer_norm_backward_stub, cuda_ln_backward);
+EMBER_REGISTER_KERNEL(layer_norm_forward_stub, CUDA, cuda_ln_forward);
+EMBER_REGISTER_KERNEL(layer_norm_backward_stub, CUDA, cuda_ln_backward);
 
 }  // namespace ember::cuda

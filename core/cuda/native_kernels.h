@@ -2,11 +2,12 @@
 // implementation (GEMM, convolution, pooling, batch norm, RNN; see core/kernel_choice.h). For
 // those families the stub's CUDA entry is the chooser (core/cuda/gemm_cublas.cpp,
 // conv_cudnn.cpp, ...), which runs the native kernel registered here or the vendor one, so a
-// native kernel file writes
-//     EMBER_REGISTER_NATIVE_CUDA_KERNEL(gemm_stub, Gemm, native_gemm, /*deterministic=*/true);
-// instead of EMBER_REGISTER_KERNEL(gemm_stub, CUDA, native_gemm). Ops without a vendor
-// implementation keep registering into their stub directly. Plain C++ (no CUDA headers), so the
-// kernel emulation build can include it too.
+// native kernel file names the family as the registration's fourth argument:
+//     EMBER_REGISTER_KERNEL(gemm_stub, CUDA, native_gemm, Gemm);
+// Ops without a vendor implementation register into their stub directly (three arguments).
+// Every native kernel registered this way is deterministic (no float atomics across a batch); one
+// that is not would call register_native_kernel(..., false) itself. Plain C++ (no CUDA headers),
+// so the kernel emulation build can include it too.
 #pragma once
 
 #include "core/dispatch.h"
@@ -36,8 +37,9 @@ void register_native_kernel(const DispatchStub<Fn>& stub, KernelFamily f, Fn* fn
 
 }  // namespace ember::cuda
 
-#define EMBER_REGISTER_NATIVE_CUDA_KERNEL(stub, family, fn, is_deterministic)                             \
-  [[maybe_unused]] static const bool stub##_native_cuda_registered = [] {                                 \
-    ::ember::cuda::register_native_kernel(stub, ::ember::KernelFamily::family, (fn), (is_deterministic)); \
-    return true;                                                                                          \
+// EMBER_REGISTER_KERNEL(stub, CUDA, fn, Family) (core/dispatch.h) expands to this.
+#define EMBER_REGISTER_KERNEL_CUDA_NATIVE(stub, fn, family)                                                   \
+  [[maybe_unused]] static const bool stub##_native_cuda_registered = [] {                                     \
+    ::ember::cuda::register_native_kernel(stub, ::ember::KernelFamily::family, (fn), /*deterministic=*/true); \
+    return true;                                                                                              \
   }()

@@ -63,7 +63,7 @@ void cuda_trilu(const Tensor& out, const Tensor& a, int64_t diagonal, bool upper
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(one_hot_stub, cuda_one_hot);
-EMBER_REGISTER_CUDA_KERNEL(trilu_stub, cuda_trilu);
+EMBER_REGISTER_KERNEL(one_hot_stub, CUDA, cuda_one_hot);
+EMBER_REGISTER_KERNEL(trilu_stub, CUDA, cuda_trilu);
 
 }  // namespace ember::cuda

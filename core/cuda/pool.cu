@@ -289,11 +289,11 @@ void cuda_adaptive_backward(const Tensor& grad_input, const Tensor& grad_out, co
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(max_pool2d_forward_stub, cuda_max_pool_forward);
-EMBER_REGISTER_CUDA_KERNEL(max_pool2d_backward_stub, cuda_max_pool_backward);
-EMBER_REGISTER_CUDA_NATIVE(avg_pool2d_forward_stub, Pool, cuda_avg_pool_forward, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(avg_pool2d_backward_stub, Pool, cuda_avg_pool_backward, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_KERNEL(adaptive_avg_pool2d_forward_stub, cuda_adaptive_forward);
-EMBER_REGISTER_CUDA_KERNEL(adaptive_avg_pool2d_backward_stub, cuda_adaptive_backward);
+EMBER_REGISTER_KERNEL(max_pool2d_forward_stub, CUDA, cuda_max_pool_forward);
+EMBER_REGISTER_KERNEL(max_pool2d_backward_stub, CUDA, cuda_max_pool_backward);
+EMBER_REGISTER_KERNEL(avg_pool2d_forward_stub, CUDA, cuda_avg_pool_forward, Pool);
+EMBER_REGISTER_KERNEL(avg_pool2d_backward_stub, CUDA, cuda_avg_pool_backward, Pool);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_forward_stub, CUDA, cuda_adaptive_forward);
+EMBER_REGISTER_KERNEL(adaptive_avg_pool2d_backward_stub, CUDA, cuda_adaptive_backward);
 
 }  // namespace ember::cuda

@@ -105,7 +105,7 @@ void cuda_dropout_apply(const Tensor& out, const Tensor& input, const Tensor& ma
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(random_stub, cuda_random);
-EMBER_REGISTER_CUDA_KERNEL(dropout_apply_stub, cuda_dropout_apply);
+EMBER_REGISTER_KERNEL(random_stub, CUDA, cuda_random);
+EMBER_REGISTER_KERNEL(dropout_apply_stub, CUDA, cuda_dropout_apply);
 
 }  // namespace ember::cuda

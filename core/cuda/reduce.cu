@@ -473,7 +473,7 @@ void cuda_arg_reduce(ArgReduceOp op, const Tensor& values, const Tensor& indices
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(reduce_stub, cuda_reduce);
-EMBER_REGISTER_CUDA_KERNEL(arg_reduce_stub, cuda_arg_reduce);
+EMBER_REGISTER_KERNEL(reduce_stub, CUDA, cuda_reduce);
+EMBER_REGISTER_KERNEL(arg_reduce_stub, CUDA, cuda_arg_reduce);
 
 }  // namespace ember::cuda

@@ -201,8 +201,8 @@ void cuda_prod_grad(const Tensor& gi, const Tensor& g, const Tensor& x) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(reduce_grad_stub, cuda_reduce_grad);
-EMBER_REGISTER_CUDA_KERNEL(index_grad_stub, cuda_index_grad);
-EMBER_REGISTER_CUDA_KERNEL(prod_grad_stub, cuda_prod_grad);
+EMBER_REGISTER_KERNEL(reduce_grad_stub, CUDA, cuda_reduce_grad);
+EMBER_REGISTER_KERNEL(index_grad_stub, CUDA, cuda_index_grad);
+EMBER_REGISTER_KERNEL(prod_grad_stub, CUDA, cuda_prod_grad);
 
 }  // namespace ember::cuda

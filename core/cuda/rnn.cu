@@ -409,7 +409,7 @@ void cuda_rnn_backward(const RnnBackwardArgs& a) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_NATIVE(rnn_forward_stub, Rnn, cuda_rnn_forward, /*deterministic=*/true);
-EMBER_REGISTER_CUDA_NATIVE(rnn_backward_stub, Rnn, cuda_rnn_backward, /*deterministic=*/true);
+EMBER_REGISTER_KERNEL(rnn_forward_stub, CUDA, cuda_rnn_forward, Rnn);
+EMBER_REGISTER_KERNEL(rnn_backward_stub, CUDA, cuda_rnn_backward, Rnn);
 
 }  // namespace ember::cuda

@@ -197,8 +197,8 @@ void cuda_logsumexp(const Tensor& out, const Tensor& in) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(softmax_stub, cuda_softmax);
-EMBER_REGISTER_CUDA_KERNEL(softmax_grad_stub, cuda_softmax_grad);
-EMBER_REGISTER_CUDA_KERNEL(logsumexp_stub, cuda_logsumexp);
+EMBER_REGISTER_KERNEL(softmax_stub, CUDA, cuda_softmax);
+EMBER_REGISTER_KERNEL(softmax_grad_stub, CUDA, cuda_softmax_grad);
+EMBER_REGISTER_KERNEL(logsumexp_stub, CUDA, cuda_logsumexp);
 
 }  // namespace ember::cuda

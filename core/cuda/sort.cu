@@ -366,6 +366,6 @@ void cuda_sort(const Tensor& values, const Tensor& indices, const Tensor& a, int
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(sort_stub, cuda_sort);
+EMBER_REGISTER_KERNEL(sort_stub, CUDA, cuda_sort);
 
 }  // namespace ember::cuda

@@ -485,14 +485,14 @@ void cuda_clip_value(const Tensor& t, double clip) {
 
 }  // namespace
 
-EMBER_REGISTER_CUDA_KERNEL(sgd_step_stub, cuda_sgd_step);
-EMBER_REGISTER_CUDA_KERNEL(adam_step_stub, cuda_adam_step);
-EMBER_REGISTER_CUDA_KERNEL(rmsprop_step_stub, cuda_rmsprop_step);
-EMBER_REGISTER_CUDA_KERNEL(adagrad_step_stub, cuda_adagrad_step);
-EMBER_REGISTER_CUDA_KERNEL(adam_multi_step_stub, cuda_adam_multi_step);
-EMBER_REGISTER_CUDA_KERNEL(grad_norm_stub, cuda_grad_norm);
-EMBER_REGISTER_CUDA_KERNEL(grad_norm_total_stub, cuda_grad_norm_total);
-EMBER_REGISTER_CUDA_KERNEL(scale_stub, cuda_scale);
-EMBER_REGISTER_CUDA_KERNEL(clip_value_stub, cuda_clip_value);
+EMBER_REGISTER_KERNEL(sgd_step_stub, CUDA, cuda_sgd_step);
+EMBER_REGISTER_KERNEL(adam_step_stub, CUDA, cuda_adam_step);
+EMBER_REGISTER_KERNEL(rmsprop_step_stub, CUDA, cuda_rmsprop_step);
+EMBER_REGISTER_KERNEL(adagrad_step_stub, CUDA, cuda_adagrad_step);
+EMBER_REGISTER_KERNEL(adam_multi_step_stub, CUDA, cuda_adam_multi_step);
+EMBER_REGISTER_KERNEL(grad_norm_stub, CUDA, cuda_grad_norm);
+EMBER_REGISTER_KERNEL(grad_norm_total_stub, CUDA, cuda_grad_norm_total);
+EMBER_REGISTER_KERNEL(scale_stub, CUDA, cuda_scale);
+EMBER_REGISTER_KERNEL(clip_value_stub, CUDA, cuda_clip_value);
 
 }  // namespace ember::optim

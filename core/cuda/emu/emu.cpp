@@ -15,7 +15,6 @@
 #include <boost/context/fiber.hpp>
 #include <deque>
 #include <exception>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -65,31 +64,6 @@ void set_thread_order(ThreadOrder order, uint64_t seed) {
 Stats& stats() {
   thread_local Stats s;
   return s;
-}
-
-// ------------------------------------------------------------------ registry
-namespace {
-struct Registry {
-  std::mutex mu;
-  std::map<const void*, void*> fns;
-};
-Registry& registry() {
-  static Registry* r = new Registry;  // never destroyed: registrations run at load time
-  return *r;
-}
-}  // namespace
-
-void register_kernel(const void* stub, void* fn, const char* /*name*/) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.fns[stub] = fn;
-}
-
-void* find_kernel(const void* stub) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.fns.find(stub);
-  return it == r.fns.end() ? nullptr : it->second;
 }
 
 namespace detail {

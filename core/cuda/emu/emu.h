@@ -112,17 +112,16 @@ Stats& stats();
 // Runs `body` once per CUDA thread of every block of the grid (what launch() calls).
 void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& body);
 
-// ------------------------------------------------------------------ the registry of emulated kernels
-// Kernel files register their host entry points with EMBER_REGISTER_CUDA_KERNEL; under nvcc that
-// fills the stub's CUDA slot, under emulation this registry (never the stub: a process may hold
-// both), and tests call emu::kernel(stub) with host tensors.
-void register_kernel(const void* stub, void* fn, const char* name);
-void* find_kernel(const void* stub);
+// ------------------------------------------------------------------ the emulated kernels
+// Kernel files register their host entry points with EMBER_REGISTER_KERNEL(stub, CUDA, fn); under
+// nvcc that fills the stub's CUDA slot, under emulation its Emulated slot (core/cuda/device_api.h).
+// Tests run them through ops on the device `emu` (core/cuda/emu/emu_device.cpp), or call one
+// kernel with host tensors through emu::kernel(stub).
 template <typename Fn>
 Fn* kernel(const DispatchStub<Fn>& stub) {
-  void* f = find_kernel(&stub);
+  Fn* f = stub.table[static_cast<int>(DeviceType::Emulated)];
   EMBER_CHECK(f, stub.name, ": no emulated CUDA kernel is registered");
-  return reinterpret_cast<Fn*>(f);
+  return f;
 }
 
 namespace detail {

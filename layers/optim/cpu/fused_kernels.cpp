@@ -265,12 +265,12 @@ void cpu_clip_value(const Tensor& t, double clip) {
 
 }  // namespace
 
-EMBER_REGISTER_CPU_KERNEL(sgd_step_stub, cpu_sgd_step);
-EMBER_REGISTER_CPU_KERNEL(adam_step_stub, cpu_adam_step);
-EMBER_REGISTER_CPU_KERNEL(rmsprop_step_stub, cpu_rmsprop_step);
-EMBER_REGISTER_CPU_KERNEL(adagrad_step_stub, cpu_adagrad_step);
-EMBER_REGISTER_CPU_KERNEL(grad_norm_stub, cpu_grad_norm);
-EMBER_REGISTER_CPU_KERNEL(scale_stub, cpu_scale);
-EMBER_REGISTER_CPU_KERNEL(clip_value_stub, cpu_clip_value);
+EMBER_REGISTER_KERNEL(sgd_step_stub, CPU, cpu_sgd_step);
+EMBER_REGISTER_KERNEL(adam_step_stub, CPU, cpu_adam_step);
+EMBER_REGISTER_KERNEL(rmsprop_step_stub, CPU, cpu_rmsprop_step);
+EMBER_REGISTER_KERNEL(adagrad_step_stub, CPU, cpu_adagrad_step);
+EMBER_REGISTER_KERNEL(grad_norm_stub, CPU, cpu_grad_norm);
+EMBER_REGISTER_KERNEL(scale_stub, CPU, cpu_scale);
+EMBER_REGISTER_KERNEL(clip_value_stub, CPU, cpu_clip_value);
 
 }  // namespace ember::optim

@@ -1,0 +1,89 @@
+#include "core/cuda/emu/guarded_allocator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace ember::emu {
+namespace {
+
+constexpr bool address_sanitizer() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
+constexpr size_t guard_bytes() {
+  return address_sanitizer() ? 0 : GuardedAllocator::kGuardBytes;
+}
+
+}  // namespace
+
+GuardedAllocator::GuardedAllocator(std::string label) : label_(std::move(label)) {}
+
+DataPtr GuardedAllocator::allocate(size_t nbytes) {
+  const size_t g = guard_bytes();
+  // Exact size under ASan (a zero-byte block still gets one byte so that it has an address); malloc
+  // aligns to 16 bytes, enough for the kernels' 16-byte vector loads.
+  const size_t total = g ? nbytes + 2 * g : (nbytes == 0 ? 1 : nbytes);
+  auto* base = static_cast<unsigned char*>(g ? std::aligned_alloc(g, (total + g - 1) / g * g) : std::malloc(total));
+  if (!base) throw std::bad_alloc();
+  if (g) {
+    std::memset(base, kGuardByte, g);
+    std::memset(base + g + nbytes, kGuardByte, g);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.in_use += static_cast<int64_t>(nbytes);
+    stats_.peak = std::max(stats_.peak, stats_.in_use);
+    ++stats_.allocations;
+    ++stats_.os_allocations;
+  }
+  return DataPtr(base + g,
+                 [this, nbytes](void* p) { release(static_cast<unsigned char*>(p) - guard_bytes(), nbytes); });
+}
+
+void GuardedAllocator::release(unsigned char* base, size_t nbytes) {
+  const size_t g = guard_bytes();
+  std::string bad;
+  for (size_t i = 0; i < g && bad.empty(); ++i)
+    if (base[i] != kGuardByte)
+      bad = label_ + ": a block of " + std::to_string(nbytes) + " bytes was written " + std::to_string(g - i) +
+            " bytes before its start";
+  for (size_t i = 0; i < g && bad.empty(); ++i)
+    if (base[g + nbytes + i] != kGuardByte)
+      bad = label_ + ": a block of " + std::to_string(nbytes) + " bytes was written at byte " +
+            std::to_string(nbytes + i) + " (past its end)";
+  std::free(base);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.in_use -= static_cast<int64_t>(nbytes);
+  if (!bad.empty()) violations_.push_back(bad);
+}
+
+AllocatorStats GuardedAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void GuardedAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak = stats_.in_use;
+}
+
+std::vector<std::string> GuardedAllocator::take_violations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> v;
+  v.swap(violations_);
+  return v;
+}
+
+}  // namespace ember::emu

@@ -1,0 +1,47 @@
+// The op table: every op family's rows, run by tests/ops on every backend the build has (the CPU at
+// each capability level, the emulated CUDA device in three thread orders, a real GPU's native and
+// vendor kernels) against the float64 CPU reference, forward and backward, and checked by finite
+// differences in float64. A new op is one row (op_rows_*.cpp); which kernel stubs the rows reach
+// is measured, not listed (coverage_test.cpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/generator.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace ember::ops_test {
+
+using Inputs = std::vector<Tensor>;
+
+struct OpRow {
+  std::string name;                          // unique, [a-z0-9_]
+  std::function<Inputs(Generator&)> inputs;  // CPU tensors; floating ones get gradients
+  std::function<Tensor(const Inputs&)> f;    // the op, its attributes bound
+  double tol = 2e-4;                         // max |got - want| / max(1, max |want|); 0: exact
+  bool grad = true;                          // compare input gradients (when the output has one)
+  bool gradcheck = true;                     // finite differences in float64 on the CPU
+  bool strided = true;                       // also run with every input of dim >= 2 non-contiguous
+  bool float64_reference = true;             // false: the reference keeps the row's dtypes
+  std::vector<size_t> constants = {};        // inputs that get no gradient (running stats, weights)
+};
+
+// All rows, in family order; names are unique (a test checks).
+const std::vector<OpRow>& op_table();
+
+// Row builders shared by the family files.
+Tensor rn(Generator& g, Shape s);   // standard normal
+Tensor pos(Generator& g, Shape s);  // |normal| + 0.5, for log, sqrt, div
+Tensor ints(Generator& g, int64_t lo, int64_t hi, Shape s, DType dt = DType::Int64);
+
+// One family file each appends its rows.
+void add_elementwise_rows(std::vector<OpRow>& t);
+void add_reduce_rows(std::vector<OpRow>& t);
+void add_nn_rows(std::vector<OpRow>& t);
+void add_index_rows(std::vector<OpRow>& t);
+void add_optim_rows(std::vector<OpRow>& t);
+
+}  // namespace ember::ops_test

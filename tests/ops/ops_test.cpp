@@ -1,0 +1,258 @@
+// The op table's test program (label ops). One run covers one group of backends:
+//   ember_ops_tests --group=cpu|emu|cuda   every row on each backend of the group against the
+//                                          float64 CPU reference, forward and backward, contiguous
+//                                          and strided; then the coverage check for the group
+//   ember_ops_tests --group=gradcheck      finite differences in float64 on the CPU, per row
+//   ember_ops_tests --group=... --perf     a table of forward and backward times (asserts nothing)
+//   ember_ops_tests --group=... --planted=values|overrun   one row with a planted bug instead of
+//                                          the table: the harness must fail it (ctest checks)
+// Tests are named Ops_<backend>.<row> (gtest filters work; the coverage check then does not run).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+
+#include "backends.h"
+#include "core/autograd/gradcheck.h"
+#include "core/cpu_capability.h"
+#include "coverage.h"
+#include "op_table.h"
+#include "run_row.h"
+
+using namespace ember;
+using namespace ember::ops_test;
+
+namespace {
+
+CpuCapability g_default_level = CpuCapability::Baseline;
+
+const RowResult& reference_at_default_level(const OpRow& row) {
+  pause_hits();
+  const CpuCapability now = cpu_capability();
+  if (now != g_default_level) set_cpu_capability(g_default_level);
+  const RowResult& r = reference(row);
+  if (now != g_default_level) set_cpu_capability(now);
+  return r;
+}
+
+void fail_on_guard_violations(const std::string& what) {
+  for (const std::string& v : take_guard_violations()) ADD_FAILURE() << what << ": out-of-bounds write: " << v;
+}
+
+class RowOnBackend : public ::testing::Test {
+ public:
+  RowOnBackend(const OpRow* row, const Backend* backend) : row_(row), backend_(backend) {}
+  void TestBody() override {
+    const std::string why = backend_->unavailable();
+    if (!why.empty()) GTEST_SKIP() << why;
+    const RowResult& want = reference_at_default_level(*row_);
+    backend_->enter();
+    record_hits_as(*backend_);
+    // Emulated thread orders other than forward take the contiguous layout only (the strided one
+    // tests the same kernels' indexing, which the thread order does not change).
+    const bool strided_too = row_->strided && (backend_->group != "emu" || backend_->name == "emu_forward");
+    for (bool strided : {false, true}) {
+      if (strided && !strided_too) continue;
+      const std::string what = row_->name + " on " + backend_->name + (strided ? " (strided inputs)" : "");
+      try {
+        const RowResult got = run_on(*row_, backend_->device, strided);
+        const std::string m = mismatch(got.out, want.out, row_->tol);
+        EXPECT_TRUE(m.empty()) << what << ", forward: " << m;
+        for (size_t i = 0; i < want.grads.size(); ++i) {
+          if (!want.grads[i].defined()) continue;
+          if (!got.grads[i].defined()) {
+            ADD_FAILURE() << what << ": input " << i << " got no gradient";
+            continue;
+          }
+          const std::string g = mismatch(got.grads[i], want.grads[i], std::max(row_->tol, 1e-6) * 5);
+          EXPECT_TRUE(g.empty()) << what << ", gradient of input " << i << ": " << g;
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << what << " threw: " << e.what();
+      }
+    }
+    // A row that never reached a kernel of the backend's device tested nothing there.
+    EXPECT_GT(calls_on_backend(), 0u) << row_->name << " ran no kernel on " << backend_->device;
+    pause_hits();
+    backend_->leave();
+    fail_on_guard_violations(row_->name + " on " + backend_->name);
+  }
+
+ private:
+  const OpRow* row_;
+  const Backend* backend_;
+};
+
+// Finite differences in float64 on the CPU: the reference's own gradients are right.
+class RowGradcheck : public ::testing::Test {
+ public:
+  explicit RowGradcheck(const OpRow* row) : row_(row) {}
+  void TestBody() override {
+    const Inputs base = make_inputs(*row_);
+    int64_t elements = 0;
+    Inputs in;
+    for (size_t i = 0; i < base.size(); ++i) {
+      const Tensor& x = base[i];
+      const bool constant = std::find(row_->constants.begin(), row_->constants.end(), i) != row_->constants.end();
+      const bool differentiable = is_floating(x.dtype()) && !constant;
+      Tensor c = is_floating(x.dtype()) ? x.to(DType::Float64).detach() : x;
+      if (differentiable) c.requires_grad_(true), elements += x.numel();
+      in.push_back(c);
+    }
+    if (elements == 0) GTEST_SKIP() << "skipped: no differentiable input";
+    // Central differences cost two evaluations per element; larger rows have small siblings.
+    if (elements > 4096)
+      GTEST_SKIP() << "skipped: " << elements << " input elements (at most 4096 for finite differences)";
+    const GradcheckResult r = gradcheck(row_->f, in, {.eps = 1e-6, .atol = 1e-5, .rtol = 1e-3});
+    EXPECT_TRUE(r.ok) << row_->name << ": " << r.message;
+  }
+
+ private:
+  const OpRow* row_;
+};
+
+// The coverage check after the whole group ran (only without a filter: a partial run reaches less).
+class CoverageCheck : public ::testing::Environment {
+ public:
+  explicit CoverageCheck(std::vector<const Backend*> b) : backends_(std::move(b)) {}
+  void TearDown() override {
+    std::cout << "op table coverage:\n" << coverage_summary(backends_);
+    for (const std::string& f : coverage_failures(backends_)) ADD_FAILURE() << "coverage: " << f;
+  }
+
+ private:
+  std::vector<const Backend*> backends_;
+};
+
+// Rows with a planted bug, to show that the harness fails them: a result that is off on every
+// backend but the reference, and a kernel-like write one element past a float32 output's end.
+std::vector<OpRow> planted_rows(const std::string& kind) {
+  if (kind == "values")
+    return {
+        {"planted_wrong_values",
+         [](Generator& g) {
+           return Inputs{rn(g, {9, 7})};
+         },
+         [](const Inputs& x) { return x[0].dtype() == DType::Float64 ? mul(x[0], 2.0) : add(mul(x[0], 2.0), 1e-2); }}};
+  if (kind == "overrun")
+    return {{"planted_overrun",
+             [](Generator& g) {
+               return Inputs{rn(g, {9, 7})};
+             },
+             [](const Inputs& x) {
+               Tensor y = mul(x[0], 2.0);
+               if (y.dtype() == DType::Float32 && !y.device().is_cuda())
+                 static_cast<float*>(y.raw_data())[y.numel()] = 1.0f;
+               return y;
+             },
+             2e-4, false, false, false}};
+  std::fprintf(stderr, "ember_ops_tests: --planted must be values or overrun (got '%s')\n", kind.c_str());
+  std::exit(2);
+}
+
+void run_perf(const std::vector<const Backend*>& backends) {
+  std::printf("%-36s", "row");
+  for (const Backend* b : backends) std::printf(" %16s", b->name.c_str());
+  std::printf("\n%-36s", "(median of 5, forward+backward, us)");
+  for (size_t i = 0; i < backends.size(); ++i) std::printf(" %16s", "");
+  std::printf("\n");
+  for (const OpRow& row : op_table()) {
+    std::printf("%-36s", row.name.c_str());
+    for (const Backend* b : backends) {
+      if (!b->unavailable().empty()) {
+        std::printf(" %16s", "-");
+        continue;
+      }
+      b->enter();
+      std::vector<double> us;
+      for (int rep = 0; rep < 6; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        (void)run_on(row, b->device, false);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (rep > 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      b->leave();
+      std::sort(us.begin(), us.end());
+      std::printf(" %16.1f", us[us.size() / 2]);
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::string group;
+  bool perf = false;
+  std::string planted;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--group=", 0) == 0) {
+      group = a.substr(8);
+    } else if (a == "--perf") {
+      perf = true;
+    } else if (a.rfind("--planted=", 0) == 0) {
+      planted = a.substr(10);
+    } else {
+      std::fprintf(stderr,
+                   "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck, --perf, "
+                   "--planted=values|overrun)\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  if (group != "cpu" && group != "emu" && group != "cuda" && group != "gradcheck") {
+    std::fprintf(stderr, "ember_ops_tests: --group must be cpu, emu, cuda or gradcheck (got '%s')\n", group.c_str());
+    return 2;
+  }
+  g_default_level = cpu_capability();
+  std::cout << "CPU: " << cpu_description() << std::endl;
+
+  // Row names are test names and reference keys: they must be unique.
+  std::set<std::string> names;
+  for (const OpRow& row : op_table())
+    if (!names.insert(row.name).second) {
+      std::fprintf(stderr, "ember_ops_tests: two rows are named '%s'\n", row.name.c_str());
+      return 1;
+    }
+
+  if (group == "gradcheck") {
+    if (perf) return 0;
+    for (const OpRow& row : op_table()) {
+      if (!row.gradcheck) continue;
+      ::testing::RegisterTest("OpGradcheck", row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                              [r = &row]() -> ::testing::Test* { return new RowGradcheck(r); });
+    }
+    return RUN_ALL_TESTS();
+  }
+
+  const std::vector<const Backend*> backends = backends_of(group);
+  if (perf) {
+    run_perf(backends);
+    return 0;
+  }
+  if (!planted.empty()) {
+    static const std::vector<OpRow> rows = planted_rows(planted);
+    for (const Backend* b : backends)
+      for (const OpRow& row : rows)
+        ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                                [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
+    return RUN_ALL_TESTS();
+  }
+  bool any = false;
+  for (const Backend* b : backends) any = any || b->unavailable().empty();
+  if (!any) std::cout << "skipped: " << backends.front()->unavailable() << std::endl;
+  for (const Backend* b : backends)
+    for (const OpRow& row : op_table())
+      ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                              [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
+  if (::testing::GTEST_FLAG(filter) == "*") ::testing::AddGlobalTestEnvironment(new CoverageCheck(backends));
+  return RUN_ALL_TESTS();
+}
