@@ -9,22 +9,10 @@
 #include <vector>
 
 #include "core/dispatch.h"
-#include "core/ops/rnn.h"
+#include "core/rnn_mode.h"
 #include "core/tensor.h"
 
 namespace ember {
-
-// Gates per hidden unit: 1 for the plain RNNs, 4 for LSTM (i, f, g, o), 3 for GRU (r, z, n).
-inline int64_t rnn_gate_count(RnnMode mode) {
-  switch (mode) {
-    case RnnMode::Lstm:
-      return 4;
-    case RnnMode::Gru:
-      return 3;
-    default:
-      return 1;
-  }
-}
 
 struct RnnConfig {
   RnnMode mode = RnnMode::Lstm;

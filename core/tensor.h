@@ -18,10 +18,9 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/shape.h"
 
 namespace ember {
-
-using Shape = std::vector<int64_t>;
 
 namespace autograd {
 class Node;
@@ -106,7 +105,7 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
 
-  // ---- values
+  // ---- values (core/ops/copy.cpp: they convert through to())
   double item() const;  // a one-element tensor's value, converted to double
   template <typename T>
   T item() const {
@@ -128,13 +127,14 @@ class Tensor {
   Tensor& detach_();
   void retain_grad() const;
   bool retains_grad() const;
+  // The hooks and backward reach the graph and the engine: core/autograd/tensor_methods.cpp.
   // Called with the gradient flowing into this tensor; may return a replacement.
   void register_hook(TensorHook hook) const;
   // Leaves only: called once per backward, after this leaf's .grad has been fully accumulated.
   void register_post_accumulate_grad_hook(PostAccumulateHook hook) const;
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
 
-  // ---- views (share storage)
+  // ---- views (share storage; they record autograd nodes, so they are ops: core/ops/view.cpp)
   Tensor view(Shape shape) const;     // requires compatible strides
   Tensor reshape(Shape shape) const;  // view when possible, else a copy
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
@@ -153,7 +153,7 @@ class Tensor {
   Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
   Tensor as_strided(Shape shape, Shape strides, int64_t offset) const;  // no autograd
 
-  // ---- copies and conversion
+  // ---- copies and conversion (core/ops/copy.cpp)
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(Device d) const;
@@ -164,7 +164,7 @@ class Tensor {
   Tensor& fill_(double value);
   Tensor& zero_();
 
-  // ---- math shorthands (defined in tensor_methods.cpp, forwarding to the free functions)
+  // ---- math shorthands (core/ops/tensor_methods.cpp and beside their free functions)
   Tensor add(const Tensor& o, double alpha = 1.0) const;
   Tensor sub(const Tensor& o, double alpha = 1.0) const;
   Tensor mul(const Tensor& o) const;
@@ -196,7 +196,7 @@ class Tensor {
   Tensor matmul(const Tensor& o) const;
   Tensor mm(const Tensor& o) const;
 
-  std::string str() const;  // PyTorch-style printing
+  std::string str() const;  // PyTorch-style printing (core/ops/print.cpp)
 
   void check_dtype(DType expected, const char* what) const;
 
@@ -205,23 +205,17 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
-std::ostream& operator<<(std::ostream& os, const Shape& s);
-std::string shape_str(const Shape& s);
 
-// Where a new tensor's memory comes from; every op that makes an output calls this.
-Tensor empty(Shape shape, TensorOptions opts = {});
-Tensor empty_strided(Shape shape, Shape strides, TensorOptions opts = {});
-// Wraps existing memory without copying; the deleter (if any) runs when the last view dies.
 // std::vector<bool> is bit-packed, so it has its own conversion (one byte per element inside).
 template <>
 std::vector<bool> Tensor::to_vector<bool>() const;
 
+// Where a new tensor's memory comes from (core/tensor_factories.cpp); every op that makes an
+// output calls this.
+Tensor empty(Shape shape, TensorOptions opts = {});
+Tensor empty_strided(Shape shape, Shape strides, TensorOptions opts = {});
+// Wraps existing memory without copying; the deleter (if any) runs when the last view dies.
 Tensor from_blob(void* data, Shape shape, DType dtype, std::function<void(void*)> deleter = nullptr,
                  Device device = Device::cpu());
-
-Shape contiguous_strides(const Shape& shape);
-int64_t numel_of(const Shape& shape);
-// Wraps a possibly negative dim into [0, ndim); an ember::Error names `op` otherwise.
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 
 }  // namespace ember

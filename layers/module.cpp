@@ -10,7 +10,6 @@
 #include <unordered_set>
 
 #include "core/autograd/grad_mode.h"
-#include "core/autograd/meta.h"
 #include "core/ops/creation.h"
 #include "core/tensor.h"
 

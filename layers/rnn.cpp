@@ -10,19 +10,6 @@
 
 namespace ember::nn {
 
-namespace {
-int64_t gates_of(RnnMode m) {
-  switch (m) {
-    case RnnMode::Lstm:
-      return 4;
-    case RnnMode::Gru:
-      return 3;
-    default:
-      return 1;
-  }
-}
-}  // namespace
-
 RNNBase::RNNBase(RnnMode m, int64_t in, int64_t hidden, int64_t layers, bool with_bias, bool bf, double drop,
                  bool bidir, const char* name)
     : mode(m),
@@ -37,7 +24,7 @@ RNNBase::RNNBase(RnnMode m, int64_t in, int64_t hidden, int64_t layers, bool wit
   EMBER_CHECK(in > 0 && hidden > 0, name, ": input_size (", in, ") and hidden_size (", hidden, ") must be positive");
   EMBER_CHECK(layers > 0, name, ": num_layers must be positive, got ", layers);
   EMBER_CHECK(drop >= 0 && drop <= 1, name, ": dropout must be in [0, 1], got ", drop);
-  const int64_t G = gates_of(m), D = bidir ? 2 : 1;
+  const int64_t G = rnn_gate_count(m), D = bidir ? 2 : 1;
   for (int64_t l = 0; l < layers; ++l)
     for (int64_t d = 0; d < D; ++d) {
       const std::string sfx = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");

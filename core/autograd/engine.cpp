@@ -5,8 +5,8 @@
 #include <unordered_set>
 
 #include "core/autograd/grad_mode.h"
-#include "core/autograd/meta.h"
 #include "core/autograd/node.h"
+#include "core/autograd_meta.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "core/autograd/grad_mode.h"
-#include "core/autograd/meta.h"
+#include "core/autograd_meta.h"
 #include "core/ops/elementwise.h"
 
 namespace ember::autograd {

@@ -20,7 +20,6 @@
 #include "core/cuda/native_kernels.h"
 #include "core/kernel_choice.h"
 #include "core/nn_kernels.h"
-#include "core/ops/creation.h"
 
 namespace ember::cuda {
 namespace {
@@ -51,7 +50,10 @@ bool cudnn_can(const Tensor& input, bool training, double eps) {
 
 // The tensor itself when defined, else a constant [C] of `value` on its device.
 Tensor or_const(const Tensor& t, int64_t C, double value, const Tensor& like) {
-  return t.defined() ? t : full({C}, value, {like.dtype(), like.device()});
+  if (t.defined()) return t;
+  Tensor c = empty({C}, {like.dtype(), like.device()});
+  c.fill_(value);
+  return c;
 }
 
 // A buffer in the input's dtype for a float64 statistic; the statistic itself for float64 input.

@@ -6,11 +6,10 @@
 
 #include <vector>
 
+#include "core/rnn_mode.h"
 #include "core/tensor.h"
 
 namespace ember {
-
-enum class RnnMode { RnnTanh, RnnRelu, Lstm, Gru };
 
 // One layer, one direction; one autograd node per call (a multi-layer or bidirectional RNN calls
 // it per layer and direction and joins the directions' outputs along the feature dim).

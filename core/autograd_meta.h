@@ -1,4 +1,6 @@
-// Autograd state of one tensor, allocated only for tensors that take part in autograd.
+// Autograd state of one tensor, allocated only for tensors that take part in autograd. It is
+// data the tensor carries (core/tensor.h owns it through TensorImpl), so it lives with the
+// tensor layer; the graph and the engine that read and write it are in core/autograd/.
 #pragma once
 
 #include <memory>
