@@ -34,6 +34,19 @@ struct RnnWorkspace {
   Tensor gates, hs, cs, ghn;
 };
 
+// The order in which a direction visits the steps, and the hs/cs slots each step reads and
+// writes (the layout above), for every backend's kernels.
+struct RnnSteps {
+  int64_t T;
+  bool reverse;
+  // Time of the s-th processed step, and the hs/cs slots it reads and writes.
+  int64_t time(int64_t s) const { return reverse ? T - 1 - s : s; }
+  int64_t prev_slot(int64_t t) const { return reverse ? t + 1 : t; }
+  int64_t next_slot(int64_t t) const { return reverse ? t : t + 1; }
+  int64_t first_slot() const { return reverse ? T : 0; }
+  int64_t last_slot() const { return reverse ? 0 : T; }
+};
+
 struct RnnForwardArgs {
   RnnConfig cfg;
   Tensor input;                   // [T, B, I]

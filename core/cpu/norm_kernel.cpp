@@ -8,21 +8,13 @@
 #include <cmath>
 #include <vector>
 
+#include "core/element_ptr.h"
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
 
 namespace ember {
 
 namespace {
-
-template <typename T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
-}
-template <typename T>
-T* mptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
-}
 
 // Sums over the N * S elements of each channel of x [N, C, S]: f(c) gets called with a visitor
 // that walks channel c's contiguous runs. For S == 1 ([N, C] input) the channel is a strided

@@ -152,17 +152,6 @@ void run_queue(int nthreads, PhasedQueue& queue, const F& f) {
 
 // ------------------------------------------------------------------ sequence loops
 
-struct Steps {
-  int64_t T;
-  bool reverse;
-  // Time of the s-th processed step, and the hs/cs slots it reads and writes.
-  int64_t time(int64_t s) const { return reverse ? T - 1 - s : s; }
-  int64_t prev_slot(int64_t t) const { return reverse ? t + 1 : t; }
-  int64_t next_slot(int64_t t) const { return reverse ? t : t + 1; }
-  int64_t first_slot() const { return reverse ? T : 0; }
-  int64_t last_slot() const { return reverse ? 0 : T; }
-};
-
 // A phase's items are groups of hidden-unit panels: an item computes the GEMM columns of its
 // units (in every gate) and then their gate math, so the items of a step are independent. There
 // are a few per thread, for balance, and more when a step is large, so that an item stays well
@@ -191,7 +180,7 @@ void forward_impl(const RnnForwardArgs& a) {
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
   const bool relu = cfg.mode == RnnMode::RnnRelu;
-  const Steps steps{Tn, cfg.reverse};
+  const RnnSteps steps{Tn, cfg.reverse};
   const bool all_full = cfg.lengths.empty();
   const int64_t* len = cfg.lengths.data();
   const TensorOptions opts{a.input.dtype(), a.input.device()};
@@ -304,7 +293,7 @@ void backward_impl(const RnnBackwardArgs& a) {
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
   const bool relu = cfg.mode == RnnMode::RnnRelu;
-  const Steps steps{Tn, cfg.reverse};
+  const RnnSteps steps{Tn, cfg.reverse};
   const bool all_full = cfg.lengths.empty();
   const int64_t* len = cfg.lengths.data();
   const int64_t BH = B * H, rows = Tn * B;

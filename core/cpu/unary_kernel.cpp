@@ -12,6 +12,7 @@
 #include "core/cpu/elementwise_loops.h"
 #include "core/cpu/vec_math.h"
 #include "core/elementwise_kernels.h"
+#include "core/int_pow.h"
 
 namespace ember {
 
@@ -104,15 +105,7 @@ void run_pow_scalar(const Tensor& out, const Tensor& a, double e) {
   auto run = [&](auto f) { cpu::map1<T, T>(out, a, f); };
   if constexpr (std::is_integral_v<T>) {
     const uint64_t n = static_cast<uint64_t>(e);  // the op checked: a non-negative integer
-    run([n](T x) EMBER_VEC_LAMBDA {
-      using U = std::make_unsigned_t<T>;
-      U r = 1, b = static_cast<U>(x);
-      for (uint64_t k = n; k; k >>= 1) {
-        if (k & 1) r = static_cast<U>(r * b);
-        b = static_cast<U>(b * b);
-      }
-      return static_cast<T>(r);
-    });
+    run([n](T x) EMBER_VEC_LAMBDA { return pow_by_squaring(x, n); });
   } else {
     // The common exponents as plain arithmetic (exact where pow would be, and vectorised).
     if (e == 0.0) {

@@ -15,6 +15,7 @@
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
+#include "core/element_ptr.h"
 #include "core/nn_kernels.h"
 
 namespace ember::cuda {
@@ -169,15 +170,6 @@ __global__ void bn_backward(BackwardArgs<T> a) {
 }
 
 // ------------------------------------------------------------------ host side
-
-template <typename T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
-}
-template <typename T>
-T* mptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
-}
 
 void cuda_bn_forward(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
                      const Tensor& weight, const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,

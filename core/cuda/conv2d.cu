@@ -17,6 +17,7 @@
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
+#include "core/element_ptr.h"
 #include "core/error.h"
 #include "core/nn_kernels.h"
 
@@ -279,15 +280,6 @@ void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) 
   launch(implicit_gemm<T, Problem>,
          dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), kThreads, 0,
          kernel_stream(), p, splits, kchunk);
-}
-
-template <typename T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
-}
-template <typename T>
-T* mptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
 // The kernels decode GEMM coordinates in 32-bit arithmetic: every dimension and the products

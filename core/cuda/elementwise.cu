@@ -132,13 +132,7 @@ struct UnaryF {
       }
       case UnaryOp::Pow:
         if constexpr (std::is_integral_v<T>) {
-          using U = std::make_unsigned_t<T>;
-          U r = 1, b = static_cast<U>(x);
-          for (uint64_t k = n; k; k >>= 1) {
-            if (k & 1) r = static_cast<U>(r * b);
-            b = static_cast<U>(b * b);
-          }
-          return static_cast<T>(r);
+          return pow_by_squaring(x, n);
         } else {
           switch (kind) {
             case PowKind::Zero:

@@ -15,6 +15,7 @@
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/plane_index.h"
+#include "core/element_ptr.h"
 #include "core/nn_kernels.h"
 
 namespace ember::cuda {
@@ -206,15 +207,6 @@ __global__ void adaptive_backward(T* gi, const T* go, Geo g) {
 }
 
 // ------------------------------------------------------------------ host side
-
-template <typename T>
-const T* cptr(const Tensor& t) {
-  return static_cast<const T*>(t.raw_data());
-}
-template <typename T>
-T* mptr(const Tensor& t) {
-  return static_cast<T*>(t.raw_data());
-}
 
 void cuda_max_pool_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dGeometry& g) {
   const int64_t n = g.P * g.OH * g.OW;

@@ -21,6 +21,7 @@
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
+#include "core/element_ptr.h"
 #include "core/gemm_kernels.h"
 #include "core/rnn_kernels.h"
 
@@ -216,15 +217,6 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
-template <typename T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
-}
-template <typename T>
-T* mptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
-}
-
 // C[m, n] = op(A) op(B) + beta C (row-major) through the device's GEMM stub.
 template <typename T>
 void gemm(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
@@ -285,23 +277,13 @@ void column_sum(T* y, const T* a, int64_t rows, int64_t cols, Device dev) {
            cols);
 }
 
-struct Steps {
-  int64_t T;
-  bool reverse;
-  int64_t time(int64_t s) const { return reverse ? T - 1 - s : s; }
-  int64_t prev_slot(int64_t t) const { return reverse ? t + 1 : t; }
-  int64_t next_slot(int64_t t) const { return reverse ? t : t + 1; }
-  int64_t first_slot() const { return reverse ? T : 0; }
-  int64_t last_slot() const { return reverse ? 0 : T; }
-};
-
 template <typename T>
 void forward_impl(const RnnForwardArgs& a) {
   const RnnConfig& cfg = a.cfg;
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
   const bool lstm = cell == kLstm, gru = cell == kGru;
-  const Steps steps{Tn, cfg.reverse};
+  const RnnSteps steps{Tn, cfg.reverse};
   const Device dev = a.input.device();
   const int64_t BH = B * H, rows = Tn * B;
 
@@ -347,7 +329,7 @@ void backward_impl(const RnnBackwardArgs& a) {
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
   const bool lstm = cell == kLstm, gru = cell == kGru;
-  const Steps steps{Tn, cfg.reverse};
+  const RnnSteps steps{Tn, cfg.reverse};
   const Device dev = a.input.device();
   const TensorOptions opts{.dtype = a.input.dtype(), .device = dev};
   const int64_t BH = B * H, rows = Tn * B;
