@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
 #include "emu/emu_test_util.h"
@@ -337,6 +338,26 @@ TEST(Emulator, CountsLaunchesBlocksAndSwitches) {
   EXPECT_EQ(after.blocks - before.blocks, 2u);
   EXPECT_EQ(after.threads - before.threads, 256u);
   EXPECT_EQ(after.switches - before.switches, 2u * 128u * 8u);  // 8 barriers per thread
+}
+
+// emu::kernel(stub) is a kernel call on the emulated device for the dispatch observer, as a call
+// through the device `emu` is (the coverage counts of tests/emu and tests/ops add up).
+namespace {
+const void* g_seen_stub = nullptr;
+DeviceType g_seen_type = DeviceType::CPU;
+void see(const void* stub, DeviceType t, int) {
+  g_seen_stub = stub;
+  g_seen_type = t;
+}
+}  // namespace
+
+TEST(Emulator, KernelLookupsReachTheDispatchObserver) {
+  set_dispatch_observer(&see);
+  auto* k = emu::kernel(fill_stub);
+  set_dispatch_observer(nullptr);
+  EXPECT_NE(k, nullptr);
+  EXPECT_EQ(g_seen_stub, static_cast<const void*>(&fill_stub));
+  EXPECT_EQ(g_seen_type, DeviceType::Emulated);
 }
 
 // Only an AddressSanitizer build can see an out-of-bounds access; there the emulator's exact-size

@@ -116,11 +116,13 @@ void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::fun
 // Kernel files register their host entry points with EMBER_REGISTER_KERNEL(stub, CUDA, fn); under
 // nvcc that fills the stub's CUDA slot, under emulation its Emulated slot (core/cuda/device_api.h).
 // Tests run them through ops on the device `emu` (core/cuda/emu/emu_device.cpp), or call one
-// kernel with host tensors through emu::kernel(stub).
+// kernel with host tensors through emu::kernel(stub), which the dispatch observer
+// (core/dispatch.h) sees as a call on DeviceType::Emulated, as it sees the device's calls.
 template <typename Fn>
 Fn* kernel(const DispatchStub<Fn>& stub) {
   Fn* f = stub.table[static_cast<int>(DeviceType::Emulated)];
   EMBER_CHECK(f, stub.name, ": no emulated CUDA kernel is registered");
+  if (::ember::detail::g_dispatch_observer) ::ember::detail::g_dispatch_observer(&stub, DeviceType::Emulated, -1);
   return f;
 }
 
