@@ -20,6 +20,11 @@ const std::vector<OpRow>& op_table() {
     add_nn_rows(t);
     add_index_rows(t);
     add_optim_rows(t);
+    add_dtype_rows(t);
+    add_size_rows(t);
+    add_reduction_rows(t);
+    add_sorting_rows(t);
+    add_pooling_rows(t);
     return t;
   }();
   return table;

@@ -43,5 +43,10 @@ void add_reduce_rows(std::vector<OpRow>& t);
 void add_nn_rows(std::vector<OpRow>& t);
 void add_index_rows(std::vector<OpRow>& t);
 void add_optim_rows(std::vector<OpRow>& t);
+void add_dtype_rows(std::vector<OpRow>& t);      // op_rows_dtypes.cpp
+void add_size_rows(std::vector<OpRow>& t);       // op_rows_sizes.cpp
+void add_reduction_rows(std::vector<OpRow>& t);  // op_rows_reductions.cpp
+void add_sorting_rows(std::vector<OpRow>& t);    // op_rows_sorting.cpp
+void add_pooling_rows(std::vector<OpRow>& t);    // op_rows_pooling.cpp
 
 }  // namespace ember::ops_test

@@ -1,0 +1,146 @@
+// Rows: every reduction through every layout the reduction kernels treat differently: reduced dims
+// contiguous (rows of 1, 37 and 300), strided (columns, and few outputs), several dims at once,
+// all dims, an empty reduced dim, and few long rows (the two-stage path: slices of each row, then
+// their partials in order), in float32 and float64 and, for the ops that take them, int32, int64
+// and uint8; max/min propagating NaN; argmax/argmin on data full of ties, with NaN
+// (core/reduce_kernels.h). These rows took over tests/emu's reduction checks.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "op_table.h"
+
+namespace ember::ops_test {
+namespace {
+
+struct Layout {
+  const char* name;
+  Shape shape;
+  std::vector<int64_t> dims;  // the reduced dims
+  bool ints;                  // also in the integer dtypes (which share the float kernels' layouts)
+  bool long_rows = false;
+};
+const std::vector<Layout>& layouts() {
+  static const std::vector<Layout> v = {
+      {"row_37", {3, 37}, {1}, true},
+      {"row_300", {2, 300}, {1}, false},
+      {"row_1", {5, 1}, {1}, false},
+      {"column_70x40", {70, 40}, {0}, true},
+      {"column_few_outputs", {9, 5}, {0}, true},
+      {"two_dims", {4, 6, 5, 7}, {1, 3}, true},
+      {"all", {3, 5, 11}, {0, 1, 2}, false},
+      {"empty", {3, 0}, {1}, true},
+      {"long_full", {12000}, {0}, true, true},
+      {"long_rows", {3, 9001}, {1}, false, true},
+      {"long_strided", {9001, 2}, {0}, false, true},            // reduced dim strided, too few outputs for columns
+      {"long_two_dims", {2, 90, 3, 100}, {1, 3}, false, true},  // reduced dims that do not merge
+  };
+  return v;
+}
+
+Tensor sample(Generator& g, Shape s, DType dt) {
+  if (is_floating(dt)) return add(mul(rand(std::move(s), {.dtype = DType::Float64}, &g), 4.0), -2.0).to(dt);
+  return randint(dt == DType::UInt8 ? 0 : -5, 6, std::move(s), {.dtype = dt}, &g);
+}
+
+}  // namespace
+
+void add_reduction_rows(std::vector<OpRow>& t) {
+  using Reduce = std::function<Tensor(const Tensor&, const std::vector<int64_t>&)>;
+  struct Op {
+    const char* name;
+    Reduce f;
+    bool ints;
+    bool on_empty;  // defined on an empty reduction
+  };
+  const std::vector<Op> ops = {
+      {"sum", [](const Tensor& a, const std::vector<int64_t>& d) { return sum(a, d); }, true, true},
+      {"mean", [](const Tensor& a, const std::vector<int64_t>& d) { return mean(a, d); }, false, true},
+      {"prod",
+       [](const Tensor& a, const std::vector<int64_t>& d) {
+         Tensor r = a;  // prod takes one dim: the reduced dims one after another, last first
+         for (auto it = d.rbegin(); it != d.rend(); ++it) r = prod(r, *it);
+         return r;
+       },
+       true, true},
+      {"amax", [](const Tensor& a, const std::vector<int64_t>& d) { return amax(a, d); }, true, false},
+      {"amin", [](const Tensor& a, const std::vector<int64_t>& d) { return amin(a, d); }, true, false},
+      {"norm_p1", [](const Tensor& a, const std::vector<int64_t>& d) { return norm(a, 1.0, d); }, false, false},
+      {"norm_p2", [](const Tensor& a, const std::vector<int64_t>& d) { return norm(a, 2.0, d); }, false, false},
+      {"norm_p3", [](const Tensor& a, const std::vector<int64_t>& d) { return norm(a, 3.0, d); }, false, false},
+      {"norm_inf", [](const Tensor& a, const std::vector<int64_t>& d) { return norm(a, INFINITY, d); }, false, false},
+      {"norm_p0_5", [](const Tensor& a, const std::vector<int64_t>& d) { return norm(a, 0.5, d); }, false, false},
+      {"var", [](const Tensor& a, const std::vector<int64_t>& d) { return var(a, d); }, false, true},
+      {"var_biased", [](const Tensor& a, const std::vector<int64_t>& d) { return var(a, d, false); }, false, true},
+      {"std", [](const Tensor& a, const std::vector<int64_t>& d) { return ember::std(a, d); }, false, true},
+  };
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
+    const bool fp = is_floating(dt);
+    for (const Layout& l : layouts()) {
+      if (!fp && !l.ints) continue;
+      for (const Op& op : ops) {
+        if (!fp && !op.ints) continue;
+        const bool empty = numel_of(l.shape) == 0;
+        if (empty && !op.on_empty) continue;
+        // Long products overflow or underflow: not informative (prod's own rows have long rows).
+        const std::string name(op.name);
+        if (name == "prod" && (std::string(l.name) == "row_300" || l.long_rows)) continue;
+        OpRow r{std::string("reduce_") + op.name + "_" + dtype_name(dt) + "_" + l.name,
+                [dt, s = l.shape](Generator& g) { return Inputs{sample(g, s, dt)}; },
+                [f = op.f, d = l.dims](const Inputs& x) { return f(x[0], d); }, fp ? 2e-4 : 0.0};
+        r.gradcheck = false;  // the family's small rows check the derivatives
+        // The long rows test the forward's two stages; the backward of each op is the short rows'.
+        if (l.long_rows) r.grad = false, r.strided = false;
+        // Gradients of max/min and norm_inf split among ties by convention; uniform data has none.
+        t.push_back(std::move(r));
+      }
+    }
+  }
+
+  // max and min propagate NaN (one in row 0, one at the end of row 2).
+  for (bool is_max : {true, false}) {
+    t.push_back({std::string("reduce_") + (is_max ? "amax" : "amin") + "_nan",
+                 [](Generator& g) {
+                   Tensor x = sample(g, {4, 50}, DType::Float32);
+                   x.select(0, 0).narrow(0, 7, 1).fill_(NAN);
+                   x.select(0, 2).narrow(0, 49, 1).fill_(NAN);
+                   return Inputs{x};
+                 },
+                 [is_max](const Inputs& x) { return is_max ? amax(x[0], {1}) : amin(x[0], {1}); }, 0.0, false, false});
+  }
+
+  // argmax/argmin (and max/min with their indices) on few distinct values: ties everywhere, so
+  // "the first extreme" matters; float32 also with a NaN. Every single-dim and the all-dims layout.
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::UInt8}) {
+    for (const Layout& l : layouts()) {
+      if (numel_of(l.shape) == 0 || (l.dims.size() > 1 && l.dims.size() != l.shape.size())) continue;
+      const bool all = l.dims.size() == l.shape.size() && l.shape.size() > 1;
+      for (bool is_max : {true, false}) {
+        for (bool with_values : {true, false}) {
+          if (all && with_values) continue;  // max(a) over all elements has no index
+          OpRow r{std::string(is_max ? "argmax" : "argmin") + (with_values ? "_with_values_" : "_") + dtype_name(dt) +
+                      "_" + l.name,
+                  [dt, s = l.shape](Generator& g) {
+                    Tensor x = randint(0, 4, s, {.dtype = dt}, &g);
+                    if (dt == DType::Float32 && numel_of(s) > 40) x.reshape({-1}).narrow(0, 30, 1).fill_(NAN);
+                    return Inputs{x};
+                  },
+                  [is_max, with_values, all, d = l.dims](const Inputs& x) {
+                    if (all) return is_max ? argmax(x[0]) : argmin(x[0]);
+                    auto [v, i] = is_max ? max(x[0], d[0]) : min(x[0], d[0]);
+                    return with_values
+                               ? cat({v.to(DType::Float64).reshape({-1}), i.to(DType::Float64).reshape({-1})}, 0)
+                               : (is_max ? argmax(x[0], d[0]) : argmin(x[0], d[0]));
+                  },
+                  0.0,
+                  false,
+                  false};
+          if (l.long_rows) r.strided = false;
+          t.push_back(std::move(r));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ember::ops_test
