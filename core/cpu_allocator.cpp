@@ -133,6 +133,8 @@ Allocator* get_allocator(Device d) {
   if (d.is_cpu()) return g_allocators[0] ? g_allocators[0] : cpu_allocator();
   if (auto fn = g_allocator_fns[static_cast<int>(d.type)]) return fn(d.index);
   Allocator* a = g_allocators[static_cast<int>(d.type)];
+  EMBER_CHECK(a || !d.is_emulated(), "device emu: the emulated device exists only in programs that link the kernel ",
+              "emulator (the tests)");
   EMBER_CHECK(a, "device ", d, ": no allocator registered (was Ember built with CUDA?)");
   return a;
 }

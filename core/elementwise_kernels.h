@@ -57,6 +57,7 @@ enum class ActivationOp {
   Sigmoid,
   Tanh,
   Softplus,  // p0 = beta, p1 = threshold
+  Hardtanh,  // p0 = min_val, p1 = max_val; passes where p0 < x < p1
 };
 
 // The saved tensor each activation's backward reads: the output y for Relu (so that relu_ can

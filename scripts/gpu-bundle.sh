@@ -5,7 +5,7 @@
 # wheels, but no OpenBLAS, Protobuf, Boost, SQLite, GoogleTest or OpenMPI, and nothing can be
 # fetched there (docs/CUDA.md, "On a lent GPU").
 #
-#   gpu-bundle/bin/   ember_gpu_tests, ember_gpu_nccl_tests (where NCCL and MPI were found),
+#   gpu-bundle/bin/   ember_gpu_tests, ember_ops_tests, ember_gpu_nccl_tests (where NCCL and MPI were found),
 #                     bench_gpu, ember (the CLI: `ember info`), stripped
 #   gpu-bundle/lib/   the Ember libraries and every shared library they need that the device
 #                     does not provide (ldd says which), stripped; RUNPATH $ORIGIN
@@ -51,7 +51,7 @@ fi
 cache="$build/CMakeCache.txt"
 [[ -f $cache ]] || { echo "gpu-bundle: $build is not a configured build tree" >&2; exit 1; }
 
-programs=("$build/tests/ember_gpu_tests" "$build/bench/gpu" "$build/tools/ember")
+programs=("$build/tests/ember_gpu_tests" "$build/tests/ember_ops_tests" "$build/bench/gpu" "$build/tools/ember")
 [[ -x "$build/tests/ember_gpu_nccl_tests" ]] && programs+=("$build/tests/ember_gpu_nccl_tests")
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "gpu-bundle: $p is missing (build the ember_gpu_checks, bench_gpu and ember targets)" >&2; exit 1; }

@@ -6,8 +6,10 @@
 #   1. nvidia-smi: the GPU, its driver, compute capability and memory
 #   2. the bundle's launcher finds every vendor library (CUDA runtime, cuBLAS, cuDNN, NCCL)
 #   3. smoke: two small tests that allocate, copy and run kernels on cuda:0
-#   4. ops: every op of the CPU-vs-CUDA table under the native and the vendor kernels, forward and
-#      backward, the TF32 path, the optimizer and clipping kernels (tests/gpu/gpu_ops_test.cpp)
+#   4. op table: every row of tests/ops on cuda:0 under the native and the vendor kernels against
+#      the float64 CPU reference, forward and backward, and the coverage check (every stub reached
+#      on the GPU); then gpu ops: what only a GPU can check beyond it, the TF32 path, the optimizer
+#      and clipping kernels (tests/gpu/gpu_ops_test.cpp, gpu_training_kernels_test.cpp)
 #   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built
 #   6. compute-sanitizer memcheck and racecheck on a small subset (they work under Firecracker, not
 #      under gVisor: the runtime is detected and named)
@@ -160,20 +162,22 @@ smoke_ok=0
 gtest_step smoke 60 ember_gpu_tests \
   "--gtest_filter=GpuRuntime.RoundTripsEveryDtypeThroughTheDevice:GpuRuntime.CastsEveryDtypePairOnTheDevice" && smoke_ok=1
 if ((smoke_ok)); then
-  gtest_step ops 200 ember_gpu_tests
+  gtest_step "op table" 150 ember_ops_tests --group=cuda
+  gtest_step "gpu ops" 150 ember_gpu_tests
   if [[ -x $bundle/bin/ember_gpu_nccl_tests ]]; then
     gtest_step "nccl (1 rank)" 60 ember_gpu_nccl_tests
   else
     add "nccl (1 rank)" "not in the bundle (built without NCCL or MPI)" 0
   fi
 else
-  add "ops" "not run: the smoke test failed" 0
+  add "op table" "not run: the smoke test failed" 0
+  add "gpu ops" "not run: the smoke test failed" 0
 fi
 
 # ---------------------------------------------------------------- 6. compute-sanitizer
 t0=$SECONDS
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-subset="AllOps/GpuOp.MatchesCpuForwardAndBackward/*sum*:AllOps/GpuOp.MatchesCpuForwardAndBackward/*softmax*:GpuSort.*"
+subset="Ops_cuda_native.sum*:Ops_cuda_native.softmax*:Ops_cuda_native.sort_dim1:Ops_cuda_native.gather"
 if ((!have_gpu || !smoke_ok)); then
   add "compute-sanitizer" "not run: no working GPU" 0
 elif [[ -z $sanitizer ]]; then
@@ -185,7 +189,7 @@ else
     t0=$SECONDS
     echo "---- compute-sanitizer --tool $tool"
     run_step 60 "$tmp/$tool.out" "$sanitizer" --tool "$tool" --error-exitcode 99 \
-      "$bundle/run" ember_gpu_tests "--gtest_filter=$subset"
+      "$bundle/run" ember_ops_tests --group=cuda "--gtest_filter=$subset"
     rc=$?
     if ((rc == 0)); then
       add "$tool" "no errors ($(grep -oE '\[  PASSED  \] [0-9]+' "$tmp/$tool.out" | grep -oE '[0-9]+$' | tail -n1) tests, $runtime)" $((SECONDS - t0))

@@ -114,6 +114,9 @@ void cpu_activation(ActivationOp op, const Tensor& out, const Tensor& a, double 
         });
         break;
       }
+      case ActivationOp::Hardtanh:  // NaN stays NaN, as in clamp
+        run([c0, c1](T x) EMBER_VEC_LAMBDA { return cpu::blend(x < c0, c0, cpu::blend(x > c1, c1, x)); });
+        break;
     }
   });
 }
@@ -155,6 +158,9 @@ void cpu_activation_grad(ActivationOp op, const Tensor& out, const Tensor& grad,
           const T t = c0 * x;
           return cpu::blend(t > c1, g, g * k_sigmoid(t));
         });
+        break;
+      case ActivationOp::Hardtanh:  // as PyTorch: no gradient at the limits
+        run([c0, c1](T g, T x) EMBER_VEC_LAMBDA { return cpu::blend((x > c0) & (x < c1), g, T(0)); });
         break;
     }
   });

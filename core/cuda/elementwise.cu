@@ -274,6 +274,8 @@ struct ActivationF {
         const T t = c0 * x;
         return t > c1 ? x : d_log1p(d_exp(t)) / c0;
       }
+      case ActivationOp::Hardtanh:  // NaN stays NaN
+        return x < c0 ? c0 : x > c1 ? c1 : x;
     }
     return T(0);
   }
@@ -328,6 +330,8 @@ struct ActivationGradF {
         const T t = c0 * s;
         return t > c1 ? g : g * sigmoid(t);
       }
+      case ActivationOp::Hardtanh:  // no gradient at the limits
+        return s > c0 && s < c1 ? g : T(0);
     }
     return T(0);
   }

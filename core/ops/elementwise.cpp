@@ -469,6 +469,12 @@ Tensor tanh(const Tensor& a) {
   return activation(a, ActivationOp::Tanh, checked_float_dtype(a, "tanh"), "TanhBackward");
 }
 
+Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
+  EMBER_CHECK(min_val < max_val, "hardtanh: min_val (", min_val, ") must be less than max_val (", max_val, ")");
+  return activation(a, ActivationOp::Hardtanh, checked_float_dtype(a, "hardtanh"), "HardtanhBackward", min_val,
+                    max_val);
+}
+
 Tensor softplus(const Tensor& a, double beta, double threshold) {
   EMBER_CHECK(beta != 0.0, "softplus: beta must be non-zero");
   return activation(a, ActivationOp::Softplus, checked_float_dtype(a, "softplus"), "SoftplusBackward", beta, threshold);

@@ -46,6 +46,8 @@ Tensor gelu(const Tensor& a, bool tanh_approximation = false);
 Tensor sigmoid(const Tensor& a);
 Tensor tanh(const Tensor& a);
 Tensor softplus(const Tensor& a, double beta = 1.0, double threshold = 20.0);
+// clamp(a, min_val, max_val) with no gradient at the limits, as torch.nn.functional.hardtanh.
+Tensor hardtanh(const Tensor& a, double min_val = -1.0, double max_val = 1.0);
 
 // Comparisons return bool tensors; not differentiable.
 Tensor eq(const Tensor& a, const Tensor& b);

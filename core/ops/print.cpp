@@ -133,7 +133,7 @@ std::string Tensor::str() const {
   if (numel() == 0 && dim() > 1) os << ", size=" << shape_str(shape());
   if (dtype() != DType::Float32 && dtype() != DType::Int64 && dtype() != DType::Bool)
     os << ", dtype=" << dtype_name(dtype());
-  if (device().is_cuda()) os << ", device='" << device().str() << "'";
+  if (!device().is_cpu()) os << ", device='" << device().str() << "'";
   if (grad_fn())
     os << ", grad_fn=<" << grad_fn()->name() << ">";
   else if (requires_grad())

@@ -404,6 +404,9 @@ TEST(ActivationGrad, SubgradientConventions) {
   EXPECT_EQ(grad_of([](const Tensor& x) { return gelu(x); }, {0}), (std::vector<double>{0.5}));
   EXPECT_EQ(grad_of([](const Tensor& x) { return gelu(x, true); }, {0}), (std::vector<double>{0.5}));
   EXPECT_EQ(grad_of([](const Tensor& x) { return softplus(x, 1.0, 20.0); }, {0, 25}), (std::vector<double>{0.5, 1}));
+  // hardtanh, unlike clamp, passes no gradient at its limits (as PyTorch).
+  EXPECT_EQ(grad_of([](const Tensor& x) { return hardtanh(x, -1.0, 1.0); }, {-2, -1, 0.5, 1, 2}),
+            (std::vector<double>{0, 0, 1, 0, 0}));
 }
 
 TEST(ActivationGrad, SavedOutputsAndInputs) {
@@ -426,6 +429,7 @@ TEST(ActivationGrad, SavedOutputsAndInputs) {
 
 TEST(ActivationErrors, ArgumentsAndDTypes) {
   expect_error([] { softplus(ones({2}), 0.0); }, {"softplus", "beta"});
+  expect_error([] { hardtanh(ones({2}), 1.0, 1.0); }, {"hardtanh", "min_val", "max_val"});
   expect_error([] { sigmoid(tensor({1, 0}, {.dtype = DType::Bool}).to(DType::BFloat16)); }, {"sigmoid", "bfloat16"});
   expect_error([] { relu(tensor({1, 0}, {.dtype = DType::Bool})); }, {"relu", "bool"});
   expect_error([] { abs(tensor({1}, {.dtype = DType::Float16})); }, {"abs", "float16"});

@@ -52,6 +52,11 @@ TEST(Tensor, DeviceParsing) {
   EXPECT_THROW(Device("cuda:x"), Error);
   EXPECT_THROW(Device("cuda:-1"), Error);
   EXPECT_EQ(Device::best(), Device::cpu());  // no GPU on the CI machine
+  // The test-only emulated device parses, but exists only where the kernel emulator is linked.
+  EXPECT_EQ(Device("emu"), Device(DeviceType::Emulated, 0));
+  EXPECT_EQ(Device("emu").str(), "emu");
+  EXPECT_THROW(Device("emu:1"), Error);
+  EXPECT_NE(error_of([] { empty({2}, {.device = Device("emu")}); }).find("kernel emulator"), std::string::npos);
 }
 
 TEST(Tensor, ViewsShareStorage) {

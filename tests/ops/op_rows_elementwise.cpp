@@ -74,6 +74,7 @@ void add_elementwise_rows(std::vector<OpRow>& t) {
   unary("tanh", [](const Tensor& a) { return tanh(a); });
   unary("softplus", [](const Tensor& a) { return softplus(a); });
   unary("clamp", [](const Tensor& a) { return clamp(a, -0.5, 0.7); });
+  unary("hardtanh", [](const Tensor& a) { return hardtanh(a, -0.5, 0.7); });
   t.push_back(
       {"relu_odd_1d", [](Generator& g) { return Inputs{rn(g, {1027})}; }, [](const Inputs& x) { return relu(x[0]); }});
 

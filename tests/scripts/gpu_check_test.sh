@@ -29,7 +29,7 @@ rc=$?
 cat "$tmp/bundle.out"
 check "gpu-bundle.sh packs the build" test "$rc" -eq 0
 if ((rc != 0)); then exit 1; fi
-check "the bundle has its programs" test -x "$bundle/bin/ember_gpu_tests" -a -x "$bundle/bin/bench_gpu" -a -x "$bundle/bin/ember"
+check "the bundle has its programs" test -x "$bundle/bin/ember_gpu_tests" -a -x "$bundle/bin/ember_ops_tests" -a -x "$bundle/bin/bench_gpu" -a -x "$bundle/bin/ember"
 check "its archive is under 64 MiB" test "$(stat -c %s "$bundle.tar.xz")" -le $((64 * 1024 * 1024))
 check "vendor-libs names cuBLAS and the CUDA runtime" grep -qx "libcublas.so.13" "$bundle/vendor-libs"
 
@@ -78,7 +78,8 @@ check "gpu-check exits 0 without a GPU" test "$rc" -eq 0
 check "says no GPU was found" grep -q "no GPU found" "$tmp/check.out"
 check "the vendor libraries are found" grep -qE "vendor libraries +\| all found" "$tmp/check.out"
 check "the smoke test reports the skip" grep -qE "smoke +\| skipped: no CUDA device" "$tmp/check.out"
-check "the op table reports the skip" grep -qE "ops +\| skipped: no CUDA device" "$tmp/check.out"
+check "the op table reports the skip" grep -qE "op table +\| skipped: no CUDA device" "$tmp/check.out"
+check "the GPU-only tests report the skip" grep -qE "gpu ops +\| skipped: no CUDA device" "$tmp/check.out"
 check "the sanitizer is not run without a GPU" grep -qE "compute-sanitizer +\| not run: no working GPU" "$tmp/check.out"
 check "bench_gpu reports the skip" grep -qE "bench_gpu +\| skipped: no CUDA device" "$tmp/check.out"
 check "the Markdown table is written" grep -qE "^\| smoke +\| skipped" "$tmp/out/gpu-check.md"
