@@ -3,7 +3,8 @@
 //                                          float64 CPU reference, forward and backward, contiguous
 //                                          and strided; then the coverage check for the group
 //   ember_ops_tests --group=gradcheck      finite differences in float64 on the CPU, per row
-//   ember_ops_tests --group=... --perf     a table of forward and backward times (asserts nothing)
+//   ember_ops_tests --group=... --perf [--rows=NAME,...]   a table of forward and backward times
+//                                          (asserts nothing), of every row or of the rows named
 //   ember_ops_tests --group=... --planted=values|overrun   one row with a planted bug instead of
 //                                          the table: the harness must fail it (ctest checks)
 // Tests are named Ops_<backend>.<row> (gtest filters work; the coverage check then does not run).
@@ -156,13 +157,14 @@ std::vector<OpRow> planted_rows(const std::string& kind) {
   std::exit(2);
 }
 
-void run_perf(const std::vector<const Backend*>& backends) {
+void run_perf(const std::vector<const Backend*>& backends, const std::set<std::string>& only) {
   std::printf("%-36s", "row");
   for (const Backend* b : backends) std::printf(" %16s", b->name.c_str());
   std::printf("\n%-36s", "(median of 5, forward+backward, us)");
   for (size_t i = 0; i < backends.size(); ++i) std::printf(" %16s", "");
   std::printf("\n");
   for (const OpRow& row : op_table()) {
+    if (!only.empty() && !only.count(row.name)) continue;
     std::printf("%-36s", row.name.c_str());
     for (const Backend* b : backends) {
       if (!b->unavailable().empty()) {
@@ -192,18 +194,23 @@ int main(int argc, char** argv) {
   std::string group;
   bool perf = false;
   std::string planted;
+  std::set<std::string> perf_rows;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--group=", 0) == 0) {
       group = a.substr(8);
     } else if (a == "--perf") {
       perf = true;
+    } else if (a.rfind("--rows=", 0) == 0) {
+      std::string list = a.substr(7) + ",";
+      for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1)
+        if (q > p) perf_rows.insert(list.substr(p, q - p));
     } else if (a.rfind("--planted=", 0) == 0) {
       planted = a.substr(10);
     } else {
       std::fprintf(stderr,
                    "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck, --perf, "
-                   "--planted=values|overrun)\n",
+                   "--rows=NAME,..., --planted=values|overrun)\n",
                    a.c_str());
       return 2;
     }
@@ -235,7 +242,12 @@ int main(int argc, char** argv) {
 
   const std::vector<const Backend*> backends = backends_of(group);
   if (perf) {
-    run_perf(backends);
+    for (const std::string& r : perf_rows)
+      if (!names.count(r)) {
+        std::fprintf(stderr, "ember_ops_tests: --rows names '%s', which is no row of the op table\n", r.c_str());
+        return 2;
+      }
+    run_perf(backends, perf_rows);
     return 0;
   }
   if (!planted.empty()) {
