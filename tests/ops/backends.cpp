@@ -23,8 +23,7 @@ Backend cpu_backend(CpuCapability level) {
           "cpu",
           Device::cpu(),
           [level]() -> std::string {
-            if (!cpu_supports(level))
-              return "skipped: this CPU (" + cpu_model_name() + ") lacks " + cpu_capability_name(level);
+            if (!cpu_supports(level)) return "this CPU (" + cpu_model_name() + ") lacks " + cpu_capability_name(level);
             return "";
           },
           [level] {
@@ -53,7 +52,7 @@ Backend cuda_backend(KernelChoice choice) {
   return {std::string("cuda_") + kernel_choice_name(choice),
           "cuda",
           Device::cuda(0),
-          [] { return cuda_device_count() > 0 ? std::string() : std::string("skipped: no CUDA device"); },
+          [] { return cuda_device_count() > 0 ? std::string() : std::string("no CUDA device"); },
           [choice] { set_kernel_choices(kernel_choice_name(choice)); },
           [] { set_kernel_choices("auto"); }};
 }

@@ -18,7 +18,7 @@ struct Backend {
   std::string name;   // cpu_avx2, emu_reverse, cuda_vendor
   std::string group;  // cpu, emu, cuda
   Device device;
-  std::function<std::string()> unavailable;  // why it cannot run here; empty when it can
+  std::function<std::string()> unavailable;  // why it cannot run here ("no CUDA device"); empty when it can
   std::function<void()> enter;               // makes it current
   std::function<void()> leave;
 };

@@ -27,10 +27,6 @@ Tensor place(const Tensor& x, Device device, bool strided) {
   return x.to(device).detach();
 }
 
-bool is_constant(const OpRow& row, size_t i) {
-  return std::find(row.constants.begin(), row.constants.end(), i) != row.constants.end();
-}
-
 Tensor upstream_for(const Tensor& out, const std::string& name) {
   Generator g(seed_of(name) + 17);
   return randn(out.shape(), {.dtype = DType::Float64}, &g);
@@ -61,6 +57,10 @@ RowResult run(const OpRow& row, const Inputs& base, Device device, bool strided,
 }
 
 }  // namespace
+
+bool is_constant(const OpRow& row, size_t i) {
+  return std::find(row.constants.begin(), row.constants.end(), i) != row.constants.end();
+}
 
 Inputs make_inputs(const OpRow& row) {
   Generator g(seed_of(row.name));

@@ -15,6 +15,8 @@ struct RowResult {
   std::vector<Tensor> grads;  // per input: on the CPU, undefined where the input has none
 };
 
+// Whether input i of the row is one of its constants (gets no gradient).
+bool is_constant(const OpRow& row, size_t i);
 // The row's inputs, made from a generator seeded by the row's name (the same on every backend).
 Inputs make_inputs(const OpRow& row);
 // The row run on the CPU at the default level with floating inputs in float64 (the reference), or
