@@ -100,7 +100,8 @@ struct MpiCommunicator::State {
     Clock::time_point heard;
     Status status;
     bool left = false;
-    bool gave_up = false;  // it exits because it lost another rank
+    Clock::time_point left_at{};  // when this rank heard that it left
+    bool gave_up = false;         // it exits because it lost another rank
   };
   std::vector<Peer> peers;
   struct Pending {
@@ -320,7 +321,10 @@ class Engine {
       auto& peer = st_.peers[status.MPI_SOURCE];
       peer.heard = Clock::now();
       peer.status = s;
-      if (s.kind >= 1) peer.left = true;
+      if (s.kind >= 1 && !peer.left) {
+        peer.left = true;
+        peer.left_at = peer.heard;
+      }
       if (s.kind == 2) peer.gave_up = true;
     }
     while (!st_.sends.empty()) {
@@ -377,6 +381,19 @@ class Engine {
       if (peer.left && op && peer.status.launched <= op->seq)
         give_up(detail::concat("rank ", p, " shut its communicator down (its program ended or failed) without joining ",
                                "collective #", op->seq, " ", op->work->what()));
+    }
+    // A transfer with one peer (a pipeline's activations) cannot complete once that peer has gone.
+    // A leaving rank has finished its own sends before it says so, but their data may still be on
+    // the way on another communicator than the heartbeat: give it a heartbeat's time to land.
+    for (const auto& a : st_.active) {
+      if (a->kind != MpiCommunicator::Op::Send && a->kind != MpiCommunicator::Op::Recv) continue;
+      const auto& peer = st_.peers[a->peer];
+      if (peer.gave_up)
+        give_up(detail::concat("rank ", a->peer, " gave up (it lost contact with another rank), so ", a->work->what(),
+                               " cannot complete"));
+      if (peer.left && seconds_since(peer.left_at) > o_.heartbeat_seconds)
+        give_up(detail::concat("rank ", a->peer, " shut its communicator down (its program ended or failed) while ",
+                               "this rank waits on ", a->work->what()));
     }
     if (op && op->seq != st_.stall_reported && seconds_since(op->work->started()) > o_.stall_seconds) {
       bool someone_behind = false;

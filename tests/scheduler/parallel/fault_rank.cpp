@@ -4,6 +4,11 @@
 //   stall: rank 1 is 3 s late for a collective; the others report the stall, then all finish.
 //   ddp:   data-parallel training of a small model; rank 1 kills itself during step 3, and the
 //          others, waiting on a gradient bucket, must say so and exit.
+//   pipeline_throw:    a 3-stage pipeline; stage 1's layer throws in step 3; it exits with the
+//                      error naming its stage, and the stages waiting on it exit too.
+//   pipeline_kill:     the same, stage 1 is killed (SIGKILL) in step 3.
+//   pipeline_mismatch: 2 stages started with different micro-batch counts: stage 1 says so.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -13,18 +18,55 @@
 #include "layers/nn.h"
 #include "scheduler/parallel/comm_mpi.h"
 #include "scheduler/parallel/ddp.h"
+#include "scheduler/parallel/pipeline.h"
 
 using namespace ember;
 
+namespace {
+
+int pipeline(dist::Communicator& comm, const std::string& mode, int steps) {
+  int step = 0;
+  auto fault = std::make_shared<nn::Lambda>(
+      [&](const Tensor& x) {
+        if (comm.rank() == 1 && step == 3 && mode == "pipeline_throw") EMBER_FAIL("a planted failure in step ", step);
+        if (comm.rank() == 1 && step == 3 && mode == "pipeline_kill") std::raise(SIGKILL);
+        return x;
+      },
+      "Fault");
+  nn::Sequential net(nn::make<nn::Linear>(16, 32), nn::make<nn::ReLU>(), fault, nn::make<nn::Linear>(32, 4));
+  const bool three = comm.size() == 3;
+  dist::PipelineOptions o{.micro_batches = mode == "pipeline_mismatch" && comm.rank() == 1 ? 3 : 4};
+  dist::Pipeline pipe(net, three ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 2}, comm, o);
+  optim::SGD opt(pipe.parameters(), {.lr = 0.1});
+  try {
+    for (; step < steps; ++step) {
+      opt.zero_grad();
+      pipe.train_step(full({8, 16}, 0.5), zeros({8, 4}),
+                      [](const Tensor& out, const Tensor& y) { return nn::mse_loss(out, y); });
+      opt.step();
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), e.what());
+    return 1;
+  }
+  std::printf("rank %d: finished %d steps\n", comm.rank(), steps);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2 || (std::strcmp(argv[1], "kill") && std::strcmp(argv[1], "leave") && std::strcmp(argv[1], "stall") &&
-                    std::strcmp(argv[1], "ddp"))) {
-    std::fprintf(stderr, "usage: ember_parallel_fault kill|leave|stall|ddp\n");
+  const std::vector<std::string> modes = {
+      "kill", "leave", "stall", "ddp", "pipeline_throw", "pipeline_kill", "pipeline_mismatch"};
+  if (argc != 2 || std::find(modes.begin(), modes.end(), argv[1]) == modes.end()) {
+    std::fprintf(stderr,
+                 "usage: ember_parallel_fault kill|leave|stall|ddp|pipeline_throw|pipeline_kill|pipeline_mismatch\n");
     return 2;
   }
   std::string mode = argv[1];
   dist::MpiCommunicator comm({.heartbeat_seconds = 0.25, .stall_seconds = 1.0, .dead_seconds = 4.0});
   int steps = 8;
+  if (mode.rfind("pipeline", 0) == 0) return pipeline(comm, mode, steps);
   if (mode == "ddp") {
     nn::Sequential net(nn::make<nn::Linear>(16, 32), nn::make<nn::ReLU>(), nn::make<nn::Linear>(32, 4));
     dist::DdpOptions o;

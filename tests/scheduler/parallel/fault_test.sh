@@ -6,7 +6,7 @@ mpiexec=$1 prog=$2 mode=$3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 case $mode in
-  kill|ddp)  np=3 ;;
+  kill|ddp|pipeline_throw|pipeline_kill)  np=3 ;;
   *)     np=2 ;;
 esac
 # --enable-recovery: mpirun does not kill the job itself when a rank dies, so this tests Ember's
@@ -17,6 +17,9 @@ esac
 cat "$out"
 fail() { echo "FAIL ($mode): $*"; exit 1; }
 status_of() { grep -q "status of rank $1: $2\$" "$out" || fail "rank $1 did not exit with status $2"; }
+# The failing stage exits with 1 from its own error, or with 76 when, shutting down, it hears that
+# a neighbour gave up first.
+failed_status_of() { grep -q -E "status of rank $1: (1|76)\$" "$out" || fail "rank $1 did not exit with status 1 or 76"; }
 # Ranks 0 and 2 outlive rank 1: the first to notice reports the dead rank; the other reports either
 # the same or, when that news came first, that a rank gave up; both exit with status 76.
 survivors_report() {
@@ -45,6 +48,27 @@ case $mode in
     # Rank 1, shutting down, hears at once that rank 0 gave up, rather than after a missed heartbeat.
     grep -q "rank 1 of 2: rank 0 gave up while this rank was shutting down" "$out" || fail "rank 1 did not hear rank 0 give up"
     status_of 1 76
+    ;;
+  pipeline_throw)
+    grep -q "rank 1: pipeline stage 1 of 3 (rank 1, layers 2-2: Fault): a planted failure in step 3" "$out" ||
+      fail "stage 1 did not name itself in its error"
+    failed_status_of 1
+    for r in 0 2; do
+      grep -q -E "rank $r of 3: rank (1 shut its communicator down .* while this rank waits on (recv|send)|[02] gave up)" "$out" ||
+        fail "rank $r did not say that it lost stage 1"
+      status_of $r 76
+    done
+    ;;
+  pipeline_kill)
+    survivors_report
+    status_of 1 137
+    ;;
+  pipeline_mismatch)
+    grep -q "rank 1: pipeline stage 1 of 2 (rank 1, layers 2-3: Fault..Linear): stage 0 (rank 0) splits the batch into 4 micro-batches, this stage into 3" "$out" ||
+      fail "stage 1 did not report the different micro-batch counts"
+    failed_status_of 1
+    grep -q "rank 0 of 2: rank 1 shut its communicator down" "$out" || fail "rank 0 did not report losing stage 1"
+    status_of 0 76
     ;;
   stall)
     status_of 0 0

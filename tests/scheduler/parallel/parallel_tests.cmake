@@ -56,6 +56,13 @@ foreach(mode kill leave stall ddp)
     set_tests_properties(dist.fault_${mode}${variant} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
   endforeach()
 endforeach()
+# A pipeline stage that throws, is killed, or was started with other settings than its neighbour.
+foreach(mode pipeline_throw pipeline_kill pipeline_mismatch)
+  add_test(NAME dist.fault_${mode}
+           COMMAND ${CMAKE_COMMAND} -E env ${dist_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/parallel/fault_test.sh
+                   ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_parallel_fault> ${mode})
+  set_tests_properties(dist.fault_${mode} PROPERTIES LABELS "dist;scheduler" TIMEOUT 45 PROCESSORS 2)
+endforeach()
 # `ember launch` (tools/launch.cpp), with the MNIST example as the README runs it.
 if(TARGET ember AND EMBER_BUILD_EXAMPLES)  # mnist_cnn is defined later, in examples/
   add_test(NAME dist.ember_launch

@@ -1,0 +1,373 @@
+#include "scheduler/parallel/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/allocator.h"
+#include "core/autograd/grad_mode.h"
+#include "core/generator.h"
+#include "core/ops.h"
+
+namespace ember::dist {
+namespace {
+
+// Tags of the two directions and of the step's loss; a message's data follows its header on tag+1.
+constexpr int kForwardTag = 1100, kBackwardTag = 1110, kLossTag = 1120;
+constexpr int kMaxDims = 8;
+constexpr int64_t kMagic = 0x454d4250;  // "EMBP": bytes from something that is not a pipeline peer
+// magic, micro-batch, micro-batch count, batch rows, schedule, dtype, needs grad, ndim, dims...
+constexpr int kHeaderLen = 8 + kMaxDims;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+struct Pipeline::Header {
+  int64_t micro = 0, micro_batches = 0, batch = 0, schedule = 0, dtype = 0, needs_grad = 0;
+  std::vector<int64_t> shape;
+};
+
+struct Pipeline::Micro {
+  Tensor input;   // the stage's input (a leaf that collects its gradient, after the first stage)
+  Tensor output;  // the output with its history (the weighted loss on the last stage); undefined
+                  // when recomputing
+  Tensor target;
+  double weight = 0;     // n_i / N
+  GeneratorState rng{};  // before this micro-batch's forward, for the recomputation
+  bool output_needs_grad = false;
+  std::vector<int64_t> output_shape;
+};
+
+std::vector<int64_t> micro_batch_sizes(int64_t batch, int micro_batches) {
+  EMBER_CHECK(micro_batches >= 1, "pipeline: expected at least one micro-batch, got ", micro_batches);
+  EMBER_CHECK(batch >= micro_batches, "pipeline: a batch of ", batch, " rows cannot be split into ", micro_batches,
+              " micro-batches");
+  std::vector<int64_t> sizes(static_cast<size_t>(micro_batches), batch / micro_batches);
+  for (int64_t i = 0; i < batch % micro_batches; ++i) ++sizes[static_cast<size_t>(i)];
+  return sizes;
+}
+
+Pipeline::Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communicator& comm, PipelineOptions opts)
+    : model_(model), boundaries_(std::move(boundaries)), comm_(comm), opts_(std::move(opts)) {
+  const int k = static_cast<int>(boundaries_.size());
+  const int layers = static_cast<int>(model_.size());
+  EMBER_CHECK(k >= 1, "pipeline: expected at least one stage boundary");
+  EMBER_CHECK(boundaries_[0] == 0, "pipeline: the first stage must start at layer 0, got ", boundaries_[0]);
+  for (int s = 1; s < k; ++s)
+    EMBER_CHECK(boundaries_[s] > boundaries_[s - 1] && boundaries_[s] < layers, "pipeline: stage ", s,
+                " starts at layer ", boundaries_[s], ": expected boundaries strictly increasing and below the model's ",
+                layers, " layers");
+  EMBER_CHECK(layers >= k, "pipeline: ", k, " stages need at least ", k, " layers, the model has ", layers);
+  EMBER_CHECK(opts_.micro_batches >= 1, "pipeline: expected at least one micro-batch, got ", opts_.micro_batches);
+  if (opts_.stage_ranks.empty())
+    for (int s = 0; s < k; ++s) opts_.stage_ranks.push_back(s);
+  EMBER_CHECK(static_cast<int>(opts_.stage_ranks.size()) == k, "pipeline: ", k, " stages but ",
+              opts_.stage_ranks.size(), " stage ranks");
+  stage_ = -1;
+  for (int s = 0; s < k; ++s) {
+    const int r = opts_.stage_ranks[s];
+    EMBER_CHECK(r >= 0 && r < comm_.size(), "pipeline: stage ", s, "'s rank ", r, " is not in [0, ", comm_.size(), ")");
+    for (int t = 0; t < s; ++t)
+      EMBER_CHECK(opts_.stage_ranks[t] != r, "pipeline: rank ", r, " is given two stages (", t, " and ", s, ")");
+    if (r == comm_.rank()) stage_ = s;
+  }
+  EMBER_CHECK(stage_ >= 0, "pipeline: rank ", comm_.rank(), " holds none of the ", k, " stages");
+  const int first = boundaries_[stage_], end = stage_ + 1 < k ? boundaries_[stage_ + 1] : layers;
+  const auto children = model_.named_children();
+  std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> mine;
+  for (int i = first; i < end; ++i) mine.emplace_back(children[i].first, model_.items()[i]);
+  stage_module_ = std::make_shared<nn::Sequential>(std::move(mine));
+}
+
+std::string Pipeline::describe() const {
+  const int layers = static_cast<int>(model_.size());
+  const int first = boundaries_[stage_], last = (stage_ + 1 < stages() ? boundaries_[stage_ + 1] : layers) - 1;
+  return detail::concat("stage ", stage_, " of ", stages(), " (rank ", comm_.rank(), ", layers ", first, "-", last,
+                        ": ", model_[first].type_name(), first == last ? "" : "..",
+                        first == last ? "" : model_[last].type_name(), ")");
+}
+
+Tensor Pipeline::run_stage(const Tensor& x) {
+  try {
+    return stage_module_->forward(x);
+  } catch (const Error& e) {
+    throw Error("pipeline " + describe() + ": " + e.what());
+  }
+}
+
+void Pipeline::send_tensor(const Tensor& t, int to_stage, int tag, int micro, int64_t batch, bool needs_grad) {
+  const int peer = opts_.stage_ranks[to_stage];
+  EMBER_CHECK(t.dim() <= kMaxDims, "pipeline ", describe(), ": cannot send a tensor of ", t.dim(),
+              " dimensions to stage ", to_stage, " (at most ", kMaxDims, ")");
+  Tensor h = empty({kHeaderLen}, {.dtype = DType::Int64});
+  int64_t* p = h.data_ptr<int64_t>();
+  std::fill(p, p + kHeaderLen, 0);
+  p[0] = kMagic;
+  p[1] = micro;
+  p[2] = step_micro_batches_;
+  p[3] = batch;
+  p[4] = static_cast<int64_t>(opts_.schedule);
+  p[5] = static_cast<int64_t>(t.dtype());
+  p[6] = needs_grad;
+  p[7] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) p[8 + d] = t.size(d);
+  if (comm_.device() != h.device()) h = h.to(comm_.device());
+  pending_sends_.emplace_back(comm_.send(h, peer, tag), h);
+  if (t.numel() == 0) return;
+  Tensor data = t.detach().contiguous();
+  if (data.device() != comm_.device()) data = data.to(comm_.device());
+  pending_sends_.emplace_back(comm_.send(data, peer, tag + 1), data);
+}
+
+Pipeline::Header Pipeline::recv_header(int from_stage, int tag) {
+  const auto t0 = Clock::now();
+  Tensor h = empty({kHeaderLen}, {.dtype = DType::Int64, .device = comm_.device()});
+  comm_.recv(h, opts_.stage_ranks[from_stage], tag)->wait();
+  stats_.wait_seconds += seconds_since(t0);
+  if (h.device() != Device::cpu()) h = h.to(Device::cpu());
+  const int64_t* p = h.data_ptr<int64_t>();
+  const std::string who = detail::concat("pipeline ", describe(), ": from stage ", from_stage, " (rank ",
+                                         opts_.stage_ranks[from_stage], "): ");
+  EMBER_CHECK(p[0] == kMagic, who, "expected a pipeline header, received other bytes");
+  EMBER_CHECK(p[5] >= 0 && p[5] < kNumDTypes && p[7] >= 0 && p[7] <= kMaxDims, who, "a malformed header (dtype ", p[5],
+              ", ", p[7], " dimensions)");
+  Header out{p[1], p[2], p[3], p[4], p[5], p[6], {}};
+  for (int64_t d = 0; d < p[7]; ++d) {
+    EMBER_CHECK(p[8 + d] >= 0, who, "a negative size in dimension ", d);
+    out.shape.push_back(p[8 + d]);
+  }
+  EMBER_CHECK(out.schedule == static_cast<int64_t>(opts_.schedule), who, "it runs the ",
+              pipeline_schedule_name(static_cast<PipelineSchedule>(out.schedule == 0 ? 0 : 1)),
+              " schedule, this stage ", pipeline_schedule_name(opts_.schedule),
+              ": every stage must be given the same --schedule");
+  return out;
+}
+
+Tensor Pipeline::recv_data(const Header& h, int from_stage, int tag) {
+  Tensor t = empty(Shape(h.shape), {.dtype = static_cast<DType>(h.dtype), .device = comm_.device()});
+  if (t.numel() == 0) return t;
+  const auto t0 = Clock::now();
+  try {
+    comm_.recv(t, opts_.stage_ranks[from_stage], tag + 1)->wait();
+  } catch (const Error& e) {
+    throw Error("pipeline " + describe() + ": " + e.what());
+  }
+  stats_.wait_seconds += seconds_since(t0);
+  return t;
+}
+
+// Drops the sends that have completed, so that a sent activation is freed as soon as the next stage
+// has it rather than at the end of the step (1F1B's memory bound depends on it).
+void Pipeline::reap_sends() {
+  std::erase_if(pending_sends_, [](auto& s) {
+    if (!s.first->completed()) return false;
+    s.first->wait();  // rethrows a failed send
+    return true;
+  });
+}
+
+void Pipeline::flush_sends() {
+  for (auto& [w, t] : pending_sends_) w->wait();
+  pending_sends_.clear();
+}
+
+void Pipeline::check_header(const Header& h, int from_stage, const char* what, int micro, int micro_batches,
+                            int64_t batch) const {
+  const std::string who =
+      detail::concat("pipeline ", describe(), ": stage ", from_stage, " (rank ", opts_.stage_ranks[from_stage], ") ");
+  EMBER_CHECK(h.micro_batches == micro_batches, who, "splits the batch into ", h.micro_batches,
+              " micro-batches, this stage into ", micro_batches,
+              ": every stage must be given the same --micro-batches");
+  EMBER_CHECK(h.batch == batch, who, "has a batch of ", h.batch, " rows, this stage ", batch);
+  EMBER_CHECK(h.micro == micro, who, "sent micro-batch ", h.micro, "'s ", what, " where micro-batch ", micro,
+              "'s was expected");
+}
+
+double Pipeline::train_step(const Tensor& input, const Tensor& target, const LossFn& loss) {
+  EMBER_CHECK(loss || !is_last(), "pipeline ", describe(), ": train_step needs a loss function on the last stage");
+  stats_ = {};
+  Allocator* alloc = get_allocator(comm_.device());
+  const int64_t bytes_at_start = alloc->stats().in_use;
+  alloc->reset_peak();
+  const int k = stages();
+
+  // The batch size and micro-batch count come from the first stage (its input), in every header.
+  int64_t batch = 0;
+  int m = 0;
+  Header first_in;
+  if (is_first()) {
+    EMBER_CHECK(input.defined() && input.dim() >= 1, "pipeline ", describe(),
+                ": train_step needs the batch's input (a tensor with a batch dimension) on the first stage");
+    batch = input.size(0);
+    m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, batch));
+  } else {
+    first_in = recv_header(stage_ - 1, kForwardTag);
+    batch = first_in.batch;
+    m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, batch));
+    check_header(first_in, stage_ - 1, "activation", 0, m, batch);
+  }
+  EMBER_CHECK(batch >= 1, "pipeline ", describe(), ": the batch is empty");
+  step_micro_batches_ = m;
+  const std::vector<int64_t> sizes = micro_batch_sizes(batch, m);
+  std::vector<int64_t> offsets(sizes.size(), 0);
+  for (size_t i = 1; i < sizes.size(); ++i) offsets[i] = offsets[i - 1] + sizes[i - 1];
+  if (is_last())
+    EMBER_CHECK(target.defined() && target.dim() >= 1 && target.size(0) == batch, "pipeline ", describe(),
+                ": expected a target with the batch's ", batch, " rows on the last stage, got ",
+                target.defined() ? shape_str(target.shape()) : std::string("none"));
+
+  std::vector<Micro> micro(static_cast<size_t>(m));
+  bool have_first_header = !is_first();
+  double loss_sum = 0;
+  int live = 0;
+  bool params_need_grad = false;
+  for (const Tensor& p : stage_module_->parameters()) params_need_grad |= p.requires_grad();
+
+  auto forward_one = [&](int i) {
+    Micro& mb = micro[static_cast<size_t>(i)];
+    mb.weight = static_cast<double>(sizes[i]) / static_cast<double>(batch);
+    Tensor x;
+    if (is_first()) {
+      x = input.narrow(0, offsets[i], sizes[i]);
+    } else {
+      Header h = have_first_header ? first_in : recv_header(stage_ - 1, kForwardTag);
+      have_first_header = false;
+      check_header(h, stage_ - 1, "activation", i, m, batch);
+      x = recv_data(h, stage_ - 1, kForwardTag);
+      if (h.needs_grad) x.requires_grad_();
+    }
+    mb.input = x;
+    if (is_last()) mb.target = target.narrow(0, offsets[i], sizes[i]);
+    const auto t0 = Clock::now();
+    Tensor out;
+    if (opts_.recompute) {
+      mb.rng = default_generator().state();
+      NoGradGuard no_grad;
+      out = run_stage(x);
+      mb.output_needs_grad = params_need_grad || x.requires_grad();
+    } else {
+      out = run_stage(x);
+      mb.output_needs_grad = out.requires_grad();
+    }
+    if (is_last()) {
+      Tensor l = loss(out, mb.target);
+      loss_sum += l.item() * mb.weight;
+      if (!opts_.recompute) mb.output = mul(l, mb.weight);
+    } else {
+      if (!opts_.recompute) mb.output = out;
+      mb.output_shape = out.shape();
+      stats_.compute_seconds += seconds_since(t0);
+      send_tensor(out, stage_ + 1, kForwardTag, i, batch, mb.output_needs_grad);
+    }
+    if (is_last()) stats_.compute_seconds += seconds_since(t0);
+    stats_.max_in_flight = std::max(stats_.max_in_flight, ++live);
+  };
+
+  auto backward_one = [&](int i) {
+    Micro& mb = micro[static_cast<size_t>(i)];
+    Tensor grad_out;
+    if (!is_last() && mb.output_needs_grad) {
+      Header h = recv_header(stage_ + 1, kBackwardTag);
+      check_header(h, stage_ + 1, "gradient", i, m, batch);
+      EMBER_CHECK(h.shape == mb.output_shape, "pipeline ", describe(), ": stage ", stage_ + 1,
+                  " sent a gradient of shape ", shape_str(h.shape), " for micro-batch ", i,
+                  ", but this stage's output was ", shape_str(mb.output_shape));
+      grad_out = recv_data(h, stage_ + 1, kBackwardTag);
+    }
+    const auto t0 = Clock::now();
+    if (opts_.recompute && mb.output_needs_grad) {
+      // The second forward must see the first one's random numbers and must not update the
+      // buffers (batch-norm statistics) a second time.
+      const GeneratorState now = default_generator().state();
+      std::vector<Tensor> saved;
+      for (const Tensor& b : stage_module_->buffers()) saved.push_back(b.clone());
+      default_generator().set_state(mb.rng);
+      Tensor out = run_stage(mb.input);
+      default_generator().set_state(now);
+      {
+        NoGradGuard no_grad;
+        auto bufs = stage_module_->buffers();
+        for (size_t j = 0; j < bufs.size(); ++j) bufs[j].copy_(saved[j]);
+      }
+      mb.output = is_last() ? mul(loss(out, mb.target), mb.weight) : out;
+    }
+    try {
+      if (mb.output.defined() && mb.output.requires_grad()) mb.output.backward(grad_out);
+    } catch (const Error& e) {
+      throw Error("pipeline " + describe() + ": backward of micro-batch " + std::to_string(i) + ": " + e.what());
+    }
+    stats_.compute_seconds += seconds_since(t0);
+    if (!is_first() && mb.input.requires_grad()) {
+      Tensor g = mb.input.grad();
+      if (!g.defined()) g = zeros_like(mb.input);  // the stage did not use its input
+      send_tensor(g, stage_ - 1, kBackwardTag, i, batch, false);
+    }
+    mb = Micro{};
+    --live;
+  };
+
+  for (const PipelineAction& a : pipeline_actions(opts_.schedule, k, stage_, m)) {
+    reap_sends();
+    if (a.kind == PipelineAction::Forward)
+      forward_one(a.micro_batch);
+    else
+      backward_one(a.micro_batch);
+  }
+  flush_sends();
+  stats_.peak_bytes = alloc->stats().peak - bytes_at_start;
+
+  // Every stage returns the loss, which only the last one computed.
+  Tensor l = empty({1}, {.dtype = DType::Float64, .device = comm_.device()});
+  if (is_last()) {
+    l.fill_(loss_sum);
+    std::vector<WorkPtr> sent;
+    for (int s = 0; s + 1 < k; ++s) sent.push_back(comm_.send(l, opts_.stage_ranks[s], kLossTag));
+    for (auto& w : sent) w->wait();
+  } else {
+    comm_.recv(l, opts_.stage_ranks[k - 1], kLossTag)->wait();
+  }
+  return l.item();
+}
+
+Tensor Pipeline::forward(const Tensor& input) {
+  NoGradGuard no_grad;
+  int64_t batch = 0;
+  int m = 0;
+  Header first_in;
+  if (is_first()) {
+    EMBER_CHECK(input.defined() && input.dim() >= 1, "pipeline ", describe(),
+                ": forward needs the batch's input (a tensor with a batch dimension) on the first stage");
+    batch = input.size(0);
+  } else {
+    first_in = recv_header(stage_ - 1, kForwardTag);
+    batch = first_in.batch;
+  }
+  m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, std::max<int64_t>(batch, 1)));
+  if (batch == 0) m = 1;
+  step_micro_batches_ = m;
+  const std::vector<int64_t> sizes = batch == 0 ? std::vector<int64_t>{0} : micro_batch_sizes(batch, m);
+  std::vector<Tensor> outs;
+  int64_t offset = 0;
+  for (int i = 0; i < m; ++i) {
+    Tensor x;
+    if (is_first()) {
+      x = input.narrow(0, offset, sizes[i]);
+      offset += sizes[i];
+    } else {
+      Header h = i == 0 ? first_in : recv_header(stage_ - 1, kForwardTag);
+      check_header(h, stage_ - 1, "activation", i, m, batch);
+      x = recv_data(h, stage_ - 1, kForwardTag);
+    }
+    Tensor out = run_stage(x);
+    if (is_last())
+      outs.push_back(out);
+    else
+      send_tensor(out, stage_ + 1, kForwardTag, i, batch, false);
+  }
+  flush_sends();
+  return is_last() ? (outs.size() == 1 ? outs[0] : cat(outs, 0)) : Tensor();
+}
+
+}  // namespace ember::dist
