@@ -86,4 +86,8 @@ std::string describe(const char* op, const Tensor& t, const std::string& label, 
   return s;
 }
 
+std::unique_ptr<Communicator> Communicator::split(int, int) {
+  EMBER_FAIL(backend(), ": this backend cannot split its communicator into groups");
+}
+
 }  // namespace ember::dist

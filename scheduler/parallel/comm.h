@@ -94,6 +94,12 @@ class Communicator {
   virtual WorkPtr send(Tensor t, int dst, int tag = 0) = 0;
   virtual WorkPtr recv(Tensor t, int src, int tag = 0) = 0;
   virtual WorkPtr barrier(std::string label = {}) = 0;
+
+  // A communicator over some of this one's ranks (pipeline x data parallelism: the replicas of one
+  // stage): a collective every rank calls; ranks passing the same `color` (>= 0) form one group,
+  // ranked by `key`, ties by this communicator's rank. The result must not outlive this one.
+  // ember::Error on backends that cannot split.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
 };
 
 // Checks shared by the backends: defined, contiguous, on `device`, and a dtype `op` can reduce.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <future>
 #include <string>
 #include <vector>
@@ -74,14 +75,18 @@ constexpr int kStatusTag = 7;
 }  // namespace
 
 struct MpiCommunicator::Op {
-  enum Kind { AllReduce, Broadcast, AllGather, ReduceScatter, Send, Recv, Barrier } kind;
+  enum Kind { AllReduce, Broadcast, AllGather, ReduceScatter, Send, Recv, Barrier, Call } kind;
   Tensor a, b;  // a: the in-place / output tensor, b: the input where separate
   ReduceOp op = ReduceOp::Sum;
   int peer = 0, tag = 0;
   WorkPtr work;
   MPI_Request req = MPI_REQUEST_NULL;
   std::unique_ptr<ShmAllReduce::Job> shm;  // an all_reduce through shared memory instead of MPI
-  int64_t seq = -1;                        // collective sequence number (p2p: -1)
+  int64_t seq = -1;                        // collective sequence number of the world (p2p, groups: -1)
+  int group = -1;                          // index into State::groups; -1: the world
+  int group_size = 0;                      // the ranks it runs over (for Avg)
+  std::vector<int> watched;                // world ranks it cannot complete without (p2p, groups)
+  std::function<void()> call;              // Call: run on the communication thread
 };
 
 struct MpiCommunicator::State {
@@ -95,6 +100,12 @@ struct MpiCommunicator::State {
   MPI_Op half_sum = MPI_OP_NULL, half_max = MPI_OP_NULL, bf_sum = MPI_OP_NULL, bf_max = MPI_OP_NULL;
   std::vector<std::unique_ptr<Op>> active;
   int64_t launched = 0, completed = 0;
+  // Communicators split from the world (split()): their MPI communicator and members' world ranks.
+  struct Group {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<int> world_ranks;
+  };
+  std::deque<Group> groups;  // a deque: ops keep indices, split() appends while others run
   // peers
   struct Peer {
     Clock::time_point heard;
@@ -190,11 +201,13 @@ class Engine {
   void start(MpiCommunicator::Op& op) {
     op.work->mark_started();
     int rc = MPI_SUCCESS;
+    const MPI_Comm data = op.group >= 0 ? st_.groups[op.group].comm : st_.data;
+    const MPI_Comm p2p = op.group >= 0 ? st_.groups[op.group].comm : st_.p2p;
     void* a = op.a.defined() ? op.a.raw_data() : nullptr;
     void* b = op.b.defined() ? op.b.raw_data() : nullptr;
     switch (op.kind) {
       case MpiCommunicator::Op::AllReduce:
-        if (st_.shm) {
+        if (st_.shm && op.group < 0) {
           op.shm = std::make_unique<ShmAllReduce::Job>();
           op.shm->t = op.a;
           op.shm->op = op.op;
@@ -202,30 +215,36 @@ class Engine {
           break;
         }
         rc = MPI_Iallreduce(MPI_IN_PLACE, a, count_of(op.a), mpi_type(op.a.dtype()), mpi_op(st_, op.a.dtype(), op.op),
-                            st_.data, &op.req);
+                            data, &op.req);
         break;
       case MpiCommunicator::Op::Broadcast:
-        rc = MPI_Ibcast(a, count_of(op.a), mpi_type(op.a.dtype()), op.peer, st_.data, &op.req);
+        rc = MPI_Ibcast(a, count_of(op.a), mpi_type(op.a.dtype()), op.peer, data, &op.req);
         break;
       case MpiCommunicator::Op::AllGather:
-        rc = MPI_Iallgather(b, count_of(op.b), mpi_type(op.b.dtype()), a, count_of(op.b), mpi_type(op.a.dtype()),
-                            st_.data, &op.req);
+        rc = MPI_Iallgather(b, count_of(op.b), mpi_type(op.b.dtype()), a, count_of(op.b), mpi_type(op.a.dtype()), data,
+                            &op.req);
         break;
       case MpiCommunicator::Op::ReduceScatter:
         rc = MPI_Ireduce_scatter_block(b, a, count_of(op.a), mpi_type(op.a.dtype()), mpi_op(st_, op.a.dtype(), op.op),
-                                       st_.data, &op.req);
+                                       data, &op.req);
         break;
       case MpiCommunicator::Op::Send:
-        rc =
-            MPI_Isend(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, st_.p2p, &op.req);
+        rc = MPI_Isend(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, p2p, &op.req);
         break;
       case MpiCommunicator::Op::Recv:
-        rc =
-            MPI_Irecv(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, st_.p2p, &op.req);
+        rc = MPI_Irecv(a, static_cast<int>(op.a.numel() * op.a.itemsize()), MPI_BYTE, op.peer, op.tag, p2p, &op.req);
         break;
       case MpiCommunicator::Op::Barrier:
-        rc = MPI_Ibarrier(st_.data, &op.req);
+        rc = MPI_Ibarrier(data, &op.req);
         break;
+      case MpiCommunicator::Op::Call:  // blocking, on this thread (setup only: split())
+        try {
+          op.call();
+          op.work->finish();
+        } catch (...) {
+          op.work->finish(std::current_exception());
+        }
+        return;
     }
     if (rc != MPI_SUCCESS) {
       op.work->finish(std::make_exception_ptr(Error(op.work->what() + ": MPI failed to start it: " + mpi_error(rc))));
@@ -267,8 +286,9 @@ class Engine {
         continue;
       } else if (!op.work->completed()) {
         std::exception_ptr err;
-        if (op.kind == MpiCommunicator::Op::AllReduce && op.op == ReduceOp::Avg) divide(op.a, size_);
-        if (op.kind == MpiCommunicator::Op::ReduceScatter && op.op == ReduceOp::Avg) divide(op.a, size_);
+        const int n = op.group >= 0 ? op.group_size : size_;
+        if (op.kind == MpiCommunicator::Op::AllReduce && op.op == ReduceOp::Avg) divide(op.a, n);
+        if (op.kind == MpiCommunicator::Op::ReduceScatter && op.op == ReduceOp::Avg) divide(op.a, n);
         if (op.kind == MpiCommunicator::Op::Recv) {
           int got = 0;
           MPI_Get_count(&status, MPI_BYTE, &got);
@@ -382,18 +402,20 @@ class Engine {
         give_up(detail::concat("rank ", p, " shut its communicator down (its program ended or failed) without joining ",
                                "collective #", op->seq, " ", op->work->what()));
     }
-    // A transfer with one peer (a pipeline's activations) cannot complete once that peer has gone.
-    // A leaving rank has finished its own sends before it says so, but their data may still be on
-    // the way on another communicator than the heartbeat: give it a heartbeat's time to land.
+    // A transfer with one peer (a pipeline's activations) or a collective of a group cannot
+    // complete once one of the ranks it needs has gone. A leaving rank has finished its own sends
+    // before it says so, but their data may still be on the way on another communicator than the
+    // heartbeat: give it a heartbeat's time to land.
     for (const auto& a : st_.active) {
-      if (a->kind != MpiCommunicator::Op::Send && a->kind != MpiCommunicator::Op::Recv) continue;
-      const auto& peer = st_.peers[a->peer];
-      if (peer.gave_up)
-        give_up(detail::concat("rank ", a->peer, " gave up (it lost contact with another rank), so ", a->work->what(),
-                               " cannot complete"));
-      if (peer.left && seconds_since(peer.left_at) > o_.heartbeat_seconds)
-        give_up(detail::concat("rank ", a->peer, " shut its communicator down (its program ended or failed) while ",
-                               "this rank waits on ", a->work->what()));
+      for (int p : a->watched) {
+        const auto& peer = st_.peers[p];
+        if (peer.gave_up)
+          give_up(detail::concat("rank ", p, " gave up (it lost contact with another rank), so ", a->work->what(),
+                                 " cannot complete"));
+        if (peer.left && seconds_since(peer.left_at) > o_.heartbeat_seconds)
+          give_up(detail::concat("rank ", p, " shut its communicator down (its program ended or failed) while ",
+                                 "this rank waits on ", a->work->what()));
+      }
     }
     if (op && op->seq != st_.stall_reported && seconds_since(op->work->started()) > o_.stall_seconds) {
       bool someone_behind = false;
@@ -565,7 +587,8 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
         stop = st.stop;
       }
       for (auto& op : fresh) {
-        if (op->kind != Op::Send && op->kind != Op::Recv) op->seq = st.launched++;
+        if (op->kind != Op::Send && op->kind != Op::Recv && op->kind != Op::Call && op->group < 0)
+          op->seq = st.launched++;
         eng.start(*op);
         st.active.push_back(std::move(op));
       }
@@ -631,6 +654,7 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
     for (MPI_Op* o : {&st.half_sum, &st.half_max, &st.bf_sum, &st.bf_max}) MPI_Op_free(o);
     st.shm.reset();
     if (st.shm_win != MPI_WIN_NULL) MPI_Win_free(&st.shm_win);  // every rank is here: it is collective
+    for (auto& g : st.groups) MPI_Comm_free(&g.comm);
     for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p, &st.node}) MPI_Comm_free(c);
     MPI_Finalize();
   });
@@ -680,11 +704,6 @@ WorkPtr MpiCommunicator::enqueue(std::unique_ptr<Op> op) {
   return w;
 }
 
-void MpiCommunicator::check_peer(int peer, const char* what) const {
-  EMBER_CHECK(peer >= 0 && peer < size_ && peer != rank_, what, ": expected another rank in [0, ", size_,
-              ") (not this rank, ", rank_, "), got ", peer);
-}
-
 namespace {
 void check_count(const Tensor& t, const char* what) {
   EMBER_CHECK(t.numel() <= INT_MAX / 8, what, ": ", t.numel(), " elements is more than one MPI call moves (",
@@ -698,84 +717,213 @@ std::unique_ptr<MpiCommunicator::Op> make_op(MpiCommunicator::Op::Kind k, std::s
 }
 }  // namespace
 
-WorkPtr MpiCommunicator::all_reduce(Tensor t, ReduceOp op, std::string label) {
+// The world and the groups split from it issue operations through the same builders: `v` says
+// which ranks an operation runs over (and, for a group, which world ranks it cannot do without).
+struct MpiView {
+  int rank, size;
+  int group;                            // -1: the world
+  const std::vector<int>* world_ranks;  // a group's members, by group rank
+};
+
+namespace {
+
+std::unique_ptr<MpiCommunicator::Op> in_view(std::unique_ptr<MpiCommunicator::Op> o, const MpiView& v) {
+  if (v.group >= 0) {
+    o->group = v.group;
+    o->group_size = v.size;
+    if (o->kind == MpiCommunicator::Op::Send || o->kind == MpiCommunicator::Op::Recv) {
+      o->watched = {(*v.world_ranks)[o->peer]};
+    } else {
+      for (int r = 0; r < v.size; ++r)
+        if (r != v.rank) o->watched.push_back((*v.world_ranks)[r]);
+    }
+  } else if (o->kind == MpiCommunicator::Op::Send || o->kind == MpiCommunicator::Op::Recv) {
+    o->watched = {o->peer};
+  }
+  return o;
+}
+
+void check_peer_in(const MpiView& v, int peer, const char* what) {
+  EMBER_CHECK(peer >= 0 && peer < v.size && peer != v.rank, what, ": expected another rank in [0, ", v.size,
+              ") (not this rank, ", v.rank, "), got ", peer);
+}
+
+std::unique_ptr<MpiCommunicator::Op> all_reduce_op(const MpiView& v, Tensor t, ReduceOp op, const std::string& label) {
   check_tensor(t, "all_reduce", Device::cpu());
   check_reducible(t, op, "all_reduce");
   check_count(t, "all_reduce");
-  auto o = make_op(Op::AllReduce, describe("all_reduce", t, label, reduce_op_name(op)));
+  auto o = make_op(MpiCommunicator::Op::AllReduce, describe("all_reduce", t, label, reduce_op_name(op)));
   o->a = t;
   o->op = op;
-  return enqueue(std::move(o));
+  return in_view(std::move(o), v);
 }
 
-WorkPtr MpiCommunicator::broadcast(Tensor t, int root, std::string label) {
+std::unique_ptr<MpiCommunicator::Op> broadcast_op(const MpiView& v, Tensor t, int root, const std::string& label) {
   check_tensor(t, "broadcast", Device::cpu());
   check_count(t, "broadcast");
-  EMBER_CHECK(root >= 0 && root < size_, "broadcast: root must be a rank in [0, ", size_, "), got ", root);
-  auto o = make_op(Op::Broadcast, describe("broadcast", t, label, ("from " + std::to_string(root)).c_str()));
+  EMBER_CHECK(root >= 0 && root < v.size, "broadcast: root must be a rank in [0, ", v.size, "), got ", root);
+  auto o = make_op(MpiCommunicator::Op::Broadcast,
+                   describe("broadcast", t, label, ("from " + std::to_string(root)).c_str()));
   o->a = t;
   o->peer = root;
-  return enqueue(std::move(o));
+  return in_view(std::move(o), v);
 }
 
-WorkPtr MpiCommunicator::all_gather(Tensor out, Tensor in, std::string label) {
+std::unique_ptr<MpiCommunicator::Op> all_gather_op(const MpiView& v, Tensor out, Tensor in, const std::string& label) {
   check_tensor(out, "all_gather output", Device::cpu());
   check_tensor(in, "all_gather input", Device::cpu());
   check_count(out, "all_gather");
   EMBER_CHECK(out.dtype() == in.dtype(), "all_gather: output dtype ", dtype_name(out.dtype()),
               " differs from input dtype ", dtype_name(in.dtype()));
-  EMBER_CHECK(out.numel() == in.numel() * size_,
-              "all_gather: the output needs size() * input elements = ", in.numel() * size_, ", got ", out.numel());
-  auto o = make_op(Op::AllGather, describe("all_gather", in, label));
+  EMBER_CHECK(out.numel() == in.numel() * v.size,
+              "all_gather: the output needs size() * input elements = ", in.numel() * v.size, ", got ", out.numel());
+  auto o = make_op(MpiCommunicator::Op::AllGather, describe("all_gather", in, label));
   o->a = out;
   o->b = in;
-  return enqueue(std::move(o));
+  return in_view(std::move(o), v);
 }
 
-WorkPtr MpiCommunicator::reduce_scatter(Tensor out, Tensor in, ReduceOp op, std::string label) {
+std::unique_ptr<MpiCommunicator::Op> reduce_scatter_op(const MpiView& v, Tensor out, Tensor in, ReduceOp op,
+                                                       const std::string& label) {
   check_tensor(out, "reduce_scatter output", Device::cpu());
   check_tensor(in, "reduce_scatter input", Device::cpu());
   check_reducible(in, op, "reduce_scatter");
   check_count(in, "reduce_scatter");
   EMBER_CHECK(out.dtype() == in.dtype(), "reduce_scatter: output dtype ", dtype_name(out.dtype()),
               " differs from input dtype ", dtype_name(in.dtype()));
-  EMBER_CHECK(in.numel() == out.numel() * size_,
-              "reduce_scatter: the input needs size() * output elements = ", out.numel() * size_, ", got ", in.numel());
+  EMBER_CHECK(in.numel() == out.numel() * v.size,
+              "reduce_scatter: the input needs size() * output elements = ", out.numel() * v.size, ", got ",
+              in.numel());
   EMBER_CHECK(!out.storage() || !in.storage() || out.storage() != in.storage(),
               "reduce_scatter: input and output must not share memory");
-  auto o = make_op(Op::ReduceScatter, describe("reduce_scatter", in, label, reduce_op_name(op)));
+  auto o = make_op(MpiCommunicator::Op::ReduceScatter, describe("reduce_scatter", in, label, reduce_op_name(op)));
   o->a = out;
   o->b = in;
   o->op = op;
-  return enqueue(std::move(o));
+  return in_view(std::move(o), v);
 }
 
+std::unique_ptr<MpiCommunicator::Op> p2p_op(const MpiView& v, MpiCommunicator::Op::Kind kind, Tensor t, int peer,
+                                            int tag) {
+  const char* what = kind == MpiCommunicator::Op::Send ? "send" : "recv";
+  check_tensor(t, what, Device::cpu());
+  check_count(t, what);
+  check_peer_in(v, peer, what);
+  EMBER_CHECK(tag >= 0 && tag < 32767, what, ": tag must be in [0, 32767), got ", tag);
+  auto o = make_op(
+      kind,
+      describe(what, t, "", ((kind == MpiCommunicator::Op::Send ? "to " : "from ") + std::to_string(peer)).c_str()));
+  o->a = t;
+  o->peer = peer;
+  o->tag = tag;
+  return in_view(std::move(o), v);
+}
+
+}  // namespace
+
+MpiView MpiCommunicator::world_view() const {
+  return {rank_, size_, -1, nullptr};
+}
+
+WorkPtr MpiCommunicator::all_reduce(Tensor t, ReduceOp op, std::string label) {
+  return enqueue(all_reduce_op(world_view(), std::move(t), op, label));
+}
+WorkPtr MpiCommunicator::broadcast(Tensor t, int root, std::string label) {
+  return enqueue(broadcast_op(world_view(), std::move(t), root, label));
+}
+WorkPtr MpiCommunicator::all_gather(Tensor out, Tensor in, std::string label) {
+  return enqueue(all_gather_op(world_view(), std::move(out), std::move(in), label));
+}
+WorkPtr MpiCommunicator::reduce_scatter(Tensor out, Tensor in, ReduceOp op, std::string label) {
+  return enqueue(reduce_scatter_op(world_view(), std::move(out), std::move(in), op, label));
+}
 WorkPtr MpiCommunicator::send(Tensor t, int dst, int tag) {
-  check_tensor(t, "send", Device::cpu());
-  check_count(t, "send");
-  check_peer(dst, "send");
-  EMBER_CHECK(tag >= 0 && tag < 32767, "send: tag must be in [0, 32767), got ", tag);
-  auto o = make_op(Op::Send, describe("send", t, "", ("to " + std::to_string(dst)).c_str()));
-  o->a = t;
-  o->peer = dst;
-  o->tag = tag;
-  return enqueue(std::move(o));
+  return enqueue(p2p_op(world_view(), Op::Send, std::move(t), dst, tag));
 }
-
 WorkPtr MpiCommunicator::recv(Tensor t, int src, int tag) {
-  check_tensor(t, "recv", Device::cpu());
-  check_count(t, "recv");
-  check_peer(src, "recv");
-  EMBER_CHECK(tag >= 0 && tag < 32767, "recv: tag must be in [0, 32767), got ", tag);
-  auto o = make_op(Op::Recv, describe("recv", t, "", ("from " + std::to_string(src)).c_str()));
-  o->a = t;
-  o->peer = src;
-  o->tag = tag;
-  return enqueue(std::move(o));
+  return enqueue(p2p_op(world_view(), Op::Recv, std::move(t), src, tag));
 }
-
 WorkPtr MpiCommunicator::barrier(std::string label) {
   return enqueue(make_op(Op::Barrier, describe("barrier", Tensor(), label)));
+}
+
+// A communicator over some of the world's ranks. Its operations go through the world's
+// communication thread on their own MPI communicator; its collectives are not part of the world's
+// collective sequence (the other groups do not see them), so stall reports do not cover them, but
+// a member that dies or leaves still ends the wait.
+class MpiGroupCommunicator final : public Communicator {
+ public:
+  MpiGroupCommunicator(MpiCommunicator& world, int group, int rank, std::vector<int> world_ranks)
+      : world_(world), group_(group), rank_(rank), world_ranks_(std::move(world_ranks)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(world_ranks_.size()); }
+  int local_rank() const override { return world_.local_rank(); }
+  int local_size() const override { return world_.local_size(); }
+  std::string backend() const override { return "mpi"; }
+
+  WorkPtr all_reduce(Tensor t, ReduceOp op, std::string label) override {
+    return world_.enqueue(all_reduce_op(view(), std::move(t), op, label));
+  }
+  WorkPtr broadcast(Tensor t, int root, std::string label) override {
+    return world_.enqueue(broadcast_op(view(), std::move(t), root, label));
+  }
+  WorkPtr all_gather(Tensor out, Tensor in, std::string label) override {
+    return world_.enqueue(all_gather_op(view(), std::move(out), std::move(in), label));
+  }
+  WorkPtr reduce_scatter(Tensor out, Tensor in, ReduceOp op, std::string label) override {
+    return world_.enqueue(reduce_scatter_op(view(), std::move(out), std::move(in), op, label));
+  }
+  WorkPtr send(Tensor t, int dst, int tag) override {
+    return world_.enqueue(p2p_op(view(), MpiCommunicator::Op::Send, std::move(t), dst, tag));
+  }
+  WorkPtr recv(Tensor t, int src, int tag) override {
+    return world_.enqueue(p2p_op(view(), MpiCommunicator::Op::Recv, std::move(t), src, tag));
+  }
+  WorkPtr barrier(std::string label) override {
+    return world_.enqueue(in_view(make_op(MpiCommunicator::Op::Barrier, describe("barrier", Tensor(), label)), view()));
+  }
+  std::unique_ptr<Communicator> split(int, int) override {
+    EMBER_FAIL("split: split the world communicator, not a group split from it");
+  }
+
+ private:
+  MpiView view() const { return {rank_, size(), group_, &world_ranks_}; }
+  MpiCommunicator& world_;
+  int group_, rank_;
+  std::vector<int> world_ranks_;
+};
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  EMBER_CHECK(color >= 0, "split: expected a colour >= 0, got ", color);
+  struct Result {
+    int group = -1, rank = 0;
+    std::vector<int> world_ranks;
+  };
+  auto res = std::make_shared<Result>();
+  State* st = st_.get();
+  auto o = make_op(Op::Call, detail::concat("split (colour ", color, ", key ", key, ")"));
+  o->call = [st, res, color, key] {
+    MPI_Comm c = MPI_COMM_NULL;
+    EMBER_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &c) == MPI_SUCCESS, "split: MPI_Comm_split failed");
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int n = 0;
+    MPI_Comm_rank(c, &res->rank);
+    MPI_Comm_size(c, &n);
+    MPI_Group world_group, group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Comm_group(c, &group);
+    std::vector<int> in(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = i;
+    res->world_ranks.resize(static_cast<size_t>(n));
+    MPI_Group_translate_ranks(group, n, in.data(), world_group, res->world_ranks.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    st->groups.push_back({c, res->world_ranks});
+    res->group = static_cast<int>(st->groups.size()) - 1;
+  };
+  enqueue(std::move(o))->wait();
+  return std::make_unique<MpiGroupCommunicator>(*this, res->group, res->rank, std::move(res->world_ranks));
 }
 
 }  // namespace ember::dist

@@ -22,6 +22,8 @@
 
 namespace ember::dist {
 
+struct MpiView;  // the ranks an operation runs over (comm_mpi.cpp)
+
 // Exit status of a rank that gives up because another rank died or left (EX_PROTOCOL).
 inline constexpr int kPeerLostExit = 76;
 
@@ -72,13 +74,18 @@ class MpiCommunicator final : public Communicator {
   WorkPtr send(Tensor t, int dst, int tag = 0) override;
   WorkPtr recv(Tensor t, int src, int tag = 0) override;
   WorkPtr barrier(std::string label = {}) override;
+  // A collective of the whole world, on every rank (blocking, while setting a job up): the ranks
+  // with the same `color` form one group, ranked by `key` (ties by world rank). The group's
+  // communicator runs on this one's thread and must not outlive it.
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
   struct Op;  // one queued operation (comm_mpi.cpp)
   struct State;
 
  private:
+  friend class MpiGroupCommunicator;
+  MpiView world_view() const;
   WorkPtr enqueue(std::unique_ptr<Op> op);
-  void check_peer(int peer, const char* what) const;
   void open_shared_memory();  // on the communication thread, while MPI starts
 
   MpiOptions opts_;

@@ -63,4 +63,9 @@ WorkPtr SelfCommunicator::barrier(std::string label) {
   return done(describe("barrier", Tensor(), label));
 }
 
+std::unique_ptr<Communicator> SelfCommunicator::split(int color, int) {
+  EMBER_CHECK(color >= 0, "split: expected a colour >= 0, got ", color);
+  return std::make_unique<SelfCommunicator>(device_);
+}
+
 }  // namespace ember::dist

@@ -79,7 +79,19 @@ Pipeline::Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communica
   std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> mine;
   for (int i = first; i < end; ++i) mine.emplace_back(children[i].first, model_.items()[i]);
   stage_module_ = std::make_shared<nn::Sequential>(std::move(mine));
+  if (opts_.data_parallel && opts_.data_parallel->size() > 1) {
+    bool trainable = false;
+    for (const Tensor& p : stage_module_->parameters()) trainable |= p.requires_grad();
+    // A stage without parameters (a pooling layer alone) has nothing to average.
+    if (trainable) {
+      DdpOptions d = opts_.ddp;
+      d.buffer_sync = BufferSync::None;
+      ddp_ = std::make_unique<DistributedDataParallel>(*stage_module_, *opts_.data_parallel, d);
+    }
+  }
 }
+
+Pipeline::~Pipeline() = default;
 
 std::string Pipeline::describe() const {
   const int layers = static_cast<int>(model_.size());
@@ -293,8 +305,12 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
       }
       mb.output = is_last() ? mul(loss(out, mb.target), mb.weight) : out;
     }
+    // The replicas average the step's accumulated gradients during the last backward.
+    const bool sync = ddp_ && i == m - 1 && mb.output.defined() && mb.output.requires_grad();
     try {
+      if (sync) ddp_->prepare_for_backward({mb.output});
       if (mb.output.defined() && mb.output.requires_grad()) mb.output.backward(grad_out);
+      if (sync) ddp_->synchronize();
     } catch (const Error& e) {
       throw Error("pipeline " + describe() + ": backward of micro-batch " + std::to_string(i) + ": " + e.what());
     }

@@ -26,6 +26,7 @@
 
 #include "layers/container.h"
 #include "scheduler/parallel/comm.h"
+#include "scheduler/parallel/ddp.h"
 #include "scheduler/parallel/pipeline_schedule.h"
 
 namespace ember::dist {
@@ -42,6 +43,12 @@ struct PipelineOptions {
   // communicator. With several pipelines in one job (pipeline x data parallelism), each replica
   // passes its own ranks.
   std::vector<int> stage_ranks;
+  // The replicas of this stage (pipeline_grid.h): their gradients are averaged over it during the
+  // last micro-batch's backward, as DistributedDataParallel does (overlapped, in buckets). Must
+  // outlive the pipeline. Buffers are not synchronised across replicas (batch-norm statistics stay
+  // each replica's own).
+  Communicator* data_parallel = nullptr;
+  DdpOptions ddp;
 };
 
 // What the last step did on this stage.
@@ -60,6 +67,9 @@ class Pipeline {
   // below model.size(); their count is the stage count, which must equal stage_ranks' (or the
   // communicator's size). `model` and `comm` must outlive the pipeline.
   Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communicator& comm, PipelineOptions opts = {});
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
 
   int stage() const { return stage_; }
   int stages() const { return static_cast<int>(boundaries_.size()); }
@@ -102,6 +112,7 @@ class Pipeline {
   int stage_ = 0;
   int step_micro_batches_ = 1;  // this step's (the batch may be smaller than options().micro_batches)
   std::shared_ptr<nn::Sequential> stage_module_;
+  std::unique_ptr<DistributedDataParallel> ddp_;           // over options().data_parallel
   std::vector<std::pair<WorkPtr, Tensor>> pending_sends_;  // tensors kept alive until sent
   PipelineStepStats stats_;
 };

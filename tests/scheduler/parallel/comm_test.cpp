@@ -167,6 +167,43 @@ TEST(MpiComm, ManyInFlightWaitedInReverse) {
   }
 }
 
+// Even and odd world ranks form two groups, ranked in reverse: each group's collectives and
+// point-to-point transfers stay inside it, interleaved with the world's.
+TEST(MpiComm, SplitGroupsCommunicateAmongThemselves) {
+  const int k = comm().size(), r = comm().rank();
+  auto g = comm().split(r % 2, -r);
+  std::vector<int> members;
+  for (int q = 0; q < k; ++q)
+    if (q % 2 == r % 2) members.push_back(q);
+  ASSERT_EQ(g->size(), static_cast<int>(members.size()));
+  EXPECT_EQ(g->rank(), static_cast<int>(members.size()) - 1 - r / 2);  // key -r: the highest world rank first
+  Tensor mine = full({5}, r, {.dtype = DType::Float64});
+  Tensor world = full({5}, r, {.dtype = DType::Float64});
+  auto gw = g->all_reduce(mine, ReduceOp::Avg, "group");
+  auto ww = comm().all_reduce(world, ReduceOp::Sum, "world");
+  gw->wait();
+  ww->wait();
+  double sum = 0;
+  for (int q : members) sum += q;
+  EXPECT_EQ(mine.to_vector<double>()[4], sum / static_cast<double>(members.size()));
+  EXPECT_EQ(world.to_vector<double>()[4], k * (k - 1) / 2.0);
+  Tensor b = full({3}, r, {.dtype = DType::Int64});
+  g->broadcast(b, 0, "group root")->wait();
+  EXPECT_EQ(b.to_vector<int64_t>()[0], members.back());  // group rank 0 is the highest world rank
+  if (g->size() > 1) {                                   // a ring inside the group, in group ranks
+    const int n = g->size(), gr = g->rank();
+    Tensor in = empty({4}, {.dtype = DType::Float32});
+    auto rw = g->recv(in, (gr + n - 1) % n, 5);
+    g->send(full({4}, r, {.dtype = DType::Float32}), (gr + 1) % n, 5)->wait();
+    rw->wait();
+    EXPECT_EQ(in.to_vector<float>()[0], members[members.size() - 1 - static_cast<size_t>((gr + n - 1) % n)]);
+  }
+  g->barrier("group barrier")->wait();
+  EXPECT_TRUE(test_util::has(test_util::error_of([&] { g->send(mine, g->rank(), 0); }), "expected another rank"));
+  EXPECT_TRUE(test_util::has(test_util::error_of([&] { g->split(0, 0); }), "split the world communicator"));
+  EXPECT_TRUE(test_util::has(test_util::error_of([&] { comm().split(-1, 0); }), "expected a colour >= 0"));
+}
+
 TEST(MpiComm, ArgumentErrors) {
   Tensor i32 = zeros({4}, {.dtype = DType::Int32});
   expect_error([&] { comm().all_reduce(i32, ReduceOp::Avg); }, "all_reduce", "floating-point");

@@ -23,6 +23,13 @@ foreach(np 2 3)
                    ${MPIEXEC_EXECUTABLE} -np ${np} --oversubscribe $<TARGET_FILE:ember_parallel_tests>)
   set_tests_properties(dist.mpi_np${np} PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+# Pipeline x data parallelism needs four ranks for its 2 x 2 arrangement (oversubscribed on two
+# cores: the models are tiny).
+add_test(NAME dist.mpi_np4_pipeline
+         COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
+                 ${MPIEXEC_EXECUTABLE} -np 4 --oversubscribe $<TARGET_FILE:ember_parallel_tests>
+                 --gtest_filter=Pipeline*:MpiComm.Split*)
+set_tests_properties(dist.mpi_np4_pipeline PROPERTIES LABELS "dist;scheduler" TIMEOUT 300 PROCESSORS 2)
 # all_reduce runs through shared memory on one node (above). Again on MPI alone, and through slots
 # of 128 bytes, so that every tensor but the smallest takes many rounds.
 add_test(NAME dist.mpi_np2_without_shared_memory

@@ -11,6 +11,7 @@
 #include "core/autograd/grad_mode.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
+#include "scheduler/parallel/pipeline_grid.h"
 
 using namespace ember;
 using namespace ember::dist;
@@ -273,4 +274,34 @@ TEST(Pipeline, OneStageIsGradientAccumulation) {
     auto ga = pa[i].grad().to_vector<double>(), gb = pb[i].grad().to_vector<double>();
     for (size_t j = 0; j < ga.size(); ++j) EXPECT_NEAR(ga[j], gb[j], 1e-12);
   }
+}
+
+// Pipeline x data parallelism: every way of arranging this job's ranks as stages x replicas (2 x 2
+// on four ranks) trains like one process on the global batch, each replica taking its rows.
+TEST(PipelineGrid, StagesTimesReplicasTrainLikeOneProcess) {
+  const int n = comm().size();
+  for (int stages = 1; stages <= n; ++stages) {
+    if (n % stages) continue;
+    PipelineGrid grid = make_pipeline_grid(comm(), stages);
+    ASSERT_EQ(grid.stages * grid.replicas, n);
+    ASSERT_EQ(grid.stage_ranks.at(grid.stage), comm().rank()) << grid.describe();
+    auto model = mlp(17), ref = mlp(17);
+    Pipeline pipe(*model, even_boundaries(7, stages), comm(),
+                  {.micro_batches = 3, .stage_ranks = grid.stage_ranks, .data_parallel = grid.replicas_comm.get()});
+    optim::SGD opt(pipe.parameters(), {.lr = 0.1, .momentum = 0.9});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.1, .momentum = 0.9});
+    const int64_t global = 12, rows = global / grid.replicas;
+    for (int s = 0; s < 3; ++s) {
+      Batch b = batch_of({global, 6}, 5, 70 + static_cast<uint64_t>(s));
+      Tensor x = b.x.narrow(0, grid.replica * rows, rows), y = b.y.narrow(0, grid.replica * rows, rows);
+      opt.zero_grad();
+      pipe.train_step(x, y, loss_fn);
+      opt.step();
+      ref_opt.zero_grad();
+      loss_fn(ref->forward(b.x), b.y).backward();
+      ref_opt.step();
+    }
+    EXPECT_LT(stage_diff(pipe, *ref), 1e-10) << grid.describe();
+  }
+  EXPECT_TRUE(has(error_of([&] { make_pipeline_grid(comm(), n + 1); }), "stages do not divide"));
 }
