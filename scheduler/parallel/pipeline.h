@@ -79,6 +79,11 @@ class Pipeline {
   // This rank's layers, under the names they have in the whole model ("3.weight"), so that the
   // stages' state dicts together are the whole model's.
   nn::Sequential& stage_module() { return *stage_module_; }
+  // The whole model (every rank holds all of it; only this stage's layers are trained here).
+  nn::Sequential& model() { return model_; }
+  Communicator& comm() { return comm_; }
+  // True on the replica whose stages speak for the job (the only one without data parallelism).
+  bool first_replica() const { return !opts_.data_parallel || opts_.data_parallel->rank() == 0; }
   std::vector<Tensor> parameters() const { return stage_module_->parameters(); }
   // "stage 1 of 2 (rank 1, layers 4-7: Linear..ReLU)"
   std::string describe() const;
