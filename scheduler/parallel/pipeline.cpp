@@ -197,7 +197,7 @@ void Pipeline::check_header(const Header& h, int from_stage, const char* what, i
               "'s was expected");
 }
 
-double Pipeline::train_step(const Tensor& input, const Tensor& target, const LossFn& loss) {
+double Pipeline::train_step(const Tensor& input, const Tensor& target, const LossFn& loss, const MetricFn& metrics) {
   EMBER_CHECK(loss || !is_last(), "pipeline ", describe(), ": train_step needs a loss function on the last stage");
   stats_ = {};
   Allocator* alloc = get_allocator(comm_.device());
@@ -266,6 +266,14 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
     if (is_last()) {
       Tensor l = loss(out, mb.target);
       loss_sum += l.item() * mb.weight;
+      if (metrics) {
+        NoGradGuard no_grad;
+        const std::vector<double> v = metrics(out, mb.target);
+        EMBER_CHECK(static_cast<int>(v.size()) <= kMaxMetrics, "pipeline ", describe(), ": at most ", kMaxMetrics,
+                    " metrics, got ", v.size());
+        if (stats_.metrics.size() < v.size()) stats_.metrics.resize(v.size(), 0.0);
+        for (size_t j = 0; j < v.size(); ++j) stats_.metrics[j] += v[j];
+      }
       if (!opts_.recompute) mb.output = mul(l, mb.weight);
     } else {
       if (!opts_.recompute) mb.output = out;
@@ -334,17 +342,26 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
   flush_sends();
   stats_.peak_bytes = alloc->stats().peak - bytes_at_start;
 
-  // Every stage returns the loss, which only the last one computed.
-  Tensor l = empty({1}, {.dtype = DType::Float64, .device = comm_.device()});
+  // Every stage returns the loss and the metrics, which only the last one computed: [loss, the
+  // number of metrics, the metrics].
+  Tensor l = zeros({2 + kMaxMetrics}, {.dtype = DType::Float64});
   if (is_last()) {
-    l.fill_(loss_sum);
+    double* p = l.data_ptr<double>();
+    p[0] = loss_sum;
+    p[1] = static_cast<double>(stats_.metrics.size());
+    for (size_t j = 0; j < stats_.metrics.size(); ++j) p[2 + j] = stats_.metrics[j];
+  }
+  if (comm_.device() != l.device()) l = l.to(comm_.device());
+  if (is_last()) {
     std::vector<WorkPtr> sent;
     for (int s = 0; s + 1 < k; ++s) sent.push_back(comm_.send(l, opts_.stage_ranks[s], kLossTag));
     for (auto& w : sent) w->wait();
   } else {
     comm_.recv(l, opts_.stage_ranks[k - 1], kLossTag)->wait();
+    const std::vector<double> v = l.to(Device::cpu()).to_vector<double>();
+    stats_.metrics.assign(v.begin() + 2, v.begin() + 2 + static_cast<int64_t>(v[1]));
   }
-  return l.item();
+  return l.to(Device::cpu()).to_vector<double>()[0];
 }
 
 Tensor Pipeline::forward(const Tensor& input) {

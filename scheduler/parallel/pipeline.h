@@ -53,15 +53,20 @@ struct PipelineOptions {
 
 // What the last step did on this stage.
 struct PipelineStepStats {
-  int max_in_flight = 0;       // most micro-batches whose activations were held at once
-  int64_t peak_bytes = 0;      // the CPU allocator's peak during the step, above its start
-  double compute_seconds = 0;  // in this stage's forward and backward passes
-  double wait_seconds = 0;     // blocked on a neighbour's activations or gradients
+  int max_in_flight = 0;        // most micro-batches whose activations were held at once
+  int64_t peak_bytes = 0;       // the CPU allocator's peak during the step, above its start
+  double compute_seconds = 0;   // in this stage's forward and backward passes
+  double wait_seconds = 0;      // blocked on a neighbour's activations or gradients
+  std::vector<double> metrics;  // train_step's metrics, summed over the micro-batches
 };
 
 class Pipeline {
  public:
   using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
+  // Numbers the last stage computes from each micro-batch's output (a classifier's correct count),
+  // summed over the step and sent with the loss to every stage (at most kMaxMetrics).
+  using MetricFn = std::function<std::vector<double>(const Tensor& output, const Tensor& target)>;
+  static constexpr int kMaxMetrics = 8;
 
   // `boundaries`: the first layer of each stage; boundaries[0] == 0, strictly increasing, all
   // below model.size(); their count is the stage count, which must equal stage_ranks' (or the
@@ -90,8 +95,9 @@ class Pipeline {
 
   // Forward and backward of one step over a global batch: `input` [N, ...] is read on the first
   // stage, `target` (N rows) on the last; other stages may pass undefined tensors. Returns the
-  // batch's mean loss on every stage. Parameters' gradients accumulate (zero them as usual).
-  double train_step(const Tensor& input, const Tensor& target, const LossFn& loss);
+  // batch's mean loss on every stage, and `metrics`' sums in last_step().metrics. Parameters'
+  // gradients accumulate (zero them as usual).
+  double train_step(const Tensor& input, const Tensor& target, const LossFn& loss, const MetricFn& metrics = {});
   // Forward without gradients: the model's output for `input` on the last stage (its micro-batches
   // concatenated along dim 0), undefined on the others.
   Tensor forward(const Tensor& input);

@@ -305,3 +305,20 @@ TEST(PipelineGrid, StagesTimesReplicasTrainLikeOneProcess) {
   }
   EXPECT_TRUE(has(error_of([&] { make_pipeline_grid(comm(), n + 1); }), "stages do not divide"));
 }
+
+// A classifier's correct count, computed on the last stage per micro-batch, reaches every stage.
+TEST(Pipeline, MetricsReachEveryStage) {
+  auto model = mlp(18), ref = mlp(18);
+  Pipeline pipe(*model, even_boundaries(7, comm().size()), comm(), {.micro_batches = 4});
+  Batch b = batch_of({10, 6}, 5, 8);
+  auto correct = [](const Tensor& out, const Tensor& y) {
+    return std::vector<double>{static_cast<double>(sum(eq(argmax(out, 1), y)).item<int64_t>()),
+                               static_cast<double>(y.numel())};
+  };
+  pipe.train_step(b.x, b.y, loss_fn, correct);
+  NoGradGuard g;
+  const double want = static_cast<double>(sum(eq(argmax(ref->forward(b.x), 1), b.y)).item<int64_t>());
+  ASSERT_EQ(pipe.last_step().metrics.size(), 2u);
+  EXPECT_EQ(pipe.last_step().metrics[0], want);
+  EXPECT_EQ(pipe.last_step().metrics[1], 10.0);
+}
