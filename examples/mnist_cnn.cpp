@@ -6,8 +6,9 @@
 // With --data-parallel it is one rank of a data-parallel job started by `mpirun -np N` or
 // `ember launch -n N`: every rank takes its share of each global batch, gradients are averaged
 // across ranks while backward runs (scheduler/parallel/data_parallel.h), and rank 0 prints and
-// writes the model. The loop itself (epochs, progress, checkpoints, signals) is
-// examples/common/trainer.h; this file says what is trained, on what, and what one step does.
+// writes the model. With --pipeline K the model is cut into K stages instead, N/K replicas of the
+// pipeline splitting each batch (scheduler/parallel/pipeline.h). The loop itself (epochs, progress, checkpoints,
+// signals) is examples/common/trainer.h; this file says what is trained, on what, and what one step does.
 #include "models/mnist_cnn.h"
 
 #include <cstdio>
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
     models::MnistCnn net;
     net.to(dev);
     job.wrap(net, cf.batch_size, static_cast<uint64_t>(cf.seed));  // no-op in one process
-    optim::Adam opt(net.parameters(), {.lr = cf.lr});
+    optim::Adam opt(job.parameters(net), {.lr = cf.lr});           // a pipeline stage: its layers'
     data::DataLoader loader(train_set, job.loader_options({.batch_size = cf.batch_size,
                                                            .shuffle = true,
                                                            .workers = static_cast<int>(cf.workers),
@@ -74,7 +75,9 @@ int main(int argc, char** argv) {
       examples::classifier_summary(e, acc, loss, trainer.log());
     };
     auto write_model = [&] {
-      if (cf.checkpoint_dir.empty() || !job.chatty()) return;
+      if (cf.checkpoint_dir.empty()) return;
+      job.gather_model();  // a pipeline's stages into rank 0's model
+      if (!job.chatty()) return;
       const std::string file = (std::filesystem::path(cf.checkpoint_dir) / "mnist_cnn.ckpt").string();
       save(net, file);
       std::printf("Model written to %s\n", file.c_str());

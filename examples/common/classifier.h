@@ -31,12 +31,20 @@ inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data
                                                      int64_t batch = 256, ParallelJob* job = nullptr) {
   NoGradGuard ng;
   net.eval();
-  const int world = job ? job->size() : 1;
+  const int world = job ? job->shards() : 1;
   data::DataLoader loader(
-      ds, {.batch_size = batch * world, .shuffle = false, .rank = job ? job->rank() : 0, .world_size = world});
+      ds, {.batch_size = batch * world, .shuffle = false, .rank = job ? job->shard() : 0, .world_size = world});
   double correct = 0, total = 0, loss_sum = 0;
   for (auto& [x, y] : loader) {
-    Tensor logits = net(x.to(dev)), yd = y.to(dev);
+    Tensor logits;
+#ifdef EMBER_HAVE_DIST
+    if (job && job->pipeline()) {  // the logits exist on the last stage only; the others add zeros
+      logits = job->pipeline()->forward(x.to(dev));
+      if (!logits.defined()) continue;
+    }
+#endif
+    if (!logits.defined()) logits = net(x.to(dev));
+    Tensor yd = y.to(dev);
     loss_sum += cross_entropy(logits, yd, {.reduction = Reduction::Sum}).item();
     correct += static_cast<double>(sum(eq(argmax(logits, 1), yd)).item<int64_t>());
     total += static_cast<double>(y.numel());
@@ -53,13 +61,28 @@ inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data
 // cross-entropy, backward, the optimizer's step; the running sums are loss_sum, correct, seen.
 inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
                                   const Tensor& y, RunningSums& sums) {
+  const double n = static_cast<double>(y.numel());
+#ifdef EMBER_HAVE_DIST
+  if (job && job->pipeline()) {  // the loss and the correct count come from the last stage
+    opt.zero_grad();
+    const double loss = job->pipeline()->train_step(
+        x.to(dev), y.to(dev), [](const Tensor& logits, const Tensor& t) { return cross_entropy(logits, t); },
+        [](const Tensor& logits, const Tensor& t) {
+          return std::vector<double>{static_cast<double>(sum(eq(argmax(logits, 1), t)).item<int64_t>())};
+        });
+    opt.step();
+    sums["loss_sum"] += loss * n;
+    sums["correct"] += job->pipeline()->last_step().metrics.at(0);
+    sums["seen"] += n;
+    return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
+  }
+#endif
   Tensor yd = y.to(dev), logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
   // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
   Tensor loss = job ? job->weight(cross_entropy(logits, yd)) : cross_entropy(logits, yd);
   opt.zero_grad();
   loss.backward();
   opt.step();
-  const double n = static_cast<double>(y.numel());
   sums["loss_sum"] += loss.item() / (job ? job->loss_weight() : 1.0) * n;
   sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
   sums["seen"] += n;

@@ -1,7 +1,9 @@
-// The data-parallel side of an example (mnist_cnn --data-parallel): its flags, joining the MPI job
-// (a communicator per kind of traffic, one device per rank, rank 0 speaking for the job), the
-// model wrapped in dist::DataParallel (scheduler/parallel/data_parallel.h), the loader sharded
-// by the batch splitter, the per-step agreements, and the job's checkpoints. A single process
+// The parallel side of an example (mnist_cnn --data-parallel, --pipeline K): its flags, joining the
+// MPI job (a communicator per kind of traffic, one device per rank, rank 0 speaking for the job),
+// the model wrapped in dist::DataParallel (scheduler/parallel/data_parallel.h) or cut into a
+// dist::Pipeline of K stages times N/K data-parallel replicas (scheduler/parallel/pipeline.h), the
+// loader sharded by the batch splitter or by replica, the per-step agreements, and the job's
+// checkpoints. A single process
 // (no --data-parallel, or a build without MPI) gets the same calls as no-ops, so that the
 // training loop (trainer.h) is written once; this is the one file that knows whether the build
 // has MPI (EMBER_HAVE_DIST, set by examples/CMakeLists.txt for the programs linked to it).
@@ -24,6 +26,9 @@
 #ifdef EMBER_HAVE_DIST
 #include "scheduler/parallel/comm_mpi.h"
 #include "scheduler/parallel/data_parallel.h"
+#include "scheduler/parallel/pipeline.h"
+#include "scheduler/parallel/pipeline_checkpoint.h"
+#include "scheduler/parallel/pipeline_grid.h"
 #ifdef EMBER_HAVE_NCCL
 #include "scheduler/parallel/comm_nccl.h"
 #endif
@@ -36,6 +41,9 @@ struct ParallelFlags {
   bool on, speed_weighted, overlap, reshard;
   std::vector<double> split;
   double bucket_mb;
+  long long pipeline, micro_batches;
+  std::string schedule;
+  bool recompute;
 
   explicit ParallelFlags(Flags& f) {
     on =
@@ -48,6 +56,12 @@ struct ParallelFlags {
     bucket_mb = f.real("bucket-mb", 25.0, "data-parallel: gradient bucket size in MB");
     reshard =
         f.boolean("reshard", false, "resume a checkpoint written by another number of ranks (one process included)");
+    pipeline = f.integer_min("pipeline", 0, 0,
+                             "cut the model into K pipeline stages over the job's N ranks (ember launch -n N; N/K "
+                             "data-parallel replicas); 0: no pipeline");
+    micro_batches = f.integer_min("micro-batches", 4, 1, "pipeline: micro-batches per step");
+    schedule = f.str("schedule", "1f1b", "pipeline: gpipe (all forwards, then all backwards) or 1f1b");
+    recompute = f.boolean("recompute", false, "pipeline: recompute each stage's forward in backward (less memory)");
   }
 };
 
@@ -60,15 +74,24 @@ class ParallelJob {
   // With --data-parallel: joins the MPI job (an ember::Error unless started by mpirun or ember
   // launch), silences stdout on ranks > 0 and returns the device this rank trains on; else `dev`.
   Device start(Device dev) {
-    if (!flags_.on) return dev;
+    if (!flags_.on && !flags_.pipeline) return dev;
+    const char* flag = flags_.pipeline ? "--pipeline" : "--data-parallel";
 #ifdef EMBER_HAVE_DIST
-    EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(),
-                "--data-parallel: start this program with mpirun -np N or ember launch -n N");
+    if (flags_.pipeline) {
+      dist::parse_pipeline_schedule(flags_.schedule);  // a bad --schedule before MPI starts
+      EMBER_CHECK(!flags_.speed_weighted && flags_.split.empty(),
+                  "--pipeline: the replicas take equal shares (--speed-weighted and --split are data-parallel only)");
+      // NCCL's point-to-point transfers block its stream until matched, so 1F1B's crossing
+      // activations and gradients need grouped calls that are not written yet.
+      EMBER_CHECK(!dev.is_cuda(), "--pipeline: pipeline stages run on CPU ranks for now; pass --device cpu");
+    }
+    EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(), flag,
+                ": start this program with mpirun -np N or ember launch -n N");
     comm_ = std::make_unique<dist::MpiCommunicator>();
     if (comm_->rank() != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 speaks for the job
     return dev.is_cuda() ? gpu_device() : dev;
 #else
-    EMBER_FAIL("--data-parallel: this build has no MPI (install libopenmpi-dev and rebuild)");
+    EMBER_FAIL(flag, ": this build has no MPI (install libopenmpi-dev and rebuild)");
 #endif
   }
   // Joined an MPI job (start() with --data-parallel).
@@ -97,12 +120,48 @@ class ParallelJob {
   bool reshard() const {
     return flags_.reshard;
   }
+  // This rank's part of the data: its data-parallel rank, or its replica in a pipeline job.
+  int shard() const {
+#ifdef EMBER_HAVE_DIST
+    if (pipe_) return grid_.replica;
+#endif
+    return rank();
+  }
+  int shards() const {
+#ifdef EMBER_HAVE_DIST
+    if (pipe_) return grid_.replicas;
+#endif
+    return size();
+  }
+#ifdef EMBER_HAVE_DIST
+  // The pipeline this rank is a stage of (--pipeline), or null.
+  dist::Pipeline* pipeline() {
+    return pipe_.get();
+  }
+#endif
+  // In a pipeline: the stages' current weights into rank 0's whole model, before it writes the
+  // model (a collective). Elsewhere nothing: every rank already holds the whole model.
+  void gather_model() {
+#ifdef EMBER_HAVE_DIST
+    if (pipe_) pipe_->gather_model();
+#endif
+  }
+  // The parameters this rank trains: its stage's in a pipeline, else all of the model's.
+  std::vector<Tensor> parameters(nn::Module& model) {
+#ifdef EMBER_HAVE_DIST
+    if (pipe_) return pipe_->parameters();
+#endif
+    return model.parameters();
+  }
 
   // Wraps `model` (already on its device) for data-parallel training: rank 0's weights go to
   // every rank, and each rank then draws its own random stream (augmentation, dropout).
+  // With --pipeline the model (an nn::Sequential, the same on every rank) is cut into stages
+  // instead, and the stages' replicas average their gradients.
   void wrap(nn::Module& model, int64_t global_batch, uint64_t seed) {
 #ifdef EMBER_HAVE_DIST
     if (!comm_) return;
+    if (flags_.pipeline) return wrap_pipeline(model, global_batch, seed);
     dp_ = std::make_unique<dist::DataParallel>(
         model, *comm_, global_batch,
         dist::DataParallelOptions{
@@ -119,6 +178,12 @@ class ParallelJob {
   // every step's shares are exactly the splitter's.
   data::LoaderOptions loader_options(data::LoaderOptions o) const {
 #ifdef EMBER_HAVE_DIST
+    if (pipe_) {  // every stage of a replica reads the replica's batches: the first its inputs, the last its targets
+      o.drop_last = true;
+      o.rank = grid_.replica;
+      o.world_size = grid_.replicas;
+      return o;
+    }
     if (!dp_) return o;
     o.drop_last = true;
     o.rank = dp_->rank();
@@ -153,6 +218,7 @@ class ParallelJob {
   // prefetched with the old ones), and the ranks agree on `stop` before anyone stops.
   bool end_step(data::DataLoader& loader, bool stop) {
 #ifdef EMBER_HAVE_DIST
+    if (pipe_) return sum({stop ? 1.0 : 0.0})[0] > 0;
     if (!dp_) return stop;
     if (dp_->end_step()) {
       loader.set_shard_weights(dp_->shard_weights());
@@ -169,12 +235,22 @@ class ParallelJob {
   void print_summary() const {
 #ifdef EMBER_HAVE_DIST
     if (dp_) std::printf("%s\n", dp_->summary().c_str());
+    if (pipe_)
+      std::printf("Pipeline: %d stages x %d replicas, %lld micro-batches per step, %s%s; rank 0 is %s\n", grid_.stages,
+                  grid_.replicas, flags_.micro_batches, flags_.schedule.c_str(),
+                  flags_.recompute ? ", recomputing" : "", pipe_->describe().c_str());
 #endif
   }
   // Each value summed over the ranks (an evaluation's sums over the ranks' shards).
   std::vector<double> sum(std::vector<double> values) {
 #ifdef EMBER_HAVE_DIST
     if (dp_) return dp_->sum(values);
+    if (pipe_) {  // over the whole job: in a pipeline only the last stages hold what is summed
+      Tensor t = empty({static_cast<int64_t>(values.size())}, {.dtype = DType::Float64});
+      std::copy(values.begin(), values.end(), t.data_ptr<double>());
+      comm_->all_reduce(t, dist::ReduceOp::Sum, "sum")->wait();
+      return t.to_vector<double>();
+    }
 #endif
     return values;
   }
@@ -184,6 +260,9 @@ class ParallelJob {
             const std::map<std::string, std::string>& meta) {
 #ifdef EMBER_HAVE_DIST
     if (dp_) return dp_->save(dir, state, pos, meta);
+    if (pipe_)
+      return dist::save_pipeline(dir, *pipe_, {nullptr, state.optimizers, state.generators, state.schedulers}, pos,
+                                 meta);
 #endif
     (void)dir, (void)state, (void)pos, (void)meta;
     EMBER_FAIL("save: not a data-parallel job");
@@ -194,6 +273,11 @@ class ParallelJob {
 #ifdef EMBER_HAVE_DIST
     if (dp_) {
       dist::DistributedResume r = dp_->load(dir, state, flags_.reshard);
+      return {r.position, r.metadata, r.resharded};
+    }
+    if (pipe_) {
+      dist::DistributedResume r = dist::load_pipeline(
+          dir, *pipe_, {nullptr, state.optimizers, state.generators, state.schedulers}, flags_.reshard);
       return {r.position, r.metadata, r.resharded};
     }
 #endif
@@ -231,9 +315,33 @@ class ParallelJob {
     return Device::cpu();
   }
 
+  // Stage boundaries: equal numbers of layers per stage.
+  void wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_t seed) {
+    auto* seq = dynamic_cast<nn::Sequential*>(&model);
+    EMBER_CHECK(seq, "--pipeline: the model (", model.type_name(), ") must be an nn::Sequential to be cut into stages");
+    grid_ = dist::make_pipeline_grid(*comm_, static_cast<int>(flags_.pipeline));
+    EMBER_CHECK(global_batch % grid_.replicas == 0, "--pipeline: the global batch of ", global_batch,
+                " does not split evenly over ", grid_.replicas, " replicas");
+    const int layers = static_cast<int>(seq->size());
+    EMBER_CHECK(layers >= grid_.stages, "--pipeline ", grid_.stages, ": the model has only ", layers, " layers");
+    std::vector<int> bounds;
+    for (int s = 0; s < grid_.stages; ++s) bounds.push_back(s * layers / grid_.stages);
+    pipe_ = std::make_unique<dist::Pipeline>(
+        *seq, bounds, *comm_,
+        dist::PipelineOptions{.micro_batches = static_cast<int>(flags_.micro_batches),
+                              .schedule = dist::parse_pipeline_schedule(flags_.schedule),
+                              .recompute = flags_.recompute,
+                              .stage_ranks = grid_.stage_ranks,
+                              .data_parallel = grid_.replicas_comm.get(),
+                              .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap}});
+    manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
+  }
+
   std::unique_ptr<dist::MpiCommunicator> comm_;
   std::unique_ptr<dist::Communicator> gpu_comm_;
   std::unique_ptr<dist::DataParallel> dp_;
+  dist::PipelineGrid grid_;
+  std::unique_ptr<dist::Pipeline> pipe_;
 #endif
   std::string program_;
   ParallelFlags flags_;

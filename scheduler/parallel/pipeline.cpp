@@ -12,7 +12,7 @@ namespace ember::dist {
 namespace {
 
 // Tags of the two directions and of the step's loss; a message's data follows its header on tag+1.
-constexpr int kForwardTag = 1100, kBackwardTag = 1110, kLossTag = 1120;
+constexpr int kForwardTag = 1100, kBackwardTag = 1110, kLossTag = 1120, kGatherTag = 1130;
 constexpr int kMaxDims = 8;
 constexpr int64_t kMagic = 0x454d4250;  // "EMBP": bytes from something that is not a pipeline peer
 // magic, micro-batch, micro-batch count, batch rows, schedule, dtype, needs grad, ndim, dims...
@@ -401,6 +401,34 @@ Tensor Pipeline::forward(const Tensor& input) {
   }
   flush_sends();
   return is_last() ? (outs.size() == 1 ? outs[0] : cat(outs, 0)) : Tensor();
+}
+
+void Pipeline::gather_model() {
+  if (!first_replica() || stages() == 1) return;
+  NoGradGuard no_grad;
+  if (!is_first()) {
+    std::vector<WorkPtr> sent;
+    std::vector<Tensor> keep;
+    for (auto& [name, t] : stage_module_->state_dict()) {
+      keep.push_back(t.contiguous());
+      if (keep.back().device() != comm_.device()) keep.back() = keep.back().to(comm_.device());
+      if (keep.back().numel() > 0) sent.push_back(comm_.send(keep.back(), opts_.stage_ranks[0], kGatherTag));
+    }
+    for (auto& w : sent) w->wait();
+    return;
+  }
+  // The layers of stage s, in the order that stage's state_dict lists them.
+  const int layers = static_cast<int>(model_.size());
+  for (int s = 1; s < stages(); ++s) {
+    const int end = s + 1 < stages() ? boundaries_[s + 1] : layers;
+    for (int i = boundaries_[s]; i < end; ++i)
+      for (auto& [name, t] : model_[i].state_dict()) {
+        if (t.numel() == 0) continue;
+        Tensor buf = empty(t.shape(), {.dtype = t.dtype(), .device = comm_.device()});
+        comm_.recv(buf, opts_.stage_ranks[s], kGatherTag)->wait();
+        Tensor(t).copy_(buf);
+      }
+  }
 }
 
 }  // namespace ember::dist

@@ -104,6 +104,11 @@ class Pipeline {
 
   const PipelineStepStats& last_step() const { return stats_; }
 
+  // Copies every stage's parameters and buffers into the first stage's model() (on the first
+  // replica), so that its rank can save or evaluate the whole model. A collective of the first
+  // replica's stages; other replicas return at once.
+  void gather_model();
+
  private:
   struct Micro;
   struct Header;
