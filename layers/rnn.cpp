@@ -136,4 +136,14 @@ LSTM::LSTM(int64_t in, int64_t hidden, LSTMOptions o)
 GRU::GRU(int64_t in, int64_t hidden, GRUOptions o)
     : RNNBase(RnnMode::Gru, in, hidden, o.num_layers, o.bias, o.batch_first, o.dropout, o.bidirectional, "GRU") {}
 
+RnnSequence::RnnSequence(std::shared_ptr<RNNBase> r) : rnn(std::move(r)) {
+  EMBER_CHECK(rnn != nullptr, "RnnSequence: null RNN");
+  for (auto& [name, t] : rnn->named_parameters()) register_parameter(name, t);
+}
+
+void RnnSequence::train(bool on) {
+  Module::train(on);
+  rnn->train(on);
+}
+
 }  // namespace ember::nn

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "core/generator.h"
@@ -93,6 +94,21 @@ class RNNBase : public Module {
 #if defined(__clang__)
 #pragma clang diagnostic pop
 #endif
+
+// An RNN as an element of a Sequential (so that a pipeline can cut between recurrent layers): it
+// runs the RNN from a zero state and returns its output sequence. The RNN's parameters are
+// registered as this module's own, under the RNN's names, so a Sequential element "lstm1" holding
+// one has the parameter names an nn::LSTM member "lstm1" would have.
+class RnnSequence : public Module {
+ public:
+  explicit RnnSequence(std::shared_ptr<RNNBase> rnn);
+  Tensor forward(const Tensor& input) override { return rnn->forward(input).output; }
+  void train(bool on = true) override;  // the RNN's dropout between layers follows
+  std::string type_name() const override { return "RnnSequence"; }
+  std::string extra_repr() const override { return rnn->type_name() + "(" + rnn->extra_repr() + ")"; }
+
+  std::shared_ptr<RNNBase> rnn;
+};
 
 class RNN : public RNNBase {
  public:

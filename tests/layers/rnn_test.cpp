@@ -234,3 +234,28 @@ TEST(Rnn, FunctionalRnnLayerIsTheModulesMath) {
   EXPECT_TRUE(equal(o.h_n[0], r.h_n));
   EXPECT_TRUE(equal(o.c_n[0], r.c_n));
 }
+
+// RnnSequence: an RNN as a Sequential element keeps the RNN's parameter names and values, returns
+// its output sequence, follows to() and train(), and trains the RNN's own tensors.
+TEST(Rnn, RnnSequenceIsTheRnnsOutputUnderItsNames) {
+  manual_seed(5);
+  auto lstm = nn::make<nn::LSTM>(3, 4, nn::LSTMOptions{.num_layers = 2, .batch_first = true, .dropout = 0.5});
+  nn::Sequential seq({{"lstm", nn::make<nn::RnnSequence>(lstm)}});
+  std::vector<std::string> names, want;
+  for (auto& [n, t] : seq.named_parameters()) names.push_back(n);
+  for (auto& [n, t] : lstm->named_parameters()) want.push_back("lstm." + n);
+  EXPECT_EQ(names, want);
+  seq.to(DType::Float64);
+  EXPECT_EQ(lstm->weight_ih(0).dtype(), DType::Float64);  // the RNN's own tensors moved
+  seq.eval();
+  EXPECT_FALSE(lstm->is_training());
+  Tensor x = randn({2, 5, 3}, {.dtype = DType::Float64});
+  Tensor out = seq.forward(x);
+  EXPECT_EQ(out.shape(), (Shape{2, 5, 4}));
+  EXPECT_EQ(out.to_vector<double>(), lstm->forward(x).output.to_vector<double>());
+  seq.train();
+  EXPECT_TRUE(lstm->is_training());
+  seq.forward(x).sum().backward();
+  EXPECT_TRUE(lstm->weight_hh(1).grad().defined());
+  EXPECT_THROW(nn::RnnSequence(nullptr), Error);
+}

@@ -48,6 +48,20 @@ std::shared_ptr<nn::Sequential> cnn(uint64_t seed, bool batch_norm) {
   return m;
 }
 
+// The LSTM language model's shape as a Sequential: embedding, four single-layer LSTMs (so that
+// stages can cut between them), the vocabulary head. Tokens [B, T] -> logits [B, T, V].
+std::shared_ptr<nn::Sequential> lstm_lm(uint64_t seed) {
+  manual_seed(seed);
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back("embed", nn::make<nn::Embedding>(11, 6));
+  for (int l = 0; l < 4; ++l)
+    m->push_back("lstm" + std::to_string(l), nn::make<nn::RnnSequence>(nn::make<nn::LSTM>(
+                                                 l == 0 ? 6 : 8, 8, nn::LSTMOptions{.batch_first = true})));
+  m->push_back("head", nn::make<nn::Linear>(8, 11));
+  m->to(DType::Float64);
+  return m;
+}
+
 // Stage s of K starts at layer s * L / K.
 std::vector<int> even_boundaries(int layers, int k) {
   std::vector<int> b;
@@ -146,6 +160,34 @@ TEST(Pipeline, CnnTrainsLikeOneProcessUnderEverySchedule) {
 }
 
 // 10 rows in 4 micro-batches: 3, 3, 2, 2; each micro-batch's loss weighs by its share.
+// Token inputs on the first stage, [b, T, H] activations between LSTMs, a loss over every step.
+TEST(Pipeline, LstmLanguageModelTrainsLikeOneProcessUnderEverySchedule) {
+  for (const PipeRun& r : every_run()) {
+    const int steps = 2;
+    auto model = lstm_lm(19), ref = lstm_lm(19);
+    PipelineOptions o{.micro_batches = r.micro_batches, .schedule = r.schedule, .recompute = r.recompute};
+    Pipeline pipe(*model, even_boundaries(6, comm().size()), comm(), o);
+    optim::SGD opt(pipe.parameters(), {.lr = 0.5});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.5});
+    auto lm_loss = [](const Tensor& logits, const Tensor& y) {
+      return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+    };
+    for (int s = 0; s < steps; ++s) {
+      Generator g(90 + static_cast<uint64_t>(s));
+      Tensor tokens = randint(0, 11, {12, 5}, {.dtype = DType::Int64}, &g);
+      Tensor next = randint(0, 11, {12, 5}, {.dtype = DType::Int64}, &g);
+      opt.zero_grad();
+      pipe.train_step(tokens, next, lm_loss);
+      opt.step();
+      ref_opt.zero_grad();
+      lm_loss(ref->forward(tokens), next).backward();
+      ref_opt.step();
+    }
+    EXPECT_LT(stage_diff(pipe, *ref), 1e-10) << pipe.describe() << ", " << pipeline_schedule_name(r.schedule) << ", M "
+                                             << r.micro_batches << (r.recompute ? ", recompute" : "");
+  }
+}
+
 TEST(Pipeline, UnequalMicroBatchesStillGiveTheBatchGradient) {
   check_equivalence([] { return mlp(9); }, {10, 6}, 5, {PipelineSchedule::OneFOneB, 4, false});
 }
