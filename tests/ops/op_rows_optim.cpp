@@ -1,7 +1,17 @@
 // Rows: the fused optimizer steps and gradient clipping (layers/optim/fused_kernels.h). Each row
-// makes parameters on the backend's device from the inputs, sets gradients, runs a few steps and
-// returns the parameters (no autograd).
+// makes parameters on the backend's device from the inputs, sets gradients, runs a few steps (the
+// state carries over) and returns the parameters (no autograd): every optimizer variant (SGD's
+// first momentum step, dampening, Nesterov, weight decay, maximize; Adam and AdamW with amsgrad;
+// RMSprop centered and with momentum; Adagrad) in float32 and float64, through the optimizers and
+// through the single-tensor kernels the optimizers do not reach on a device; the multi-tensor Adam
+// step over more parameters than one launch takes, of sizes around its chunk and empty ones, each
+// with its own step count; the gradient norms for p = 1, 2, 3, inf of one tensor and of many of
+// both dtypes, NaN and empty gradients. These rows took over tests/emu's optimizer checks.
 #include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "layers/optim/adagrad.h"
@@ -14,6 +24,8 @@
 
 namespace ember::ops_test {
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Parameters (x[0], x[2], ...) with gradients (x[1], x[3], ...), detached copies on x's device.
 std::vector<Tensor> params_of(const Inputs& x) {
@@ -34,6 +46,13 @@ Tensor flat(const std::vector<Tensor>& ps) {
 Inputs two_params(Generator& g) {
   return Inputs{rn(g, {37, 5}), rn(g, {37, 5}), rn(g, {1001}), rn(g, {1001})};
 }
+std::function<Inputs(Generator&)> two_params_of(DType dt) {
+  return [dt](Generator& g) {
+    Inputs x = two_params(g);
+    for (Tensor& t : x) t = t.to(dt);
+    return x;
+  };
+}
 template <typename Opt, typename Options>
 std::function<Tensor(const Inputs&)> steps(Options o, int n = 3) {
   return [o, n](const Inputs& x) {
@@ -44,20 +63,138 @@ std::function<Tensor(const Inputs&)> steps(Options o, int n = 3) {
   };
 }
 
+// Sizes for the multi-tensor launches: more tensors than one launch's 24 slots, one more element
+// than a chunk of 8192, an empty one. (A tensor of more chunks than one launch's block table is
+// tests/emu/optim_multi_tensor_emu_test.cpp's: it is too large for the table.)
+std::vector<int64_t> many_sizes() {
+  std::vector<int64_t> sizes = {1, 0, 8193};
+  for (int i = 0; i < 22; ++i) sizes.push_back(31 + 7 * i);
+  return sizes;
+}
+// A parameter and its gradient per size, parameter k in float64 where `mixed` and k is odd.
+std::function<Inputs(Generator&)> many_params(DType dt, bool mixed = false) {
+  return [dt, mixed](Generator& g) {
+    Inputs x;
+    int k = 0;
+    for (int64_t n : many_sizes()) {
+      const DType d = mixed && k++ % 2 ? DType::Float64 : dt;
+      x.push_back(rn(g, {n}).to(d));
+      x.push_back(rn(g, {n}).to(d));
+    }
+    return x;
+  };
+}
+
+// Adam through the single-tensor kernel, n steps from zero state (the optimizer reaches only the
+// multi-tensor kernel on a device).
+std::function<Tensor(const Inputs&)> adam_kernel_steps(optim::AdamHyper h, int n = 3) {
+  return [h, n](const Inputs& x) {
+    std::vector<Tensor> ps = params_of(x);
+    NoGradGuard ng;
+    for (Tensor& p : ps) {
+      const Tensor m = zeros_like(p), v = zeros_like(p), vmax = h.amsgrad ? zeros_like(p) : Tensor();
+      for (int step = 1; step <= n; ++step) {
+        optim::AdamHyper hs = h;
+        hs.bias_correction1 = 1.0 - std::pow(h.beta1, step);
+        hs.bias_correction2 = 1.0 - std::pow(h.beta2, step);
+        optim::adam_step_stub(p.device())(p.detach(), p.grad(), m, v, vmax, hs);
+      }
+    }
+    return flat(ps);
+  };
+}
+
+// The gradients, flat, in float64 on the CPU.
+Tensor grads_of(const std::vector<Tensor>& ps) {
+  std::vector<Tensor> gs;
+  for (const Tensor& p : ps) gs.push_back(p.grad().reshape({-1}).to(Device::cpu(), DType::Float64));
+  return cat(gs, 0);
+}
+
 }  // namespace
 
 void add_optim_rows(std::vector<OpRow>& t) {
   auto row = [&](const std::string& name, std::function<Tensor(const Inputs&)> f) {
     t.push_back({name, two_params, std::move(f), 1e-5, false, false, false});
   };
-  row("sgd_momentum_nesterov",
-      steps<optim::SGD>(optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true}));
-  row("sgd_plain_maximize", steps<optim::SGD>(optim::SGDOptions{.lr = 0.05, .maximize = true}));
-  row("adam", steps<optim::Adam>(optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.01}));
-  row("adamw_amsgrad", steps<optim::AdamW>(optim::AdamWOptions{.lr = 1e-2, .amsgrad = true}));
-  row("rmsprop_centered_momentum",
-      steps<optim::RMSprop>(optim::RMSpropOptions{.lr = 1e-2, .momentum = 0.5, .centered = true}));
-  row("adagrad", steps<optim::Adagrad>(optim::AdagradOptions{.lr = 0.1, .lr_decay = 0.01, .weight_decay = 0.1}));
+  // Every variant in both dtypes (float32 keeps the plain name).
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const std::string sfx = dt == DType::Float32 ? "" : "_float64";
+    auto variant = [&](const std::string& name, std::function<Tensor(const Inputs&)> f) {
+      t.push_back(
+          {name + sfx, two_params_of(dt), std::move(f), dt == DType::Float32 ? 1e-5 : 1e-11, false, false, false});
+    };
+    variant("sgd_momentum_nesterov",
+            steps<optim::SGD>(optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true}));
+    variant("sgd_plain_maximize", steps<optim::SGD>(optim::SGDOptions{.lr = 0.05, .maximize = true}));
+    variant("sgd_momentum_maximize",
+            steps<optim::SGD>(optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .maximize = true}));
+    variant("sgd_momentum_dampening_weight_decay",
+            steps<optim::SGD>(optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.01}));
+    variant("adam", steps<optim::Adam>(optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.01}));
+    variant("adam_plain", steps<optim::Adam>(optim::AdamOptions{.lr = 1e-2}));
+    variant("adam_weight_decay_maximize",
+            steps<optim::Adam>(optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.05, .maximize = true}));
+    variant("adamw", steps<optim::AdamW>(optim::AdamWOptions{.lr = 1e-2, .weight_decay = 0.05}));
+    variant("adamw_amsgrad", steps<optim::AdamW>(optim::AdamWOptions{.lr = 1e-2, .amsgrad = true}));
+    variant("rmsprop_plain", steps<optim::RMSprop>(optim::RMSpropOptions{.lr = 1e-2}));
+    variant("rmsprop_momentum", steps<optim::RMSprop>(optim::RMSpropOptions{.lr = 1e-2, .momentum = 0.9}));
+    variant("rmsprop_centered_momentum",
+            steps<optim::RMSprop>(optim::RMSpropOptions{.lr = 1e-2, .momentum = 0.5, .centered = true}));
+    variant("rmsprop_centered_momentum_weight_decay",
+            steps<optim::RMSprop>(
+                optim::RMSpropOptions{.lr = 1e-2, .weight_decay = 0.01, .momentum = 0.9, .centered = true}));
+    variant("adagrad", steps<optim::Adagrad>(optim::AdagradOptions{.lr = 0.1, .lr_decay = 0.01, .weight_decay = 0.1}));
+    variant("adagrad_initial_accumulator", steps<optim::Adagrad>(optim::AdagradOptions{
+                                               .lr = 0.05, .weight_decay = 0.01, .initial_accumulator_value = 0.1}));
+    // The single-tensor Adam kernel in each variant (the optimizer takes the multi-tensor one on a
+    // device).
+    const optim::AdamHyper h{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    optim::AdamHyper wd_max = h, decoupled = h, decoupled_ams = h;
+    wd_max.weight_decay = 0.05, wd_max.maximize = true;
+    decoupled.weight_decay = 0.05, decoupled.decoupled_weight_decay = true;
+    decoupled_ams = decoupled, decoupled_ams.amsgrad = true;
+    variant("adam_kernel_plain", adam_kernel_steps(h));
+    variant("adam_kernel_weight_decay_maximize", adam_kernel_steps(wd_max));
+    variant("adam_kernel_decoupled", adam_kernel_steps(decoupled));
+    variant("adam_kernel_decoupled_amsgrad", adam_kernel_steps(decoupled_ams));
+  }
+  // The multi-tensor step over many parameters that join one by one, so each has its own step
+  // count (3, 2 or 1) and bias corrections.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    using Make = std::function<std::unique_ptr<optim::Adam>(const std::vector<Tensor>&)>;
+    const std::vector<std::pair<const char*, Make>> variants = {
+        {"plain",
+         [](const std::vector<Tensor>& ps) {
+           return std::make_unique<optim::Adam>(ps, optim::AdamOptions{.lr = 1e-2});
+         }},
+        {"amsgrad_weight_decay",
+         [](const std::vector<Tensor>& ps) {
+           return std::make_unique<optim::Adam>(ps,
+                                                optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.05, .amsgrad = true});
+         }},
+        {"decoupled",
+         [](const std::vector<Tensor>& ps) {
+           return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions{.lr = 1e-2, .weight_decay = 0.05});
+         }},
+    };
+    for (const auto& [name, make] : variants) {
+      t.push_back({std::string("adam_many_params_") + name + "_" + dtype_name(dt), many_params(dt),
+                   [make](const Inputs& x) {
+                     std::vector<Tensor> ps;
+                     for (size_t i = 0; i + 1 < x.size(); i += 2)
+                       ps.push_back(x[i].detach().clone().requires_grad_(true));
+                     const std::unique_ptr<optim::Adam> opt = make(ps);
+                     for (size_t joined = 0; joined < 3; ++joined) {
+                       for (size_t k = 0; k < ps.size(); ++k)
+                         if (k % 3 == joined) ps[k].set_grad(x[2 * k + 1].detach().clone());
+                       opt->step();
+                     }
+                     return flat(ps);
+                   },
+                   dt == DType::Float32 ? 1e-5 : 1e-11, false, false, false});
+    }
+  }
   // One parameter's Adam step through its single-tensor kernel (device backends run whole models
   // through the multi-tensor one, so the optimizer alone never reaches it there).
   row("adam_single_tensor_kernel", [](const Inputs& x) {
@@ -88,17 +225,74 @@ void add_optim_rows(std::vector<OpRow>& t) {
   row("clip_grad_norm", [](const Inputs& x) {
     std::vector<Tensor> ps = params_of(x);
     const double n = optim::clip_grad_norm_(ps, 1.0);
-    std::vector<Tensor> gs = {full({1}, n, {.dtype = DType::Float64})};
-    for (const Tensor& p : ps) gs.push_back(p.grad().reshape({-1}).to(Device::cpu(), DType::Float64));
-    return cat(gs, 0);
+    return cat({full({1}, n, {.dtype = DType::Float64}), grads_of(ps)}, 0);
   });
   row("clip_grad_norm_inf", [](const Inputs& x) {
     std::vector<Tensor> ps = params_of(x);
-    const double n = optim::clip_grad_norm_(ps, 0.5, INFINITY);
-    std::vector<Tensor> gs = {full({1}, n, {.dtype = DType::Float64})};
-    for (const Tensor& p : ps) gs.push_back(p.grad().reshape({-1}).to(Device::cpu(), DType::Float64));
-    return cat(gs, 0);
+    const double n = optim::clip_grad_norm_(ps, 0.5, kInf);
+    return cat({full({1}, n, {.dtype = DType::Float64}), grads_of(ps)}, 0);
   });
+  // One tensor's norm for every p through the single-tensor kernel, in both dtypes, sizes of one
+  // element, under a block and over several; scale and clip exactly (x *= s, clamp).
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    auto sizes = [dt](Generator& g) { return Inputs{rn(g, {1}).to(dt), rn(g, {777}).to(dt), rn(g, {2100}).to(dt)}; };
+    t.push_back({std::string("grad_norm_kernel_every_p_") + dtype_name(dt), sizes,
+                 [](const Inputs& x) {
+                   std::vector<double> v;
+                   for (const Tensor& a : x)
+                     for (double p : {1.0, 2.0, 3.0, kInf})
+                       v.push_back(optim::grad_norm_stub(a.device())(a.detach().contiguous(), p));
+                   return from_vector<double>(v, {static_cast<int64_t>(v.size())});
+                 },
+                 1e-9, false, false, false, false});
+    t.push_back({std::string("scale_and_clip_value_kernels_") + dtype_name(dt), sizes,
+                 [](const Inputs& x) {
+                   std::vector<Tensor> out;
+                   for (const Tensor& a : x) {
+                     NoGradGuard ng;
+                     const Tensor c = a.detach().clone();
+                     optim::scale_stub(c.device())(c, 0.37);
+                     out.push_back(c.clone());
+                     optim::clip_value_stub(c.device())(c, 0.2);
+                     out.push_back(c);
+                   }
+                   return cat(out, 0);
+                 },
+                 0.0, false, false, false, false});
+  }
+  t.push_back({"grad_norm_kernel_nan", [](Generator&) { return Inputs{full({300}, 1.0)}; },
+               [](const Inputs& x) {
+                 const Tensor c = x[0].detach().clone();
+                 c.narrow(0, 77, 1).fill_(NAN);
+                 return tensor({optim::grad_norm_stub(c.device())(c, kInf)}, {.dtype = DType::Float64});
+               },
+               0.0, false, false, false});
+  // Many tensors of both dtypes at once (the device sums them in one pass, float32 ones first),
+  // every p, fresh gradients each time; the last clipping's gradients.
+  t.push_back({"clip_grad_norm_many_params_every_p", many_params(DType::Float32, true),
+               [](const Inputs& x) {
+                 std::vector<double> norms;
+                 std::vector<Tensor> ps;
+                 for (double p : {1.0, 2.0, 3.0, kInf}) {
+                   ps = params_of(x);
+                   norms.push_back(optim::clip_grad_norm_(ps, 1.0, p));
+                 }
+                 return cat({from_vector<double>(norms, {4}), grads_of(ps)}, 0);
+               },
+               1e-5, false, false, false});
+  // An empty gradient's norm is 0; a NaN makes the infinity norm NaN, also beside other tensors.
+  t.push_back({"clip_grad_norm_empty_and_nan",
+               [](Generator& g) {
+                 return Inputs{rn(g, {0}), rn(g, {0}), rn(g, {1027}), rn(g, {1027}), rn(g, {300}), full({300}, 1.0)};
+               },
+               [](const Inputs& x) {
+                 std::vector<Tensor> ps = params_of(x);
+                 ps[2].grad().narrow(0, 77, 1).fill_(NAN);
+                 const double empty_norm = optim::clip_grad_norm_({ps[0]}, 1.0);
+                 const double nan_norm = optim::clip_grad_norm_({ps[1], ps[2]}, 1.0, kInf);
+                 return tensor({empty_norm, nan_norm}, {.dtype = DType::Float64});
+               },
+               0.0, false, false, false});
   row("clip_grad_value", [](const Inputs& x) {
     std::vector<Tensor> ps = params_of(x);
     optim::clip_grad_value_(ps, 0.3);
