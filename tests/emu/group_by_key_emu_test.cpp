@@ -3,7 +3,10 @@
 // exactly the positions holding that key, in increasing order (the order the slots are first
 // taken in depends on thread timing; the sort must undo it). Many repeats (large groups that
 // are heap-sorted), empty keys, one single group, more positions than a block, and more keys
-// than the one-block prefix sum takes (the multi-block scan).
+// than the one-block prefix sum takes (the multi-block scan, counted by its launches).
+// It stays here because group_by_key is a helper with no stub of its own: the op table reaches it
+// only inside scatter and index_add, through their results, while this checks its own output
+// (start and perm) and the multi-block scan's launches.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 //  - core/cuda/gemm_geometry.h, which puts the larger GEMM tile count on grid x (2^31 - 1 blocks)
 //    rather than always M on grid y (65535), and says which shapes the native kernel cannot run
 //    (the CUDA chooser sends those to cuBLAS).
+// They stay here, not in the op table: they are host arithmetic of launch geometry, checked at
+// sizes no backend could run.
 #include <gtest/gtest.h>
 
 #include <cstdint>

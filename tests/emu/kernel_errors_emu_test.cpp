@@ -1,15 +1,20 @@
 // Errors the emulated CUDA kernels raise themselves, with arguments no op passes them (the op
 // layer checks first, so the op table cannot reach these messages): integer division, an
 // out-of-range cross-entropy target, a dtype-converting copy between different shapes, a pooling
-// geometry past 32-bit indexing. The
-// kernels' results are the op table's (tests/ops); these only pin the kernels' own checks.
+// geometry past 32-bit indexing, an empty or strided index range, scatter_add of dtypes it cannot
+// add, isclose of integers, an integer mean, an empty argmax, a same-dtype copy of mismatched
+// operands. The kernels' results are the op table's (tests/ops); these only pin the kernels' own
+// checks.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/cuda/cast.h"
+#include "core/cuda/copy_kernel.h"
 #include "core/elementwise_kernels.h"
+#include "core/index_kernels.h"
 #include "core/nn_kernels.h"
+#include "core/reduce_kernels.h"
 #include "emu/emu_test_util.h"
 #include "test_helpers.h"
 
@@ -43,4 +48,57 @@ TEST(KernelErrors, APoolingGeometryPast32BitIndexingIsAnError) {
   Tensor t = device_empty({1}, DType::Float32), i = device_empty({1}, DType::Int64);
   test_util::expect_error([&] { emu::kernel(max_pool2d_forward_stub)(t, i, t, g); }, "max_pool2d", "32-bit");
   test_util::expect_error([&] { emu::kernel(avg_pool2d_backward_stub)(t, t, g); }, "avg_pool2d_backward", "32-bit");
+}
+
+TEST(KernelErrors, AnEmptyOrStridedIndexRangeIsRefused) {
+  int64_t lo = 0, hi = 0;
+  test_util::expect_error(
+      [&] { emu::kernel(index_range_stub)(device_copy(empty({0}, {.dtype = DType::Int64})), &lo, &hi); }, "index_range",
+      "empty");
+  Tensor strided = device_copy(randint(0, 5, {4, 3})).t();
+  test_util::expect_error([&] { emu::kernel(index_range_stub)(strided, &lo, &hi); }, "index_range", "contiguous int64");
+}
+
+TEST(KernelErrors, ScatterAddOfDtypesItCannotAddIsRefused) {
+  for (DType dt : {DType::Bool, DType::Float16, DType::BFloat16}) {
+    Tensor out = device_copy(zeros({4}, {.dtype = dt}));
+    Tensor idx = device_copy(zeros({2}, {.dtype = DType::Int64}));
+    Tensor src = device_copy(zeros({2}, {.dtype = dt}));
+    test_util::expect_error([&] { emu::kernel(scatter_stub)(out, 0, idx, src, true); }, "scatter_add",
+                            "is not supported");
+  }
+}
+
+TEST(KernelErrors, IsCloseOfIntegersIsRefused) {
+  Tensor a = device_copy(randint(0, 3, {5}, {.dtype = DType::Int32}));
+  Tensor out = device_empty({5}, DType::Bool);
+  test_util::expect_error([&] { emu::kernel(isclose_stub)(out, a, a, 1e-5, 1e-8); }, "isclose", "int32");
+}
+
+TEST(KernelErrors, AnIntegerMeanAndAnEmptyArgmaxAreRefused) {
+  Tensor x = device_copy(randint(-5, 6, {3, 4}, {.dtype = DType::Int32}));
+  Tensor out = device_empty({3}, DType::Int32);
+  test_util::expect_error([&] { emu::kernel(reduce_stub)(ReduceOp::Mean, out, x, 1, 0); }, "mean", "floating-point");
+  Tensor e = device_empty({3, 0}, DType::Float32);
+  Tensor idx = device_empty({3}, DType::Int64);
+  test_util::expect_error([&] { emu::kernel(arg_reduce_stub)(ArgReduceOp::Max, Tensor(), idx, e, 1); }, "argmax",
+                          "nonzero");
+}
+
+TEST(KernelErrors, ASameDtypeCopyOfMismatchedOperandsIsRefused) {
+  Tensor a = device_empty({4, 5}, DType::Float32);
+  test_util::expect_error(
+      [&] {
+        cuda::copy_same_dtype_on_device(a, device_empty({4, 5}, DType::Int32));
+      },
+      "copy_same_dtype_on_device", "differ in dtype, shape or device");
+  test_util::expect_error(
+      [&] {
+        cuda::copy_same_dtype_on_device(a, device_empty({5, 4}, DType::Float32));
+      },
+      "copy_same_dtype_on_device", "differ in dtype, shape or device");
+  // An empty copy is no error and launches nothing (the device's copies skip it before the kernel).
+  const uint64_t before = emu::stats().launches;
+  cuda::copy_same_dtype_on_device(device_empty({0, 3}, DType::Float32), device_empty({0, 3}, DType::Float32));
+  EXPECT_EQ(emu::stats().launches, before);
 }

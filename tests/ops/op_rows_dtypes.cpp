@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/random.h"
 #include "op_table.h"
 
 namespace ember::ops_test {
@@ -320,6 +321,17 @@ void add_dtype_rows(std::vector<OpRow>& t) {
                [](const Inputs& x) {
                  Generator gen(42);
                  return bernoulli(x[0].detach().to(DType::Float64), &gen);
+               },
+               0.0, false, false, false});
+  // A uint8 mask from a float64 probability tensor: a dtype pair no op asks of the kernel
+  // (bernoulli(p) gives p's dtype).
+  t.push_back({"random_bernoulli_kernel_uint8_mask_of_float64_probabilities",
+               [](Generator& g) { return Inputs{rand({777}, {.dtype = DType::Float64}, &g)}; },
+               [](const Inputs& x) {
+                 const RandomParams p{.kind = RandomKind::Bernoulli, .seed = 42, .offset = 3};
+                 const Tensor mask = empty({777}, {.dtype = DType::UInt8, .device = x[0].device()});
+                 random_stub(mask.device())(mask, p, x[0].detach());
+                 return mask;
                },
                0.0, false, false, false});
   for (DType dt : {DType::Float32, DType::Float64}) {

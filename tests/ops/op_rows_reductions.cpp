@@ -3,11 +3,14 @@
 // all dims, an empty reduced dim, and few long rows (the two-stage path: slices of each row, then
 // their partials in order), in float32 and float64 and, for the ops that take them, int32, int64
 // and uint8; max/min propagating NaN; argmax/argmin on data full of ties, with NaN
-// (core/reduce_kernels.h). These rows took over tests/emu's reduction checks.
+// (core/reduce_kernels.h); and, calling the kernels directly, what no op asks of them: a product
+// and argmax/argmin (with and without values) over several dims at once (prod and argmax take
+// one dim or all). These rows took over tests/emu's reduction checks.
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/reduce_kernels.h"
 #include "op_table.h"
 
 namespace ember::ops_test {
@@ -138,6 +141,80 @@ void add_reduction_rows(std::vector<OpRow>& t) {
           if (l.long_rows) r.strided = false;
           t.push_back(std::move(r));
         }
+      }
+    }
+  }
+
+  // Several reduced dims at once through the kernels: the input permuted so that the reduced dims
+  // come last, as the op layer hands it over.
+  struct Several {
+    const char* name;
+    Shape shape;
+    std::vector<int64_t> perm;
+    int64_t nred;
+  };
+  // The reduced dims of two_dims and long_two_dims do not merge; long_two_dims has rows long
+  // enough for a product's two stages (slices of each row, then their partials in order) and, in
+  // its smaller sibling for argmax/argmin (which have no second stage), several elements per thread.
+  const std::vector<Several> several = {
+      {"two_dims", {4, 6, 5, 7}, {0, 2, 1, 3}, 2},
+      {"all", {3, 5, 11}, {0, 1, 2}, 3},
+      {"long_two_dims", {2, 90, 3, 100}, {0, 2, 1, 3}, 2},
+  };
+  const std::vector<Several> several_arg = {several[0], several[1], {"long_two_dims", {2, 20, 3, 30}, {0, 2, 1, 3}, 2}};
+  auto out_shape = [](const Tensor& v, int64_t nred) { return Shape(v.shape().begin(), v.shape().end() - nred); };
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
+    for (const Several& c : several) {
+      if (!is_floating(dt) && std::string(c.name) == "long_two_dims") continue;  // integer products of 9000 wrap
+      const double prod_tol = dt == DType::Float32 ? 1e-5 : dt == DType::Float64 ? 1e-11 : 0.0;
+      OpRow r{std::string("reduce_kernel_prod_") + dtype_name(dt) + "_" + c.name,
+              [dt, c](Generator& g) {
+                // Products stay finite: factors in [0.9, 1.1], or -1 and 1, or 1 and 2 (uint8 wraps,
+                // as on the CPU).
+                if (is_floating(dt))
+                  return Inputs{add(mul(rand(c.shape, {.dtype = DType::Float64}, &g), 0.2), 0.9).to(dt)};
+                if (dt == DType::UInt8) return Inputs{randint(1, 3, c.shape, {.dtype = dt}, &g)};
+                return Inputs{add(mul(randint(0, 2, c.shape, {.dtype = dt}, &g), 2.0), -1.0).to(dt)};
+              },
+              [c, out_shape](const Inputs& x) {
+                const Tensor v = x[0].detach().permute(c.perm);
+                const Tensor out =
+                    empty(out_shape(v, c.nred),
+                          {.dtype = is_floating(v.dtype()) ? v.dtype() : DType::Int64, .device = v.device()});
+                reduce_stub(v.device())(ReduceOp::Prod, out, v, c.nred, 0);
+                return out;
+              },
+              prod_tol};
+      r.grad = r.gradcheck = r.strided = r.float64_reference = false;
+      t.push_back(std::move(r));
+    }
+  }
+  // Few distinct values: ties everywhere, so "the first extreme" matters; float32 also with a NaN.
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::UInt8}) {
+    for (const Several& c : several_arg) {
+      for (ArgReduceOp op : {ArgReduceOp::Max, ArgReduceOp::Min}) {
+        OpRow r{std::string(op == ArgReduceOp::Max ? "arg_reduce_kernel_max_" : "arg_reduce_kernel_min_") +
+                    dtype_name(dt) + "_" + c.name,
+                [dt, c](Generator& g) {
+                  Tensor x = randint(0, 4, c.shape, {.dtype = dt}, &g);
+                  if (dt == DType::Float32) x.reshape({-1}).narrow(0, 30, 1).fill_(NAN);
+                  return Inputs{x};
+                },
+                [c, op, out_shape](const Inputs& x) {
+                  const Tensor v = x[0].detach().permute(c.perm);
+                  const Shape os = out_shape(v, c.nred);
+                  // With the values, and the indices alone (values undefined).
+                  const TensorOptions o{.dtype = DType::Int64, .device = v.device()};
+                  const Tensor i1 = empty(os, o), i2 = empty(os, o), values = empty(os, v.options());
+                  arg_reduce_stub(v.device())(op, values, i1, v, c.nred);
+                  arg_reduce_stub(v.device())(op, Tensor(), i2, v, c.nred);
+                  return cat({values.to(DType::Float64).reshape({-1}), i1.to(DType::Float64).reshape({-1}),
+                              i2.to(DType::Float64).reshape({-1})},
+                             0);
+                },
+                0.0};
+        r.grad = r.gradcheck = r.strided = r.float64_reference = false;
+        t.push_back(std::move(r));
       }
     }
   }

@@ -25,6 +25,8 @@ const std::vector<OpRow>& op_table() {
     add_reduction_rows(t);
     add_sorting_rows(t);
     add_pooling_rows(t);
+    add_gather_scatter_rows(t);
+    add_reduce_grad_rows(t);
     return t;
   }();
   return table;

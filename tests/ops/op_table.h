@@ -49,4 +49,7 @@ void add_reduction_rows(std::vector<OpRow>& t);  // op_rows_reductions.cpp
 void add_sorting_rows(std::vector<OpRow>& t);    // op_rows_sorting.cpp
 void add_pooling_rows(std::vector<OpRow>& t);    // op_rows_pooling.cpp
 
+void add_gather_scatter_rows(std::vector<OpRow>& t);  // op_rows_gather_scatter.cpp
+void add_reduce_grad_rows(std::vector<OpRow>& t);     // op_rows_reduce_grad.cpp
+
 }  // namespace ember::ops_test
