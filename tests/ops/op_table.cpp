@@ -1,5 +1,8 @@
 #include "op_table.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace ember::ops_test {
 
 Tensor rn(Generator& g, Shape s) {
@@ -10,6 +13,20 @@ Tensor pos(Generator& g, Shape s) {
 }
 Tensor ints(Generator& g, int64_t lo, int64_t hi, Shape s, DType dt) {
   return randint(lo, hi, std::move(s), {.dtype = dt}, &g);
+}
+
+Tensor raw_bits(const Tensor& t) {
+  const Tensor c = t.detach().to(Device::cpu()).contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.raw_data());
+  const size_t size = c.itemsize();
+  std::vector<int64_t> words;
+  for (int64_t i = 0; i < c.numel(); ++i)
+    for (size_t w = 0; w < size; w += 4) {
+      uint32_t x = 0;
+      std::memcpy(&x, p + static_cast<size_t>(i) * size + w, std::min<size_t>(4, size - w));
+      words.push_back(x);
+    }
+  return from_vector<int64_t>(words, {static_cast<int64_t>(words.size())});
 }
 
 const std::vector<OpRow>& op_table() {
@@ -27,6 +44,8 @@ const std::vector<OpRow>& op_table() {
     add_pooling_rows(t);
     add_gather_scatter_rows(t);
     add_reduce_grad_rows(t);
+    add_compare_rows(t);
+    add_copy_rows(t);
     return t;
   }();
   return table;

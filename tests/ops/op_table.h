@@ -36,6 +36,9 @@ const std::vector<OpRow>& op_table();
 Tensor rn(Generator& g, Shape s);   // standard normal
 Tensor pos(Generator& g, Shape s);  // |normal| + 0.5, for log, sqrt, div
 Tensor ints(Generator& g, int64_t lo, int64_t hi, Shape s, DType dt = DType::Int64);
+// t's elements as their raw bits, on the CPU: one int64 per 32-bit word (exact in the table's double
+// comparison), so NaN payloads and signs and -0 must match too.
+Tensor raw_bits(const Tensor& t);
 
 // One family file each appends its rows.
 void add_elementwise_rows(std::vector<OpRow>& t);
@@ -51,5 +54,7 @@ void add_pooling_rows(std::vector<OpRow>& t);    // op_rows_pooling.cpp
 
 void add_gather_scatter_rows(std::vector<OpRow>& t);  // op_rows_gather_scatter.cpp
 void add_reduce_grad_rows(std::vector<OpRow>& t);     // op_rows_reduce_grad.cpp
+void add_compare_rows(std::vector<OpRow>& t);         // op_rows_compare.cpp
+void add_copy_rows(std::vector<OpRow>& t);            // op_rows_copy.cpp
 
 }  // namespace ember::ops_test
