@@ -3,8 +3,9 @@
 // out-of-range cross-entropy target, a dtype-converting copy between different shapes, a pooling
 // geometry past 32-bit indexing, an empty or strided index range, scatter_add of dtypes it cannot
 // add, isclose of integers, an integer mean, an empty argmax, a same-dtype copy of mismatched
-// operands. The kernels' results are the op table's (tests/ops); these only pin the kernels' own
-// checks.
+// operands, a GEMM or dot of integers, a GEMM past 2^31 or with a negative batch stride, a
+// convolution past 32-bit indexing, a batch norm evaluation without running statistics. The
+// kernels' results are the op table's (tests/ops); these only pin the kernels' own checks.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/cuda/cast.h"
 #include "core/cuda/copy_kernel.h"
 #include "core/elementwise_kernels.h"
+#include "core/gemm_kernels.h"
 #include "core/index_kernels.h"
 #include "core/nn_kernels.h"
 #include "core/reduce_kernels.h"
@@ -101,4 +103,41 @@ TEST(KernelErrors, ASameDtypeCopyOfMismatchedOperandsIsRefused) {
   const uint64_t before = emu::stats().launches;
   cuda::copy_same_dtype_on_device(device_empty({0, 3}, DType::Float32), device_empty({0, 3}, DType::Float32));
   EXPECT_EQ(emu::stats().launches, before);
+}
+
+TEST(KernelErrors, GemmAndDotArgumentsTheKernelsCannotTakeAreRefused) {
+  Tensor t = device_copy(zeros({4}));
+  GemmArgs g;
+  g.dtype = DType::Int32, g.m = 1, g.n = 1, g.k = 1, g.a = g.b = g.c = t.raw_data();
+  test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm", "float32 or float64");
+  g.dtype = DType::Float32, g.m = int64_t{1} << 32;
+  test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm", "2^31");
+  g.m = 1;
+  test_util::expect_error([&] { emu::kernel(gemm_batched_stub)(g, 2, -1, 0, 1); }, "gemm", "non-negative strides");
+  test_util::expect_error(
+      [&] { emu::kernel(dot_stub)(DType::Int64, 1, t.raw_data(), 1, t.raw_data(), 1, t.raw_data()); }, "dot",
+      "float32 or float64");
+}
+
+// The kernels index in 32 bits; a geometry past that is refused before any memory is touched.
+TEST(KernelErrors, AConvGeometryPast32BitIndexingIsAnError) {
+  ConvGeometry g;
+  g.N = int64_t{1} << 18;  // 2^32 output pixels
+  g.C = 1, g.H = 128, g.W = 128, g.OC = 1, g.KH = 1, g.KW = 1, g.OH = 128, g.OW = 128;
+  Tensor t = device_empty({1}, DType::Float32);
+  test_util::expect_error([&] { emu::kernel(conv2d_forward_stub)(t, t, t, Tensor(), g); }, "conv2d", "32-bit");
+  test_util::expect_error([&] { emu::kernel(conv2d_backward_input_stub)(t, t, t, Tensor(), g); },
+                          "conv2d_backward_input", "32-bit");
+  test_util::expect_error([&] { emu::kernel(conv2d_backward_weight_stub)(t, Tensor(), t, t, g); },
+                          "conv2d_backward_weight", "32-bit");
+}
+
+TEST(KernelErrors, BatchNormEvaluationWithoutRunningStatisticsIsRefused) {
+  Tensor x = device_copy(randn({2, 3, 4})), y = device_empty({2, 3, 4}, DType::Float32);
+  Tensor sm = device_empty({3}, DType::Float64), si = device_empty({3}, DType::Float64);
+  BatchNormArgs args;
+  args.training = false;
+  test_util::expect_error(
+      [&] { emu::kernel(batch_norm_forward_stub)(y, sm, si, x, Tensor(), Tensor(), Tensor(), Tensor(), args); },
+      "batch_norm", "running_mean");
 }

@@ -46,6 +46,10 @@ const std::vector<OpRow>& op_table() {
     add_reduce_grad_rows(t);
     add_compare_rows(t);
     add_copy_rows(t);
+    add_gemm_rows(t);
+    add_conv_tile_rows(t);
+    add_batch_norm_rows(t);
+    add_rnn_cell_rows(t);
     return t;
   }();
   return table;

@@ -57,4 +57,9 @@ void add_reduce_grad_rows(std::vector<OpRow>& t);     // op_rows_reduce_grad.cpp
 void add_compare_rows(std::vector<OpRow>& t);         // op_rows_compare.cpp
 void add_copy_rows(std::vector<OpRow>& t);            // op_rows_copy.cpp
 
+void add_gemm_rows(std::vector<OpRow>& t);        // op_rows_gemm.cpp
+void add_conv_tile_rows(std::vector<OpRow>& t);   // op_rows_conv_tiles.cpp
+void add_batch_norm_rows(std::vector<OpRow>& t);  // op_rows_batch_norm.cpp
+void add_rnn_cell_rows(std::vector<OpRow>& t);    // op_rows_rnn_cells.cpp
+
 }  // namespace ember::ops_test
