@@ -183,6 +183,7 @@ void Pipeline::reap_sends() {
 void Pipeline::flush_sends() {
   for (auto& [w, t] : pending_sends_) w->wait();
   pending_sends_.clear();
+  grad_sends_.clear();
 }
 
 void Pipeline::check_header(const Header& h, int from_stage, const char* what, int micro, int micro_batches,
@@ -326,7 +327,14 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
     if (!is_first() && mb.input.requires_grad()) {
       Tensor g = mb.input.grad();
       if (!g.defined()) g = zeros_like(mb.input);  // the stage did not use its input
+      // At most one sent gradient waits for its receiver, so that a slow previous stage cannot
+      // pile gradients up here beyond the schedule's bound. Waiting cannot deadlock: the previous
+      // stage takes gradient i in its backward i, which needs nothing more from this stage.
+      for (auto& w : grad_sends_) w->wait();
+      grad_sends_.clear();
+      const size_t before = pending_sends_.size();
       send_tensor(g, stage_ - 1, kBackwardTag, i, batch, false);
+      for (size_t j = before; j < pending_sends_.size(); ++j) grad_sends_.push_back(pending_sends_[j].first);
     }
     mb = Micro{};
     --live;

@@ -130,6 +130,7 @@ class Pipeline {
   std::shared_ptr<nn::Sequential> stage_module_;
   std::unique_ptr<DistributedDataParallel> ddp_;           // over options().data_parallel
   std::vector<std::pair<WorkPtr, Tensor>> pending_sends_;  // tensors kept alive until sent
+  std::vector<WorkPtr> grad_sends_;                        // the last gradient sent back
   PipelineStepStats stats_;
 };
 

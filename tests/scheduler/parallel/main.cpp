@@ -3,6 +3,7 @@
 // (the rank exits non-zero and mpirun reports it).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "dist_test_util.h"
@@ -26,12 +27,31 @@ std::vector<double> gather(double v) {
 }
 }  // namespace dist_test
 
+namespace {
+// Ranks other than 0 print only their failures, with the rank, so that a failure seen by one
+// rank alone is not a bare non-zero exit in ctest's log.
+class RankFailures : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailures(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_, t ? t->test_suite_name() : "?", t ? t->name() : "?",
+                 r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
+  }
+
+ private:
+  int rank_;
+};
+}  // namespace
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   dist_test::g_comm = std::make_unique<ember::dist::MpiCommunicator>();
   if (dist_test::g_comm->rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailures(dist_test::g_comm->rank()));
   }
   int rc = RUN_ALL_TESTS();
   // A failure on one rank must fail the job even when rank 0 passed.

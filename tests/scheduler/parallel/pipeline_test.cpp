@@ -213,7 +213,8 @@ TEST(Pipeline, OneFOneBHoldsFewerMicroBatchesThanGPipe) {
 
 // Live activation memory, from the allocator. GPipe's peak at M = 4 and M = 8 micro-batches of the
 // same size gives one micro-batch's activations A and the rest of the stage's memory; under 1F1B
-// with M = 8 each stage's peak must then stay within min(M, K - stage) micro-batches of A.
+// with M = 8 each stage's peak must then stay within min(M, K - stage) micro-batches of A (and
+// one gradient sent back).
 TEST(Pipeline, OneFOneBPeakMemoryFollowsItsInFlightBound) {
   const int k = comm().size();
   auto peak_of = [&](PipelineSchedule s, int m) {
@@ -235,7 +236,9 @@ TEST(Pipeline, OneFOneBPeakMemoryFollowsItsInFlightBound) {
   const double per_micro = (g8 - g4) / 4, rest = g4 - 4 * per_micro;
   EXPECT_GT(per_micro, 8 * 2048 * 4 * 0.9) << "stage " << stage << ": GPipe's peak should grow by a micro-batch's "
                                            << "[8, 2048] activation per micro-batch";
-  const int bound = pipeline_in_flight(PipelineSchedule::OneFOneB, k, stage, 8);
+  // The schedule's bound, plus the one gradient a stage may have sent that its predecessor has not
+  // taken yet (how long it waits depends on the other rank's timing).
+  const int bound = pipeline_in_flight(PipelineSchedule::OneFOneB, k, stage, 8) + (stage > 0 ? 1 : 0);
   EXPECT_LE(f8, rest + (bound + 0.5) * per_micro)
       << "stage " << stage << ": 1F1B peak " << f8 << " bytes; GPipe " << g4 << " (M 4), " << g8 << " (M 8)";
   EXPECT_LT(f8, g8);
