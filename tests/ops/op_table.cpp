@@ -42,6 +42,11 @@ const std::vector<OpRow>& op_table() {
     add_reduction_rows(t);
     add_sorting_rows(t);
     add_pooling_rows(t);
+    add_conv_rows(t);
+    add_linalg_rows(t);
+    add_norm_rows(t);
+    add_loss_rows(t);
+    add_rnn_rows(t);
     add_gather_scatter_rows(t);
     add_reduce_grad_rows(t);
     add_compare_rows(t);

@@ -51,6 +51,11 @@ void add_size_rows(std::vector<OpRow>& t);       // op_rows_sizes.cpp
 void add_reduction_rows(std::vector<OpRow>& t);  // op_rows_reductions.cpp
 void add_sorting_rows(std::vector<OpRow>& t);    // op_rows_sorting.cpp
 void add_pooling_rows(std::vector<OpRow>& t);    // op_rows_pooling.cpp
+void add_conv_rows(std::vector<OpRow>& t);       // op_rows_conv.cpp
+void add_linalg_rows(std::vector<OpRow>& t);     // op_rows_linalg.cpp
+void add_norm_rows(std::vector<OpRow>& t);       // op_rows_norm.cpp
+void add_loss_rows(std::vector<OpRow>& t);       // op_rows_loss.cpp
+void add_rnn_rows(std::vector<OpRow>& t);        // op_rows_rnn.cpp
 
 void add_gather_scatter_rows(std::vector<OpRow>& t);  // op_rows_gather_scatter.cpp
 void add_reduce_grad_rows(std::vector<OpRow>& t);     // op_rows_reduce_grad.cpp
