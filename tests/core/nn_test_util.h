@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd/gradcheck.h"
 #include "core/autograd/node.h"
 #include "core/ops.h"
 
@@ -64,13 +63,6 @@ inline ::testing::AssertionResult all_close(const std::vector<double>& a, const 
 inline ::testing::AssertionResult all_close(const Tensor& a, const std::vector<double>& b, double atol = 1e-10,
                                             double rtol = 1e-10) {
   return all_close(vec(a), b, atol, rtol);
-}
-
-inline ::testing::AssertionResult grad_ok(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                                          const std::vector<Tensor>& inputs, GradcheckOptions o = {}) {
-  GradcheckResult r = gradcheck(fn, inputs, o);
-  if (r.ok) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << r.message;
 }
 
 }  // namespace nn_test

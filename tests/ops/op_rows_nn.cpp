@@ -138,6 +138,17 @@ void add_nn_rows(std::vector<OpRow>& t) {
                  return stack({mean(kept.to(y.dtype())), err}).detach();
                },
                0.03, false, false, false});
+  // A fresh generator of one seed per call: the same mask at every evaluation (finite differences
+  // see the mask's scaling), and the same mask for a transposed input as for a contiguous one
+  // (the harness's strided run): the mask follows the logical element order.
+  t.push_back({"dropout_fixed_mask_2d",
+               [](Generator& g) {
+                 return Inputs{rn(g, {5, 4})};
+               },
+               [](const Inputs& x) {
+                 Generator gen(8);
+                 return dropout(x[0], 0.5, true, &gen);
+               }});
 
   auto rnn_case = [&](const std::string& name, RnnMode mode, int64_t gates, std::vector<int64_t> lengths,
                       bool reverse) {
