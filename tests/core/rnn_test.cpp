@@ -1,7 +1,10 @@
-// Tests for rnn_layer (core/ops/rnn.h): values against a naive per-step float64 reference written
-// from PyTorch's formulas, gradient checks for every mode and option, padding semantics of
-// variable lengths, a 2-layer bidirectional stack built from rnn_layer calls (as nn::LSTM/GRU
-// compose it), and every argument error.
+// Tests for rnn_layer (core/ops/rnn.h): the float32 activations' accuracy from tiny to huge
+// arguments (per element, against std::), the padding semantics of variable lengths (final states
+// at each length, zero outputs, results and gradients independent of the padding), an empty batch,
+// which operands get gradients, the autograd node and its version check, and every argument
+// error. Every mode and option against PyTorch's equations composed from other ops, the widths
+// that leave vector tails, a 2-layer bidirectional stack, float32 against float64 and the finite
+// differences are op-table rows (tests/ops/op_rows_rnn.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +15,6 @@
 #include <vector>
 
 #include "core/autograd/grad_mode.h"
-#include "core/autograd/gradcheck.h"
 #include "core/autograd/node.h"
 #include "core/ops.h"
 
@@ -40,8 +42,6 @@ const char* name_of(RnnMode m) {
   }
 }
 
-// ------------------------------------------------------------------ float64 reference
-
 double sig(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }
@@ -49,64 +49,6 @@ double sig(double x) {
 struct Params {
   Vec w_ih, w_hh, b_ih, b_hh;  // empty biases: none
 };
-
-struct RefOut {
-  Vec out, h_n, c_n;
-};
-
-// One layer, one direction, per sequence and per step, exactly as torch.nn.RNN/LSTM/GRU define it.
-RefOut ref_layer(RnnMode mode, const Vec& x, int64_t T, int64_t B, int64_t I, int64_t H, const Params& p, const Vec& h0,
-                 const Vec& c0, const std::vector<int64_t>& lengths, bool reverse) {
-  const int64_t G = gates_of(mode);
-  RefOut r{Vec(T * B * H, 0.0), Vec(B * H, 0.0), Vec(B * H, 0.0)};
-  for (int64_t b = 0; b < B; ++b) {
-    Vec h(H, 0.0), c(H, 0.0);
-    if (!h0.empty()) std::copy(h0.begin() + b * H, h0.begin() + (b + 1) * H, h.begin());
-    if (!c0.empty()) std::copy(c0.begin() + b * H, c0.begin() + (b + 1) * H, c.begin());
-    const int64_t len = lengths.empty() ? T : lengths[b];
-    for (int64_t s = 0; s < len; ++s) {
-      const int64_t t = reverse ? len - 1 - s : s;
-      Vec gi(G * H, 0.0), gh(G * H, 0.0);
-      for (int64_t k = 0; k < G * H; ++k) {
-        for (int64_t i = 0; i < I; ++i) gi[k] += p.w_ih[k * I + i] * x[(t * B + b) * I + i];
-        for (int64_t j = 0; j < H; ++j) gh[k] += p.w_hh[k * H + j] * h[j];
-        if (!p.b_ih.empty()) gi[k] += p.b_ih[k];
-        if (!p.b_hh.empty()) gh[k] += p.b_hh[k];
-      }
-      Vec hn(H);
-      for (int64_t j = 0; j < H; ++j) {
-        switch (mode) {
-          case RnnMode::RnnTanh:
-            hn[j] = std::tanh(gi[j] + gh[j]);
-            break;
-          case RnnMode::RnnRelu:
-            hn[j] = std::max(0.0, gi[j] + gh[j]);
-            break;
-          case RnnMode::Lstm: {
-            double ig = sig(gi[j] + gh[j]), fg = sig(gi[H + j] + gh[H + j]);
-            double gg = std::tanh(gi[2 * H + j] + gh[2 * H + j]), og = sig(gi[3 * H + j] + gh[3 * H + j]);
-            c[j] = fg * c[j] + ig * gg;
-            hn[j] = og * std::tanh(c[j]);
-            break;
-          }
-          case RnnMode::Gru: {
-            double rg = sig(gi[j] + gh[j]), zg = sig(gi[H + j] + gh[H + j]);
-            double ng = std::tanh(gi[2 * H + j] + rg * gh[2 * H + j]);
-            hn[j] = (1 - zg) * ng + zg * h[j];
-            break;
-          }
-        }
-      }
-      h = hn;
-      for (int64_t j = 0; j < H; ++j) r.out[(t * B + b) * H + j] = h[j];
-    }
-    for (int64_t j = 0; j < H; ++j) {
-      r.h_n[b * H + j] = h[j];
-      r.c_n[b * H + j] = c[j];
-    }
-  }
-  return r;
-}
 
 // ------------------------------------------------------------------ helpers
 
@@ -127,32 +69,11 @@ Vec values(const Tensor& t) {
   return t.defined() ? t.contiguous().to_vector<double>() : Vec();
 }
 
-void expect_near_vec(const Vec& got, const Vec& want, double tol, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double err = std::abs(got[i] - want[i]) / (1.0 + std::abs(want[i]));
-    if (!(err <= worst)) {
-      worst = err;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol) << what << ": element " << at << " got " << got[at] << " want " << want[at];
-}
-
 struct Case {
   RnnMode mode = RnnMode::Lstm;
   int64_t T = 4, B = 3, I = 3, H = 2;
   bool bias = true, init = true, reverse = false;
   std::vector<int64_t> lengths;
-  std::string str() const {
-    std::string s = std::string(name_of(mode)) + " T" + std::to_string(T) + " B" + std::to_string(B) + " I" +
-                    std::to_string(I) + " H" + std::to_string(H) + (bias ? " bias" : " nobias") +
-                    (init ? " h0" : " noh0") + (reverse ? " reverse" : " forward") + " lengths[";
-    for (int64_t l : lengths) s += std::to_string(l) + ",";
-    return s + "]";
-  }
 };
 
 struct Data {
@@ -199,90 +120,7 @@ RnnLayerResult run(const Case& c, const std::vector<Tensor>& t) {
   return rnn_layer(c.mode, t[0], t[1], t[2], t[3], t[4], t[5], t[6], c.lengths, c.reverse);
 }
 
-// Every result of a layer as one flat tensor, so that gradcheck sees all of them.
-Tensor flat_results(const RnnLayerResult& r) {
-  std::vector<Tensor> parts{r.output.reshape({-1}), r.h_n.reshape({-1})};
-  if (r.c_n.defined()) parts.push_back(r.c_n.reshape({-1}));
-  return cat(parts, 0);
-}
-
-// B lengths in [1, T], mixed, at least one of them T.
-std::vector<int64_t> spread_lengths(int64_t B, int64_t T) {
-  std::vector<int64_t> l(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) l[b] = b == 0 ? T : 1 + (b * 5) % T;
-  return l;
-}
-
-std::vector<Case> all_variants(RnnMode mode, int64_t T, int64_t B, int64_t I, int64_t H,
-                               const std::vector<int64_t>& lengths) {
-  std::vector<Case> cases;
-  for (bool bias : {true, false})
-    for (bool init : {true, false})
-      for (bool reverse : {false, true})
-        for (bool var : {false, true})
-          cases.push_back({mode, T, B, I, H, bias, init, reverse, var ? lengths : std::vector<int64_t>{}});
-  return cases;
-}
-
 // ------------------------------------------------------------------ values
-
-void check_against_reference(const Case& c, DType dt, double tol, double scale = 1.0, uint32_t seed = 7) {
-  SCOPED_TRACE(c.str() + (dt == DType::Float32 ? " float32" : " float64"));
-  Data d = make_data(c, seed, scale);
-  RefOut want = ref_layer(c.mode, d.x, c.T, c.B, c.I, c.H, d.p, d.h0, d.c0, c.lengths, c.reverse);
-  RnnLayerResult got = run(c, tensors_of(c, d, dt, false));
-  ASSERT_EQ(got.output.shape(), (Shape{c.T, c.B, c.H}));
-  ASSERT_EQ(got.h_n.shape(), (Shape{c.B, c.H}));
-  EXPECT_EQ(got.output.dtype(), dt);
-  expect_near_vec(values(got.output), want.out, tol, "output");
-  expect_near_vec(values(got.h_n), want.h_n, tol, "h_n");
-  if (c.mode == RnnMode::Lstm) {
-    ASSERT_TRUE(got.c_n.defined());
-    expect_near_vec(values(got.c_n), want.c_n, tol, "c_n");
-  } else {
-    EXPECT_FALSE(got.c_n.defined());
-  }
-}
-
-TEST(RnnLayer, MatchesReferenceEveryModeAndOption) {
-  for (RnnMode mode : kModes)
-    for (const Case& c : all_variants(mode, 5, 4, 3, 5, {5, 2, 4, 1})) {
-      check_against_reference(c, DType::Float64, 1e-12);
-      check_against_reference(c, DType::Float32, 3e-6);
-    }
-}
-
-TEST(RnnLayer, EitherBiasAlone) {
-  // GRU keeps b_hn apart from the folded biases, so each bias on its own takes another path.
-  for (RnnMode mode : kModes)
-    for (int which : {0, 1}) {
-      Case c{mode, 4, 3, 3, 4, true, true, true, {4, 1, 3}};
-      SCOPED_TRACE(c.str() + (which == 0 ? " b_ih only" : " b_hh only"));
-      Data d = make_data(c, 19);
-      auto t = tensors_of(c, d, DType::Float64, true);
-      (which == 0 ? d.p.b_hh : d.p.b_ih).clear();
-      RefOut want = ref_layer(c.mode, d.x, c.T, c.B, c.I, c.H, d.p, d.h0, d.c0, c.lengths, c.reverse);
-      t[which == 0 ? 4 : 3] = Tensor();
-      RnnLayerResult got = run(c, t);
-      expect_near_vec(values(got.output), want.out, 1e-12, "output");
-      expect_near_vec(values(got.h_n), want.h_n, 1e-12, "h_n");
-      GradcheckResult r = gradcheck([&c](const std::vector<Tensor>& in) { return flat_results(run(c, in)); }, t);
-      EXPECT_TRUE(r.ok) << r.message;
-    }
-}
-
-TEST(RnnLayer, MatchesReferenceAtWidthsThatLeaveVectorTails) {
-  // H = 37 and I = 19 are not multiples of any vector or panel width, and the sizes are large
-  // enough for the recurrent loop to split the hidden units across threads; larger weights drive
-  // the gates into saturation, where the float32 activations must still be accurate.
-  for (RnnMode mode : kModes) {
-    Case c{mode, 5, 192, 19, 37, true, true, true, spread_lengths(192, 5)};
-    check_against_reference(c, DType::Float32, 1e-5, 1.0, 11);
-    check_against_reference(c, DType::Float32, 4e-5, 4.0, 12);
-    c.reverse = false;
-    check_against_reference(c, DType::Float64, 1e-12, 4.0, 13);
-  }
-}
 
 TEST(RnnLayer, Float32ActivationsAreAccurateFromTinyToHugeArguments) {
   // One step, one unit, one sequence per argument x in the batch.
@@ -339,31 +177,6 @@ TEST(RnnLayer, VariableLengthsTakeFinalStatesAtEachLengthAndZeroThePadding) {
     }
 }
 
-TEST(RnnLayer, LengthsAllEqualToTMatchNoLengths) {
-  Case c{RnnMode::Gru, 3, 2, 3, 4, true, true, true, {}};
-  Data d = make_data(c, 5);
-  auto t = tensors_of(c, d, DType::Float32, false);
-  RnnLayerResult a = run(c, t);
-  RnnLayerResult b = rnn_layer(c.mode, t[0], t[1], t[2], t[3], t[4], t[5], t[6], {3, 3}, true);
-  EXPECT_EQ(values(a.output), values(b.output));
-  EXPECT_EQ(values(a.h_n), values(b.h_n));
-}
-
-TEST(RnnLayer, NonContiguousOperandsGiveTheSameResults) {
-  // batch-first input seen time-major through a transpose, and a transposed weight view
-  Case c{RnnMode::Lstm, 4, 3, 5, 3, true, true, false, {4, 2, 3}};
-  Data d = make_data(c, 9);
-  auto t = tensors_of(c, d, DType::Float32, false);
-  RnnLayerResult want = run(c, t);
-  Tensor x_bf = t[0].transpose(0, 1).contiguous();  // [B, T, I]
-  Tensor w_hh_t = t[2].t().contiguous().t();        // same values, column-major
-  ASSERT_FALSE(w_hh_t.is_contiguous());
-  RnnLayerResult got = rnn_layer(c.mode, x_bf.transpose(0, 1), t[1], w_hh_t, t[3], t[4], t[5], t[6], c.lengths);
-  EXPECT_EQ(values(got.output), values(want.output));
-  EXPECT_EQ(values(got.h_n), values(want.h_n));
-  EXPECT_EQ(values(got.c_n), values(want.c_n));
-}
-
 TEST(RnnLayer, EmptyBatch) {
   for (RnnMode mode : kModes) {
     Case c{mode, 3, 0, 2, 4, true, false, false, {}};
@@ -379,35 +192,6 @@ TEST(RnnLayer, EmptyBatch) {
 }
 
 // ------------------------------------------------------------------ gradients
-
-void expect_gradcheck(const Case& c, uint32_t seed) {
-  SCOPED_TRACE(c.str());
-  Data d = make_data(c, seed);
-  auto inputs = tensors_of(c, d, DType::Float64, true);
-  auto fn = [&c](const std::vector<Tensor>& t) { return flat_results(run(c, t)); };
-  GradcheckResult r = gradcheck(fn, inputs);
-  EXPECT_TRUE(r.ok) << r.message;
-}
-
-TEST(RnnLayerGrad, GradcheckEveryModeWithVariableLengthsAndReverse) {
-  for (RnnMode mode : kModes)
-    for (const Case& c : all_variants(mode, 4, 3, 3, 2, {2, 4, 1})) {
-      if (!c.bias && !c.init && c.lengths.empty()) continue;  // covered by the richer variants
-      expect_gradcheck(c, 21);
-    }
-}
-
-TEST(RnnLayerGrad, ReluGradcheckAwayFromTheKink) {
-  // Positive weights and inputs keep every pre-activation clear of 0, where ReLU has no derivative,
-  // so the central differences are exact.
-  Case c{RnnMode::RnnRelu, 4, 3, 3, 2, true, true, true, {3, 4, 2}};
-  Data d = make_data(c, 4);
-  for (Vec* v : {&d.x, &d.p.w_ih, &d.p.w_hh, &d.p.b_ih, &d.p.b_hh, &d.h0})
-    for (double& e : *v) e = 0.1 + std::abs(e);
-  auto inputs = tensors_of(c, d, DType::Float64, true);
-  GradcheckResult r = gradcheck([&c](const std::vector<Tensor>& t) { return flat_results(run(c, t)); }, inputs);
-  EXPECT_TRUE(r.ok) << r.message;
-}
 
 TEST(RnnLayerGrad, PaddingStepsGetAndGiveNoGradient) {
   const std::vector<int64_t> lengths{3, 1, 4};
@@ -445,31 +229,6 @@ TEST(RnnLayerGrad, PaddingStepsGetAndGiveNoGradient) {
             }
           }
     }
-}
-
-TEST(RnnLayerGrad, Float32BackwardMatchesFloat64) {
-  // The float32 path has its own exp/tanh and GEMM kernel; at widths with vector and panel tails,
-  // with the hidden units split across threads, its gradients must agree with float64's.
-  for (RnnMode mode : kModes) {
-    SCOPED_TRACE(name_of(mode));
-    Case c{mode, 5, 192, 11, 37, true, true, true, spread_lengths(192, 5)};
-    Data d = make_data(c, 31, 1.5);
-    std::vector<Vec> grads[2];
-    for (DType dt : {DType::Float64, DType::Float32}) {
-      auto t = tensors_of(c, d, dt, true);
-      RnnLayerResult r = run(c, t);
-      Tensor loss = sum(mul(r.output, r.output)).add(sum(r.h_n));
-      if (r.c_n.defined()) loss = loss.add(sum(r.c_n));
-      loss.backward();
-      for (const Tensor& in : t) grads[dt == DType::Float32].push_back(values(in.grad()));
-    }
-    for (size_t i = 0; i < grads[0].size(); ++i) {
-      double scale = 0;
-      for (double v : grads[0][i]) scale = std::max(scale, std::abs(v));
-      for (size_t k = 0; k < grads[0][i].size(); ++k)
-        EXPECT_NEAR(grads[1][i][k], grads[0][i][k], 2e-5 * (1 + scale)) << "operand " << i << " element " << k;
-    }
-  }
 }
 
 TEST(RnnLayerGrad, OnlyTheOperandsThatRequireGradGetOne) {
@@ -517,87 +276,6 @@ TEST(RnnLayerGrad, WeightChangedInPlaceAfterForwardIsReported) {
     t[2].add_(1.0);
   }
   EXPECT_THROW(sum(r.output).backward(), Error);
-}
-
-// ------------------------------------------------------------------ 2-layer bidirectional stack
-
-// What nn::LSTM/GRU do for num_layers = 2, bidirectional: each layer runs rnn_layer forward and
-// reversed on the same input with the same lengths, and the next layer reads both outputs joined
-// along the feature dim. Operands: x, then per (layer, direction) w_ih, w_hh, b_ih, b_hh, h0, c0.
-Tensor stack_forward(RnnMode mode, const std::vector<Tensor>& t, const std::vector<int64_t>& lengths) {
-  Tensor layer_in = t[0];
-  std::vector<Tensor> finals;
-  for (int l = 0; l < 2; ++l) {
-    std::vector<Tensor> outs;
-    for (int dir = 0; dir < 2; ++dir) {
-      const Tensor* p = &t[1 + (l * 2 + dir) * 6];
-      RnnLayerResult r = rnn_layer(mode, layer_in, p[0], p[1], p[2], p[3], p[4], p[5], lengths, dir == 1);
-      outs.push_back(r.output);
-      finals.push_back(r.h_n.reshape({-1}));
-      if (r.c_n.defined()) finals.push_back(r.c_n.reshape({-1}));
-    }
-    layer_in = cat(outs, 2);
-  }
-  finals.insert(finals.begin(), layer_in.reshape({-1}));
-  return cat(finals, 0);
-}
-
-struct Stack {
-  std::vector<Tensor> tensors;
-  Vec expected;  // from the float64 reference
-};
-
-Stack make_stack(RnnMode mode, int64_t T, int64_t B, int64_t I, int64_t H, const std::vector<int64_t>& lengths,
-                 uint32_t seed) {
-  const bool lstm = mode == RnnMode::Lstm;
-  const int64_t GH = gates_of(mode) * H;
-  std::mt19937 rng(seed);
-  Stack s;
-  Vec x = random_vec(rng, T * B * I, 1.0);
-  s.tensors.push_back(make(x, {T, B, I}, DType::Float64, true));
-  Vec layer_in = x;
-  int64_t in_size = I;
-  std::vector<Vec> finals;
-  for (int l = 0; l < 2; ++l) {
-    Vec dir_out[2];
-    for (int dir = 0; dir < 2; ++dir) {
-      Params p{random_vec(rng, GH * in_size, 0.6), random_vec(rng, GH * H, 0.6), random_vec(rng, GH, 0.6),
-               random_vec(rng, GH, 0.6)};
-      Vec h0 = random_vec(rng, B * H, 1.0), c0 = lstm ? random_vec(rng, B * H, 1.0) : Vec();
-      for (auto [v, shape] : {std::pair<const Vec*, Shape>{&p.w_ih, {GH, in_size}},
-                              {&p.w_hh, {GH, H}},
-                              {&p.b_ih, {GH}},
-                              {&p.b_hh, {GH}},
-                              {&h0, {B, H}},
-                              {&c0, {B, H}}})
-        s.tensors.push_back(v->empty() ? Tensor() : make(*v, shape, DType::Float64, true));
-      RefOut r = ref_layer(mode, layer_in, T, B, in_size, H, p, h0, c0, lengths, dir == 1);
-      dir_out[dir] = r.out;
-      finals.push_back(r.h_n);
-      if (lstm) finals.push_back(r.c_n);
-    }
-    Vec joined;
-    for (int64_t tb = 0; tb < T * B; ++tb)
-      for (int dir = 0; dir < 2; ++dir)
-        joined.insert(joined.end(), dir_out[dir].begin() + tb * H, dir_out[dir].begin() + (tb + 1) * H);
-    layer_in = joined;
-    in_size = 2 * H;
-  }
-  s.expected = layer_in;
-  for (const Vec& f : finals) s.expected.insert(s.expected.end(), f.begin(), f.end());
-  return s;
-}
-
-TEST(RnnLayerStack, TwoLayerBidirectionalMatchesReferenceAndGradchecks) {
-  const std::vector<int64_t> lengths{4, 2, 3};
-  for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru, RnnMode::RnnTanh}) {
-    SCOPED_TRACE(name_of(mode));
-    Stack s = make_stack(mode, 4, 3, 3, 2, lengths, 41);
-    expect_near_vec(values(stack_forward(mode, s.tensors, lengths)), s.expected, 1e-12, "stack output");
-    auto fn = [mode, &lengths](const std::vector<Tensor>& t) { return stack_forward(mode, t, lengths); };
-    GradcheckResult r = gradcheck(fn, s.tensors);
-    EXPECT_TRUE(r.ok) << r.message;
-  }
 }
 
 // ------------------------------------------------------------------ errors
