@@ -1,8 +1,11 @@
 // Unary math (neg, abs, sign, exp, log, log1p, sqrt, rsqrt, square, clamp, pow) and the
-// activations: forward values against std:: / long double references in float64 and float32
-// over values that include the edges, the vectorised path against the strided one, integer
-// inputs, gradcheck for every op (plain and through views), the float32 backward kernels
-// against float64, and PyTorch's subgradient conventions.
+// activations: forward values against std:: / long double references in float64 and float32 over
+// values that include the edges (per element, with IEEE's infinities and NaN: the op table's
+// reference is the float64 op itself and its tolerance relative to a row's largest value, so it
+// cannot state these), integer inputs, saturation, PyTorch's subgradient conventions, the saved
+// tensors' version checks and errors. The vectorised path against the strided one, the float32
+// backward kernels against float64 and the finite differences (plain and through views) are
+// op-table rows (tests/ops/op_rows_elementwise.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,22 +47,6 @@ void check_forward(const char* name, const UnaryFn& op, const RefFn& ref, double
   auto y32 = y.to_vector<float>();
   for (size_t i = 0; i < xf.size(); ++i)
     EXPECT_TRUE(close_to_f32(y32[i], ref32(static_cast<double>(xf[i])), rtol32, atol32)) << "x = " << xf[i];
-}
-
-// The vectorised contiguous path, the strided path and the threaded path give the same bits.
-void check_layouts(const char* name, const UnaryFn& op, double lo, double hi) {
-  SCOPED_TRACE(name);
-  for (DType dt : {DType::Float32, DType::Float64}) {
-    Tensor x = uniform64({200, 180}, lo, hi, 77).to(dt);  // above the parallel grain
-    auto contiguous = vals(op(x));
-    Tensor xt = x.t().contiguous().t();  // same values, column-major
-    auto strided = vals(op(xt).contiguous());
-    ASSERT_EQ(contiguous.size(), strided.size());
-    size_t mismatches = 0;
-    for (size_t i = 0; i < contiguous.size(); ++i)
-      if (!(contiguous[i] == strided[i] || (std::isnan(contiguous[i]) && std::isnan(strided[i])))) ++mismatches;
-    EXPECT_EQ(mismatches, 0u) << dtype_name(dt);
-  }
 }
 
 long double ref_gelu(long double x) {
@@ -245,144 +232,7 @@ TEST(Activation, Saturation) {
   EXPECT_EQ(tensor({-1000, 1000}).sigmoid().to_vector<float>(), (std::vector<float>{0, 1}));
 }
 
-TEST(Activation, VectorisedStridedAndThreadedPathsAgree) {
-  check_layouts(
-      "exp", [](const Tensor& x) { return exp(x); }, -90, 90);
-  check_layouts(
-      "log", [](const Tensor& x) { return log(x); }, 0, 100);
-  check_layouts(
-      "log1p", [](const Tensor& x) { return log1p(x); }, -1, 10);
-  check_layouts(
-      "sqrt", [](const Tensor& x) { return sqrt(x); }, 0, 100);
-  check_layouts(
-      "rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0, 100);
-  check_layouts(
-      "pow", [](const Tensor& x) { return pow(x, 2.5); }, 0, 10);
-  check_layouts(
-      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, -30, 30);
-  check_layouts(
-      "tanh", [](const Tensor& x) { return tanh(x); }, -10, 10);
-  check_layouts(
-      "gelu", [](const Tensor& x) { return gelu(x); }, -10, 10);
-  check_layouts(
-      "gelu tanh", [](const Tensor& x) { return gelu(x, true); }, -10, 10);
-  check_layouts(
-      "elu", [](const Tensor& x) { return elu(x); }, -10, 10);
-  check_layouts(
-      "softplus", [](const Tensor& x) { return softplus(x, 3.0, 10.0); }, -10, 10);
-  check_layouts(
-      "relu", [](const Tensor& x) { return relu(x); }, -1, 1);
-  check_layouts(
-      "leaky_relu", [](const Tensor& x) { return leaky_relu(x); }, -1, 1);
-  check_layouts(
-      "clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.5); }, -1, 1);
-}
-
 // ------------------------------------------------------------ gradients
-
-namespace {
-
-// Gradcheck of op on a contiguous input and on a transposed, sliced view of a bigger one.
-void gradcheck_unary(const char* name, const UnaryFn& op, double lo, double hi, uint64_t seed) {
-  SCOPED_TRACE(name);
-  Tensor x = leaf(uniform64({3, 4}, lo, hi, seed));
-  EXPECT_GRADCHECK([&](const std::vector<Tensor>& in) { return op(in[0]); }, {x});
-  Tensor big = leaf(uniform64({6, 3}, lo, hi, seed + 1));
-  EXPECT_GRADCHECK([&](const std::vector<Tensor>& in) { return op(in[0].t().slice(1, 0, 6, 2)); }, {big});
-}
-
-}  // namespace
-
-TEST(UnaryMathGrad, Gradcheck) {
-  // Ranges avoid the kinks (finite differences straddling them would be wrong, not the op).
-  gradcheck_unary(
-      "neg", [](const Tensor& x) { return neg(x); }, -2, 2, 100);
-  gradcheck_unary(
-      "abs", [](const Tensor& x) { return abs(x) * x; }, 0.1, 2, 102);
-  gradcheck_unary(
-      "abs neg", [](const Tensor& x) { return abs(x); }, -2, -0.1, 104);
-  gradcheck_unary(
-      "sign", [](const Tensor& x) { return sign(x) * x; }, -2, -0.1, 106);
-  gradcheck_unary(
-      "exp", [](const Tensor& x) { return exp(x); }, -2, 2, 108);
-  gradcheck_unary(
-      "log", [](const Tensor& x) { return log(x); }, 0.2, 3, 110);
-  gradcheck_unary(
-      "log1p", [](const Tensor& x) { return log1p(x); }, -0.8, 3, 112);
-  gradcheck_unary(
-      "sqrt", [](const Tensor& x) { return sqrt(x); }, 0.2, 3, 114);
-  gradcheck_unary(
-      "rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.2, 3, 116);
-  gradcheck_unary(
-      "square", [](const Tensor& x) { return square(x); }, -2, 2, 118);
-  gradcheck_unary(
-      "clamp", [](const Tensor& x) { return clamp(x, -0.503, 0.497); }, -1, 1, 120);
-  gradcheck_unary(
-      "clamp min", [](const Tensor& x) { return clamp(x, 0.013, std::nullopt); }, -1, 1, 122);
-  for (double e : {0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -0.5, 1.7, -2.3}) {
-    gradcheck_unary(("pow " + std::to_string(e)).c_str(), [e](const Tensor& x) { return pow(x, e); }, 0.3, 2, 124);
-  }
-}
-
-TEST(ActivationGrad, Gradcheck) {
-  gradcheck_unary(
-      "relu", [](const Tensor& x) { return relu(x); }, -2, 2, 200);
-  gradcheck_unary(
-      "leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, -2, 2, 202);
-  gradcheck_unary(
-      "elu", [](const Tensor& x) { return elu(x, 1.3); }, -3, 2, 204);
-  gradcheck_unary(
-      "gelu", [](const Tensor& x) { return gelu(x); }, -4, 4, 206);
-  gradcheck_unary(
-      "gelu tanh", [](const Tensor& x) { return gelu(x, true); }, -4, 4, 208);
-  gradcheck_unary(
-      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, -4, 4, 210);
-  gradcheck_unary(
-      "tanh", [](const Tensor& x) { return tanh(x); }, -3, 3, 212);
-  gradcheck_unary(
-      "softplus", [](const Tensor& x) { return softplus(x); }, -4, 4, 214);
-  // beta = 2, threshold = 3: elements above 1.5 take the linear branch.
-  gradcheck_unary(
-      "softplus threshold", [](const Tensor& x) { return softplus(x, 2.0, 3.0); }, -3, 3, 216);
-}
-
-TEST(ActivationGrad, Float32BackwardKernelsMatchFloat64) {
-  struct Case {
-    const char* name;
-    UnaryFn op;
-    double lo, hi;
-  } cases[] = {
-      {"exp", [](const Tensor& x) { return exp(x); }, -5, 5},
-      {"log", [](const Tensor& x) { return log(x); }, 0.1, 5},
-      {"log1p", [](const Tensor& x) { return log1p(x); }, -0.9, 5},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0.1, 5},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.1, 5},
-      {"abs", [](const Tensor& x) { return abs(x); }, -5, 5},
-      {"square", [](const Tensor& x) { return square(x); }, -5, 5},
-      {"clamp", [](const Tensor& x) { return clamp(x, -1.0, 1.0); }, -2, 2},
-      {"pow", [](const Tensor& x) { return pow(x, 1.7); }, 0.1, 5},
-      {"relu", [](const Tensor& x) { return relu(x); }, -5, 5},
-      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.3); }, -5, 5},
-      {"elu", [](const Tensor& x) { return elu(x, 0.7); }, -5, 5},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, -8, 8},
-      {"gelu tanh", [](const Tensor& x) { return gelu(x, true); }, -8, 8},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -15, 15},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, -8, 8},
-      {"softplus", [](const Tensor& x) { return softplus(x, 1.5, 6.0); }, -8, 8},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    Tensor x64 = uniform64({2000}, c.lo, c.hi, 300).to(DType::Float32).to(DType::Float64);
-    Tensor g64 = uniform64({2000}, -1, 1, 301).to(DType::Float32).to(DType::Float64);
-    Tensor a = leaf(x64), b = leaf(x64.to(DType::Float32));
-    c.op(a).backward(g64);
-    c.op(b).backward(g64.to(DType::Float32));
-    ASSERT_EQ(b.grad().dtype(), DType::Float32);
-    auto want = vals(a.grad()), got = vals(b.grad());
-    for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_TRUE(close_to(got[i], want[i], 2e-5, 1e-6)) << "x = " << vals(x64)[i];
-  }
-}
 
 TEST(ActivationGrad, SubgradientConventions) {
   auto grad_of = [](const UnaryFn& op, std::initializer_list<double> xs) {

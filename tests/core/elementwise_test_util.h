@@ -1,5 +1,5 @@
-// Helpers shared by the elementwise and activation tests: float64 inputs, gradcheck and error
-// expectations, closeness against double references with NaN/inf handled.
+// Helpers shared by the elementwise and activation tests: float64 inputs, error expectations,
+// closeness against double references with NaN/inf handled.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd/gradcheck.h"
 #include "core/ops.h"
 
 namespace ember::test {
@@ -36,12 +35,6 @@ inline Tensor leaf(const Tensor& t) {
 inline std::vector<double> vals(const Tensor& t) {
   return t.to_vector<double>();
 }
-
-#define EXPECT_GRADCHECK(fn, ...)                          \
-  do {                                                     \
-    auto gc_result_ = ::ember::gradcheck(fn, __VA_ARGS__); \
-    EXPECT_TRUE(gc_result_.ok) << gc_result_.message;      \
-  } while (0)
 
 // Expects f() to throw ember::Error whose message contains every one of `needles`.
 template <typename F>
