@@ -1,13 +1,15 @@
-// Reductions: values against float64 loop references, keepdim, negative and multiple dims,
-// non-contiguous inputs, empty tensors, the threaded split paths, errors, and gradcheck.
+// Reductions: hand-computed values (integer and bool promotion, float32 accumulated in double,
+// empty and 0-dim inputs, ties and NaN giving the first index even across the chunks threads take,
+// the even split of a tied maximum's gradient, the inf-norm's ties, one and two zeros in a product),
+// the result's shape for every dim set, and every argument error. Values against compositions of
+// other ops for every dim set, keepdim and view, the threaded split paths, float32 variance far
+// from zero and the finite differences are op-table rows (tests/ops/op_rows_reduce.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 
-#include "core/autograd/gradcheck.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 
@@ -18,52 +20,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 using Values = std::vector<double>;
-
-// Reduces a row-major copy of `a` over `dims` (empty = all) with f applied to each output's
-// values, taken in row-major order.
-Values ref_reduce(const Tensor& a, std::vector<int64_t> dims, const std::function<double(const Values&)>& f) {
-  const Shape& s = a.shape();
-  const int64_t nd = a.dim();
-  std::vector<bool> red(static_cast<size_t>(nd), dims.empty());
-  for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
-  std::vector<int64_t> ostride(static_cast<size_t>(nd), 0);
-  int64_t O = 1;
-  for (int64_t d = nd - 1; d >= 0; --d)
-    if (!red[d]) {
-      ostride[d] = O;
-      O *= s[d];
-    }
-  std::vector<Values> groups(static_cast<size_t>(O));
-  const Values v = a.to_vector<double>();
-  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
-  for (size_t i = 0; i < v.size(); ++i) {
-    int64_t o = 0;
-    for (int64_t d = 0; d < nd; ++d) o += idx[d] * ostride[d];
-    groups[o].push_back(v[i]);
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++idx[d] < s[d]) break;
-      idx[d] = 0;
-    }
-  }
-  Values r;
-  for (const Values& g : groups) r.push_back(f(g));
-  return r;
-}
-
-double ref_sum(const Values& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-double ref_mean(const Values& v) {
-  return ref_sum(v) / static_cast<double>(v.size());
-}
-double ref_var(const Values& v, double correction) {
-  const double m = ref_mean(v);
-  double s = 0;
-  for (double x : v) s += (x - m) * (x - m);
-  return s / std::max(0.0, static_cast<double>(v.size()) - correction);
-}
 
 void expect_values(const Tensor& t, const Values& ref, double rtol = 1e-6, double atol = 1e-6) {
   const Values got = t.to_vector<double>();
@@ -98,11 +54,6 @@ Tensor leaf(const Tensor& t) {
   return t.detach().requires_grad_();
 }
 
-void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
-  auto r = gradcheck([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x});
-  EXPECT_TRUE(r.ok) << r.message;
-}
-
 // Runs a scope with 4 threads, so the split paths run whatever the machine's core count.
 class FourThreads {
  public:
@@ -120,16 +71,13 @@ const std::vector<std::vector<int64_t>> kDimSets = {{}, {0}, {1}, {2}, {-1}, {0,
 
 // ------------------------------------------------------------------ sum / mean
 
-TEST(Reduce, SumMatchesReferenceForEveryDimSet) {
+TEST(Reduce, SumShapeAndDTypeForEveryDimSet) {
   for (DType dt : {DType::Float32, DType::Float64}) {
-    Generator g(1);
-    Tensor a = randn({3, 4, 5}, {.dtype = dt}, &g);
+    Tensor a = zeros({3, 4, 5}, {.dtype = dt});
     for (const auto& dims : kDimSets)
       for (bool keepdim : {false, true}) {
         Tensor s = sum(a, dims, keepdim);
         EXPECT_EQ(s.dtype(), dt);
-        Values ref = ref_reduce(a, dims, ref_sum);
-        expect_values(s, ref, 1e-5, 1e-5);
         Shape want;
         for (int64_t d = 0; d < 3; ++d) {
           bool r = dims.empty();
@@ -142,14 +90,6 @@ TEST(Reduce, SumMatchesReferenceForEveryDimSet) {
         EXPECT_EQ(s.shape(), want);
       }
   }
-}
-
-TEST(Reduce, SumOfNonContiguousInputs) {
-  Tensor base = randn64({6, 8, 4}, 2);
-  std::vector<Tensor> views = {base.transpose(0, 2), base.permute({1, 2, 0}), base.slice(1, 1, 7, 2),
-                               base.select(2, 1).unsqueeze(1).expand({6, 5, 8}), base.slice(2, 0, 4, 3)};
-  for (const Tensor& v : views)
-    for (const auto& dims : kDimSets) expect_values(sum(v, dims), ref_reduce(v, dims, ref_sum), 1e-12, 1e-12);
 }
 
 TEST(Reduce, SumPromotesIntegersAndBoolToInt64) {
@@ -178,33 +118,12 @@ TEST(Reduce, SumAccumulatesFloat32InDouble) {
   EXPECT_NEAR(t.view({3000, 1000}).t().sum({1}).sum().item(), want, want * 1e-7);
 }
 
-TEST(Reduce, SumOverLeadingDimsIsAColumnSum) {
-  // [N, C] -> [C]: the bias-gradient shape, through sum_to.
-  Tensor g = randn64({257, 33}, 3);
-  expect_values(sum_to(g, {33}), ref_reduce(g, {0}, ref_sum), 1e-12, 1e-12);
-  expect_values(sum_to(g, {1, 33}), ref_reduce(g, {0}, ref_sum), 1e-12, 1e-12);
+TEST(Reduce, SumToKeepsAnEqualShapeAndRejectsOthers) {
   Tensor h = randn64({4, 5, 6}, 4);
-  Tensor st = sum_to(h, {5, 1});
-  EXPECT_EQ(st.shape(), (Shape{5, 1}));
-  expect_values(st, ref_reduce(h, {0, 2}, ref_sum), 1e-12, 1e-12);
   EXPECT_TRUE(sum_to(h, {4, 5, 6}).is_same(h));
+  EXPECT_EQ(sum_to(h, {5, 1}).shape(), (Shape{5, 1}));
   expect_error([&] { sum_to(h, {3, 6}); }, "sum_to");
-  expect_error([&] { sum_to(g, {2, 257, 33}); }, "sum_to");
-}
-
-TEST(Reduce, ThreadedSplitPathsMatchReference) {
-  // Few outputs with long reductions (the rows are split across threads), and few column
-  // blocks with many rows (the rows of each block are split).
-  FourThreads threads;
-  Tensor rows = randn64({2, 100003}, 5);
-  expect_values(sum(rows, {1}), ref_reduce(rows, {1}, ref_sum), 1e-10, 1e-9);
-  expect_values(sum(rows), ref_reduce(rows, {}, ref_sum), 1e-10, 1e-9);
-  Tensor cols = randn64({50001, 9}, 6);
-  expect_values(sum(cols, {0}), ref_reduce(cols, {0}, ref_sum), 1e-10, 1e-9);
-  expect_values(var(cols, {0}), ref_reduce(cols, {0}, [](const Values& v) { return ref_var(v, 1); }), 1e-9, 1e-12);
-  expect_values(var(rows, {1}), ref_reduce(rows, {1}, [](const Values& v) { return ref_var(v, 1); }), 1e-9, 1e-12);
-  expect_values(amax(cols, {0}),
-                ref_reduce(cols, {0}, [](const Values& v) { return *std::max_element(v.begin(), v.end()); }));
+  expect_error([&] { sum_to(randn64({257, 33}, 3), {2, 257, 33}); }, "sum_to");
 }
 
 TEST(Reduce, SumOfEmptyIsZeroAndMeanOfEmptyIsNan) {
@@ -236,70 +155,28 @@ TEST(Reduce, ZeroDimTensors) {
   EXPECT_EQ(prod(s, 0).item(), 2.5);
 }
 
-TEST(Reduce, MeanMatchesReference) {
-  Tensor a = randn64({4, 3, 5}, 7);
-  for (const auto& dims : kDimSets)
-    for (bool keepdim : {false, true})
-      expect_values(mean(a, dims, keepdim), ref_reduce(a, dims, ref_mean), 1e-12, 1e-12);
-  expect_values(mean(a.transpose(0, 1), {0}), ref_reduce(a.transpose(0, 1), {0}, ref_mean), 1e-12, 1e-12);
+TEST(Reduce, MeanOfIntegersIsRejected) {
   expect_error([] { mean(from_vector<int64_t>({1, 2}, {2})); }, "mean");
-}
-
-TEST(Reduce, SumAndMeanGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 2}, 8));
-  for (const auto& dims : kDimSets)
-    for (bool keepdim : {false, true}) {
-      expect_gradcheck([&](const Tensor& t) { return sum(t, dims, keepdim); }, x);
-      expect_gradcheck([&](const Tensor& t) { return mean(t, dims, keepdim); }, x);
-    }
-  expect_gradcheck([](const Tensor& t) { return sum(t.transpose(0, 2), {1}); }, x);
-  expect_gradcheck([](const Tensor& t) { return mean(t.slice(1, 0, 4, 2), {0, 2}); }, x);
-  expect_gradcheck([](const Tensor& t) { return sum_to(t, {4, 1}); }, x);
 }
 
 // ------------------------------------------------------------------ prod
 
-TEST(Reduce, ProdValuesAndDtypes) {
-  Tensor a = randn64({3, 4, 5}, 9);
-  for (int64_t d : {0, 1, 2, -1})
-    for (bool keepdim : {false, true}) {
-      Tensor p = prod(a, d, keepdim);
-      expect_values(p,
-                    ref_reduce(a, {d},
-                               [](const Values& v) {
-                                 double r = 1;
-                                 for (double x : v) r *= x;
-                                 return r;
-                               }),
-                    1e-12, 1e-14);
-      EXPECT_EQ(p.dim(), keepdim ? 3 : 2);
-    }
+TEST(Reduce, ProdOfIntegersAndShapes) {
   Tensor i = from_vector<int32_t>({2, -3, 4, 5}, {2, 2});
   Tensor pi = prod(i, 1);
   EXPECT_EQ(pi.dtype(), DType::Int64);
   EXPECT_EQ(pi.to_vector<int64_t>(), (std::vector<int64_t>{-6, 20}));
+  Tensor a = zeros({3, 4, 5}, {.dtype = DType::Float64});
   EXPECT_EQ(prod(a.transpose(0, 1), 0).shape(), (Shape{3, 5}));
-  expect_values(prod(a.permute({2, 0, 1}), 2),
-                ref_reduce(a.permute({2, 0, 1}), {2},
-                           [](const Values& v) {
-                             double r = 1;
-                             for (double x : v) r *= x;
-                             return r;
-                           }),
-                1e-12, 1e-14);
+  EXPECT_EQ(prod(a, 1, true).shape(), (Shape{3, 1, 5}));
 }
 
-TEST(Reduce, ProdGradcheckIncludingZeros) {
-  Tensor x = leaf(randn64({3, 4, 2}, 10));
-  for (int64_t d : {0, 1, 2})
-    for (bool keepdim : {false, true}) expect_gradcheck([&](const Tensor& t) { return prod(t, d, keepdim); }, x);
+TEST(Reduce, ProdGradientWithZeros) {
   // One zero in a slice: only the zero gets a gradient (the product of the others). Two zeros:
   // nothing does.
   Tensor z = leaf(from_vector<double>({2, 0, 3, 0, 5, 0}, {2, 3}));
   prod(z, 1).sum().backward();
   EXPECT_EQ(z.grad().to_vector<double>(), (Values{0, 6, 0, 0, 0, 0}));
-  Tensor z2 = leaf(from_vector<double>({2, 0, 3, 4, 5, 6}, {2, 3}));
-  expect_gradcheck([](const Tensor& t) { return prod(t, 1); }, z2);
 }
 
 // ------------------------------------------------------------------ max / min
@@ -323,31 +200,6 @@ TEST(Reduce, MaxMinOfAllElements) {
   EXPECT_EQ(min(b).item(), 0.0);
   expect_error([] { max(zeros({0})); }, "max");
   expect_error([] { min(zeros({2, 0})); }, "min");
-}
-
-TEST(Reduce, MaxMinAlongDimWithIndices) {
-  Tensor a = randn64({4, 5, 6}, 11);
-  for (int64_t d : {0, 1, 2, -2})
-    for (bool keepdim : {false, true}) {
-      auto [v, i] = max(a, d, keepdim);
-      auto [vn, in] = min(a, d, keepdim);
-      EXPECT_EQ(i.dtype(), DType::Int64);
-      EXPECT_EQ(v.shape(), i.shape());
-      expect_values(v, ref_reduce(a, {d}, [](const Values& x) { return *std::max_element(x.begin(), x.end()); }));
-      expect_values(vn, ref_reduce(a, {d}, [](const Values& x) { return *std::min_element(x.begin(), x.end()); }));
-      expect_values(i, ref_reduce(a, {d}, [](const Values& x) {
-                      return static_cast<double>(std::max_element(x.begin(), x.end()) - x.begin());
-                    }));
-      expect_values(in, ref_reduce(a, {d}, [](const Values& x) {
-                      return static_cast<double>(std::min_element(x.begin(), x.end()) - x.begin());
-                    }));
-    }
-  // Non-contiguous: max along dim 0 of a transpose reads strided columns.
-  Tensor t = a.select(2, 3).t();  // [5, 4]
-  auto [tv, ti] = max(t, 1);
-  expect_values(ti, ref_reduce(t, {1}, [](const Values& x) {
-                  return static_cast<double>(std::max_element(x.begin(), x.end()) - x.begin());
-                }));
 }
 
 TEST(Reduce, TiesGiveTheFirstIndex) {
@@ -423,28 +275,7 @@ TEST(Reduce, MaxAlongDimGradientFlowsToTheFirstIndex) {
   EXPECT_EQ(y.grad().to_vector<double>(), (Values{0, 1, 1, 0}));
 }
 
-TEST(Reduce, MaxMinAlongDimGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 5}, 13));
-  for (int64_t d : {0, 1, -1})
-    for (bool keepdim : {false, true}) {
-      expect_gradcheck([&](const Tensor& t) { return max(t, d, keepdim).first; }, x);
-      expect_gradcheck([&](const Tensor& t) { return min(t, d, keepdim).first; }, x);
-    }
-  expect_gradcheck([](const Tensor& t) { return max(t.transpose(0, 2), 1).first; }, x);
-}
-
-TEST(Reduce, AmaxAminValues) {
-  Tensor a = randn64({3, 4, 5}, 14);
-  for (const auto& dims : kDimSets)
-    for (bool keepdim : {false, true}) {
-      expect_values(amax(a, dims, keepdim),
-                    ref_reduce(a, dims, [](const Values& x) { return *std::max_element(x.begin(), x.end()); }));
-      expect_values(amin(a, dims, keepdim),
-                    ref_reduce(a, dims, [](const Values& x) { return *std::min_element(x.begin(), x.end()); }));
-    }
-  Tensor p = a.permute({2, 0, 1});
-  expect_values(amax(p, {0, 2}),
-                ref_reduce(p, {0, 2}, [](const Values& x) { return *std::max_element(x.begin(), x.end()); }));
+TEST(Reduce, AmaxAminOfIntegersAndEmpty) {
   Tensor i = from_vector<int64_t>({5, -7, 3, 9}, {2, 2});
   EXPECT_EQ(amax(i, {1}).to_vector<int64_t>(), (std::vector<int64_t>{5, 9}));
   EXPECT_EQ(amin(i, {0}).to_vector<int64_t>(), (std::vector<int64_t>{3, -7}));
@@ -465,40 +296,12 @@ TEST(Reduce, AmaxGradientIsSharedEvenlyAmongTies) {
   EXPECT_EQ(z.grad().to_vector<double>(), (Values{0.5, 0, 0.5, 0}));
 }
 
-TEST(Reduce, AmaxAminGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 5}, 15));
-  for (const auto& dims : kDimSets)
-    for (bool keepdim : {false, true}) {
-      expect_gradcheck([&](const Tensor& t) { return amax(t, dims, keepdim); }, x);
-      expect_gradcheck([&](const Tensor& t) { return amin(t, dims, keepdim); }, x);
-    }
-  expect_gradcheck([](const Tensor& t) { return max(t); }, x);
-  expect_gradcheck([](const Tensor& t) { return min(t.t()); }, leaf(randn64({3, 4}, 16)));
-  // Two-way ties: central differences see half the slope on each, which is the even split.
-  Tensor ties = leaf(from_vector<double>({1, 3, 3, 0, -2, -2}, {2, 3}));
-  expect_gradcheck([](const Tensor& t) { return amax(t, {1}); }, ties);
-  expect_gradcheck([](const Tensor& t) { return amin(t, {1}); }, ties);
-  expect_gradcheck([](const Tensor& t) { return max(t); }, ties);
-}
-
-TEST(Reduce, ArgmaxArgminFlatAndPerDim) {
-  Tensor a = randn64({4, 6, 3}, 17);
-  auto flat_ref = [](const Values& x) { return static_cast<double>(std::max_element(x.begin(), x.end()) - x.begin()); };
-  EXPECT_EQ(argmax(a).item(), ref_reduce(a, {}, flat_ref)[0]);
+TEST(Reduce, ArgmaxArgminShapesAndIntegers) {
+  Tensor a = zeros({4, 6, 3}, {.dtype = DType::Float64});
   EXPECT_EQ(argmax(a).dtype(), DType::Int64);
   EXPECT_EQ(argmax(a).dim(), 0);
-  EXPECT_EQ(argmin(a).item(), ref_reduce(a, {}, [](const Values& x) {
-              return static_cast<double>(std::min_element(x.begin(), x.end()) - x.begin());
-            })[0]);
-  Tensor t = a.transpose(0, 1);  // flat index follows the view's row-major order
-  EXPECT_EQ(argmax(t).item(), ref_reduce(t, {}, flat_ref)[0]);
   for (int64_t d : {0, 1, 2, -1})
-    for (bool keepdim : {false, true}) {
-      Tensor i = argmax(a, d, keepdim);
-      EXPECT_EQ(i.dim(), keepdim ? 3 : 2);
-      expect_values(i, ref_reduce(a, {d}, flat_ref));
-      expect_values(a.argmax(d, keepdim), ref_reduce(a, {d}, flat_ref));
-    }
+    for (bool keepdim : {false, true}) EXPECT_EQ(argmax(a, d, keepdim).dim(), keepdim ? 3 : 2);
   Tensor u = from_vector<uint8_t>({3, 9, 9, 1}, {4});
   EXPECT_EQ(argmax(u).item(), 1.0);
   EXPECT_EQ(argmin(u).item(), 3.0);
@@ -510,33 +313,6 @@ TEST(Reduce, ArgmaxArgminFlatAndPerDim) {
 
 // ------------------------------------------------------------------ var / std
 
-TEST(Reduce, VarStdMatchReference) {
-  Tensor a = randn64({4, 5, 6}, 18);
-  for (const auto& dims : kDimSets)
-    for (bool unbiased : {true, false})
-      for (bool keepdim : {false, true}) {
-        const double c = unbiased ? 1 : 0;
-        expect_values(var(a, dims, unbiased, keepdim),
-                      ref_reduce(a, dims, [c](const Values& v) { return ref_var(v, c); }), 1e-12, 1e-13);
-        expect_values(ember::std(a, dims, unbiased, keepdim),
-                      ref_reduce(a, dims, [c](const Values& v) { return std::sqrt(ref_var(v, c)); }), 1e-12, 1e-13);
-      }
-  Tensor t = a.permute({2, 0, 1}).slice(0, 1, 6, 2);
-  expect_values(var(t, {1}), ref_reduce(t, {1}, [](const Values& v) { return ref_var(v, 1); }), 1e-12, 1e-13);
-}
-
-TEST(Reduce, VarIsAccurateInFloat32WithALargeMean) {
-  // A naive float sum of squares minus the squared mean cancels catastrophically here.
-  Generator g(19);
-  Tensor noise = randn({200000}, {}, &g);
-  Tensor a = noise + 10000.0f;
-  const double want = ref_var(a.to_vector<double>(), 1);
-  EXPECT_NEAR(var(a).item(), want, want * 1e-5);
-  EXPECT_NEAR(var(a.view({400, 500}), {0}).mean().item(), 1.0, 0.05);
-  expect_values(var(a.view({400, 500}), {0}),
-                ref_reduce(a.view({400, 500}), {0}, [](const Values& v) { return ref_var(v, 1); }), 1e-5, 1e-6);
-}
-
 TEST(Reduce, VarOfTooFewElementsIsNan) {
   EXPECT_TRUE(std::isnan(var(ones({1})).item()));
   EXPECT_EQ(var(ones({1}), {}, false).item(), 0.0);
@@ -545,34 +321,9 @@ TEST(Reduce, VarOfTooFewElementsIsNan) {
   expect_error([] { var(from_vector<int32_t>({1, 2}, {2})); }, "var");
 }
 
-TEST(Reduce, VarStdGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 5}, 20));
-  for (const auto& dims : std::vector<std::vector<int64_t>>{{}, {1}, {0, 2}, {-1}})
-    for (bool unbiased : {true, false})
-      for (bool keepdim : {false, true}) {
-        expect_gradcheck([&](const Tensor& t) { return var(t, dims, unbiased, keepdim); }, x);
-        expect_gradcheck([&](const Tensor& t) { return ember::std(t, dims, unbiased, keepdim); }, x);
-      }
-  expect_gradcheck([](const Tensor& t) { return var(t.transpose(0, 1), {0}); }, x);
-}
-
 // ------------------------------------------------------------------ logsumexp / norm
 
-TEST(Reduce, LogsumexpMatchesReferenceAndIsStable) {
-  auto lse = [](const Values& v) {
-    double m = *std::max_element(v.begin(), v.end());
-    double s = 0;
-    for (double x : v) s += std::exp(x - m);
-    return m + std::log(s);
-  };
-  for (DType dt : {DType::Float32, DType::Float64}) {
-    Generator g(21);
-    Tensor a = randn({3, 4, 5}, {.dtype = dt}, &g);
-    for (const auto& dims : kDimSets)
-      for (bool keepdim : {false, true})
-        expect_values(logsumexp(a, dims, keepdim), ref_reduce(a, dims, lse), 1e-6, 1e-6);
-    expect_values(logsumexp(a.transpose(0, 2), {1}), ref_reduce(a.transpose(0, 2), {1}, lse), 1e-6, 1e-6);
-  }
+TEST(Reduce, LogsumexpIsStable) {
   Tensor big = from_vector<double>({1000, 1000, -1000, 0}, {2, 2});
   expect_values(logsumexp(big, {1}), {1000 + std::log(2.0), 0}, 1e-15, 1e-12);
   Tensor bigf = tensor({1000, 999, -1000});
@@ -585,48 +336,15 @@ TEST(Reduce, LogsumexpMatchesReferenceAndIsStable) {
   EXPECT_NEAR(li.item(), std::log(2.0), 1e-6);
 }
 
-TEST(Reduce, LogsumexpGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 5}, 22));
-  for (const auto& dims : kDimSets)
-    for (bool keepdim : {false, true})
-      expect_gradcheck([&](const Tensor& t) { return logsumexp(t, dims, keepdim); }, x);
-}
-
-TEST(Reduce, NormMatchesReference) {
-  Tensor a = randn64({3, 4, 5}, 23);
-  for (double p : {1.0, 2.0, 3.0, 0.5, kInf})
-    for (const auto& dims : kDimSets)
-      for (bool keepdim : {false, true}) {
-        expect_values(norm(a, p, dims, keepdim),
-                      ref_reduce(a, dims,
-                                 [p](const Values& v) {
-                                   double s = 0;
-                                   for (double x : v)
-                                     s = std::isinf(p) ? std::max(s, std::abs(x)) : s + std::pow(std::abs(x), p);
-                                   return std::isinf(p) ? s : std::pow(s, 1.0 / p);
-                                 }),
-                      1e-12, 1e-12);
-      }
+TEST(Reduce, NormHandValuesAndErrors) {
   expect_values(norm(tensor({3, -4})), {5});
-  expect_values(norm(a.transpose(0, 2).contiguous().transpose(0, 2), 2, {0}),
-                ref_reduce(a, {0},
-                           [](const Values& v) {
-                             double s = 0;
-                             for (double x : v) s += x * x;
-                             return std::sqrt(s);
-                           }),
-                1e-12, 1e-12);
+  Tensor a = randn64({3, 4, 5}, 23);
   expect_error([&] { norm(a, 0.0); }, "norm");
   expect_error([&] { norm(a, -1.0); }, "norm");
   expect_error([] { norm(from_vector<int32_t>({1}, {1})); }, "norm");
 }
 
-TEST(Reduce, NormGradcheck) {
-  Tensor x = leaf(randn64({3, 4, 5}, 24));
-  for (double p : {1.0, 2.0, 3.0, 1.5, kInf})
-    for (const auto& dims : std::vector<std::vector<int64_t>>{{}, {1}, {0, 2}})
-      for (bool keepdim : {false, true})
-        expect_gradcheck([&](const Tensor& t) { return norm(t, p, dims, keepdim); }, x);
+TEST(Reduce, NormGradientAtTiesAndAtZero) {
   // Ties in |x| for the inf-norm share the gradient, with the sign of each element.
   Tensor t = leaf(from_vector<double>({-3, 3, 1}, {3}));
   norm(t, kInf).backward();
