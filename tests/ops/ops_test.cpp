@@ -7,6 +7,9 @@
 //                                          (asserts nothing), of every row or of the rows named
 //   ember_ops_tests --group=... --planted=values|overrun   one row with a planted bug instead of
 //                                          the table: the harness must fail it (ctest checks)
+//   ember_ops_tests --group=... --backends=NAME,...    only those backends of the group (the
+//                                          sanitizer pass runs emu_forward alone: a memory error
+//                                          does not depend on the thread order)
 // Tests are named Ops_<backend>.<row> (gtest filters work; the coverage check then does not run).
 #include <gtest/gtest.h>
 
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
   std::string group;
   bool perf = false;
   std::string planted;
-  std::set<std::string> perf_rows;
+  std::set<std::string> perf_rows, only_backends;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--group=", 0) == 0) {
@@ -212,10 +215,14 @@ int main(int argc, char** argv) {
         if (q > p) perf_rows.insert(list.substr(p, q - p));
     } else if (a.rfind("--planted=", 0) == 0) {
       planted = a.substr(10);
+    } else if (a.rfind("--backends=", 0) == 0) {
+      std::string list = a.substr(11) + ",";
+      for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1)
+        if (q > p) only_backends.insert(list.substr(p, q - p));
     } else {
       std::fprintf(stderr,
                    "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck, --perf, "
-                   "--rows=NAME,..., --planted=values|overrun)\n",
+                   "--rows=NAME,..., --planted=values|overrun, --backends=NAME,...)\n",
                    a.c_str());
       return 2;
     }
@@ -245,7 +252,22 @@ int main(int argc, char** argv) {
     return RUN_ALL_TESTS();
   }
 
-  const std::vector<const Backend*> backends = backends_of(group);
+  std::vector<const Backend*> backends = backends_of(group);
+  if (!only_backends.empty()) {
+    std::vector<const Backend*> kept;
+    std::string names_of_group;
+    for (const Backend* b : backends) {
+      names_of_group += (names_of_group.empty() ? "" : ", ") + b->name;
+      if (only_backends.count(b->name)) kept.push_back(b);
+    }
+    for (const std::string& n : only_backends)
+      if (std::none_of(backends.begin(), backends.end(), [&](const Backend* b) { return b->name == n; })) {
+        std::fprintf(stderr, "ember_ops_tests: --backends names '%s', which is no backend of group %s (%s)\n",
+                     n.c_str(), group.c_str(), names_of_group.c_str());
+        return 2;
+      }
+    backends = kept;
+  }
   if (perf) {
     for (const std::string& r : perf_rows)
       if (!names.count(r)) {
