@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     manual_seed(static_cast<uint64_t>(cf.seed));
     models::MnistCnn net;
     net.to(dev);
-    job.wrap(net, cf.batch_size, static_cast<uint64_t>(cf.seed));  // no-op in one process
-    optim::Adam opt(job.parameters(net), {.lr = cf.lr});           // a pipeline stage: its layers'
+    job.wrap(net, cf.batch_size, static_cast<uint64_t>(cf.seed), {1, 28, 28});  // no-op in one process
+    optim::Adam opt(job.parameters(net), {.lr = cf.lr});                        // a pipeline stage: its layers'
     data::DataLoader loader(train_set, job.loader_options({.batch_size = cf.batch_size,
                                                            .shuffle = true,
                                                            .workers = static_cast<int>(cf.workers),

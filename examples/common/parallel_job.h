@@ -29,6 +29,7 @@
 #include "scheduler/parallel/pipeline.h"
 #include "scheduler/parallel/pipeline_checkpoint.h"
 #include "scheduler/parallel/pipeline_grid.h"
+#include "scheduler/parallel/pipeline_plan.h"
 #ifdef EMBER_HAVE_NCCL
 #include "scheduler/parallel/comm_nccl.h"
 #endif
@@ -43,7 +44,7 @@ struct ParallelFlags {
   double bucket_mb;
   long long pipeline, micro_batches;
   std::string schedule;
-  bool recompute;
+  bool recompute, pipeline_plan;
 
   explicit ParallelFlags(Flags& f) {
     on =
@@ -62,6 +63,8 @@ struct ParallelFlags {
     micro_batches = f.integer_min("micro-batches", 4, 1, "pipeline: micro-batches per step");
     schedule = f.str("schedule", "1f1b", "pipeline: gpipe (all forwards, then all backwards) or 1f1b");
     recompute = f.boolean("recompute", false, "pipeline: recompute each stage's forward in backward (less memory)");
+    pipeline_plan = f.boolean("pipeline-plan", false,
+                              "pipeline: print the plan (each stage's layers, time and memory) before training");
   }
 };
 
@@ -157,11 +160,13 @@ class ParallelJob {
   // Wraps `model` (already on its device) for data-parallel training: rank 0's weights go to
   // every rank, and each rank then draws its own random stream (augmentation, dropout).
   // With --pipeline the model (an nn::Sequential, the same on every rank) is cut into stages
-  // instead, and the stages' replicas average their gradients.
-  void wrap(nn::Module& model, int64_t global_batch, uint64_t seed) {
+  // instead, and the stages' replicas average their gradients; given the shape of one example
+  // (without the batch dimension), the cuts come from profiling each layer (pipeline_plan.h),
+  // else every stage gets an equal number of layers.
+  void wrap(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape = {}) {
 #ifdef EMBER_HAVE_DIST
     if (!comm_) return;
-    if (flags_.pipeline) return wrap_pipeline(model, global_batch, seed);
+    if (flags_.pipeline) return wrap_pipeline(model, global_batch, seed, std::move(example_shape));
     dp_ = std::make_unique<dist::DataParallel>(
         model, *comm_, global_batch,
         dist::DataParallelOptions{
@@ -171,7 +176,7 @@ class ParallelJob {
         gpu_comm_ ? gpu_comm_.get() : nullptr);
     manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
 #else
-    (void)model, (void)global_batch, (void)seed;
+    (void)model, (void)global_batch, (void)seed, (void)example_shape;
 #endif
   }
   // This rank's loader: its share of every global batch, and every global batch full, so that
@@ -315,8 +320,7 @@ class ParallelJob {
     return Device::cpu();
   }
 
-  // Stage boundaries: equal numbers of layers per stage.
-  void wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_t seed) {
+  void wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape) {
     auto* seq = dynamic_cast<nn::Sequential*>(&model);
     EMBER_CHECK(seq, "--pipeline: the model (", model.type_name(), ") must be an nn::Sequential to be cut into stages");
     grid_ = dist::make_pipeline_grid(*comm_, static_cast<int>(flags_.pipeline));
@@ -324,8 +328,7 @@ class ParallelJob {
                 " does not split evenly over ", grid_.replicas, " replicas");
     const int layers = static_cast<int>(seq->size());
     EMBER_CHECK(layers >= grid_.stages, "--pipeline ", grid_.stages, ": the model has only ", layers, " layers");
-    std::vector<int> bounds;
-    for (int s = 0; s < grid_.stages; ++s) bounds.push_back(s * layers / grid_.stages);
+    const std::vector<int> bounds = plan_stages(*seq, global_batch, example_shape);
     pipe_ = std::make_unique<dist::Pipeline>(
         *seq, bounds, *comm_,
         dist::PipelineOptions{.micro_batches = static_cast<int>(flags_.micro_batches),
@@ -335,6 +338,31 @@ class ParallelJob {
                               .data_parallel = grid_.replicas_comm.get(),
                               .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap}});
     manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
+  }
+
+  // Where the stages start. Rank 0 profiles the layers on one micro-batch and plans (profiles
+  // differ from rank to rank: one plan for all), the others receive its boundaries.
+  std::vector<int> plan_stages(nn::Sequential& seq, int64_t global_batch, const Shape& example_shape) {
+    const int k = grid_.stages, layers = static_cast<int>(seq.size());
+    Tensor b = empty({k}, {.dtype = DType::Int64});
+    for (int s = 0; s < k; ++s) b.data_ptr<int64_t>()[s] = s * layers / k;
+    if (!example_shape.empty() && comm_->rank() == 0) {
+      const int64_t micro = std::max<int64_t>(1, global_batch / grid_.replicas / flags_.micro_batches);
+      Shape shape = {micro};
+      shape.insert(shape.end(), example_shape.begin(), example_shape.end());
+      const auto costs = dist::profile_layers(seq, zeros(shape));
+      const dist::PipelinePlan plan = dist::plan_pipeline(costs, std::vector<dist::DeviceSpec>(static_cast<size_t>(k)),
+                                                          {.schedule = dist::parse_pipeline_schedule(flags_.schedule),
+                                                           .micro_batches = static_cast<int>(flags_.micro_batches),
+                                                           .recompute = flags_.recompute});
+      const std::vector<int> cuts = plan.boundaries();
+      for (int s = 0; s < k; ++s) b.data_ptr<int64_t>()[s] = cuts[static_cast<size_t>(s)];
+      if (flags_.pipeline_plan) std::printf("%s", plan.table(costs).c_str());
+    }
+    comm_->broadcast(b, 0, "pipeline plan")->wait();
+    std::vector<int> out;
+    for (int64_t v : b.to_vector<int64_t>()) out.push_back(static_cast<int>(v));
+    return out;
   }
 
   std::unique_ptr<dist::MpiCommunicator> comm_;
