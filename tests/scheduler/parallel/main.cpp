@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "dist_test_util.h"
 #include "scheduler/parallel/comm_mpi.h"
@@ -33,15 +34,18 @@ namespace {
 class RankFailures : public ::testing::EmptyTestEventListener {
  public:
   explicit RankFailures(int rank) : rank_(rank) {}
+  // The name is kept here: asking gtest for the current test inside OnTestPartResult would take
+  // the lock that gtest holds while it reports the result.
+  void OnTestStart(const ::testing::TestInfo& t) override { test_ = std::string(t.test_suite_name()) + "." + t.name(); }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_, t ? t->test_suite_name() : "?", t ? t->name() : "?",
-                 r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
+    std::fprintf(stderr, "[rank %d] %s: %s:%d: %s\n", rank_, test_.c_str(), r.file_name() ? r.file_name() : "?",
+                 r.line_number(), r.message());
   }
 
  private:
   int rank_;
+  std::string test_ = "(no test)";
 };
 }  // namespace
 
