@@ -4,11 +4,17 @@
 // reports the held-out perplexity beside a unigram model's on the very same held-out tokens (the
 // baseline a language model must beat) and prints a generated fortune. Progress bar, CSV metrics
 // log, checkpoints that resume exactly; SIGTERM/SIGINT write a checkpoint and exit with status 75.
+//
+// Under `ember launch -n N` it trains data-parallel (--data-parallel) or as a pipeline
+// (--pipeline K: the model as its layers, embedding, one stage element per LSTM layer, the output
+// layer, cut into K stages; N/K replicas), as mnist_cnn does (examples/common/parallel_job.h);
+// the gradient's norm is clipped over the whole model, every stage's part of it included.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/flags.h"
+#include "common/parallel_job.h"
 #include "common/trainer.h"
 #include "common/training.h"
 #include "core/parallel.h"
@@ -29,17 +35,34 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
 };
 
+// Next-token cross-entropy over a batch's logits [B, T, V] and targets [B, T].
+Tensor lm_loss(const Tensor& logits, const Tensor& y) {
+  return cross_entropy(logits.reshape({y.numel(), logits.size(2)}), y.reshape({y.numel()}));
+}
+std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
+  const Tensor flat = logits.reshape({y.numel(), logits.size(2)});
+  return {static_cast<double>(sum(eq(argmax(flat, 1), y.reshape({y.numel()}))).item<int64_t>())};
+}
+
 // Mean next-token cross-entropy and accuracy over every target of `ds` (each sequence starts from
-// a zero state).
-EvalResult evaluate(models::LstmLanguageModel& lm, const data::Dataset& ds, Device dev, int64_t batch) {
+// a zero state). In a job each replica scores its shard (through the pipeline's stages in a
+// pipeline) and the sums are added up.
+EvalResult evaluate(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch, examples::ParallelJob& job) {
   NoGradGuard ng;
-  const bool was_training = lm.is_training();
-  lm.eval();
-  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false});
+  const bool was_training = net.is_training();
+  net.eval();
+  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false, .rank = job.shard(), .world_size = job.shards()});
   double loss_sum = 0;
   int64_t correct = 0, total = 0;
   for (auto& [x, y] : loader) {
-    Tensor logits = lm(x.to(dev));
+    Tensor logits;
+#ifdef EMBER_HAVE_DIST
+    if (dist::Pipeline* pipe = job.pipeline()) {  // the logits exist on the last stage only
+      logits = pipe->forward(x.to(dev));
+      if (!logits.defined()) continue;
+    }
+#endif
+    if (!logits.defined()) logits = net(x.to(dev));
     const int64_t n = y.numel();
     Tensor flat = logits.reshape({n, logits.size(2)});
     Tensor yd = y.to(dev).reshape({n});
@@ -47,7 +70,11 @@ EvalResult evaluate(models::LstmLanguageModel& lm, const data::Dataset& ds, Devi
     correct += sum(eq(argmax(flat, 1), yd)).item<int64_t>();
     total += n;
   }
-  lm.train(was_training);
+  net.train(was_training);
+  if (job.active()) {
+    const std::vector<double> s = job.sum({loss_sum, static_cast<double>(correct), static_cast<double>(total)});
+    loss_sum = s[0], correct = static_cast<int64_t>(s[1]), total = static_cast<int64_t>(s[2]);
+  }
   return {total ? loss_sum / static_cast<double>(total) : 0.0,
           total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0};
 }
@@ -164,20 +191,33 @@ void print_start(const LmFlags& f, const Corpus& c, models::LstmLanguageModel& l
       (long long)f.seq_len, f.lr);
 }
 
-// One step on a batch of sequences: next-token cross-entropy, clipped gradients, Adam.
-examples::StepReport lm_step(const LmFlags& f, models::LstmLanguageModel& lm, optim::Adam& opt, Device dev,
-                             const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-  Tensor logits = lm(x.to(dev));
+// One step of `net` (the model's layers) on a batch of sequences: next-token cross-entropy,
+// clipped gradients, Adam; in a job through the data-parallel wrapper or the pipeline, on `params`
+// (this rank's).
+examples::StepReport lm_step(const LmFlags& f, nn::Module& net, const std::vector<Tensor>& params, optim::Adam& opt,
+                             Device dev, examples::ParallelJob& job, const Tensor& x, const Tensor& y,
+                             examples::RunningSums& sums) {
   const int64_t n = y.numel();
-  Tensor flat = logits.reshape({n, logits.size(2)});
-  Tensor yd = y.to(dev).reshape({n});
-  Tensor loss = cross_entropy(flat, yd);
+  double loss = 0, correct = 0;
   opt.zero_grad();
-  loss.backward();
-  if (f.clip > 0) nn::utils::clip_grad_norm_(lm.parameters(), f.clip);
+#ifdef EMBER_HAVE_DIST
+  if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
+    loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
+    correct = pipe->last_step().metrics.at(0);
+  }
+#endif
+  if (!job.pipeline_job()) {
+    Tensor logits = job.forward(net, x.to(dev)), yd = y.to(dev);
+    Tensor l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
+    l.backward();
+    loss = l.item() / job.loss_weight();
+    NoGradGuard ng;
+    correct = lm_correct(logits, yd)[0];
+  }
+  if (f.clip > 0) job.clip_grad_norm(params, f.clip);
   opt.step();
-  sums["loss_sum"] += loss.item() * static_cast<double>(n);
-  sums["correct"] += static_cast<double>(sum(eq(argmax(flat.detach(), 1), yd)).item<int64_t>());
+  sums["loss_sum"] += loss * static_cast<double>(n);
+  sums["correct"] += correct;
   sums["seen"] += static_cast<double>(n);
   const double mean = sums["loss_sum"] / sums["seen"];
   return {y.size(0), {{"loss", mean}, {"ppl", std::exp(mean)}, {"acc", sums["correct"] / sums["seen"]}}};
@@ -211,7 +251,7 @@ void lm_epoch_end(const LmFlags& f, const Corpus& c, const examples::EpochEnd& e
   std::fflush(stdout);
 }
 
-int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev) {
+int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev, examples::ParallelJob& job) {
   data::LanguageModelDataset train_set(c.train_ids, f.seq_len), test_set(c.test_ids, f.seq_len);
   c.scored = test_set.targets();
   c.unigram_ppl = data::unigram_perplexity(c.train_ids, c.scored, c.vocab.size());
@@ -223,11 +263,20 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev) {
                                 .layers = f.layers,
                                 .dropout = f.dropout});
   lm.to(dev);
-  optim::Adam opt(lm.parameters(), {.lr = f.lr});
-  data::DataLoader loader(train_set, {.batch_size = f.batch,
-                                      .shuffle = true,
-                                      .workers = static_cast<int>(f.workers),
-                                      .seed = static_cast<uint64_t>(f.seed)});
+  // What is trained, and what a pipeline cuts: the model's layers, sharing its parameters, in
+  // every mode, so that checkpoints name the same tensors whether one process, data-parallel ranks
+  // or pipeline stages wrote them, and each resumes the others' (--reshard). The sampler, the
+  // evaluation and the model file use the model itself (on rank 0, after a pipeline's stages'
+  // weights are gathered into it).
+  std::shared_ptr<nn::Sequential> layers = lm.as_sequential();
+  nn::Module& net = *layers;
+  job.wrap(net, f.batch, static_cast<uint64_t>(f.seed), {f.seq_len}, DType::Int64);  // no-op in one process
+  const std::vector<Tensor> params = job.parameters(net);
+  optim::Adam opt(params, {.lr = f.lr});
+  data::DataLoader loader(train_set, job.loader_options({.batch_size = f.batch,
+                                                         .shuffle = true,
+                                                         .workers = static_cast<int>(f.workers),
+                                                         .seed = static_cast<uint64_t>(f.seed)}));
   examples::Trainer trainer({.epochs = f.epochs,
                              .max_steps = f.max_steps,
                              .checkpoint_dir = f.ckpt_dir,
@@ -235,14 +284,15 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev) {
                              .log = f.log_path,
                              .columns = {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl",
                                          "test_acc", "unigram_ppl", "seconds"}},
-                            {&lm, {&opt}, {{"default", &default_generator()}}}, loader,
+                            {&net, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "LstmLanguageModel"},
                              {"level", f.level},
                              {"vocab_size", std::to_string(c.vocab.size())},
                              {"flag.lr", examples::exact_number(f.lr)},
                              {"flag.seed", std::to_string(f.seed)},
                              {"flag.batch-size", std::to_string(f.batch)},
-                             {"flag.seq-len", std::to_string(f.seq_len)}});
+                             {"flag.seq-len", std::to_string(f.seq_len)}},
+                            &job);
   examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.resume_path();
       path &&
@@ -250,19 +300,25 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev) {
           c.vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))
     return 1;
   trainer.resume();
-  if (!f.ckpt_dir.empty()) c.vocab.save((fs::path(f.ckpt_dir) / "vocab.txt").string());
+  if (!f.ckpt_dir.empty() && job.chatty()) c.vocab.save((fs::path(f.ckpt_dir) / "vocab.txt").string());
   print_start(f, c, lm, dev);
+  job.print_summary();
   models::TextGenerator sampler(
       lm, {.temperature = f.temperature, .top_k = f.top_k, .seed = static_cast<uint64_t>(f.seed)});
-  return trainer.fit({.step = [&](const Tensor& x, const Tensor& y,
-                                  examples::RunningSums& sums) { return lm_step(f, lm, opt, dev, x, y, sums); },
-                      .end_epoch =
-                          [&](const examples::EpochEnd& e) {
-                            lm_epoch_end(f, c, e, evaluate(lm, test_set, dev, 64), sampler, trainer.log());
-                          }},
-                     [&] {
-                       if (!f.ckpt_dir.empty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
-                     });
+  return trainer.fit(
+      {.step = [&](const Tensor& x, const Tensor& y,
+                   examples::RunningSums& sums) { return lm_step(f, net, params, opt, dev, job, x, y, sums); },
+       .end_epoch =
+           [&](const examples::EpochEnd& e) {
+             const EvalResult ev = evaluate(net, test_set, dev, 64, job);
+             job.gather_model();  // a pipeline's stages into rank 0's model, which samples
+             if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
+           }},
+      [&] {
+        if (f.ckpt_dir.empty()) return;
+        job.gather_model();
+        if (job.chatty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
+      });
 }
 
 }  // namespace
@@ -273,15 +329,15 @@ int main(int argc, char** argv) {
                         "generated text and held-out perplexity (beside a unigram baseline) after each epoch.\n"
                         "Example: lstm_lm --epochs 5 --level char --checkpoint-dir ckpt_lm");
   const LmFlags f(flags);
+  examples::ParallelJob job("lstm_lm", examples::ParallelFlags(flags));
   flags.finish();
   f.check(flags);
   try {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
-    const Device dev = f.device == "auto" ? Device::best() : Device(f.device);
+    const Device dev = job.start(f.device == "auto" ? Device::best() : Device(f.device));
     Corpus c = read_corpus(f);
-    return train(f, flags, c, dev);
+    return train(f, flags, c, dev, job);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
-    std::fprintf(stderr, "lstm_lm: %s\n", e.what());
-    return 1;
+    return job.fail(e);
   }
 }

@@ -50,3 +50,24 @@ add_test(NAME example.bilstm_classify_language_twice
          COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bilstm_classify> "-DARGS=--languages;en=.,en=." -DSTATUS=2
                  "-DREGEX=--languages names 'en' twice" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
 set_tests_properties(example.bilstm_classify_language_twice PROPERTIES LABELS examples)
+
+# Data-parallel and pipeline training (--data-parallel, --pipeline K) when the distributed library
+# is built (MPI found).
+if(TARGET ember_parallel)
+  target_link_libraries(lstm_lm PRIVATE Ember::ember_parallel)
+  target_compile_definitions(lstm_lm PRIVATE EMBER_HAVE_DIST=1)
+  # A 2-layer model (embedding, two LSTM layers, output: four pipeline elements) with its gradient
+  # clipped hard, so that clipping acts on every step: 4 steps as 2 pipeline stages, as 2 stages x
+  # 2 replicas, and data-parallel on 2 ranks end with the train and held-out loss of one process
+  # (float32, micro-batches summed in another order: within 1e-3 relative). The 2 x 2 run writes
+  # a checkpoint that one process resumes (--reshard) and the model file.
+  set(_lm_pp ${_lm_small} --layers 2 --clip 0.05 --max-steps 4)
+  string(JOIN " " _lm_pp ${_lm_pp})
+  set(_lm_close "awk -F, -v a=\"$a\" -v b=\"$b\" 'BEGIN { n = split(a, x, \",\"); split(b, y, \",\"); for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > 1e-3 * x[i]) exit 1 } }'")
+  add_test(NAME example.lstm_lm_pipeline
+           COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; set -e; rm -rf lm_pp && mkdir lm_pp && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 && $<TARGET_FILE:lstm_lm> ${_lm_pp} --log lm_pp/one.csv >/dev/null && a=$(tail -n1 lm_pp/one.csv | cut -d, -f3,5) && for run in 'np2 -np 2 --pipeline 2 --micro-batches 3 --schedule gpipe' 'np4 -np 4 --pipeline 2 --micro-batches 2 --checkpoint-dir lm_pp/ck' 'dp -np 2 --data-parallel'; do set -- $run; name=$1; shift; np=\"$1 $2\"; shift 2; ${MPIEXEC_EXECUTABLE} $np --oversubscribe $<TARGET_FILE:lstm_lm> ${_lm_pp} --log lm_pp/$name.csv \"$@\" > lm_pp/$name.out; b=$(tail -n1 lm_pp/$name.csv | cut -d, -f3,5); echo \"one process $a, $name $b\"; ${_lm_close}; done && grep -q 'Pipeline: 2 stages x 2 replicas, 2 micro-batches per step, 1f1b' lm_pp/np4.out && test -s lm_pp/ck/lstm_lm.ckpt && $<TARGET_FILE:lstm_lm> ${_lm_small} --layers 2 --max-steps 6 --checkpoint-dir lm_pp/ck --resume auto --reshard | grep -q 'Resumed from'")
+  set_tests_properties(example.lstm_lm_pipeline PROPERTIES LABELS "examples;dist" TIMEOUT 600 SKIP_RETURN_CODE 77)
+  if(EMBER_SANITIZE)  # OpenMPI's own allocations outlive MPI_Finalize (tests/scheduler/parallel/parallel_tests.cmake)
+    set_tests_properties(example.lstm_lm_pipeline PROPERTIES ENVIRONMENT "${EMBER_DIST_SANITIZER_ENV}")
+  endif()
+endif()

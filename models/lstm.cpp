@@ -22,6 +22,31 @@ nn::RnnOutput LstmLanguageModel::forward_with_state(const Tensor& tokens, const 
   return r;
 }
 
+std::shared_ptr<nn::Sequential> LstmLanguageModel::as_sequential() {
+  // The Sequential refers to this model's members without owning them.
+  auto borrowed = [](nn::Module& m) { return std::shared_ptr<nn::Module>(std::shared_ptr<void>(), &m); };
+  std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> layers{{"embed", borrowed(embed)}};
+  // Building the one-layer LSTMs draws their initial weights, which are then replaced: the random
+  // stream is left as it was, so that a pipeline run draws what a run without one draws.
+  const GeneratorState rng = default_generator().state();
+  for (int64_t l = 0; l < opts.layers; ++l) {
+    auto one = std::make_shared<nn::LSTM>(l == 0 ? opts.embed_dim : opts.hidden, opts.hidden,
+                                          nn::LSTMOptions{.batch_first = true});
+    one->weight_ih(0) = lstm.weight_ih(l);
+    one->weight_hh(0) = lstm.weight_hh(l);
+    one->bias_ih(0) = lstm.bias_ih(l);
+    one->bias_hh(0) = lstm.bias_hh(l);
+    layers.emplace_back("lstm" + std::to_string(l), std::make_shared<nn::RnnSequence>(one));
+    if (opts.dropout > 0 && l + 1 < opts.layers)
+      layers.emplace_back("drop" + std::to_string(l), std::make_shared<nn::Dropout>(opts.dropout));
+  }
+  default_generator().set_state(rng);
+  layers.emplace_back("head", borrowed(head));
+  auto seq = std::make_shared<nn::Sequential>(std::move(layers));
+  seq->train(is_training());
+  return seq;
+}
+
 std::vector<int64_t> LstmLanguageModel::generate(const std::vector<int64_t>& prompt, int64_t length, double temperature,
                                                  Generator* gen, int64_t top_k) {
   EMBER_CHECK(!prompt.empty(), "LstmLanguageModel::generate: the prompt is empty");

@@ -28,6 +28,14 @@ class LstmLanguageModel : public nn::Module {
                                 Generator* gen = nullptr, int64_t top_k = 0);
   std::string type_name() const override { return "LstmLanguageModel"; }
 
+  // The same model as an nn::Sequential of its layers, for a pipeline to cut between them: embed,
+  // lstm0 .. lstm{L-1} (one LSTM layer each, with a Dropout drop{l} after every one but the last
+  // when opts.dropout > 0, as the multi-layer LSTM applies it), head. Its parameters are this
+  // model's own tensors, not copies (training either trains both), under the layers' names:
+  // "lstm1.weight_ih_l0" is this model's "lstm.weight_ih_l1". It runs from a zero state (no
+  // truncated-BPTT state across calls) and must not outlive this model.
+  std::shared_ptr<nn::Sequential> as_sequential();
+
   LstmLmOptions opts;
   nn::Embedding embed;
   nn::LSTM lstm;

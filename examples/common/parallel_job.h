@@ -23,6 +23,7 @@
 #include "data/dataloader.h"
 #include "layers/checkpoint.h"
 #include "layers/module.h"
+#include "layers/optim/clip_grad.h"
 #ifdef EMBER_HAVE_DIST
 #include "scheduler/parallel/comm_mpi.h"
 #include "scheduler/parallel/data_parallel.h"
@@ -84,9 +85,6 @@ class ParallelJob {
       dist::parse_pipeline_schedule(flags_.schedule);  // a bad --schedule before MPI starts
       EMBER_CHECK(!flags_.speed_weighted && flags_.split.empty(),
                   "--pipeline: the replicas take equal shares (--speed-weighted and --split are data-parallel only)");
-      // NCCL's point-to-point transfers block its stream until matched, so 1F1B's crossing
-      // activations and gradients need grouped calls that are not written yet.
-      EMBER_CHECK(!dev.is_cuda(), "--pipeline: pipeline stages run on CPU ranks for now; pass --device cpu");
     }
     EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(), flag,
                 ": start this program with mpirun -np N or ember launch -n N");
@@ -96,6 +94,10 @@ class ParallelJob {
 #else
     EMBER_FAIL(flag, ": this build has no MPI (install libopenmpi-dev and rebuild)");
 #endif
+  }
+  // --pipeline was given: known before wrap() cuts the model (pipeline() is the stage after it).
+  bool pipeline_job() const {
+    return flags_.pipeline > 0;
   }
   // Joined an MPI job (start() with --data-parallel).
   bool active() const {
@@ -149,6 +151,21 @@ class ParallelJob {
     if (pipe_) pipe_->gather_model();
 #endif
   }
+  // Clips the gradients of `params` (what this rank trains) to a total norm of `max_norm` over
+  // the whole model, as one process would: in a pipeline the stages' parts of the norm are added
+  // up over the job (every replica holds the same averaged gradients, so the sum over all ranks is
+  // the replica count times the model's). Returns the norm before clipping.
+  double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+#ifdef EMBER_HAVE_DIST
+    if (pipe_)
+      return optim::clip_grad_norm_(params, max_norm, 2.0, false, [&](double part, bool is_max) {
+        Tensor t = full({1}, part, {.dtype = DType::Float64});
+        comm_->all_reduce(t, is_max ? dist::ReduceOp::Max : dist::ReduceOp::Sum, "gradient norm")->wait();
+        return is_max ? t.item() : t.item() / grid_.replicas;
+      });
+#endif
+    return optim::clip_grad_norm_(params, max_norm);
+  }
   // The parameters this rank trains: its stage's in a pipeline, else all of the model's.
   std::vector<Tensor> parameters(nn::Module& model) {
 #ifdef EMBER_HAVE_DIST
@@ -161,12 +178,13 @@ class ParallelJob {
   // every rank, and each rank then draws its own random stream (augmentation, dropout).
   // With --pipeline the model (an nn::Sequential, the same on every rank) is cut into stages
   // instead, and the stages' replicas average their gradients; given the shape of one example
-  // (without the batch dimension), the cuts come from profiling each layer (pipeline_plan.h),
-  // else every stage gets an equal number of layers.
-  void wrap(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape = {}) {
+  // (without the batch dimension) and its dtype (int64 for token ids), the cuts come from
+  // profiling each layer (pipeline_plan.h), else every stage gets an equal number of layers.
+  void wrap(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape = {},
+            DType example_dtype = DType::Float32) {
 #ifdef EMBER_HAVE_DIST
     if (!comm_) return;
-    if (flags_.pipeline) return wrap_pipeline(model, global_batch, seed, std::move(example_shape));
+    if (flags_.pipeline) return wrap_pipeline(model, global_batch, seed, std::move(example_shape), example_dtype);
     dp_ = std::make_unique<dist::DataParallel>(
         model, *comm_, global_batch,
         dist::DataParallelOptions{
@@ -176,7 +194,7 @@ class ParallelJob {
         gpu_comm_ ? gpu_comm_.get() : nullptr);
     manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
 #else
-    (void)model, (void)global_batch, (void)seed, (void)example_shape;
+    (void)model, (void)global_batch, (void)seed, (void)example_shape, (void)example_dtype;
 #endif
   }
   // This rank's loader: its share of every global batch, and every global batch full, so that
@@ -320,17 +338,19 @@ class ParallelJob {
     return Device::cpu();
   }
 
-  void wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape) {
+  void wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_t seed, Shape example_shape, DType example_dtype) {
     auto* seq = dynamic_cast<nn::Sequential*>(&model);
     EMBER_CHECK(seq, "--pipeline: the model (", model.type_name(), ") must be an nn::Sequential to be cut into stages");
-    grid_ = dist::make_pipeline_grid(*comm_, static_cast<int>(flags_.pipeline));
+    // Between GPU ranks activations, gradients and the replicas' all-reduces go through NCCL.
+    dist::Communicator& comm = gpu_comm_ ? *gpu_comm_ : static_cast<dist::Communicator&>(*comm_);
+    grid_ = dist::make_pipeline_grid(comm, static_cast<int>(flags_.pipeline));
     EMBER_CHECK(global_batch % grid_.replicas == 0, "--pipeline: the global batch of ", global_batch,
                 " does not split evenly over ", grid_.replicas, " replicas");
     const int layers = static_cast<int>(seq->size());
     EMBER_CHECK(layers >= grid_.stages, "--pipeline ", grid_.stages, ": the model has only ", layers, " layers");
-    const std::vector<int> bounds = plan_stages(*seq, global_batch, example_shape);
+    const std::vector<int> bounds = plan_stages(*seq, global_batch, example_shape, example_dtype);
     pipe_ = std::make_unique<dist::Pipeline>(
-        *seq, bounds, *comm_,
+        *seq, bounds, comm,
         dist::PipelineOptions{.micro_batches = static_cast<int>(flags_.micro_batches),
                               .schedule = dist::parse_pipeline_schedule(flags_.schedule),
                               .recompute = flags_.recompute,
@@ -342,7 +362,8 @@ class ParallelJob {
 
   // Where the stages start. Rank 0 profiles the layers on one micro-batch and plans (profiles
   // differ from rank to rank: one plan for all), the others receive its boundaries.
-  std::vector<int> plan_stages(nn::Sequential& seq, int64_t global_batch, const Shape& example_shape) {
+  std::vector<int> plan_stages(nn::Sequential& seq, int64_t global_batch, const Shape& example_shape,
+                               DType example_dtype) {
     const int k = grid_.stages, layers = static_cast<int>(seq.size());
     Tensor b = empty({k}, {.dtype = DType::Int64});
     for (int s = 0; s < k; ++s) b.data_ptr<int64_t>()[s] = s * layers / k;
@@ -350,7 +371,8 @@ class ParallelJob {
       const int64_t micro = std::max<int64_t>(1, global_batch / grid_.replicas / flags_.micro_batches);
       Shape shape = {micro};
       shape.insert(shape.end(), example_shape.begin(), example_shape.end());
-      const auto costs = dist::profile_layers(seq, zeros(shape));
+      const Device dev = gpu_comm_ ? gpu_comm_->device() : Device::cpu();
+      const auto costs = dist::profile_layers(seq, zeros(shape, {.dtype = example_dtype, .device = dev}));
       const dist::PipelinePlan plan = dist::plan_pipeline(costs, std::vector<dist::DeviceSpec>(static_cast<size_t>(k)),
                                                           {.schedule = dist::parse_pipeline_schedule(flags_.schedule),
                                                            .micro_batches = static_cast<int>(flags_.micro_batches),

@@ -38,17 +38,18 @@ void on_contiguous(Tensor& g, const F& f) {
 
 }  // namespace
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite,
+                       const GradNormCombine& combine) {
   EMBER_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be positive (or INFINITY), got ", norm_type);
   NoGradGuard ng;
   std::vector<Tensor> gs = grads_of(params, "clip_grad_norm_");
-  if (gs.empty()) return 0.0;
+  if (gs.empty() && !combine) return 0.0;
   const bool inf = std::isinf(norm_type);
   double acc = 0;
-  const Device dev = gs.front().device();
+  const Device dev = gs.empty() ? Device::cpu() : gs.front().device();
   bool one_device = true;
   for (const Tensor& g : gs) one_device = one_device && g.device() == dev;
-  if (one_device && dev.type != DeviceType::CPU && grad_norm_total_stub.has(dev.type)) {
+  if (!gs.empty() && one_device && dev.type != DeviceType::CPU && grad_norm_total_stub.has(dev.type)) {
     // On a GPU all the norms are reduced on the device and the host waits once, not once per
     // tensor.
     std::vector<Tensor> cs;
@@ -62,6 +63,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
       acc = inf ? (std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v)) : acc + v;
     }
   }
+  if (combine) acc = combine(acc, inf);
   const double total = inf ? acc : std::pow(acc, 1.0 / norm_type);
   if (error_if_nonfinite)
     EMBER_CHECK(std::isfinite(total), "clip_grad_norm_: the total norm of order ", norm_type,

@@ -3,6 +3,7 @@
 // parameters without a gradient. Also reachable as nn::utils::clip_grad_norm_ / clip_grad_value_.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -13,8 +14,15 @@ namespace ember::optim {
 // gradients; norm_type = INFINITY for the max-abs norm) is at most max_norm, and returns the
 // norm before clipping. The scale is max_norm / (norm + 1e-6) when that is below 1. With
 // error_if_nonfinite, a NaN or infinite norm is an ember::Error (and nothing is scaled).
+//
+// `combine`, for a model whose parameters are spread over processes (the stages of a pipeline):
+// given this process's part of the norm (the sum of |g|^p over its gradients, or their max for
+// INFINITY; `is_max` says which), it returns the whole model's, by reducing over the processes;
+// every process then scales by the same factor, as one process holding the whole model would. It
+// is called even when `params` hold no gradient, so that every process takes part.
+using GradNormCombine = std::function<double(double part, bool is_max)>;
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
-                       bool error_if_nonfinite = false);
+                       bool error_if_nonfinite = false, const GradNormCombine& combine = {});
 // Clamps every gradient element to [-clip_value, clip_value].
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
 

@@ -59,8 +59,13 @@ ncclRedOp_t nccl_op(DType t, ReduceOp op) {
 // Completion is an event on the communication stream; waiting makes the compute stream wait.
 class NcclWork final : public Work {
  public:
-  NcclWork(std::string what, std::unique_ptr<Event> done, Stream& compute, std::vector<Tensor> keep)
-      : Work(std::move(what)), done_(std::move(done)), compute_(compute), keep_(std::move(keep)) {}
+  NcclWork(std::string what, std::unique_ptr<Event> done, Stream& compute, std::vector<Tensor> keep,
+           bool host_waits = false)
+      : Work(std::move(what)),
+        done_(std::move(done)),
+        compute_(compute),
+        keep_(std::move(keep)),
+        host_waits_(host_waits) {}
   // A handle dropped without wait() still orders the compute stream after the collective: the
   // caching allocator hands the tensors' memory to the next compute-stream allocation once they
   // are released here, and NCCL may still be writing it.
@@ -73,6 +78,7 @@ class NcclWork final : public Work {
   }
   void wait() override {
     compute_.wait(*done_);
+    if (host_waits_) done_->synchronize();
     completed_by_wait_ = true;
     finish();
   }
@@ -83,6 +89,7 @@ class NcclWork final : public Work {
   Stream& compute_;
   std::vector<Tensor> keep_;  // the tensors stay alive until the work is dropped
   bool completed_by_wait_ = false;
+  bool host_waits_ = false;
 };
 
 }  // namespace
@@ -96,7 +103,7 @@ struct NcclCommunicator::Impl {
   // Orders the communication stream after the compute stream's queued work, runs `launch` on it
   // and returns the handle of its completion.
   template <typename F>
-  WorkPtr run(std::string what, std::vector<Tensor> keep, F&& launch) {
+  WorkPtr run(std::string what, std::vector<Tensor> keep, F&& launch, bool host_waits = false) {
     check_cuda(cudaSetDevice(device.index), what);
     auto ready = make_event(device);
     ready->record(*compute);
@@ -105,7 +112,7 @@ struct NcclCommunicator::Impl {
     check_nccl(launch(stream), what);
     auto done = make_event(device);
     done->record(*comm_stream);
-    auto w = std::make_shared<NcclWork>(std::move(what), std::move(done), *compute, std::move(keep));
+    auto w = std::make_shared<NcclWork>(std::move(what), std::move(done), *compute, std::move(keep), host_waits);
     w->mark_started();
     return w;
   }
@@ -211,8 +218,36 @@ WorkPtr NcclCommunicator::recv(Tensor t, int src, int tag) {
 WorkPtr NcclCommunicator::barrier(std::string label) {
   Tensor one = empty({1}, {.dtype = DType::Float32, .device = device_});
   void* p = one.raw_data();
-  return impl_->run(describe("barrier", Tensor(), label), {one},
-                    [&](cudaStream_t s) { return ncclAllReduce(p, p, 1, ncclFloat32, ncclSum, impl_->comm, s); });
+  return impl_->run(
+      describe("barrier", Tensor(), label), {one},
+      [&](cudaStream_t s) { return ncclAllReduce(p, p, 1, ncclFloat32, ncclSum, impl_->comm, s); }, true);
+}
+
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl, int rank, int size, int local_rank, int local_size,
+                                   Device device)
+    : rank_(rank),
+      size_(size),
+      local_rank_(local_rank),
+      local_size_(local_size),
+      device_(device),
+      impl_(std::move(impl)) {}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  EMBER_CHECK(color >= 0, "split: expected a colour >= 0, got ", color);
+  check_cuda(cudaSetDevice(device_.index), "split");
+  // Whatever this rank queued on the parent must be ordered before the group's first operation:
+  // both share the device's communication stream, which runs them in the order issued.
+  auto impl = std::make_unique<Impl>();
+  impl->device = device_;
+  impl->compute = impl_->compute;
+  impl->comm_stream = impl_->comm_stream;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  check_nccl(ncclCommSplit(impl_->comm, color, key, &impl->comm, &config), "split: ncclCommSplit");
+  int rank = 0, size = 0;
+  check_nccl(ncclCommUserRank(impl->comm, &rank), "split: ncclCommUserRank");
+  check_nccl(ncclCommCount(impl->comm, &size), "split: ncclCommCount");
+  return std::unique_ptr<Communicator>(
+      new NcclCommunicator(std::move(impl), rank, size, local_rank_, local_size_, device_));
 }
 
 }  // namespace ember::dist

@@ -35,11 +35,16 @@ class NcclCommunicator final : public Communicator {
   WorkPtr reduce_scatter(Tensor out, Tensor in, ReduceOp op = ReduceOp::Sum, std::string label = {}) override;
   WorkPtr send(Tensor t, int dst, int tag = 0) override;
   WorkPtr recv(Tensor t, int src, int tag = 0) override;
+  // Blocks the host as well, until every rank has reached it (what a barrier is for: files
+  // written before it are there after it), unlike the other operations.
   WorkPtr barrier(std::string label = {}) override;
+  // ncclCommSplit: the group's communicator on the same device and communication stream.
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
   struct Impl;
 
  private:
+  NcclCommunicator(std::unique_ptr<Impl> impl, int rank, int size, int local_rank, int local_size, Device device);
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   Device device_;
   std::unique_ptr<Impl> impl_;

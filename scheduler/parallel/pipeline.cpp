@@ -233,6 +233,31 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
 
   std::vector<Micro> micro(static_cast<size_t>(m));
   bool have_first_header = !is_first();
+  // Each link carries its messages in the order of the upstream stage's actions, which is the only
+  // order NCCL can deliver them in: its transfers on one stream run one after another and each
+  // waits for its peer's matching one (MPI would buffer a gradient sent ahead; NCCL does not). So
+  // before a stage sends micro-batch i's gradient back, it takes every activation that the
+  // previous stage sends before taking that gradient; under 1F1B that is the input of its own
+  // next forward, received one action early, as Megatron's send_backward_recv_forward does.
+  std::vector<Tensor> received(static_cast<size_t>(m));
+  std::vector<PipelineAction> upstream;
+  if (!is_first()) upstream = pipeline_actions(opts_.schedule, k, stage_ - 1, m);
+  int next_input = 0;  // the next micro-batch whose activation this stage has not received
+  auto receive_input = [&] {
+    const int i = next_input++;
+    Header h = have_first_header ? first_in : recv_header(stage_ - 1, kForwardTag);
+    have_first_header = false;
+    check_header(h, stage_ - 1, "activation", i, m, batch);
+    Tensor x = recv_data(h, stage_ - 1, kForwardTag);
+    if (h.needs_grad) x.requires_grad_();
+    received[static_cast<size_t>(i)] = x;
+  };
+  auto receive_inputs_sent_before_gradient = [&](int i) {
+    for (const PipelineAction& a : upstream) {
+      if (a.kind == PipelineAction::Backward && a.micro_batch == i) break;
+      if (a.kind == PipelineAction::Forward && a.micro_batch >= next_input) receive_input();
+    }
+  };
   double loss_sum = 0;
   int live = 0;
   bool params_need_grad = false;
@@ -245,11 +270,8 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
     if (is_first()) {
       x = input.narrow(0, offsets[i], sizes[i]);
     } else {
-      Header h = have_first_header ? first_in : recv_header(stage_ - 1, kForwardTag);
-      have_first_header = false;
-      check_header(h, stage_ - 1, "activation", i, m, batch);
-      x = recv_data(h, stage_ - 1, kForwardTag);
-      if (h.needs_grad) x.requires_grad_();
+      while (next_input <= i) receive_input();
+      x = std::move(received[static_cast<size_t>(i)]);
     }
     mb.input = x;
     if (is_last()) mb.target = target.narrow(0, offsets[i], sizes[i]);
@@ -324,9 +346,15 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
       throw Error("pipeline " + describe() + ": backward of micro-batch " + std::to_string(i) + ": " + e.what());
     }
     stats_.compute_seconds += seconds_since(t0);
+    Tensor g;
     if (!is_first() && mb.input.requires_grad()) {
-      Tensor g = mb.input.grad();
+      g = mb.input.grad();
       if (!g.defined()) g = zeros_like(mb.input);  // the stage did not use its input
+    }
+    mb = Micro{};  // freed before the next input arrives
+    --live;
+    if (g.defined()) {
+      receive_inputs_sent_before_gradient(i);
       // At most one sent gradient waits for its receiver, so that a slow previous stage cannot
       // pile gradients up here beyond the schedule's bound. Waiting cannot deadlock: the previous
       // stage takes gradient i in its backward i, which needs nothing more from this stage.
@@ -336,8 +364,6 @@ double Pipeline::train_step(const Tensor& input, const Tensor& target, const Los
       send_tensor(g, stage_ - 1, kBackwardTag, i, batch, false);
       for (size_t j = before; j < pending_sends_.size(); ++j) grad_sends_.push_back(pending_sends_[j].first);
     }
-    mb = Micro{};
-    --live;
   };
 
   for (const PipelineAction& a : pipeline_actions(opts_.schedule, k, stage_, m)) {

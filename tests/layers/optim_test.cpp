@@ -428,6 +428,45 @@ TEST(ClipGrad, NormClipsAndReturnsTotal) {
   EXPECT_NEAR(a.grad().item(), 3.0 * coef, 1e-15);
 }
 
+// A model spread over two processes (a pipeline's stages): each clips its own gradients with the
+// other's part of the norm added by `combine`, and both end as clipping the whole model would.
+TEST(ClipGrad, CombineClipsOverTheWholeModel) {
+  auto make = [](double x, double y) {
+    Tensor t = param(DType::Float64, {0.0, 0.0});
+    t.set_grad(tensor({x, y}, {.dtype = DType::Float64}));
+    return t;
+  };
+  Tensor a = make(3.0, 0.0), b = make(0.0, 4.0), wa = make(3.0, 0.0), wb = make(0.0, 4.0);
+  const double whole = clip_grad_norm_({wa, wb}, 1.0);
+  int calls = 0;
+  const double total = clip_grad_norm_({a}, 1.0, 2.0, false, [&](double part, bool is_max) {
+    ++calls;
+    EXPECT_FALSE(is_max);
+    EXPECT_DOUBLE_EQ(part, 9.0);  // this process's sum of squares
+    return part + 16.0;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_DOUBLE_EQ(total, whole);
+  EXPECT_EQ(a.grad().to_vector<double>(), wa.grad().to_vector<double>());
+  // Max norm: the parts are combined by max.
+  Tensor c = make(-7.0, 1.0);
+  EXPECT_DOUBLE_EQ(clip_grad_norm_({c}, 100.0, INFINITY, false,
+                                   [&](double part, bool is_max) {
+                                     EXPECT_TRUE(is_max);
+                                     return std::max(part, 9.0);
+                                   }),
+                   9.0);
+  // A process without gradients (a stage of pooling layers) still takes part.
+  calls = 0;
+  EXPECT_DOUBLE_EQ(clip_grad_norm_({param()}, 1.0, 2.0, false,
+                                   [&](double part, bool) {
+                                     ++calls;
+                                     return part + 25.0;
+                                   }),
+                   5.0);
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(ClipGrad, InfAndOneNormAndNonFinite) {
   Tensor a = param(DType::Float32, {0, 0, 0});
   a.set_grad(tensor({1.0, -6.0, 2.0}));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "core/ops.h"
 #include "layers/nn.h"
@@ -139,4 +140,33 @@ TEST(TextModels, BiLstmClassifierLearnsAndIgnoresPadding) {
   Tensor in_batch = clf.forward(x, lengths).select(0, 0);
   auto a = alone.reshape({2}).to_vector<double>(), b = in_batch.to_vector<double>();
   for (int i = 0; i < 2; ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
+}
+
+// The layers view a pipeline cuts: the same function over the very same tensors, under the
+// layers' names, with the random stream left as it was.
+TEST(TextModels, LstmLanguageModelAsSequentialSharesItsTensors) {
+  manual_seed(5);
+  LstmLanguageModel lm({.vocab_size = 13, .embed_dim = 5, .hidden = 6, .layers = 3, .dropout = 0.25});
+  const GeneratorState before = default_generator().state();
+  auto seq = lm.as_sequential();
+  EXPECT_EQ(default_generator().state().seed, before.seed);
+  EXPECT_EQ(default_generator().state().offset, before.offset);
+  std::vector<std::string> names;
+  for (auto& [n, m] : seq->named_children()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"embed", "lstm0", "drop0", "lstm1", "drop1", "lstm2", "head"}));
+  auto mine = lm.named_parameters(), theirs = seq->named_parameters();
+  ASSERT_EQ(mine.size(), theirs.size());
+  std::map<std::string, Tensor> by_name(theirs.begin(), theirs.end());
+  for (auto& [n, t] : mine) {
+    std::string view = n;  // lstm.weight_ih_l2 -> lstm2.weight_ih_l0
+    if (n.rfind("lstm.", 0) == 0) view = "lstm" + n.substr(n.size() - 1) + n.substr(4, n.size() - 5) + "0";
+    ASSERT_TRUE(by_name.count(view)) << n << " as " << view;
+    EXPECT_EQ(by_name[view].data_ptr<float>(), t.data_ptr<float>()) << n;
+  }
+  lm.eval();
+  seq->eval();
+  Generator g(6);
+  Tensor tokens = randint(0, 13, {2, 7}, {.dtype = DType::Int64}, &g);
+  NoGradGuard ng;
+  EXPECT_LT(max(abs(sub(seq->forward(tokens), lm(tokens)))).item(), 1e-6);
 }

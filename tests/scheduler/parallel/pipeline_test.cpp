@@ -11,6 +11,7 @@
 #include "core/autograd/grad_mode.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
+#include "rendezvous_comm.h"
 #include "scheduler/parallel/pipeline_grid.h"
 
 using namespace ember;
@@ -106,11 +107,11 @@ struct PipeRun {
 // of the whole model in one process; `reference_micro` > 0 accumulates the reference's gradient
 // over that many micro-batches (models with batch statistics).
 void check_equivalence(const std::function<std::shared_ptr<nn::Sequential>()>& make, const Shape& x_shape,
-                       int64_t classes, const PipeRun& r, int reference_micro = 0) {
+                       int64_t classes, const PipeRun& r, int reference_micro = 0, Communicator& c = comm()) {
   const int steps = 3;
   auto model = make(), ref = make();
   PipelineOptions o{.micro_batches = r.micro_batches, .schedule = r.schedule, .recompute = r.recompute};
-  Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), comm().size()), comm(), o);
+  Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), c.size()), c, o);
   optim::SGD opt(pipe.parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD ref_opt(ref->parameters(), {.lr = 0.1, .momentum = 0.9});
   for (int s = 0; s < steps; ++s) {
@@ -366,4 +367,65 @@ TEST(Pipeline, MetricsReachEveryStage) {
   ASSERT_EQ(pipe.last_step().metrics.size(), 2u);
   EXPECT_EQ(pipe.last_step().metrics[0], want);
   EXPECT_EQ(pipe.last_step().metrics[1], 10.0);
+}
+
+// NCCL delivers a link's messages only in the order both ends post them, and a send waits for its
+// receive (rendezvous_comm.h): the pipeline's order of messages must be one that both neighbours
+// post without either waiting on the other first. Every schedule, on every rank count the suite
+// runs with, and pipeline x data parallelism with the replicas' all-reduces under the same rules.
+TEST(PipelineUnderNcclOrdering, EveryScheduleTrainsLikeOneProcess) {
+  dist_test::RendezvousCommunicator ordered(comm());
+  for (const PipeRun& r : every_run()) check_equivalence([] { return mlp(7); }, {12, 6}, 5, r, 0, ordered);
+  check_equivalence([] { return cnn(10, true); }, {12, 1, 10, 10}, 3, {PipelineSchedule::OneFOneB, 3, true}, 3,
+                    ordered);
+}
+
+TEST(PipelineUnderNcclOrdering, StagesTimesReplicas) {
+  const int n = comm().size();
+  for (int stages = 2; stages <= n; ++stages) {
+    if (n % stages) continue;
+    PipelineGrid grid = make_pipeline_grid(comm(), stages);
+    dist_test::RendezvousCommunicator ordered(comm());
+    std::unique_ptr<dist_test::RendezvousCommunicator> replicas;  // none for one replica
+    if (grid.replicas_comm) replicas = std::make_unique<dist_test::RendezvousCommunicator>(*grid.replicas_comm);
+    auto model = mlp(17), ref = mlp(17);
+    Pipeline pipe(*model, even_boundaries(7, stages), ordered,
+                  {.micro_batches = 4, .stage_ranks = grid.stage_ranks, .data_parallel = replicas.get()});
+    optim::SGD opt(pipe.parameters(), {.lr = 0.1});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.1});
+    const int64_t global = 16, rows = global / grid.replicas;
+    for (int s = 0; s < 2; ++s) {
+      Batch b = batch_of({global, 6}, 5, 80 + static_cast<uint64_t>(s));
+      opt.zero_grad();
+      pipe.train_step(b.x.narrow(0, grid.replica * rows, rows), b.y.narrow(0, grid.replica * rows, rows), loss_fn);
+      opt.step();
+      ref_opt.zero_grad();
+      loss_fn(ref->forward(b.x), b.y).backward();
+      ref_opt.step();
+    }
+    EXPECT_LT(stage_diff(pipe, *ref), 1e-10) << grid.describe();
+  }
+}
+
+// The emulation is strict enough to fail: two ranks that both send before they receive (which MPI
+// buffers and NCCL leaves hanging) are reported as a deadlock naming the transfer.
+TEST(PipelineUnderNcclOrdering, CrossedSendsAreADeadlock) {
+  if (comm().rank() < 2) {
+    dist_test::RendezvousCommunicator ordered(comm(), std::chrono::milliseconds(300));
+    const int peer = 1 - comm().rank();
+    Tensor mine = full({4}, 1.0), theirs = empty({4});
+    const std::string e = error_of([&] { ordered.send(mine, peer, 0); });
+    EXPECT_TRUE(has(e, "deadlock under NCCL's ordering")) << e;
+    EXPECT_TRUE(has(e, "send")) << e;
+    // Both sends were left unmatched, each rank's acknowledgement still posted: match them, once
+    // both ranks have given up (an acknowledgement sent earlier would let the other one succeed).
+    Tensor gave_up = zeros({1}, {.dtype = DType::UInt8}), peer_gave_up = empty({1}, {.dtype = DType::UInt8});
+    auto told = comm().send(gave_up, peer, 2950);
+    comm().recv(peer_gave_up, peer, 2950)->wait();
+    told->wait();
+    comm().recv(theirs, peer, dist_test::RendezvousCommunicator::kDataTag)->wait();
+    comm().send(zeros({1}, {.dtype = DType::UInt8}), peer, dist_test::RendezvousCommunicator::kAckTag)->wait();
+    EXPECT_EQ(theirs.to_vector<float>(), std::vector<float>(4, 1.0f));
+  }
+  comm().barrier("crossed sends done")->wait();
 }
