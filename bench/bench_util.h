@@ -20,6 +20,19 @@ inline void print_cpu_line() {
   std::printf("cpu: %s\n", cpu_description().c_str());
 }
 
+// The median of `v` (the upper middle for an even count; 0 for none): what every table reports of
+// its rounds.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A steady-clock duration in seconds.
+inline double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 // Median wall time in seconds of `reps` runs of f after `warmup` unmeasured runs.
 template <typename F>
 double median_seconds(F&& f, int reps = 7, int warmup = 2) {

@@ -41,15 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double secs(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // Length of the union of the buckets' [launched, finished] intervals.
 double comm_busy(const DdpTimeline& tl) {
@@ -60,7 +52,7 @@ double comm_busy(const DdpTimeline& tl) {
   Clock::time_point end{};
   for (auto [a, b] : iv) {
     if (a < end) a = end;
-    if (b > a) total += secs(b - a);
+    if (b > a) total += bench::seconds(b - a);
     end = std::max(end, b);
   }
   return total;
@@ -114,16 +106,16 @@ void run(Workload& w, MpiCommunicator& comm, Mode mode, int steps, DdpOptions ba
     auto t1 = Clock::now();
     opt.step();
     if (split) split->end_step();
-    double dt = secs(Clock::now() - t0);
+    double dt = bench::seconds(Clock::now() - t0);
     if (s < 2) continue;  // warm-up
     out.times.push_back(dt);
     out.comm_cpu.push_back(comm.thread_cpu_seconds() - cpu0);
     // Forward and backward up to this rank's last gradient: what it would take without the others.
-    out.compute.push_back(secs((ddp ? ddp->last_timeline().last_grad : t1) - t0));
+    out.compute.push_back(bench::seconds((ddp ? ddp->last_timeline().last_grad : t1) - t0));
     if (ddp) {
       const DdpTimeline& tl = ddp->last_timeline();
       double busy = comm_busy(tl);
-      double exposed = std::max(0.0, secs(tl.synchronized - tl.last_grad));
+      double exposed = std::max(0.0, bench::seconds(tl.synchronized - tl.last_grad));
       out.comms.push_back(busy);
       out.hidden.push_back(busy > 0 ? std::clamp(1.0 - exposed / busy, 0.0, 1.0) : 0.0);
     }
@@ -254,7 +246,7 @@ int main(int argc, char** argv) {
         std::vector<WorkPtr> ws;
         for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
         for (auto& x : ws) x->wait();
-        ts.push_back(secs(Clock::now() - t0));
+        ts.push_back(bench::seconds(Clock::now() - t0));
       }
       int64_t total = 0;
       for (const auto& f : flats) total += f.numel();

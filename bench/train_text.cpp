@@ -64,10 +64,7 @@ double seconds(const std::function<void()>& f, int steps) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 }  // namespace
 
