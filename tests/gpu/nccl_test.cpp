@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "scheduler/parallel/comm_self.h"
 #include "scheduler/parallel/ddp.h"
 #include "scheduler/parallel/ddp_split.h"
+#include "scheduler/parallel/pipeline.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -164,6 +166,69 @@ TEST(Nccl, PointToPointRing) {
     nccl().send(mine, next)->wait();
   }
   expect_all(got, prev, "recv");
+}
+
+// ncclCommSplit: even and odd ranks form two groups (one group of one on a single GPU), each with
+// its own collectives; the group's barrier returns on the host.
+TEST(Nccl, SplitGivesEachGroupItsCommunicator) {
+  const int n = size(), r = rank();
+  std::unique_ptr<Communicator> group = nccl().split(r % 2, r);
+  const int members = (n - r % 2 + 1) / 2;
+  EXPECT_EQ(group->size(), members);
+  EXPECT_EQ(group->rank(), r / 2);
+  EXPECT_EQ(group->device(), dev());
+  Tensor one = ones({5}, {.device = dev()});
+  group->all_reduce(one)->wait();
+  expect_all(one, members, "the group's all_reduce");
+  group->barrier("split test")->wait();
+  nccl().barrier("after the groups")->wait();
+}
+
+// A pipeline of one stage per GPU rank (activations and gradients through NCCL in the order of
+// scheduler/parallel/pipeline.cpp; one stage, gradient accumulation, on a single GPU) ends 2 steps
+// of both schedules with the weights of one process training the whole model on the batch.
+TEST(Nccl, PipelineTrainsLikeOneProcess) {
+  const int k = size();
+  for (PipelineSchedule sched : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+    auto make = [] {
+      manual_seed(21);
+      auto m = std::make_shared<nn::Sequential>();
+      for (int i = 0; i < 4; ++i) {
+        m->push_back(nn::make<nn::Linear>(16, 16));
+        m->push_back(nn::make<nn::Tanh>());
+      }
+      return m;
+    };
+    auto model = make(), ref = make();
+    model->to(dev());
+    ref->to(dev());
+    std::vector<int> bounds;
+    for (int s = 0; s < k; ++s) bounds.push_back(static_cast<int>(s * model->size() / k));
+    Pipeline pipe(*model, bounds, nccl(), {.micro_batches = 3, .schedule = sched});
+    optim::SGD opt(pipe.parameters(), {.lr = 0.1});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.1});
+    auto mse = [](const Tensor& out, const Tensor& y) { return nn::mse_loss(out, y); };
+    for (int step = 0; step < 2; ++step) {
+      Generator g(30 + static_cast<uint64_t>(step));
+      Tensor x = randn({10, 16}, {}, &g).to(dev()), y = randn({10, 16}, {}, &g).to(dev());
+      opt.zero_grad();
+      const double loss = pipe.train_step(x, y, mse);
+      opt.step();
+      ref_opt.zero_grad();
+      Tensor l = mse(ref->forward(x), y);
+      l.backward();
+      ref_opt.step();
+      EXPECT_NEAR(loss, l.item(), 1e-5) << pipeline_schedule_name(sched) << " step " << step;
+    }
+    std::map<std::string, Tensor> want;
+    for (auto& [name, t] : ref->state_dict()) want[name] = t;
+    for (auto& [name, t] : pipe.stage_module().state_dict()) {
+      const std::vector<double> a = host(t), b = host(want.at(name));
+      double worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+      EXPECT_LT(worst, 1e-5) << name << ", " << pipe.describe() << ", " << pipeline_schedule_name(sched);
+    }
+  }
 }
 
 TEST(Nccl, ErrorsNameTheTensorAndWhatWasExpected) {
