@@ -67,7 +67,7 @@ EvalResult evaluate(nn::Module& net, const data::Dataset& ds, Device dev, int64_
     Tensor flat = logits.reshape({n, logits.size(2)});
     Tensor yd = y.to(dev).reshape({n});
     loss_sum += cross_entropy(flat, yd, {.reduction = Reduction::Sum}).item();
-    correct += sum(eq(argmax(flat, 1), yd)).item<int64_t>();
+    correct += static_cast<int64_t>(lm_correct(logits, yd)[0]);
     total += n;
   }
   net.train(was_training);
@@ -199,14 +199,16 @@ examples::StepReport lm_step(const LmFlags& f, nn::Module& net, const std::vecto
                              examples::RunningSums& sums) {
   const int64_t n = y.numel();
   double loss = 0, correct = 0;
+  bool pipelined = false;
   opt.zero_grad();
 #ifdef EMBER_HAVE_DIST
   if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
     loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
     correct = pipe->last_step().metrics.at(0);
+    pipelined = true;
   }
 #endif
-  if (!job.pipeline_job()) {
+  if (!pipelined) {
     Tensor logits = job.forward(net, x.to(dev)), yd = y.to(dev);
     Tensor l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
     l.backward();

@@ -95,10 +95,6 @@ class ParallelJob {
     EMBER_FAIL(flag, ": this build has no MPI (install libopenmpi-dev and rebuild)");
 #endif
   }
-  // --pipeline was given: known before wrap() cuts the model (pipeline() is the stage after it).
-  bool pipeline_job() const {
-    return flags_.pipeline > 0;
-  }
   // Joined an MPI job (start() with --data-parallel).
   bool active() const {
 #ifdef EMBER_HAVE_DIST

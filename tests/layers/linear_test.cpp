@@ -79,6 +79,30 @@ TEST(Linear, Gradcheck) {
   gradcheck_module(fc1, rand64({3}, 3));
 }
 
+// The weight enters the product as weight.t(); its gradient must still reach the parameter
+// contiguous (accumulating a transposed one over micro-batches was a strided add per element),
+// for 2-D inputs (addmm, mm) and inputs with more dims (folded into one product), and equal the
+// hand value.
+TEST(Linear, WeightGradientReachesTheParameterContiguous) {
+  for (bool bias : {true, false})
+    for (const Shape& in : {Shape{5, 3}, Shape{2, 5, 3}}) {
+      manual_seed(4);
+      nn::Linear lin(3, 4, {.bias = bias});
+      std::vector<bool> contiguous;
+      lin.weight.register_hook([&](const Tensor& g) {
+        contiguous.push_back(g.is_contiguous());
+        return Tensor();
+      });
+      Generator gen(5);
+      Tensor x = randn(in, {}, &gen);
+      for (int pass = 0; pass < 2; ++pass) sum(lin(x)).backward();
+      EXPECT_EQ(contiguous, (std::vector<bool>{true, true})) << (bias ? "addmm" : "mm") << " " << shape_str(in);
+      // d sum(x W^T) / dW = 1^T x per pass, summed over the rows (and leading dims) of x.
+      const Tensor want = mul(sum(x.reshape({-1, 3}), {0}).unsqueeze(0).expand({4, 3}), 2.0);
+      EXPECT_LT(max(abs(sub(lin.weight.grad(), want))).item(), 1e-5) << shape_str(in);
+    }
+}
+
 TEST(Linear, Errors) {
   nn::Linear fc(3, 4);
   std::string e = error_of([&] { fc(ones({2, 5})); });
