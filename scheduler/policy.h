@@ -42,6 +42,7 @@ struct PolicyTraits {
   bool clairvoyant = false;  // reads durations or estimates
   bool preemptive = false;
   bool work_conserving = false;  // never leaves a device idle while a waiting job could use it
+  bool learns = false;           // learns from the jobs that finished (job_finished), not durations
 };
 
 class Policy {
@@ -57,6 +58,9 @@ class Policy {
     (void)s;
     return kInf;
   }
+  // A job completed its work (not cancelled, not failed), with its final bookkeeping: what a
+  // policy that learns from history learns from. Called before forget(j.id).
+  virtual void job_finished(const Job& j) { (void)j; }
   // Lets a policy forget a job that has left the system.
   virtual void forget(JobId id) { (void)id; }
   // What the policy did, for reports (e.g. how often a search ran and beat its greedy start).

@@ -14,14 +14,14 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
-      {"fcfs", make_fcfs},     {"fcfs-backfill", make_backfill},
-      {"sjf", make_sjf},       {"priority", make_priority},
-      {"las", make_las},       {"srsf", make_srsf},
-      {"greedy", make_greedy},
+      {"fcfs", make_fcfs},    {"fcfs-backfill", make_backfill},
+      {"sjf", make_sjf},      {"priority", make_priority},
+      {"las", make_las},      {"gittins", make_gittins},
+      {"srsf", make_srsf},    {"greedy", make_greedy},
 #ifdef EMBER_HAVE_CBC
       {"ilp", make_ilp},
 #endif
-      {"sa", make_annealing},  {"ga", make_genetic},
+      {"sa", make_annealing}, {"ga", make_genetic},
   };
   return e;
 }

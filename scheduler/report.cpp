@@ -100,8 +100,8 @@ std::string pad(const std::string& s, size_t w, bool left = false) {
 
 std::string format_summary(const SimResult& r) {
   std::ostringstream o;
-  o << "policy " << r.policy << (r.traits.clairvoyant ? " (uses durations/estimates)" : "") << " on " << r.gpus
-    << " devices, " << r.jobs.size() << " jobs, preemption cost " << num(r.preempt_cost) << " s\n";
+  o << "policy " << r.policy << " (knows " << (r.knows.empty() ? "-" : r.knows) << ") on " << r.gpus << " devices, "
+    << r.jobs.size() << " jobs, preemption cost " << num(r.preempt_cost) << " s\n";
   const Metrics& m = r.metrics;
   o << "  avg JCT          " << num(m.avg_jct) << " s (" << num(m.avg_jct / 3600) << " h)\n"
     << "  p50 JCT          " << num(m.p50_jct) << " s\n"
@@ -110,21 +110,26 @@ std::string format_summary(const SimResult& r) {
     << "  busy fraction    " << num(m.busy_fraction) << " (during the arrival window)\n"
     << "  avg queue delay  " << num(m.avg_queue_delay) << " s\n"
     << "  preemptions/job  " << num(m.preemptions_per_job) << "\n"
-    << "  max slowdown     " << num(m.max_slowdown) << "\n"
-    << "  simulated in     " << num(r.wall_seconds) << " s wall, " << num(r.cpu_seconds) << " s CPU (" << r.decisions
+    << "  max slowdown     " << num(m.max_slowdown) << "\n";
+  if (r.prediction_error >= 0)
+    o << "  prediction error " << num(r.prediction_error) << " (median |log(predicted / true duration)|)\n";
+  o << "  simulated in     " << num(r.wall_seconds) << " s wall, " << num(r.cpu_seconds) << " s CPU (" << r.decisions
     << " decisions)\n";
   for (const auto& [k, v] : r.counters) o << "  " << pad(k, 16, true) << " " << num(v) << "\n";
   return o.str();
 }
 
-std::string format_table(const std::vector<SimResult>& rs, int baseline) {
+std::string format_table(const std::vector<SimResult>& rs, int baseline, int yardstick) {
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> head = {"policy", "clairv."};
+  std::vector<std::string> head = {"policy", "knows"};
   for (const Column& c : columns()) head.push_back(c.header);
+  const std::string ys = yardstick >= 0 ? rs[yardstick].policy : "";
+  if (yardstick >= 0) head.insert(head.end(), {"avg/" + ys, "p99/" + ys});
+  head.push_back("pred err");
   head.push_back("sim CPU s");
   rows.push_back(head);
   for (const SimResult& r : rs) {
-    std::vector<std::string> row = {r.policy, r.traits.clairvoyant ? "yes" : "no"};
+    std::vector<std::string> row = {r.policy, r.knows.empty() ? "-" : r.knows};
     for (const Column& c : columns()) {
       double v = r.metrics.*c.field;
       std::string cell = num(v);
@@ -134,6 +139,12 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline) {
       }
       row.push_back(cell);
     }
+    if (yardstick >= 0) {
+      const Metrics& y = rs[yardstick].metrics;
+      row.push_back(y.avg_jct > 0 ? num(r.metrics.avg_jct / y.avg_jct) : "-");
+      row.push_back(y.p99_jct > 0 ? num(r.metrics.p99_jct / y.p99_jct) : "-");
+    }
+    row.push_back(r.prediction_error >= 0 ? num(r.prediction_error) : "-");
     row.push_back(num(r.cpu_seconds));
     rows.push_back(row);
   }
@@ -146,6 +157,9 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline) {
     o << "\n";
   }
   if (baseline >= 0) o << "(ratio to " << rs[baseline].policy << " in parentheses)\n";
+  bool predicted = false;
+  for (const SimResult& r : rs) predicted = predicted || r.prediction_error >= 0;
+  if (predicted) o << "(pred err: median |log(predicted / true duration)| over the jobs; 0.69 is a factor of 2)\n";
   return o.str();
 }
 
@@ -156,8 +170,9 @@ std::string to_json(const std::vector<SimResult>& rs) {
     const SimResult& r = rs[i];
     o << "  {\"policy\": " << json_string(r.policy)
       << ", \"clairvoyant\": " << (r.traits.clairvoyant ? "true" : "false")
-      << ", \"preemptive\": " << (r.traits.preemptive ? "true" : "false") << ", \"gpus\": " << r.gpus
-      << ", \"jobs\": " << r.jobs.size() << ", \"preempt_cost\": " << exact(r.preempt_cost);
+      << ", \"preemptive\": " << (r.traits.preemptive ? "true" : "false") << ", \"knows\": " << json_string(r.knows)
+      << ", \"prediction_error\": " << (r.prediction_error >= 0 ? exact(r.prediction_error) : "null")
+      << ", \"gpus\": " << r.gpus << ", \"jobs\": " << r.jobs.size() << ", \"preempt_cost\": " << exact(r.preempt_cost);
     for (const Column& c : columns()) o << ", \"" << c.key << "\": " << exact(r.metrics.*c.field);
     o << ", \"decisions\": " << r.decisions << ", \"sim_seconds\": " << exact(r.wall_seconds)
       << ", \"sim_cpu_seconds\": " << exact(r.cpu_seconds);
@@ -177,12 +192,13 @@ std::string to_csv(const std::vector<SimResult>& rs) {
   std::ostringstream o;
   o << "policy,clairvoyant,preemptive,gpus,jobs,preempt_cost";
   for (const Column& c : columns()) o << "," << c.key;
-  o << ",decisions,sim_seconds,sim_cpu_seconds\n";
+  o << ",decisions,sim_seconds,sim_cpu_seconds,knows,prediction_error\n";
   for (const SimResult& r : rs) {
     o << r.policy << "," << (r.traits.clairvoyant ? "true" : "false") << "," << (r.traits.preemptive ? "true" : "false")
       << "," << r.gpus << "," << r.jobs.size() << "," << exact(r.preempt_cost);
     for (const Column& c : columns()) o << "," << exact(r.metrics.*c.field);
-    o << "," << r.decisions << "," << exact(r.wall_seconds) << "," << exact(r.cpu_seconds) << "\n";
+    o << "," << r.decisions << "," << exact(r.wall_seconds) << "," << exact(r.cpu_seconds) << "," << r.knows << ","
+      << (r.prediction_error >= 0 ? exact(r.prediction_error) : "") << "\n";
   }
   return o.str();
 }

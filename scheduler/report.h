@@ -12,8 +12,10 @@ namespace ember::sched {
 
 // One result: a block of "metric: value" lines.
 std::string format_summary(const SimResult& r);
-// One row per result; when `baseline` >= 0, each cell also shows value / baseline's value.
-std::string format_table(const std::vector<SimResult>& rs, int baseline = -1);
+// One row per result; when `baseline` >= 0, each cell also shows value / baseline's value. When
+// `yardstick` >= 0 (the clairvoyant SRSF when comparing), two more columns give the average and p99
+// JCT as ratios to that row, the measure of how close a policy that lacks durations comes.
+std::string format_table(const std::vector<SimResult>& rs, int baseline = -1, int yardstick = -1);
 std::string to_json(const std::vector<SimResult>& rs);
 std::string to_csv(const std::vector<SimResult>& rs);
 // Empirical CDF of JCT per result on a log time axis.

@@ -66,9 +66,12 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   EMBER_CHECK(opt.preempt_cost >= 0, "simulate: preemption cost must be >= 0 seconds, got ", opt.preempt_cost);
   const size_t n = trace.size();
   std::vector<Job> jobs(n);
+  std::vector<double> predicted(opt.predictor ? n : 0), truth(n);
   for (size_t i = 0; i < n; ++i) {
     jobs[i].id = static_cast<JobId>(i);
     jobs[i].spec = trace[i];
+    truth[i] = trace[i].duration;
+    if (opt.predictor) jobs[i].spec.duration = jobs[i].spec.estimate = -1;  // told at arrival, from history
     const JobSpec& s = trace[i];
     EMBER_CHECK(s.duration >= 0, "simulate: job '", s.name, "' has no duration; a simulation needs every job's");
     EMBER_CHECK(topo.min_nodes(s.gpus, s.mem_per_gpu) > 0, "simulate: job '", s.name, "' needs ", s.gpus, " devices",
@@ -85,13 +88,16 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   SimResult res;
   res.policy = policy.name();
   res.traits = policy.traits();
+  res.knows = res.traits.clairvoyant ? (opt.predictor ? "predictions" : "durations")
+                                     : (res.traits.learns ? "history" : "nothing");
   res.gpus = topo.num_devices();
   res.preempt_cost = opt.preempt_cost;
   if (n == 0) return res;
 
   const double window0 = jobs[arrival.front()].spec.submit, window1 = jobs[arrival.back()].spec.submit;
   double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
-  auto remaining = [](const Job& j) { return j.spec.duration + j.overhead - j.executed; };
+  auto remaining = [&](const Job& j) { return truth[j.id] + j.overhead - j.executed; };
+  auto features = [](const Job& j) { return SubmitFeatures{j.spec.queue, j.spec.gpus, j.spec.submit}; };
   auto state = [&](double t) {
     SchedState st;
     st.now = t;
@@ -108,11 +114,18 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   while (done < n) {
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
+      if (opt.predictor) j.spec.estimate = predicted[j.id] = opt.predictor->predict(features(j));
       j.status = JobStatus::kWaiting;
       j.queued_since = j.spec.submit;
       waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
     }
 
+    if (opt.predictor)  // a job that outlived its prediction is predicted again, from what it has run
+      for (const Job* jc : running) {
+        Job& j = jobs[jc->id];
+        const double work = j.executed - j.overhead;
+        if (work >= j.spec.estimate - kEps) j.spec.estimate = opt.predictor->predict_given(features(j), t, work);
+      }
     Decision d = policy.decide(state(t));
     ++res.decisions;
     if (!d.empty()) {
@@ -176,6 +189,8 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
       j.devices.clear();
       j.status = JobStatus::kDone;
       j.finish = t;
+      policy.job_finished(j);
+      if (opt.predictor) opt.predictor->observe(features(j), truth[j.id], t);
       policy.forget(j.id);
       ++done;
       finished = true;
@@ -189,7 +204,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     JobResult& r = res.jobs[i];
     r.name = j.spec.name;
     r.submit = j.spec.submit;
-    r.duration = j.spec.duration;
+    r.duration = truth[i];
     r.gpus = j.spec.gpus;
     r.first_start = j.first_start;
     r.finish = j.finish;
@@ -207,6 +222,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   }
   res.metrics = compute_metrics(res.jobs, busy_fraction);
   res.counters = policy.counters();
+  if (opt.predictor) res.prediction_error = median_abs_log_error(predicted, truth);
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   res.cpu_seconds = process_cpu_seconds() - cpu0;
   return res;

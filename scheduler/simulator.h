@@ -13,11 +13,16 @@
 
 #include "scheduler/cluster.h"
 #include "scheduler/policy.h"
+#include "scheduler/predict.h"
 
 namespace ember::sched {
 
 struct SimOptions {
   double preempt_cost = 0;
+  // When set, the policy never sees a duration: each job's estimate is this predictor's answer at
+  // its submission, from the jobs finished by then (told to it as they finish), and its duration
+  // reads as unknown (-1), so SRSF ranks by predicted remaining time and SJF by predicted length.
+  DurationPredictor* predictor = nullptr;
   // Called after every applied decision with the state it left (tests check invariants here).
   std::function<void(const SchedState&, const Decision&)> observer;
 };
@@ -45,6 +50,8 @@ struct Metrics {
 struct SimResult {
   std::string policy;
   PolicyTraits traits;
+  std::string knows;             // what the policy ranks by: "durations", "predictions", "history" or "nothing"
+  double prediction_error = -1;  // median |log(predicted / true duration)| when a predictor ran
   int gpus = 0;
   double preempt_cost = 0;
   Metrics metrics;

@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "scheduler/predict.h"
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
@@ -23,11 +24,33 @@ std::string join(const std::vector<std::string>& v) {
   return o;
 }
 
+constexpr const char* kPredSuffix = "+pred";
+
+bool predicted_run(const std::string& n) {
+  return n.ends_with(kPredSuffix);
+}
+std::string base_policy(const std::string& n) {
+  return predicted_run(n) ? n.substr(0, n.size() - std::string(kPredSuffix).size()) : n;
+}
+
 bool known_policy(const std::string& n) {
   if (n == "backfill" || n == "tiresias" || n == "ilp") return true;
   for (const std::string& k : policy_names())
     if (k == n) return true;
   return false;
+}
+
+// --compare's runs: every policy with what the trace tells it, then the clairvoyant orderings
+// again with predicted durations in place of the true ones (what a real scheduler could do).
+std::vector<std::string> compare_runs(bool predict_all) {
+  std::vector<std::string> runs;
+  for (const std::string& n : policy_names()) {
+    bool clairvoyant = make_policy(n)->traits().clairvoyant;
+    runs.push_back(predict_all && clairvoyant ? n + kPredSuffix : n);
+  }
+  if (!predict_all)
+    for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
+  return runs;
 }
 
 }  // namespace
@@ -46,6 +69,9 @@ int sched_simulate(const std::vector<std::string>& args) {
            "estimate, priority, queue, mem)")
       .add("time-unit", "U", "unit of the trace's times: s, ms, min or h (default s)")
       .add("no-estimates", "", "without an estimate column, give jobs no estimate (default: the true duration)")
+      .add("estimates", "SOURCE",
+           "trace (default: the trace's estimates, else its durations) or predicted (every policy that uses "
+           "durations gets a prediction from finished jobs instead; a name ending in +pred does that for one)")
       .add("set", "POLICY.KEY=V", "policy parameter, e.g. las.thresholds=3600,36000 (repeatable)", true)
       .add("out", "FILE.json", "write the results as a JSON list")
       .add("csv", "FILE", "write the results table as CSV")
@@ -64,10 +90,17 @@ int sched_simulate(const std::vector<std::string>& args) {
     if (!f.has("gpus")) throw UsageError("--gpus is required");
     std::vector<long> sizes = f.integers("gpus", 1, 10'000'000);
     if (f.has("policy") == f.has("compare")) throw UsageError("give exactly one of --policy and --compare");
-    std::vector<std::string> names = f.has("compare") ? policy_names() : split_commas(f.str("policy"));
-    for (const std::string& n : names)
-      if (!known_policy(n))
-        throw UsageError("--policy: unknown policy '" + n + "': expected one of " + join(policy_names()));
+    const std::string source = f.str("estimates", "trace");
+    if (source != "trace" && source != "predicted")
+      throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
+    std::vector<std::string> names =
+        f.has("compare") ? compare_runs(source == "predicted") : split_commas(f.str("policy"));
+    for (std::string& n : names) {
+      if (!known_policy(base_policy(n)))
+        throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +
+                         " (a name may end in " + kPredSuffix + ")");
+      if (source == "predicted" && !predicted_run(n)) n += kPredSuffix;
+    }
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
     const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
     const double gpu_mem = f.number("gpu-mem", 0, 0, 1e9);
@@ -96,14 +129,15 @@ int sched_simulate(const std::vector<std::string>& args) {
       size_t eq = kv.find('='), dot = kv.find('.');
       if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || eq + 1 == kv.size())
         throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
-      if (!known_policy(kv.substr(0, dot)))
-        throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) + "'");
+      if (!known_policy(kv.substr(0, dot)) && kv.substr(0, dot) != "history")
+        throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) + "' (or the predictor, history)");
       params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     // Build every policy once up front so that a bad parameter fails before any long run.
     for (const std::string& n : names) {
       try {
-        make_policy(n, params);
+        make_policy(base_policy(n), params);
+        if (predicted_run(n)) make_predictor("history", params);
       } catch (const ember::Error& e) {
         throw UsageError(e.what());
       }
@@ -121,18 +155,23 @@ int sched_simulate(const std::vector<std::string>& args) {
       std::cout << "\n";
       std::vector<SimResult> rs;
       for (const std::string& name : names) {
-        std::unique_ptr<Policy> p = make_policy(name, params);
+        std::unique_ptr<Policy> p = make_policy(base_policy(name), params);
+        std::unique_ptr<DurationPredictor> predictor;
         SimOptions so;
         so.preempt_cost = preempt_cost;
+        if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
         rs.push_back(simulate(trace, topo, *p, so));
+        if (predicted_run(name)) rs.back().policy = rs.back().policy + kPredSuffix;
       }
       if (rs.size() == 1) {
         std::cout << format_summary(rs[0]);
       } else {
-        int base = -1;
-        for (size_t i = 0; i < rs.size(); ++i)
+        int base = -1, yardstick = -1;
+        for (size_t i = 0; i < rs.size(); ++i) {
           if (rs[i].policy == "fcfs") base = static_cast<int>(i);
-        std::cout << format_table(rs, base);
+          if (rs[i].policy == "srsf") yardstick = static_cast<int>(i);
+        }
+        std::cout << format_table(rs, base, yardstick);
       }
       std::cout << "\n";
       for (SimResult& r : rs) all.push_back(std::move(r));

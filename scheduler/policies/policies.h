@@ -14,6 +14,7 @@ std::unique_ptr<Policy> make_backfill(const PolicyParams& p);
 std::unique_ptr<Policy> make_sjf(const PolicyParams& p);
 std::unique_ptr<Policy> make_priority(const PolicyParams& p);
 std::unique_ptr<Policy> make_las(const PolicyParams& p);
+std::unique_ptr<Policy> make_gittins(const PolicyParams& p);
 std::unique_ptr<Policy> make_srsf(const PolicyParams& p);
 std::unique_ptr<Policy> make_greedy(const PolicyParams& p);
 std::unique_ptr<Policy> make_ilp(const PolicyParams& p);

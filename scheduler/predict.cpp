@@ -1,0 +1,116 @@
+#include "scheduler/predict.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "scheduler/params.h"
+#include "scheduler/simulator.h"
+
+namespace ember::sched {
+namespace {
+
+// Group keys: a queue name may hold any character, so the gang size goes first, before a
+// separator no number contains.
+std::string key_queue_gpus(const SubmitFeatures& f) {
+  return std::to_string(f.gpus) + "|" + f.queue;
+}
+std::string key_queue(const SubmitFeatures& f) {
+  return "q|" + f.queue;
+}
+std::string key_gpus(const SubmitFeatures& f) {
+  return std::to_string(f.gpus) + "|*";
+}
+const char* const kAll = "*";
+
+}  // namespace
+
+void DurationPredictor::observe(const SubmitFeatures& f, double run_time, double finish) {
+  EMBER_CHECK(std::isfinite(run_time) && run_time >= 0, "predictor ", name(),
+              ": run time of a finished job must be >= 0 s, got ", run_time);
+  EMBER_CHECK(finish >= newest_finish_, "predictor ", name(),
+              ": finished jobs must come in finish order, got one at t=", finish, " after one at t=", newest_finish_);
+  EMBER_CHECK(finish >= f.submit, "predictor ", name(), ": a job finished at t=", finish,
+              " before its submission at t=", f.submit);
+  newest_finish_ = finish;
+  learn(f, run_time);
+}
+
+double DurationPredictor::predict(const SubmitFeatures& f) {
+  EMBER_CHECK(f.submit >= newest_finish_, "predictor ", name(), ": asked about a job submitted at t=", f.submit,
+              " after being told of a job that finished at t=", newest_finish_,
+              "; the driver is leaking history from the future");
+  double p = guess(f);
+  return std::max(p, 1.0);
+}
+
+double DurationPredictor::predict_given(const SubmitFeatures& f, double now, double ran) {
+  EMBER_CHECK(now >= newest_finish_, "predictor ", name(), ": asked at t=", now,
+              " after being told of a job that finished at t=", newest_finish_,
+              "; the driver is leaking history from the future");
+  EMBER_CHECK(now >= f.submit && ran >= 0, "predictor ", name(), ": a job submitted at t=", f.submit,
+              " cannot have run ", ran, " s by t=", now);
+  return std::max(guess_given(f, ran), ran + 1.0);
+}
+
+HistoryPredictor::HistoryPredictor(HistoryOptions opt) : opt_(opt) {
+  EMBER_CHECK(opt_.quantile >= 0 && opt_.quantile <= 1, "history predictor: quantile must be in [0, 1], got ",
+              opt_.quantile);
+  EMBER_CHECK(opt_.window >= 1, "history predictor: window must be >= 1 job, got ", opt_.window);
+  EMBER_CHECK(opt_.min_samples >= 1 && opt_.min_samples <= opt_.window,
+              "history predictor: min_samples must be in [1, ", opt_.window, "], got ", opt_.min_samples);
+  EMBER_CHECK(opt_.prior > 0, "history predictor: prior must be > 0 s, got ", opt_.prior);
+}
+
+void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
+  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+    std::deque<double>& g = groups_[k];
+    g.push_back(run_time);
+    if (static_cast<int>(g.size()) > opt_.window) g.pop_front();
+  }
+}
+
+double HistoryPredictor::guess(const SubmitFeatures& f) {
+  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+    auto it = groups_.find(k);
+    if (it == groups_.end() || static_cast<int>(it->second.size()) < opt_.min_samples) continue;
+    scratch_.assign(it->second.begin(), it->second.end());
+    return percentile(scratch_, opt_.quantile);
+  }
+  return opt_.prior;
+}
+
+double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
+  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+    auto it = groups_.find(k);
+    if (it == groups_.end()) continue;
+    scratch_.clear();
+    for (double v : it->second)
+      if (v > ran) scratch_.push_back(v);
+    if (static_cast<int>(scratch_.size()) >= opt_.min_samples) return percentile(scratch_, opt_.quantile);
+  }
+  return 2 * ran;
+}
+
+std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const PolicyParams& params) {
+  EMBER_CHECK(name == "history", "unknown duration predictor '", name, "': expected history");
+  ParamReader r("history", params);
+  HistoryOptions o;
+  o.quantile = r.number("quantile", o.quantile, 0, 1);
+  o.window = static_cast<int>(r.number("window", o.window, 1, 1e6));
+  o.min_samples = static_cast<int>(r.number("min_samples", o.min_samples, 1, 1e6));
+  o.prior = r.number("prior", o.prior, 1e-3, 1e12);
+  r.finish();
+  return std::make_unique<HistoryPredictor>(o);
+}
+
+double median_abs_log_error(const std::vector<double>& predicted, const std::vector<double>& actual) {
+  EMBER_CHECK(predicted.size() == actual.size(), "median_abs_log_error: ", predicted.size(), " predictions for ",
+              actual.size(), " jobs");
+  std::vector<double> e;
+  for (size_t i = 0; i < predicted.size(); ++i)
+    if (predicted[i] > 0 && actual[i] > 0) e.push_back(std::abs(std::log(predicted[i] / actual[i])));
+  return percentile(std::move(e), 0.5);
+}
+
+}  // namespace ember::sched

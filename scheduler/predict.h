@@ -1,0 +1,89 @@
+// Duration prediction from what a scheduler sees when a job is submitted: its queue (team or
+// virtual cluster), its gang size, the submission time, and the run times of the jobs that have
+// *finished* so far. Philly's jobs repeat within a virtual cluster (the same experiment submitted
+// again with other settings), so the recent run times of a queue's jobs of the same size are a
+// good guess, and one that a real scheduler can make. The driver (the simulator, the daemon) feeds
+// finished jobs in the order they finish and asks for predictions at submission time; a predictor
+// refuses a question about a moment before the newest finish it was told of, so a driver that
+// leaks the future fails instead of looking clever.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+// What is known of a job at submission: never its duration.
+struct SubmitFeatures {
+  std::string queue;
+  int gpus = 1;
+  double submit = 0;  // seconds on the driver's clock
+};
+
+class DurationPredictor {
+ public:
+  virtual ~DurationPredictor() = default;
+  virtual std::string name() const = 0;
+  // A job that finished at `finish` after `run_time` seconds of work (repeated work excluded).
+  // Calls come in finish order; an earlier finish than the last one told is an ember::Error.
+  void observe(const SubmitFeatures& f, double run_time, double finish);
+  // Predicted run time in seconds (> 0) of a job submitted at f.submit; f.submit before the newest
+  // observed finish is an ember::Error (the history would come from the job's future).
+  double predict(const SubmitFeatures& f);
+  // Predicted total run time of a job that has run `ran` seconds by `now` and is not done: what a
+  // driver asks again when a job outlives its prediction (> ran). History up to `now` may be used.
+  double predict_given(const SubmitFeatures& f, double now, double ran);
+
+ protected:
+  virtual void learn(const SubmitFeatures& f, double run_time) = 0;
+  virtual double guess(const SubmitFeatures& f) = 0;
+  // The default doubles what the job has run so far: with nothing known but that it has outlived
+  // its prediction, as long again is the median of a scale-free guess.
+  virtual double guess_given(const SubmitFeatures& f, double ran) {
+    (void)f;
+    return 2 * ran;
+  }
+
+ private:
+  double newest_finish_ = -kInf;
+};
+
+// Running statistics of finished run times, most specific first: the same queue and gang size,
+// the same queue, the same gang size, every job. The first group with `min_samples` finished
+// jobs answers with the `quantile` of its `window` most recent run times; with no history at all,
+// `prior` seconds. For a job that has outlived its prediction, the same with the run times longer
+// than it has run, from the first group with `min_samples` of those; else twice what it has run.
+struct HistoryOptions {
+  double quantile = 0.5;
+  int window = 32;
+  int min_samples = 3;
+  double prior = 3600;
+};
+
+class HistoryPredictor final : public DurationPredictor {
+ public:
+  explicit HistoryPredictor(HistoryOptions opt = {});
+  std::string name() const override { return "history"; }
+
+ private:
+  void learn(const SubmitFeatures& f, double run_time) override;
+  double guess(const SubmitFeatures& f) override;
+  double guess_given(const SubmitFeatures& f, double ran) override;
+  HistoryOptions opt_;
+  std::unordered_map<std::string, std::deque<double>> groups_;
+  std::vector<double> scratch_;
+};
+
+// Built from `--set history.KEY=V` (quantile, window, min_samples, prior); unknown keys are errors.
+std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const PolicyParams& params = {});
+
+// Median over jobs of |log(predicted / actual)|: 0 is perfect, log 2 = 0.69 means "within a factor
+// of two" for the median job. Pairs with a non-positive value are left out.
+double median_abs_log_error(const std::vector<double>& predicted, const std::vector<double>& actual);
+
+}  // namespace ember::sched
