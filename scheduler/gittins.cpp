@@ -48,4 +48,75 @@ double ServiceDistribution::index(double a, std::span<const double> ends) const 
   return best;
 }
 
+GittinsHistory::GittinsHistory(GittinsHistoryOptions o) : o_(o) {
+  EMBER_CHECK(o_.base > 0 && o_.ratio > 1, "Gittins history: bins need base > 0 and ratio > 1, got ", o_.base, " and ",
+              o_.ratio);
+  edges_.push_back(0);
+  for (double e = o_.base; e < 1e13; e *= o_.ratio) edges_.push_back(e);
+  ends_.assign(edges_.begin() + 1, edges_.end());
+  ends_.push_back(INFINITY);
+}
+
+void GittinsHistory::add(const Job& j) {
+  const double service = std::max(0.0, j.executed - j.overhead) * j.spec.gpus;
+  for (Group* g : groups_of(j)) {
+    if (!g) continue;
+    g->samples.push_back(service);
+    ++g->added;
+    if (static_cast<double>(g->samples.size()) >= o_.min_history && g->added >= std::max(1.0, g->built * o_.refresh))
+      rebuild(*g);
+  }
+  ++finished_;
+}
+
+void GittinsHistory::forget(JobId id) {
+  of_job_.erase(id);
+}
+
+size_t GittinsHistory::bin(double attained) const {
+  return static_cast<size_t>(std::upper_bound(edges_.begin(), edges_.end(), attained) - edges_.begin()) - 1;
+}
+
+double GittinsHistory::next_edge(double attained) const {
+  auto it = std::upper_bound(edges_.begin(), edges_.end(), attained);
+  return it == edges_.end() ? INFINITY : *it;
+}
+
+std::optional<double> GittinsHistory::index(const Job& j, double attained) {
+  const size_t b = bin(attained);
+  const std::array<Group*, kGroups>& gs = groups_of(j);
+  for (const Group* g : gs)
+    if (g && !g->index.empty() && (g == gs[kGroups - 1] || g->beyond[b] >= o_.min_history)) return g->index[b];
+  return std::nullopt;
+}
+
+void GittinsHistory::rebuild(Group& g) {
+  ServiceDistribution d(g.samples);
+  std::vector<double> sorted = g.samples;
+  std::sort(sorted.begin(), sorted.end());
+  g.index.resize(edges_.size());
+  g.beyond.resize(edges_.size());
+  for (size_t b = 0; b < edges_.size(); ++b) {
+    g.index[b] = d.index(edges_[b], ends_);
+    g.beyond[b] = static_cast<int>(sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), edges_[b]));
+  }
+  g.built = static_cast<double>(g.samples.size());
+  g.added = 0;
+  ++rebuilds_;
+}
+
+const std::array<GittinsHistory::Group*, GittinsHistory::kGroups>& GittinsHistory::groups_of(const Job& j) {
+  auto it = of_job_.find(j.id);
+  if (it != of_job_.end()) return it->second;
+  std::array<Group*, kGroups> g{};
+  if (o_.by_group) {
+    const std::string n = std::to_string(j.spec.gpus);
+    g[0] = &groups_[n + "|" + j.spec.queue];
+    g[1] = &groups_["q|" + j.spec.queue];
+    g[2] = &groups_[n + "|*"];
+  }
+  g[kGroups - 1] = &groups_["*"];
+  return of_job_.emplace(j.id, g).first->second;
+}
+
 }  // namespace ember::sched

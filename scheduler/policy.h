@@ -70,9 +70,10 @@ class Policy {
 // Policy parameters: "name.key" -> value strings from the command line (`--set las.promote=8`).
 using PolicyParams = std::map<std::string, std::string>;
 
-// The registered policy names in --compare order, and the factory. Throws ember::Error for an
-// unknown name or a bad parameter (naming it and what was expected); a parameter addressed to
-// this policy that it does not know is an error too.
+// The registered policy names in --compare order, and the factory. `learned:FILE` loads a trained
+// policy network (scheduler/learned/). Throws ember::Error for an unknown name, an unreadable or
+// wrong policy file, or a bad parameter (naming it and what was expected); a parameter addressed
+// to this policy that it does not know is an error too.
 const std::vector<std::string>& policy_names();
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams& params = {});
 

@@ -1,6 +1,7 @@
 // Names the built-in policies and builds them; the --compare order runs from the simple baselines
 // to the clairvoyant yardstick and the search policies.
 #include "core/error.h"
+#include "scheduler/learned/learned_policy.h"
 #include "scheduler/policies/policies.h"
 #include "scheduler/policy.h"
 
@@ -38,6 +39,11 @@ const std::vector<std::string>& policy_names() {
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams& params) {
+  if (name.starts_with("learned:")) {
+    for (const auto& [k, v] : params)
+      EMBER_CHECK(!k.starts_with("learned."), "--set ", k, ": the learned policy has no parameters");
+    return learned::make_learned(name.substr(8));
+  }
   std::string n = name == "backfill" ? "fcfs-backfill" : name == "tiresias" ? "las" : name;
   for (const Entry& e : entries())
     if (n == e.name) return e.make(params);
@@ -46,7 +52,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams&
 #endif
   std::string known;
   for (const std::string& k : policy_names()) known += (known.empty() ? "" : ", ") + k;
-  EMBER_FAIL("unknown policy '", name, "': expected one of ", known);
+  EMBER_FAIL("unknown policy '", name, "': expected one of ", known, " or learned:FILE");
 }
 
 }  // namespace ember::sched

@@ -29,6 +29,7 @@ std::vector<Command> sched_commands();
 
 int sched_simulate(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);
+int sched_train_policy(const std::vector<std::string>& args);
 int sched_serve(const std::vector<std::string>& args);
 int sched_submit(const std::vector<std::string>& args);
 int sched_status(const std::vector<std::string>& args);

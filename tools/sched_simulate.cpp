@@ -34,7 +34,7 @@ std::string base_policy(const std::string& n) {
 }
 
 bool known_policy(const std::string& n) {
-  if (n == "backfill" || n == "tiresias" || n == "ilp") return true;
+  if (n == "backfill" || n == "tiresias" || n == "ilp" || n.starts_with("learned:")) return true;
   for (const std::string& k : policy_names())
     if (k == n) return true;
   return false;
@@ -61,6 +61,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("gpus", "N[,N...]", "devices in the cluster; several sizes run one after the other")
       .add("policy", "P[,P...]", "policy or policies to run")
       .add("compare", "", "run every policy; the table shows each metric's ratio to fcfs")
+      .add("with", "P[,P...]", "more runs for --compare, e.g. learned:FILE")
       .add("preempt-cost", "S", "seconds of work lost or repeated per preemption (default 0)")
       .add("node-gpus", "K", "devices per node; a gang spans as few nodes as possible (default 8, 0: one flat pool)")
       .add("gpu-mem", "GIB", "memory of every device, checked against a mem_per_gpu column (default 0: unlimited)")
@@ -79,7 +80,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("help", "", "show this help");
   const std::string usage =
       "usage: ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]\n\nflags:\n" + f.help() +
-      "\npolicies: " + join(policy_names()) + " (aliases: backfill, tiresias)\n";
+      "\npolicies: " + join(policy_names()) + ", learned:FILE (aliases: backfill, tiresias)\n";
   return run_leaf("ember sched simulate", usage, [&]() -> int {
     f.parse(args);
     if (f.has("help")) {
@@ -95,6 +96,10 @@ int sched_simulate(const std::vector<std::string>& args) {
       throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
     std::vector<std::string> names =
         f.has("compare") ? compare_runs(source == "predicted") : split_commas(f.str("policy"));
+    if (f.has("with")) {
+      if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
+      for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
+    }
     for (std::string& n : names) {
       if (!known_policy(base_policy(n)))
         throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +

@@ -166,7 +166,10 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
     r.info.set_reason(detail::concat("failed (", how, ")", max_restarts ? "; no restarts left" : ""));
   }
   r.job.status = r.info.state() == proto::QUEUED ? JobStatus::kWaiting : JobStatus::kDone;
-  if (r.info.state() == proto::DONE) policy_->job_finished(r.job);
+  if (r.info.state() == proto::DONE) {
+    r.job.finish = now;
+    policy_->job_finished(r.job);
+  }
   if (r.job.status == JobStatus::kDone) policy_->forget(r.job.id);
   save(r, r.info.reason());
   dirty_ = true;

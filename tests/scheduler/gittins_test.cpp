@@ -70,7 +70,7 @@ TEST(GittinsPolicy, LearnsThatLongRunnersAreRareAndLetsNewJobsOvertakeThem) {
   // while it runs. Having seen that jobs end near 100 s, the policy knows the long runner, past
   // every finish in history, has index 0 and the newcomer a high one: the newcomer preempts it.
   std::vector<JobSpec> t;
-  for (int i = 0; i < 20; ++i) t.push_back(job("h" + std::to_string(i), i * 100.0, 1, 100));
+  for (int i = 0; i < 20; ++i) t.push_back(job(std::string("h").append(std::to_string(i)), i * 100.0, 1, 100));
   t.push_back(job("long", 2000, 1, 5000));
   t.push_back(job("new", 2500, 1, 100));
   SimResult r = testing::run("gittins", t, 1, 0, 0, {{"gittins.promote", "0"}});

@@ -99,7 +99,7 @@ std::vector<JobSpec> random_trace() {
   auto next = [&] { return (x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
   for (int i = 0; i < 120; ++i) {
     double duration = std::round(30 * std::pow(360.0, (next() % 1000) / 1000.0));
-    JobSpec j = testing::job("j" + std::to_string(i), 30.0 * i, 1 << (next() % 3), duration);
+    JobSpec j = testing::job(std::string("j").append(std::to_string(i)), 30.0 * i, 1 << (next() % 3), duration);
     j.queue = std::string(1, static_cast<char>('a' + next() % 3));
     t.push_back(j);
   }

@@ -1,0 +1,91 @@
+#include "scheduler/learned/learned_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <unordered_map>
+
+#include "core/autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/ops/creation.h"
+#include "scheduler/list_schedule.h"
+
+namespace ember::sched::learned {
+
+LearnedPolicy::LearnedPolicy(std::shared_ptr<PolicyNet> net, std::string label)
+    : net_(std::move(net)), label_(std::move(label)) {}
+
+void LearnedPolicy::explore(uint64_t seed, Episode* episode, double temperature) {
+  EMBER_CHECK(temperature > 0, "learned policy: exploration temperature must be > 0, got ", temperature);
+  rng_.seed(seed);
+  episode_ = episode;
+  temperature_ = temperature;
+}
+
+Decision LearnedPolicy::decide(const SchedState& s) {
+  DecisionRecord rec;
+  rec.time = s.now;
+  rec.in_system = static_cast<int>(s.waiting.size() + s.running.size());
+  if (s.waiting.empty()) {
+    if (episode_) episode_->decisions.push_back(std::move(rec));
+    return {};
+  }
+  jobs_.assign(s.waiting.begin(), s.waiting.end());
+  jobs_.insert(jobs_.end(), s.running.begin(), s.running.end());
+  const int64_t n = static_cast<int64_t>(jobs_.size());
+  rows_.clear();
+  features_.rows(s, jobs_, rows_);
+  std::vector<float> score;
+  {
+    NoGradGuard guard;
+    score = net_->forward(from_vector(rows_, {n, kFeatures})).to_vector<float>();
+  }
+  std::vector<double> key(score.begin(), score.end());
+  if (episode_) {  // Gumbel-max: sorting score + Gumbel noise draws a Plackett-Luce order
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (double& k : key) k = k / temperature_ - std::log(-std::log(std::max(u(rng_), 1e-300)));
+  }
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  // Best first; a running job ahead of a waiting one of equal key, then submission, then id, as
+  // in Ranked, so that a decision never depends on how the lists were laid out.
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (key[a] != key[b]) return key[a] > key[b];
+    const Job *x = jobs_[a], *y = jobs_[b];
+    bool rx = x->status == JobStatus::kRunning, ry = y->status == JobStatus::kRunning;
+    if (rx != ry) return rx;
+    if (x->spec.submit != y->spec.submit) return x->spec.submit < y->spec.submit;
+    return x->id < y->id;
+  });
+  std::vector<const Job*> sorted(n);
+  for (int64_t i = 0; i < n; ++i) sorted[i] = jobs_[order[i]];
+  Decision d = list_schedule_sorted(s, sorted, {.preemptive = true});
+  if (episode_) {
+    // Who holds devices afterwards is decided by the order up to the last of them (and the one
+    // after it, which was passed over or not reached): the prefix whose probability is learned.
+    std::unordered_map<JobId, int> pos;
+    for (int64_t i = 0; i < n; ++i) pos[sorted[i]->id] = static_cast<int>(i);
+    int last = -1;
+    for (const Job* j : s.running)
+      if (std::find(d.preempt.begin(), d.preempt.end(), j->id) == d.preempt.end()) last = std::max(last, pos[j->id]);
+    for (const Start& st : d.start) last = std::max(last, pos[st.job]);
+    rec.prefix = static_cast<int>(std::min<int64_t>(n, last + 2));
+    rec.first_row = episode_->features.size() / kFeatures;
+    rec.order = std::move(order);
+    episode_->features.insert(episode_->features.end(), rows_.begin(), rows_.end());
+    episode_->decisions.push_back(std::move(rec));
+  }
+  return d;
+}
+
+double LearnedPolicy::next_wakeup(const SchedState& s) const {
+  return s.waiting.empty() ? kInf : features_.next_change(s);
+}
+
+std::unique_ptr<Policy> make_learned(const std::string& path) {
+  return std::make_unique<LearnedPolicy>(load_policy_net(path),
+                                         "learned:" + std::filesystem::path(path).filename().string());
+}
+
+}  // namespace ember::sched::learned
