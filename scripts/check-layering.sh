@@ -14,11 +14,13 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 # their own (a file belongs to the longest unit its path starts with). The unit `core` is what is
 # left of core/: the tensor layer, dtypes, devices, allocators, streams, RNG, dispatch and the
 # kernel interfaces; core/ops.h gathers the op API, so it is a unit of the ops' side.
-sub_units=(scheduler/parallel core/ops core/ops.h core/autograd core/cpu core/cuda)
+sub_units=(scheduler/parallel scheduler/learned core/ops core/ops.h core/autograd core/cpu core/cuda)
 
 # What each unit may include besides system and third-party headers: units, whole folders with
 # every unit inside them (an entry ending in /), or single headers (an entry ending in .h).
-# Units not listed here (tools, tests, bench, include) may include everything.
+# Units not listed here (tools, tests, bench, include) may include everything. The job scheduler
+# needs nothing of the tensor engine except through the learned policy (scheduler/learned/, a
+# policy network trained with it), whose one header the policy registry names.
 # Ops and autograd include each other: an op records a node, and the engine sums gradients and
 # makes zeros with ops. The CUDA glue (cuDNN, cross-device copies) stages through Tensor members
 # that record, so it may turn recording off (grad_mode.h) but may not reach the graph.
@@ -32,7 +34,8 @@ declare -A allowed=(
   [layers]="core/ layers proto"
   [data]="core/ data proto"
   [models]="core/ layers models proto"
-  [scheduler]="core/error.h scheduler proto"
+  [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h"
+  [scheduler/learned]="core/ layers scheduler scheduler/learned proto"
   [scheduler/parallel]="core/ layers scheduler/parallel"
   [examples]="core/ layers data models scheduler scheduler/parallel proto ember"
 )

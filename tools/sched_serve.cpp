@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "scheduler/daemon/daemon.h"
 #include "tools/command.h"
 #include "tools/flags.h"
@@ -34,6 +35,7 @@ int sched_serve(const std::vector<std::string>& args) {
     o.devices = f.str("devices", "auto");
     o.cpu_memory_gib = f.number("cpu-mem", 0, 0, 1e9);
     o.policy = f.str("policy", "fcfs");
+    set_num_threads(1);  // the daemon's own work is one thread (its jobs are other processes)
     for (const std::string& kv : f.all("set")) {
       size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");

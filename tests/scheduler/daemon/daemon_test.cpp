@@ -554,6 +554,39 @@ INSTANTIATE_TEST_SUITE_P(Daemon, EveryPolicy, ::testing::ValuesIn(ember::sched::
   return n;
 });
 
+// The learned policy end to end: a tiny policy trained on the 60-job trace by `ember sched
+// train-policy` drives the daemon, which feeds it finished jobs, until every job is done.
+TEST_F(DaemonTest, APolicyTrainedOnTheSixtyJobTraceRunsTheDaemon) {
+  const std::string trace =
+      (fs::path(__FILE__).parent_path() / "../../../../shared/data/traces/tiresias_60_job.csv").lexically_normal();
+  if (!fs::exists(trace)) GTEST_SKIP() << "no " << trace;
+  const std::string net = dir_ + "/policy.ckpt";
+  Result t = run({EMBER_EXE, "sched", "train-policy", "--trace", trace, "--out", net, "--gpus", "8", "--window", "20",
+                  "--rollouts", "2", "--iterations", "2", "--eval-every", "1", "--train-until", "1e9"});
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("wrote " + net), std::string::npos) << t.out;
+  start_daemon({"--devices", "cpu:2", "--policy", "learned:" + net});
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    std::string name = "l";
+    name += std::to_string(i);
+    ids.push_back(submit(gated(name, i % 2 + 1, "gate")));
+  }
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] {
+    for (int64_t id : ids)
+      if (!finished(id)) return false;
+    return true;
+  }));
+  for (int64_t id : ids) EXPECT_EQ(job(id).state(), ember::proto::DONE) << "job " << id << ": " << job(id).reason();
+  // A file that is not a policy network is refused before the daemon starts.
+  write_file(dir_ + "/bogus.ckpt", "not a checkpoint");
+  Result bad =
+      run({EMBER_EXE, "sched", "serve", "--state", dir_ + "/state2", "--policy", "learned:" + dir_ + "/bogus.ckpt"});
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("bogus.ckpt"), std::string::npos) << bad.out;
+}
+
 TEST_F(DaemonTest, CommandLineClientsShowQueueStatusAndLogs) {
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
   Result r = cli({"submit", "--name", "hello", "--", "/bin/sh", "-c", "echo hello from $EMBER_JOB_ID"});
