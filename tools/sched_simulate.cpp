@@ -105,7 +105,8 @@ int sched_simulate(const std::vector<std::string>& args) {
       if (!known_policy(base_policy(n)))
         throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +
                          " (a name may end in " + kPredSuffix + ")");
-      if (source == "predicted" && !predicted_run(n)) n += kPredSuffix;
+      // Only a policy that reads durations has anything to predict.
+      if (source == "predicted" && !predicted_run(n) && make_policy(n)->traits().clairvoyant) n += kPredSuffix;
     }
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
     const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
