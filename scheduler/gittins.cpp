@@ -16,20 +16,11 @@ ServiceDistribution::ServiceDistribution(std::vector<double> samples) : s_(std::
 }
 
 double ServiceDistribution::index(double a) const {
-  // Survivors are s_[lo..n); with quantum d = s_[j] - a the first k = j - lo + 1 of them finish:
-  //   ratio = (k / m) / ((sum_{i<=j}(s_i - a) + (m - k) d) / m)
-  // The m cancels. Equal samples end the same quantum, so only the last of a run is a candidate.
-  const size_t n = s_.size();
-  const size_t lo = static_cast<size_t>(std::upper_bound(s_.begin(), s_.end(), a) - s_.begin());
-  double best = 0;
-  for (size_t j = lo; j < n; ++j) {
-    if (j + 1 < n && s_[j + 1] == s_[j]) continue;
-    const double k = static_cast<double>(j - lo + 1), rest = static_cast<double>(n - j - 1);
-    const double d = s_[j] - a;
-    const double spent = (prefix_[j + 1] - prefix_[lo]) - k * a + rest * d;  // > 0: every s_i > a
-    best = std::max(best, k / spent);
-  }
-  return best;
+  return index(a, s_);  // for a discrete distribution the best quantum ends on a sample
+}
+
+size_t ServiceDistribution::above(double a) const {
+  return static_cast<size_t>(s_.end() - std::upper_bound(s_.begin(), s_.end(), a));
 }
 
 double ServiceDistribution::index(double a, std::span<const double> ends) const {
@@ -58,7 +49,7 @@ GittinsHistory::GittinsHistory(GittinsHistoryOptions o) : o_(o) {
 }
 
 void GittinsHistory::add(const Job& j) {
-  const double service = std::max(0.0, j.executed - j.overhead) * j.spec.gpus;
+  const double service = j.work() * j.spec.gpus;
   for (Group* g : groups_of(j)) {
     if (!g) continue;
     g->samples.push_back(service);
@@ -92,13 +83,11 @@ std::optional<double> GittinsHistory::index(const Job& j, double attained) {
 
 void GittinsHistory::rebuild(Group& g) {
   ServiceDistribution d(g.samples);
-  std::vector<double> sorted = g.samples;
-  std::sort(sorted.begin(), sorted.end());
   g.index.resize(edges_.size());
   g.beyond.resize(edges_.size());
   for (size_t b = 0; b < edges_.size(); ++b) {
     g.index[b] = d.index(edges_[b], ends_);
-    g.beyond[b] = static_cast<int>(sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), edges_[b]));
+    g.beyond[b] = static_cast<int>(d.above(edges_[b]));
   }
   g.built = static_cast<double>(g.samples.size());
   g.added = 0;
@@ -109,13 +98,8 @@ const std::array<GittinsHistory::Group*, GittinsHistory::kGroups>& GittinsHistor
   auto it = of_job_.find(j.id);
   if (it != of_job_.end()) return it->second;
   std::array<Group*, kGroups> g{};
-  if (o_.by_group) {
-    const std::string n = std::to_string(j.spec.gpus);
-    g[0] = &groups_[n + "|" + j.spec.queue];
-    g[1] = &groups_["q|" + j.spec.queue];
-    g[2] = &groups_[n + "|*"];
-  }
-  g[kGroups - 1] = &groups_["*"];
+  const std::array<std::string, kGroups> keys = history_groups(j.spec.queue, j.spec.gpus);
+  for (size_t i = o_.by_group ? 0 : kGroups - 1; i < kGroups; ++i) g[i] = &groups_[keys[i]];
   return of_job_.emplace(j.id, g).first->second;
 }
 

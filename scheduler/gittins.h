@@ -21,14 +21,14 @@ namespace ember::sched {
 
 class ServiceDistribution {
  public:
-  ServiceDistribution() = default;
   // Total services of finished jobs (any order; negative values are an ember::Error).
   explicit ServiceDistribution(std::vector<double> samples);
-  size_t size() const { return s_.size(); }
+  // How many samples lie above `a`.
+  size_t above(double a) const;
   // The Gittins index at attained service `a`, in 1/service units. For a discrete distribution
   // the supremum over quanta is reached at a quantum that ends on a sample, so this takes the
-  // best of those: O(samples above a). 0 when no sample lies above `a` (the job has outlived all
-  // of history and nothing says when it ends).
+  // best of those: O(samples x log samples). 0 when no sample lies above `a` (the job has
+  // outlived all of history and nothing says when it ends).
   double index(double a) const;
   // The same supremum over quanta that end at the given points only (those above `a`; +inf means
   // "until the job ends"): what a policy that re-ranks at fixed thresholds can act on. Fewer

@@ -4,6 +4,7 @@
 // on a real one.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -43,6 +44,9 @@ struct Job {
 
   // GPU-seconds consumed: what least-attained-service policies rank by.
   double attained() const { return executed * spec.gpus; }
+  // Seconds of its own work done: run time less what preemptions added. At the end, what a
+  // driver reports as the job's run time to the policies and predictors that learn from it.
+  double work() const { return executed > overhead ? executed - overhead : 0.0; }
 
   // Seconds still to run if the estimate is right; +inf without an estimate. Never below one
   // second: a job that outlives its estimate is treated as about to finish, not as free.
@@ -58,5 +62,13 @@ struct Job {
     return r < 0 ? 0 : r;
   }
 };
+
+// The groups a job's history is kept in, most specific first: its queue and gang size, its queue,
+// its gang size, every job (the duration predictor's and the Gittins policy's). A queue name may
+// hold any character, so the gang size and a tag come first, before a separator no number holds.
+inline std::array<std::string, 4> history_groups(const std::string& queue, int gpus) {
+  const std::string n = std::to_string(gpus);
+  return {n + "|" + queue, "q|" + queue, n + "|*", "*"};
+}
 
 }  // namespace ember::sched

@@ -8,22 +8,6 @@
 #include "scheduler/simulator.h"
 
 namespace ember::sched {
-namespace {
-
-// Group keys: a queue name may hold any character, so the gang size goes first, before a
-// separator no number contains.
-std::string key_queue_gpus(const SubmitFeatures& f) {
-  return std::to_string(f.gpus) + "|" + f.queue;
-}
-std::string key_queue(const SubmitFeatures& f) {
-  return "q|" + f.queue;
-}
-std::string key_gpus(const SubmitFeatures& f) {
-  return std::to_string(f.gpus) + "|*";
-}
-const char* const kAll = "*";
-
-}  // namespace
 
 void DurationPredictor::observe(const SubmitFeatures& f, double run_time, double finish) {
   EMBER_CHECK(std::isfinite(run_time) && run_time >= 0, "predictor ", name(),
@@ -36,18 +20,19 @@ void DurationPredictor::observe(const SubmitFeatures& f, double run_time, double
   learn(f, run_time);
 }
 
-double DurationPredictor::predict(const SubmitFeatures& f) {
-  EMBER_CHECK(f.submit >= newest_finish_, "predictor ", name(), ": asked about a job submitted at t=", f.submit,
+void DurationPredictor::check_asked_at(double t) const {
+  EMBER_CHECK(t >= newest_finish_, "predictor ", name(), ": asked at t=", t,
               " after being told of a job that finished at t=", newest_finish_,
               "; the driver is leaking history from the future");
-  double p = guess(f);
-  return std::max(p, 1.0);
+}
+
+double DurationPredictor::predict(const SubmitFeatures& f) {
+  check_asked_at(f.submit);
+  return std::max(guess(f), 1.0);
 }
 
 double DurationPredictor::predict_given(const SubmitFeatures& f, double now, double ran) {
-  EMBER_CHECK(now >= newest_finish_, "predictor ", name(), ": asked at t=", now,
-              " after being told of a job that finished at t=", newest_finish_,
-              "; the driver is leaking history from the future");
+  check_asked_at(now);
   EMBER_CHECK(now >= f.submit && ran >= 0, "predictor ", name(), ": a job submitted at t=", f.submit,
               " cannot have run ", ran, " s by t=", now);
   return std::max(guess_given(f, ran), ran + 1.0);
@@ -63,7 +48,7 @@ HistoryPredictor::HistoryPredictor(HistoryOptions opt) : opt_(opt) {
 }
 
 void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
-  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+  for (const std::string& k : history_groups(f.queue, f.gpus)) {
     std::deque<double>& g = groups_[k];
     g.push_back(run_time);
     if (static_cast<int>(g.size()) > opt_.window) g.pop_front();
@@ -71,7 +56,7 @@ void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
 }
 
 double HistoryPredictor::guess(const SubmitFeatures& f) {
-  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+  for (const std::string& k : history_groups(f.queue, f.gpus)) {
     auto it = groups_.find(k);
     if (it == groups_.end() || static_cast<int>(it->second.size()) < opt_.min_samples) continue;
     scratch_.assign(it->second.begin(), it->second.end());
@@ -81,7 +66,7 @@ double HistoryPredictor::guess(const SubmitFeatures& f) {
 }
 
 double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
-  for (const std::string& k : {key_queue_gpus(f), key_queue(f), key_gpus(f), std::string(kAll)}) {
+  for (const std::string& k : history_groups(f.queue, f.gpus)) {
     auto it = groups_.find(k);
     if (it == groups_.end()) continue;
     scratch_.clear();

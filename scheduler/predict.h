@@ -50,6 +50,7 @@ class DurationPredictor {
   }
 
  private:
+  void check_asked_at(double t) const;  // the no-future rule
   double newest_finish_ = -kInf;
 };
 

@@ -123,8 +123,8 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     if (opt.predictor)  // a job that outlived its prediction is predicted again, from what it has run
       for (const Job* jc : running) {
         Job& j = jobs[jc->id];
-        const double work = j.executed - j.overhead;
-        if (work >= j.spec.estimate - kEps) j.spec.estimate = opt.predictor->predict_given(features(j), t, work);
+        if (j.work() >= j.spec.estimate - kEps)
+          j.spec.estimate = opt.predictor->predict_given(features(j), t, j.work());
       }
     Decision d = policy.decide(state(t));
     ++res.decisions;

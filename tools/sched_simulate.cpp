@@ -41,14 +41,11 @@ bool known_policy(const std::string& n) {
   return false;
 }
 
-// --compare's runs: every policy with what the trace tells it, then the clairvoyant orderings
-// again with predicted durations in place of the true ones (what a real scheduler could do).
+// --compare's runs: every policy, then the clairvoyant orderings again with predicted durations
+// in place of the true ones (what a real scheduler could do). Under --estimates predicted every
+// clairvoyant run is a predicted one anyway.
 std::vector<std::string> compare_runs(bool predict_all) {
-  std::vector<std::string> runs;
-  for (const std::string& n : policy_names()) {
-    bool clairvoyant = make_policy(n)->traits().clairvoyant;
-    runs.push_back(predict_all && clairvoyant ? n + kPredSuffix : n);
-  }
+  std::vector<std::string> runs = policy_names();
   if (!predict_all)
     for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
   return runs;
@@ -101,13 +98,10 @@ int sched_simulate(const std::vector<std::string>& args) {
       if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
       for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
     }
-    for (std::string& n : names) {
+    for (const std::string& n : names)
       if (!known_policy(base_policy(n)))
         throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +
                          " (a name may end in " + kPredSuffix + ")");
-      // Only a policy that reads durations has anything to predict.
-      if (source == "predicted" && !predicted_run(n) && make_policy(n)->traits().clairvoyant) n += kPredSuffix;
-    }
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
     const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
     const double gpu_mem = f.number("gpu-mem", 0, 0, 1e9);
@@ -140,10 +134,13 @@ int sched_simulate(const std::vector<std::string>& args) {
         throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) + "' (or the predictor, history)");
       params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    // Build every policy once up front so that a bad parameter fails before any long run.
-    for (const std::string& n : names) {
+    // Build every policy once up front so that a bad parameter fails before any long run. Under
+    // --estimates predicted, the ones that read durations get predictions (only they have
+    // anything to predict).
+    for (std::string& n : names) {
       try {
-        make_policy(base_policy(n), params);
+        const bool clairvoyant = make_policy(base_policy(n), params)->traits().clairvoyant;
+        if (source == "predicted" && !predicted_run(n) && clairvoyant) n += kPredSuffix;
         if (predicted_run(n)) make_predictor("history", params);
       } catch (const ember::Error& e) {
         throw UsageError(e.what());
@@ -171,7 +168,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.preempt_cost = preempt_cost;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
         rs.push_back(simulate(trace, topo, *p, so));
-        if (predicted_run(name)) rs.back().policy = rs.back().policy + kPredSuffix;
+        if (predicted_run(name)) rs.back().policy += kPredSuffix;
       }
       if (rs.size() == 1) {
         std::cout << format_summary(rs[0]);

@@ -42,22 +42,17 @@ Decision LearnedPolicy::decide(const SchedState& s) {
     score = net_->forward(from_vector(rows_, {n, kFeatures})).to_vector<float>();
   }
   std::vector<double> key(score.begin(), score.end());
-  if (episode_) {  // Gumbel-max: sorting score + Gumbel noise draws a Plackett-Luce order
+  if (episode_) {  // Gumbel-max: sorting score / T + Gumbel noise draws a Plackett-Luce order
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (double& k : key) k = k / temperature_ - std::log(-std::log(std::max(u(rng_), 1e-300)));
   }
+  // Higher score first, then Ranked's ties: running ahead of waiting, submission, id.
+  ranked_.clear();
+  for (int64_t i = 0; i < n; ++i)
+    ranked_.push_back({-key[i], jobs_[i]->status == JobStatus::kRunning ? 0.0 : 1.0, jobs_[i]->spec.submit, jobs_[i]});
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
-  // Best first; a running job ahead of a waiting one of equal key, then submission, then id, as
-  // in Ranked, so that a decision never depends on how the lists were laid out.
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (key[a] != key[b]) return key[a] > key[b];
-    const Job *x = jobs_[a], *y = jobs_[b];
-    bool rx = x->status == JobStatus::kRunning, ry = y->status == JobStatus::kRunning;
-    if (rx != ry) return rx;
-    if (x->spec.submit != y->spec.submit) return x->spec.submit < y->spec.submit;
-    return x->id < y->id;
-  });
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return ranked_[a] < ranked_[b]; });
   std::vector<const Job*> sorted(n);
   for (int64_t i = 0; i < n; ++i) sorted[i] = jobs_[order[i]];
   Decision d = list_schedule_sorted(s, sorted, {.preemptive = true});

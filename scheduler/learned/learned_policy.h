@@ -15,6 +15,7 @@
 
 #include "scheduler/learned/policy_features.h"
 #include "scheduler/learned/policy_net.h"
+#include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
 
 namespace ember::sched::learned {
@@ -58,6 +59,7 @@ class LearnedPolicy final : public Policy {
   double temperature_ = 1;
   std::mt19937_64 rng_;
   std::vector<const Job*> jobs_;
+  std::vector<Ranked> ranked_;
   std::vector<float> rows_;
 };
 

@@ -17,7 +17,7 @@ PolicyFeatures::PolicyFeatures() : predictor_(HistoryOptions{}) {}
 void PolicyFeatures::observe(const Job& j, double now) {
   newest_ = std::max(newest_, now);
   gittins_.add(j);
-  predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, std::max(0.0, j.executed - j.overhead), newest_);
+  predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, j.work(), newest_);
 }
 
 void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jobs, std::vector<float>& out) {
@@ -26,7 +26,7 @@ void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jo
   const float free = static_cast<float>(s.cluster->free().total_free() / devices);
   const float waiting = squash(static_cast<double>(s.waiting.size()));
   for (const Job* j : jobs) {
-    const double work = std::max(0.0, j->executed - j->overhead), a = j->attained();
+    const double work = j->work(), a = j->attained();
     const double total = predictor_.predict_given({j->spec.queue, j->spec.gpus, j->spec.submit}, newest_, work);
     std::optional<double> index = gittins_.index(*j, a);
     out.insert(out.end(),

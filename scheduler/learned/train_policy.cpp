@@ -23,11 +23,14 @@ struct Rollout {
   std::vector<double> to_go;  // reward-to-go from each decision
 };
 
-double heuristic(const std::vector<JobSpec>& w, const Topology& topo, const std::string& name, double cost) {
-  auto p = make_policy(name);
+SimResult run(const std::vector<JobSpec>& w, const Topology& topo, Policy& p, double cost) {
   SimOptions so;
   so.preempt_cost = cost;
-  return simulate(w, topo, *p, so).metrics.avg_jct;
+  return simulate(w, topo, p, so);
+}
+
+double heuristic(const std::vector<JobSpec>& w, const Topology& topo, const std::string& name, double cost) {
+  return run(w, topo, *make_policy(name), cost).metrics.avg_jct;
 }
 
 // -(integral of jobs in the system from t to the end) / (3600 x jobs), from a rollout's record.
@@ -103,10 +106,8 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
   size_t train_jobs = 0;
   while (train_jobs < trace.size() && trace[train_jobs].submit < o.train_until) ++train_jobs;
   EMBER_CHECK(train_jobs >= static_cast<size_t>(o.window_jobs) * 2,
-              "train-policy: the training part (jobs submitted "
-              "before t=",
-              o.train_until, " s) holds ", train_jobs, " jobs; a window of ", o.window_jobs,
-              " needs at least twice that");
+              "train-policy: the training part (jobs submitted before t=", o.train_until, " s) holds ", train_jobs,
+              " jobs; a window of ", o.window_jobs, " needs at least twice that");
   const Topology topo = Topology::uniform(o.gpus, o.node_gpus);
   const size_t W = static_cast<size_t>(o.window_jobs);
   // The validation window is the end of the training part; training windows start before it.
@@ -121,9 +122,7 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
   const double scale = 1.0 / (3600.0 * static_cast<double>(W));
   auto evaluate = [&] {
     LearnedPolicy p(res.net);
-    SimOptions so;
-    so.preempt_cost = o.preempt_cost;
-    return simulate(val, topo, p, so).metrics.avg_jct;
+    return run(val, topo, p, o.preempt_cost).metrics.avg_jct;
   };
   auto snapshot = [&] {
     nn::StateDict d = res.net->state_dict();
@@ -145,9 +144,7 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
     for (Rollout& r : rs) {
       LearnedPolicy p(res.net);
       p.explore(rng(), &r.episode, o.temperature);
-      SimOptions so;
-      so.preempt_cost = o.preempt_cost;
-      SimResult sr = simulate(w, topo, p, so);
+      SimResult sr = run(w, topo, p, o.preempt_cost);
       r.avg_jct = sr.metrics.avg_jct;
       for (const JobResult& j : sr.jobs) r.end = std::max(r.end, j.finish);
       fill_to_go(r, scale);

@@ -15,18 +15,18 @@
 #include "scheduler/gittins.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "scheduler/list_schedule.h"
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
+#include "scheduler/policies/promotion.h"
 
 namespace ember::sched {
 namespace {
 
 class Gittins final : public Policy {
  public:
-  Gittins(GittinsHistoryOptions h, double promote) : history_(h), promote_(promote) {}
+  Gittins(GittinsHistoryOptions h, double promote) : history_(h), promotions_(promote) {}
   std::string name() const override { return "gittins"; }
   PolicyTraits traits() const override {
     return {.clairvoyant = false, .preemptive = true, .work_conserving = true, .learns = true};
@@ -34,10 +34,7 @@ class Gittins final : public Policy {
 
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    if (promote_ > 0)
-      for (const Job* j : s.waiting)
-        if (history_.bin(attained(*j)) > 0 && s.now - j->queued_since >= promote_ * j->executed - 1e-9)
-          base_[j->id] = j->attained();
+    promotions_.apply(s, [&](const Job& j) { return below_top(j); });
     ranked_.clear();
     for (const Job* j : s.waiting) ranked_.push_back({key(*j), 1, j->spec.submit, j});
     for (const Job* j : s.running) ranked_.push_back({key(*j), 0, j->spec.submit, j});
@@ -48,19 +45,16 @@ class Gittins final : public Policy {
     double t = kInf;
     if (s.waiting.empty()) return t;  // a rank change matters only when someone waits
     for (const Job* j : s.running) {
-      const double a = attained(*j), e = history_.next_edge(a);
+      const double a = promotions_.attained(*j), e = history_.next_edge(a);
       if (e < kInf) t = std::min(t, s.now + (e - a) / j->spec.gpus);
     }
-    if (promote_ > 0)
-      for (const Job* j : s.waiting)
-        if (history_.bin(attained(*j)) > 0) t = std::min(t, std::max(s.now, j->queued_since + promote_ * j->executed));
-    return t;
+    return std::min(t, promotions_.next(s, [&](const Job& j) { return below_top(j); }));
   }
 
   void job_finished(const Job& j) override { history_.add(j); }
 
   void forget(JobId id) override {
-    base_.erase(id);
+    promotions_.forget(id);
     history_.forget(id);
   }
 
@@ -70,19 +64,15 @@ class Gittins final : public Policy {
   }
 
  private:
-  double attained(const Job& j) const {
-    auto it = base_.find(j.id);
-    return j.attained() - (it == base_.end() ? 0.0 : it->second);
-  }
+  bool below_top(const Job& j) const { return history_.bin(promotions_.attained(j)) > 0; }
   double key(const Job& j) {
-    const double a = attained(j);
+    const double a = promotions_.attained(j);
     std::optional<double> index = history_.index(j, a);
     return index ? -*index : static_cast<double>(history_.bin(a));
   }
 
   GittinsHistory history_;
-  double promote_;
-  std::unordered_map<JobId, double> base_;  // attained service at the latest promotion
+  Promotions promotions_;
   std::vector<Ranked> ranked_;
 };
 

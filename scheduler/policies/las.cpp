@@ -13,21 +13,20 @@
 #include "scheduler/list_schedule.h"
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
+#include "scheduler/policies/promotion.h"
 
 namespace ember::sched {
 namespace {
 
 class Las final : public Policy {
  public:
-  Las(std::vector<double> thresholds, double promote) : thresholds_(std::move(thresholds)), promote_(promote) {}
+  Las(std::vector<double> thresholds, double promote) : thresholds_(std::move(thresholds)), promotions_(promote) {}
   std::string name() const override { return "las"; }
   PolicyTraits traits() const override { return {.clairvoyant = false, .preemptive = true, .work_conserving = true}; }
 
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    if (promote_ > 0)
-      for (const Job* j : s.waiting)
-        if (queue_of(*j) > 0 && s.now - j->queued_since >= promote_ * j->executed - 1e-9) base_[j->id] = j->attained();
+    promotions_.apply(s, [&](const Job& j) { return queue_of(j) > 0; });
     ranked_.clear();
     for (const Job* j : s.waiting) ranked_.push_back({static_cast<double>(queue_of(*j)), 1, j->spec.submit, j});
     for (const Job* j : s.running) ranked_.push_back({static_cast<double>(queue_of(*j)), 0, j->spec.submit, j});
@@ -38,31 +37,23 @@ class Las final : public Policy {
     double t = kInf;
     if (s.waiting.empty()) return t;  // demotions matter only when someone waits
     for (const Job* j : s.running) {
-      double a = attained(*j);
+      double a = promotions_.attained(*j);
       auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
       if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / j->spec.gpus);
     }
-    if (promote_ > 0)
-      for (const Job* j : s.waiting)
-        if (queue_of(*j) > 0) t = std::min(t, std::max(s.now, j->queued_since + promote_ * j->executed));
-    return t;
+    return std::min(t, promotions_.next(s, [&](const Job& j) { return queue_of(j) > 0; }));
   }
 
-  void forget(JobId id) override { base_.erase(id); }
+  void forget(JobId id) override { promotions_.forget(id); }
 
  private:
-  double attained(const Job& j) const {
-    auto it = base_.find(j.id);
-    return j.attained() - (it == base_.end() ? 0.0 : it->second);
-  }
   int queue_of(const Job& j) const {
-    double a = attained(j);
+    double a = promotions_.attained(j);
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), a) - thresholds_.begin());
   }
 
   std::vector<double> thresholds_;
-  double promote_;
-  std::unordered_map<JobId, double> base_;  // attained service at the latest promotion
+  Promotions promotions_;
   std::vector<Ranked> ranked_;
 };
 

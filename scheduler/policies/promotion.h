@@ -1,0 +1,44 @@
+// The starvation guard that las and gittins share: a waiting job below the top rank that has
+// waited `factor` times as long as it has ever run has its attained service counted afresh from
+// then (it returns to the top). 0 turns the guard off.
+#pragma once
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+class Promotions {
+ public:
+  explicit Promotions(double factor) : factor_(factor) {}
+  // Device-seconds attained since the job's latest promotion.
+  double attained(const Job& j) const {
+    auto it = base_.find(j.id);
+    return j.attained() - (it == base_.end() ? 0.0 : it->second);
+  }
+  // Promotes the waiting jobs that qualify; below(j): whether j ranks below the top.
+  template <typename Below>
+  void apply(const SchedState& s, const Below& below) {
+    if (factor_ <= 0) return;
+    for (const Job* j : s.waiting)
+      if (below(*j) && s.now - j->queued_since >= factor_ * j->executed - 1e-9) base_[j->id] = j->attained();
+  }
+  // The earliest time a waiting job below the top qualifies (+inf: none).
+  template <typename Below>
+  double next(const SchedState& s, const Below& below) const {
+    double t = kInf;
+    if (factor_ <= 0) return t;
+    for (const Job* j : s.waiting)
+      if (below(*j)) t = std::min(t, std::max(s.now, j->queued_since + factor_ * j->executed));
+    return t;
+  }
+  void forget(JobId id) { base_.erase(id); }
+
+ private:
+  double factor_;
+  std::unordered_map<JobId, double> base_;  // attained service at the latest promotion
+};
+
+}  // namespace ember::sched
