@@ -86,6 +86,18 @@ TEST(PolicyNet, CheckpointRoundTripAndWrongFiles) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a policy network checkpoint"), std::string::npos) << e.what();
   }
+  // One of the right kind for a network of another shape is refused by shape.
+  CheckpointContents c = read_checkpoint(path);
+  c.metadata["features"] = "7";
+  const std::string reshaped = temp_path("reshaped.ckpt");
+  write_checkpoint(reshaped, c);
+  try {
+    load_policy_net(reshaped);
+    FAIL() << "a network of 7 features loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a network of 7 features"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(reshaped);
   EXPECT_THROW(make_policy("learned:" + temp_path("missing.ckpt")), Error);
   EXPECT_THROW(make_policy("learned:" + path, {{"learned.x", "1"}}), Error);
   EXPECT_EQ(make_policy("learned:" + path)->name(), "learned:" + std::filesystem::path(path).filename().string());
@@ -139,6 +151,12 @@ TEST(TrainPolicy, BadOptionsAreErrors) {
   o = {};
   o.window_jobs = 200;  // the training part (jobs before five days: all 240) is under two windows
   EXPECT_THROW(train_policy(trace(), o), Error);
+}
+
+TEST(LearnedPolicy, ExplorationNeedsAPositiveTemperature) {
+  LearnedPolicy p(std::make_shared<PolicyNet>(1));
+  Episode e;
+  EXPECT_THROW(p.explore(1, &e, 0), Error);
 }
 
 TEST(LearnedPolicy, RunsInTheSimulatorAndKnowsOnlyHistory) {

@@ -57,6 +57,17 @@ TEST(HistoryPredictor, RefusesHistoryFromTheFuture) {
   EXPECT_THROW(p.observe(f("a", 1, 0), 100, 450), Error);    // finishes out of order
   EXPECT_THROW(p.observe(f("a", 1, 600), 100, 550), Error);  // finished before it was submitted
   EXPECT_THROW(p.observe(f("a", 1, 0), -1, 700), Error);
+  // Asking again about a running job follows the same rule, at the moment of asking.
+  EXPECT_THROW(p.predict_given(f("a", 1, 0), 499, 10), Error);
+  EXPECT_THROW(p.predict_given(f("a", 1, 900), 800, 10), Error);  // asked before its submission
+  EXPECT_THROW(p.predict_given(f("a", 1, 0), 900, -1), Error);
+}
+
+TEST(HistoryPredictor, AJobThatOutlivedItsPredictionGetsTheLongerRunsOfItsGroup) {
+  HistoryPredictor p({.quantile = 0.5, .window = 8, .min_samples = 2});
+  for (double r : {100.0, 200.0, 1000.0, 3000.0}) p.observe(f("a", 1, 0), r, 10);
+  EXPECT_DOUBLE_EQ(p.predict_given(f("a", 1, 0), 20, 150), 1000);    // median of 200, 1000, 3000
+  EXPECT_DOUBLE_EQ(p.predict_given(f("a", 1, 0), 20, 5000), 10000);  // past all history: twice as long
 }
 
 TEST(HistoryPredictor, ParametersAreChecked) {
