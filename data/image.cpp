@@ -102,20 +102,25 @@ Tensor resize_bilinear(const Tensor& chw, int64_t height, int64_t width) {
   return out;
 }
 
-void write_png(const std::string& path, const Tensor& hwc) {
-  EMBER_CHECK(hwc.dtype() == DType::UInt8 && (hwc.dim() == 2 || hwc.dim() == 3), "write_png('", path,
-              "'): expected uint8 [H, W] or [H, W, C], got ", dtype_name(hwc.dtype()), " ", shape_str(hwc.shape()));
+std::string encode_png(const Tensor& hwc, const std::string& what) {
+  EMBER_CHECK(hwc.dtype() == DType::UInt8 && (hwc.dim() == 2 || hwc.dim() == 3), what,
+              ": expected uint8 [H, W] or [H, W, C], got ", dtype_name(hwc.dtype()), " ", shape_str(hwc.shape()));
   Tensor img = hwc.cpu().contiguous();
   const int64_t h = img.size(0), w = img.size(1), c = img.dim() == 3 ? img.size(2) : 1;
-  EMBER_CHECK(c == 1 || c == 3 || c == 4, "write_png('", path, "'): expected 1, 3 or 4 channels, got ", c);
-  EMBER_CHECK(h > 0 && w > 0 && h < (1 << 24) && w < (1 << 24), "write_png('", path, "'): bad image size ", h, "x", w);
+  EMBER_CHECK(c == 1 || c == 3 || c == 4, what, ": expected 1, 3 or 4 channels, got ", c);
+  EMBER_CHECK(h > 0 && w > 0 && h < (1 << 24) && w < (1 << 24), what, ": bad image size ", h, "x", w);
   std::string png;
   auto sink = [](void* ctx, void* data, int size) {
     static_cast<std::string*>(ctx)->append(static_cast<char*>(data), size);
   };
   int ok = stbi_write_png_to_func(sink, &png, static_cast<int>(w), static_cast<int>(h), static_cast<int>(c),
                                   img.raw_data(), static_cast<int>(w * c));
-  EMBER_CHECK(ok && !png.empty(), "write_png('", path, "'): the PNG encoder failed");
+  EMBER_CHECK(ok && !png.empty(), what, ": the PNG encoder failed");
+  return png;
+}
+
+void write_png(const std::string& path, const Tensor& hwc) {
+  const std::string png = encode_png(hwc, "write_png('" + path + "')");
   write_file_atomic(path, [&](std::FILE* f) { write_all(f, png.data(), png.size(), path); });
 }
 

@@ -24,7 +24,10 @@ Tensor image_to_float(const Tensor& hwc);
 // PyTorch's interpolate(mode="bilinear", align_corners=False) does (no anti-aliasing).
 Tensor resize_bilinear(const Tensor& chw, int64_t height, int64_t width);
 
-// Writes uint8 [H, W] or [H, W, C] (C = 1, 3 or 4) as a PNG file, atomically.
+// uint8 [H, W] or [H, W, C] (C = 1, 3 or 4) as the bytes of a PNG file; `what` names the image in
+// errors.
+std::string encode_png(const Tensor& hwc, const std::string& what);
+// Writes encode_png(hwc) to `path`, atomically.
 void write_png(const std::string& path, const Tensor& hwc);
 // Tiles float images [N, C, H, W] (C = 1 or 3) into one uint8 [H', W', C] image, `nrow` images
 // per row with `padding` pixels between them; values are mapped from [lo, hi] to [0, 255] and

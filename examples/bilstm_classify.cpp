@@ -86,6 +86,7 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
 // The flags, in the order --help lists them, and what they must satisfy.
 struct ClassifyFlags {
   std::string data_dir, languages, level, device, ckpt_dir, resume, log_path;
+  examples::TensorBoardFlags tensorboard;
   int64_t epochs, batch, embed, hidden, max_len, min_len, min_freq, limit, split_seed, seed, max_steps, workers,
       threads;
   double lr, clip, test_fraction;
@@ -119,6 +120,7 @@ struct ClassifyFlags {
     workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+    tensorboard = examples::TensorBoardFlags(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
@@ -297,7 +299,8 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,
-                             .columns = columns},
+                             .columns = columns,
+                             .tensorboard = f.tensorboard},
                             {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "BiLstmClassifier"},
                              {"classes", classes},

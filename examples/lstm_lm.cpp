@@ -97,6 +97,7 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
 // The flags, in the order --help lists them, and what they must satisfy.
 struct LmFlags {
   std::string data_dir, level, device, ckpt_dir, resume, log_path;
+  examples::TensorBoardFlags tensorboard;
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
       sample_len, top_k, workers, threads;
   double lr, clip, dropout, test_fraction, temperature;
@@ -133,6 +134,7 @@ struct LmFlags {
     workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+    tensorboard = examples::TensorBoardFlags(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
@@ -285,7 +287,8 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev, examp
                              .resume = f.resume,
                              .log = f.log_path,
                              .columns = {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl",
-                                         "test_acc", "unigram_ppl", "seconds"}},
+                                         "test_acc", "unigram_ppl", "seconds"},
+                             .tensorboard = f.tensorboard},
                             {&net, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "LstmLanguageModel"},
                              {"level", f.level},

@@ -2,7 +2,7 @@
 # language classifier on Debian's fortune cookies.
 foreach(example lstm_lm bilstm_classify)
   add_executable(${example} ${CMAKE_CURRENT_LIST_DIR}/${example}.cpp)
-  target_link_libraries(${example} PRIVATE Ember::ember_models Ember::ember_data)
+  target_link_libraries(${example} PRIVATE Ember::ember_interop)
   target_include_directories(${example} PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 endforeach()
 

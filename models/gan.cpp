@@ -13,57 +13,118 @@ void check_image(const Tensor& x, const char* who) {
 }
 }  // namespace
 
-MlpGenerator::MlpGenerator() {
-  register_modules({{"l1", &l1}, {"l2", &l2}});
-}
+// The layers with parameters are made in the order the members were, so that a seed gives the
+// weights it always gave.
+struct MlpGenerator::Layers {
+  std::shared_ptr<nn::Linear> l1 = nn::make<nn::Linear>(kNoiseDim, 256), l2 = nn::make<nn::Linear>(256, 784);
+};
+MlpGenerator::MlpGenerator() : MlpGenerator(Layers{}) {}
+MlpGenerator::MlpGenerator(const Layers& l)
+    : nn::Sequential({{"l1", l.l1},
+                      {"relu", nn::make<nn::ReLU>()},
+                      {"l2", l.l2},
+                      {"tanh", nn::make<nn::Tanh>()},
+                      {"image", nn::make<nn::Unflatten>(1, Shape{1, 28, 28})}}),
+      l1(*l.l1),
+      l2(*l.l2) {}
 Tensor MlpGenerator::forward(const Tensor& z) {
   check_noise(z, "MlpGenerator");
-  return tanh(l2(relu(l1(z)))).view({z.size(0), 1, 28, 28});
+  return nn::Sequential::forward(z);
 }
 
-MlpDiscriminator::MlpDiscriminator() {
-  register_modules({{"l1", &l1}, {"l2", &l2}});
-}
+struct MlpDiscriminator::Layers {
+  std::shared_ptr<nn::Linear> l1 = nn::make<nn::Linear>(784, 256), l2 = nn::make<nn::Linear>(256, 1);
+};
+MlpDiscriminator::MlpDiscriminator() : MlpDiscriminator(Layers{}) {}
+MlpDiscriminator::MlpDiscriminator(const Layers& l)
+    : nn::Sequential({{"flatten", nn::make<nn::Flatten>()},
+                      {"l1", l.l1},
+                      {"lrelu", nn::make<nn::LeakyReLU>(0.2)},
+                      {"l2", l.l2},
+                      {"sigmoid", nn::make<nn::Sigmoid>()}}),
+      l1(*l.l1),
+      l2(*l.l2) {}
 Tensor MlpDiscriminator::forward(const Tensor& x) {
   check_image(x, "MlpDiscriminator");
-  return sigmoid(l2(leaky_relu(l1(x.flatten(1)), 0.2)));
+  return nn::Sequential::forward(x);
 }
 
-DcganGenerator::DcganGenerator(DcganGeneratorOptions opts)
-    : options(opts),
-      fc(kNoiseDim, 7 * 7 * 256, {.bias = !opts.batch_norm}),
-      // A bias before batch normalisation is cancelled by its mean subtraction: leave it out.
-      t1(256, 128, 5, {.stride = 1, .padding = 2, .bias = !opts.batch_norm}),
-      t2(128, 64, 5, {.stride = 2, .padding = 2, .output_padding = 1, .bias = !opts.batch_norm}),
-      t3(64, 1, 5, {.stride = 2, .padding = 2, .output_padding = 1}) {
-  if (options.batch_norm)
-    register_modules({{"fc", &fc}, {"bn0", &bn0}, {"t1", &t1}, {"bn1", &bn1}, {"t2", &t2}, {"bn2", &bn2}, {"t3", &t3}});
-  else
-    register_modules({{"fc", &fc}, {"t1", &t1}, {"t2", &t2}, {"t3", &t3}});
+struct DcganGenerator::Layers {
+  explicit Layers(const DcganGeneratorOptions& o)
+      : fc(nn::make<nn::Linear>(kNoiseDim, 7 * 7 * 256, nn::LinearOptions{.bias = !o.batch_norm})),
+        // A bias before batch normalisation is cancelled by its mean subtraction: leave it out.
+        t1(nn::make<nn::ConvTranspose2d>(256, 128, 5,
+                                         nn::ConvTranspose2dOptions{.stride = 1, .padding = 2, .bias = !o.batch_norm})),
+        t2(nn::make<nn::ConvTranspose2d>(
+            128, 64, 5,
+            nn::ConvTranspose2dOptions{.stride = 2, .padding = 2, .output_padding = 1, .bias = !o.batch_norm})),
+        t3(nn::make<nn::ConvTranspose2d>(64, 1, 5,
+                                         nn::ConvTranspose2dOptions{.stride = 2, .padding = 2, .output_padding = 1})) {}
+  std::shared_ptr<nn::Linear> fc;
+  std::shared_ptr<nn::ConvTranspose2d> t1, t2, t3;
+  std::shared_ptr<nn::BatchNorm1d> bn0 = nn::make<nn::BatchNorm1d>(7 * 7 * 256);
+  std::shared_ptr<nn::BatchNorm2d> bn1 = nn::make<nn::BatchNorm2d>(128), bn2 = nn::make<nn::BatchNorm2d>(64);
+
+  // fc [bn0] lrelu, unflatten, t1 [bn1] lrelu, t2 [bn2] lrelu, t3 tanh.
+  std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> chain(bool batch_norm) const {
+    std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> c;
+    auto block = [&](const std::string& n, std::shared_ptr<nn::Module> layer, const std::string& bn_name,
+                     std::shared_ptr<nn::Module> bn) {
+      c.emplace_back(n, std::move(layer));
+      if (batch_norm) c.emplace_back(bn_name, std::move(bn));
+      c.emplace_back("lrelu_" + n, nn::make<nn::LeakyReLU>(0.2));
+    };
+    block("fc", fc, "bn0", bn0);
+    c.emplace_back("unflatten", nn::make<nn::Unflatten>(1, Shape{256, 7, 7}));
+    block("t1", t1, "bn1", bn1);  // 7x7
+    block("t2", t2, "bn2", bn2);  // 14x14
+    c.emplace_back("t3", t3);     // 28x28
+    c.emplace_back("tanh", nn::make<nn::Tanh>());
+    return c;
+  }
+};
+DcganGenerator::DcganGenerator(DcganGeneratorOptions opts) : DcganGenerator(opts, Layers(opts)) {}
+DcganGenerator::DcganGenerator(DcganGeneratorOptions opts, const Layers& l)
+    : nn::Sequential(l.chain(opts.batch_norm)),
+      options(opts),
+      fc(*l.fc),
+      t1(*l.t1),
+      t2(*l.t2),
+      t3(*l.t3),
+      bn0(*l.bn0),
+      bn1(*l.bn1),
+      bn2(*l.bn2) {
+  if (!opts.batch_norm) unused_ = {l.bn0, l.bn1, l.bn2};
 }
 Tensor DcganGenerator::forward(const Tensor& z) {
   check_noise(z, "DcganGenerator");
-  const bool bn = options.batch_norm;
-  Tensor h = fc(z);
-  if (bn) h = bn0(h);
-  h = leaky_relu(h, 0.2).view({z.size(0), 256, 7, 7});
-  h = t1(h);  // 7x7
-  if (bn) h = bn1(h);
-  h = leaky_relu(h, 0.2);
-  h = t2(h);  // 14x14
-  if (bn) h = bn2(h);
-  h = leaky_relu(h, 0.2);
-  return tanh(t3(h));  // 28x28
+  return nn::Sequential::forward(z);
 }
 
-DcganDiscriminator::DcganDiscriminator() {
-  register_modules({{"c1", &c1}, {"d1", &d1}, {"c2", &c2}, {"d2", &d2}, {"fc", &fc}});
-}
+struct DcganDiscriminator::Layers {
+  std::shared_ptr<nn::Conv2d> c1 = nn::make<nn::Conv2d>(1, 64, 5, nn::Conv2dOptions{.stride = 2, .padding = 2}),
+                              c2 = nn::make<nn::Conv2d>(64, 128, 5, nn::Conv2dOptions{.stride = 2, .padding = 2});
+  std::shared_ptr<nn::Dropout> d1 = nn::make<nn::Dropout>(0.3), d2 = nn::make<nn::Dropout>(0.3);
+  std::shared_ptr<nn::Linear> fc = nn::make<nn::Linear>(7 * 7 * 128, 1);
+};
+DcganDiscriminator::DcganDiscriminator() : DcganDiscriminator(Layers{}) {}
+DcganDiscriminator::DcganDiscriminator(const Layers& l)
+    : nn::Sequential({{"c1", l.c1},
+                      {"lrelu1", nn::make<nn::LeakyReLU>(0.2)},
+                      {"d1", l.d1},  // 14x14
+                      {"c2", l.c2},
+                      {"lrelu2", nn::make<nn::LeakyReLU>(0.2)},
+                      {"d2", l.d2},  // 7x7
+                      {"flatten", nn::make<nn::Flatten>()},
+                      {"fc", l.fc}}),
+      c1(*l.c1),
+      c2(*l.c2),
+      d1(*l.d1),
+      d2(*l.d2),
+      fc(*l.fc) {}
 Tensor DcganDiscriminator::forward(const Tensor& x) {
   check_image(x, "DcganDiscriminator");
-  Tensor h = d1(leaky_relu(c1(x), 0.2));  // 14x14
-  h = d2(leaky_relu(c2(h), 0.2));         // 7x7
-  return fc(h.flatten(1));
+  return nn::Sequential::forward(x);
 }
 
 }  // namespace ember::models

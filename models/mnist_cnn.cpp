@@ -36,17 +36,38 @@ Tensor MnistCnn::forward(const Tensor& x) {
   return nn::Sequential::forward(x);
 }
 
-LeNet5::LeNet5() {
-  register_modules({{"c1", &c1}, {"c2", &c2}, {"f1", &f1}, {"f2", &f2}, {"f3", &f3}});
-}
+struct LeNet5::Layers {
+  std::shared_ptr<nn::Conv2d> c1 = nn::make<nn::Conv2d>(1, 6, 5, nn::Conv2dOptions{.padding = 2}),
+                              c2 = nn::make<nn::Conv2d>(6, 16, 5);
+  std::shared_ptr<nn::Linear> f1 = nn::make<nn::Linear>(400, 120), f2 = nn::make<nn::Linear>(120, 84),
+                              f3 = nn::make<nn::Linear>(84, 10);
+};
+
+LeNet5::LeNet5() : LeNet5(Layers{}) {}
+
+LeNet5::LeNet5(const Layers& l)
+    : nn::Sequential({{"c1", l.c1},
+                      {"tanh1", nn::make<nn::Tanh>()},
+                      {"pool1", nn::make<nn::AvgPool2d>(2)},  // 28 -> 14
+                      {"c2", l.c2},
+                      {"tanh2", nn::make<nn::Tanh>()},
+                      {"pool2", nn::make<nn::AvgPool2d>(2)},  // 10 -> 5
+                      {"flatten", nn::make<nn::Flatten>()},   // 16x5x5 = 400
+                      {"f1", l.f1},
+                      {"tanh3", nn::make<nn::Tanh>()},
+                      {"f2", l.f2},
+                      {"tanh4", nn::make<nn::Tanh>()},
+                      {"f3", l.f3}}),
+      c1(*l.c1),
+      c2(*l.c2),
+      f1(*l.f1),
+      f2(*l.f2),
+      f3(*l.f3) {}
 
 Tensor LeNet5::forward(const Tensor& x) {
   EMBER_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == 28 && x.size(3) == 28,
               "LeNet5: expected input [N, 1, 28, 28], got ", shape_str(x.shape()));
-  Tensor h = avg_pool2d(tanh(c1(x)), {.kernel = {2, 2}});      // 28 -> 14
-  h = avg_pool2d(tanh(c2(h)), {.kernel = {2, 2}}).flatten(1);  // 10 -> 5: 16*5*5 = 400
-  h = tanh(f2(tanh(f1(h))));
-  return f3(h);
+  return nn::Sequential::forward(x);
 }
 
 }  // namespace ember::models

@@ -26,15 +26,22 @@ class MnistCnn : public nn::Sequential {
 };
 
 // LeNet-5 (LeCun et al., 1998) for 28x28 inputs: Conv(1->6, 5x5, pad 2)+Tanh, AvgPool 2,
-// Conv(6->16, 5x5)+Tanh, AvgPool 2, Linear(400->120)+Tanh, Linear(120->84)+Tanh, Linear(84->10).
-class LeNet5 : public nn::Module {
+// Conv(6->16, 5x5)+Tanh, AvgPool 2, Flatten, Linear(400->120)+Tanh, Linear(120->84)+Tanh,
+// Linear(84->10). A Sequential of those layers (a pipeline can cut it, ONNX export reads it);
+// the layers with parameters are named c1, c2, f1..f3.
+class LeNet5 : public nn::Sequential {
+  struct Layers;
+
  public:
   LeNet5();
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LeNet5"; }
 
-  nn::Conv2d c1{1, 6, 5, {.padding = 2}}, c2{6, 16, 5};
-  nn::Linear f1{400, 120}, f2{120, 84}, f3{84, 10};
+  nn::Conv2d &c1, &c2;
+  nn::Linear &f1, &f2, &f3;
+
+ private:
+  explicit LeNet5(const Layers& l);
 };
 
 }  // namespace ember::models

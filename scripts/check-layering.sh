@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the layering of docs/ARCHITECTURE.md: every #include of a project header must point
-# down the table (core knows nothing above it; only tools/, examples/, tests/ and bench/ reach
-# models/), the two halves of scheduler/ (the job scheduler and scheduler/parallel/, in-job
+# down the table (core knows nothing above it; only interop/, tools/, examples/, tests/ and bench/
+# reach models/), the two halves of scheduler/ (the job scheduler and scheduler/parallel/, in-job
 # parallelism) share nothing but the error type, and inside core/ the tensor layer knows neither
 # ops nor autograd, and the kernels know neither each other's backend nor the ops. Prints each
 # offending line and exits 1 if there is one. Run by ctest (test "layering"); usage:
@@ -34,12 +34,13 @@ declare -A allowed=(
   [layers]="core/ layers proto"
   [data]="core/ data proto"
   [models]="core/ layers models proto"
+  [interop]="core/ layers data models proto interop"
   [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h"
   [scheduler/learned]="core/ layers scheduler scheduler/learned proto"
   [scheduler/parallel]="core/ layers scheduler/parallel"
-  [examples]="core/ layers data models scheduler scheduler/parallel proto ember"
+  [examples]="core/ layers data models interop scheduler scheduler/parallel proto ember"
 )
-project_dirs=" core layers data models scheduler proto tools examples tests bench ember "
+project_dirs=" core layers data models interop scheduler proto tools examples tests bench ember "
 
 unit_of() {
   local path=$1 best=${1%%/*} u
@@ -85,7 +86,7 @@ while IFS= read -r file; do
       violations=$((violations + 1))
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$file" || true)
-done < <(find "$root" -path "$root/build*" -prune -o -path "$root/.git" -prune -o -type f \
+done < <(find "$root" -path "$root/build*" -prune -o -path "$root/.git" -prune -o -path "$root/.venv" -prune -o -type f \
            \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) -print | sort)
 
 echo "layering: $files files checked, $violations violations"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building Ember, its tests and its examples need. Safe to
 # run again: when everything is already installed it touches nothing (no apt-get, no network).
-# Runs as root, or through sudo as another user. The CUDA toolkit is not a Debian 12 package
+# Runs as root, or through sudo as another user. Then the Python packages the interop tests read
+# Ember's ONNX models and TensorBoard logs back with go into a virtual environment, .venv/ in the
+# checkout. The CUDA toolkit is not a Debian 12 package
 # here; the build uses one when it finds it (see README.md) and is CPU-only otherwise.
 set -euo pipefail
 
@@ -46,6 +48,8 @@ packages=(
   openmpi-bin
   # scripts/gpu-bundle.sh: the GPU bundle's libraries find each other through relative RPATHs
   patchelf
+  # interop tests: a virtual environment for ONNX's checker and onnxruntime (below)
+  python3-venv
 )
 
 missing=()
@@ -54,20 +58,33 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+install_debian_packages() {
+  local sudo=()
+  if ((EUID != 0)); then
+    if ! command -v sudo >/dev/null; then
+      echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages are installed"
-  exit 0
+  echo "setup: all ${#packages[@]} Debian packages are installed"
+else
+  install_debian_packages
 fi
 
-sudo=()
-if ((EUID != 0)); then
-  if ! command -v sudo >/dev/null; then
-    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
-    exit 1
-  fi
-  sudo=(sudo)
+# The interop tests' Python side (tests/interop): ONNX's checker and onnxruntime read the models
+# Ember exports, TensorBoard's own reader its event files (and `tensorboard --logdir` shows them). Pinned, so that a test's verdict does not change with a new release.
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+python_packages=(numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0 tensorboard==2.21.0)
+if "$venv/bin/python3" -c "import numpy, onnx, onnxruntime, tensorboard" 2>/dev/null; then
+  echo "setup: the Python packages are installed in $venv"
+else
+  echo "setup: installing ${python_packages[*]} into $venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -26,6 +26,7 @@ int run_leaf(const std::string& prog, const std::string& usage, const std::funct
 // The tables.
 std::vector<Command> top_level_commands();
 std::vector<Command> sched_commands();
+std::vector<Command> export_commands();  // tools/export_onnx.cpp
 
 int sched_simulate(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);

@@ -113,11 +113,13 @@ StepReport gan_step(GanPair<G, D>& gan, optim::Adam& opt_g, optim::Adam& opt_d, 
 }
 
 // The end of an epoch: D's mean score on held-out real images and on the fixed-noise samples,
-// whose grid goes to `samples_dir` (the returned path; empty without a folder).
+// whose grid goes to `samples_dir` (the returned path; empty without a folder) and, as an image,
+// to TensorBoard's "samples" when `tensorboard` is not null.
 template <class G, class D>
 std::tuple<double, double, std::string> gan_epoch_scores(GanPair<G, D>& gan, const data::Dataset& test_set,
                                                          const Tensor& fixed_noise, const GanObjective& obj,
-                                                         const std::string& samples_dir, int64_t epoch) {
+                                                         const std::string& samples_dir, int64_t epoch,
+                                                         SummaryWriter* tensorboard, int64_t step) {
   NoGradGuard ng;
   gan.eval();
   data::DataLoader tl(test_set, {.batch_size = 500, .shuffle = false});
@@ -130,13 +132,15 @@ std::tuple<double, double, std::string> gan_epoch_scores(GanPair<G, D>& gan, con
   const double sample_score = obj.prob(gan.disc(samples));
   gan.train();
   std::string grid;
+  const Tensor image = data::make_grid(samples, 8, -1.0, 1.0);
   if (!samples_dir.empty()) {
     std::filesystem::create_directories(samples_dir);
     char file[64];
     std::snprintf(file, sizeof file, "samples_epoch_%03lld.png", (long long)epoch + 1);
     grid = (std::filesystem::path(samples_dir) / file).string();
-    data::save_image_grid(samples, grid, 8, -1.0, 1.0);
+    data::write_png(grid, image);
   }
+  if (tensorboard) tensorboard->add_image("samples", image, step);
   return {test_real / total, sample_score, grid};
 }
 
@@ -191,7 +195,8 @@ int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
   };
   auto end_epoch = [&](const EpochEnd& e) {
     flush();
-    auto [test_real, sample_score, grid] = gan_epoch_scores(gan, test_set, fixed_noise, obj, f.samples_dir, e.epoch);
+    auto [test_real, sample_score, grid] =
+        gan_epoch_scores(gan, test_set, fixed_noise, obj, f.samples_dir, e.epoch, trainer.tensorboard(), e.step);
     const double steps = e.sums.count("steps") ? e.sums.at("steps") : 0.0;
     std::printf("%s: d_loss %.4f g_loss %.4f | D(test images) %.3f D(samples) %.3f | %.1f s%s%s\n", e.title.c_str(),
                 steps ? e.sums.at("d_loss_sum") / steps : 0.0, steps ? e.sums.at("g_loss_sum") / steps : 0.0, test_real,

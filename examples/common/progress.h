@@ -22,6 +22,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "interop/summary_writer.h"
 
 namespace ember::examples {
 
@@ -118,7 +119,12 @@ class MetricsLog {
     if (out_) std::fclose(out_);
   }
 
+  // Every row also goes to `tensorboard` (when not null), one scalar per column at the row's step
+  // (its epoch when it has none), tagged with the column's name.
+  void mirror_to(SummaryWriter* tensorboard) { tensorboard_ = tensorboard; }
+
   void row(const std::map<std::string, double>& values) {
+    if (tensorboard_) mirror(values);
     if (!out_) return;
     std::string line;
     char buf[32];
@@ -173,9 +179,16 @@ class MetricsLog {
     write_file_atomic(path_, kept);
   }
 
+  void mirror(const std::map<std::string, double>& values) {
+    const auto step = values.count("step") ? values.at("step") : values.count("epoch") ? values.at("epoch") : 0.0;
+    for (const auto& [name, v] : values)
+      if (name != "step" && name != "epoch") tensorboard_->add_scalar(name, v, static_cast<int64_t>(step));
+  }
+
   std::string path_;
   std::vector<std::string> columns_;
   std::FILE* out_ = nullptr;
+  SummaryWriter* tensorboard_ = nullptr;
 };
 
 }  // namespace ember::examples

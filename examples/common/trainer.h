@@ -3,7 +3,9 @@
 // Trainer runs the epochs around them: resuming from a checkpoint, a progress bar with the
 // epoch's and the run's ETA, the metrics log, --max-steps, a checkpoint after every epoch (and
 // on SIGINT/SIGTERM, then exit status 75, which is how the scheduler stops and later resumes a
-// job), and in a data-parallel job the per-step agreements between the ranks (parallel_job.h).
+// job), TensorBoard logs (--tensorboard: every step's metrics, throughput and learning rate, the
+// metrics log's rows, and weight and gradient histograms every --tensorboard-every steps), and in a
+// data-parallel job the per-step agreements between the ranks (parallel_job.h).
 //
 //   examples::Trainer trainer(options, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta);
 //   trainer.resume();
@@ -23,6 +25,7 @@
 #include "common/progress.h"
 #include "common/training.h"
 #include "data/dataloader.h"
+#include "interop/summary_writer.h"
 #include "layers/checkpoint.h"
 
 namespace ember::examples {
@@ -36,6 +39,7 @@ struct TrainerOptions {
   // again for the whole epoch), rather than a row every few steps (the GANs).
   bool rows_per_epoch = true;
   bool say_checkpoint_written = false;  // "Checkpoint written to ..." after every epoch's checkpoint
+  TensorBoardFlags tensorboard;         // dir empty: no TensorBoard logs
 };
 
 // The options from the common flags (--epochs, --max-steps, --checkpoint-dir, --resume, --log).
@@ -45,7 +49,8 @@ inline TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::st
           .checkpoint_dir = cf.checkpoint_dir,
           .resume = cf.resume,
           .log = cf.log,
-          .columns = std::move(columns)};
+          .columns = std::move(columns),
+          .tensorboard = cf.tensorboard};
 }
 
 // What one step reports for the progress bar.
@@ -85,6 +90,9 @@ class Trainer {
       : opts_(std::move(opts)),
         loader_(loader),
         job_(job),
+        model_(state.model),
+        optimizers_(state.optimizers),
+        meta_(meta),
         ckpt_(opts_.checkpoint_dir, std::move(state), loader, std::move(meta), job) {}
 
   // Loads --resume (saying from where, or that there is no checkpoint yet), then installs the
@@ -102,6 +110,8 @@ class Trainer {
   // written during fit() (a GAN writes one every few steps).
   MetricsLog& log() { return *log_; }
   double epoch_seconds() const { return bar_ ? bar_->elapsed() : 0.0; }
+  // The TensorBoard writer during fit(), on the rank that reports; null without --tensorboard.
+  SummaryWriter* tensorboard() { return tb_ ? &*tb_ : nullptr; }
 
   // Runs the epochs; returns main's exit status (0, or kPreemptedExit after a signal). `done`,
   // when given, runs once training has ended normally (the examples write their model there); a
@@ -110,12 +120,20 @@ class Trainer {
     if (reached_max_steps(pos_.step, opts_.max_steps)) return 0;
     log_.emplace(job_ && !job_->chatty() ? "" : opts_.log, opts_.columns,
                  rows_to_keep(ckpt_.resumed(), pos_, opts_.rows_per_epoch, opts_.log, opts_.checkpoint_dir));
+    if (!opts_.tensorboard.dir.empty() && (!job_ || job_->chatty())) {
+      tb_.emplace(opts_.tensorboard.dir);
+      log_->mirror_to(&*tb_);
+      std::string run;  // the run's settings, as the checkpoint records them
+      for (const auto& [k, v] : meta_) run += "- " + k + ": " + v + "\n";
+      tb_->add_text("run", run, pos_.step);
+    }
     for (; pos_.epoch < opts_.epochs; ++pos_.epoch) {
       bool stop_now = false;
       if (const int status = run_epoch(loop, stop_now); status != 0) return status;
       if (stop_now) break;
     }
     if (done) done();
+    if (tb_) tb_->close();  // a write that failed is an error of the run, not lost at exit
     return 0;
   }
 
@@ -134,6 +152,7 @@ class Trainer {
       if (stop) stop_requested() = true;
       samples += r.samples;
       bar.update(loader_.position().batch, samples, r.metrics);
+      if (tb_) log_step(r, samples, bar);
       if (stop) {
         if (loop.before_checkpoint) loop.before_checkpoint();
         return ckpt_.preempted(pos_, sums);
@@ -155,9 +174,32 @@ class Trainer {
     return 0;
   }
 
+  // One step's TensorBoard scalars (tagged step/...), and every --tensorboard-every steps each
+  // parameter's and gradient's histogram. The writer copies and queues; its thread does the rest.
+  void log_step(const StepReport& r, int64_t samples, const ProgressBar& bar) {
+    const int64_t step = pos_.step;
+    for (const auto& [name, v] : r.metrics) tb_->add_scalar("step/" + name, v, step);
+    if (bar.elapsed() > 0) tb_->add_scalar("step/samples_per_s", static_cast<double>(samples) / bar.elapsed(), step);
+    for (size_t i = 0; i < optimizers_.size(); ++i) {
+      const auto& groups = optimizers_[i]->param_groups();
+      if (groups.empty() || !groups[0].options.count("lr")) continue;
+      tb_->add_scalar(optimizers_.size() == 1 ? "step/lr" : "step/lr_" + std::to_string(i), groups[0].options.at("lr"),
+                      step);
+    }
+    if (model_ && step % opts_.tensorboard.every == 0)
+      for (const auto& [name, p] : model_->named_parameters()) {
+        tb_->add_histogram("weights/" + name, p, step);
+        if (p.grad().defined()) tb_->add_histogram("grads/" + name, p.grad(), step);
+      }
+  }
+
   TrainerOptions opts_;
   data::DataLoader& loader_;
   ParallelJob* job_;
+  nn::Module* model_;
+  std::vector<optim::Optimizer*> optimizers_;
+  std::map<std::string, std::string> meta_;
+  std::optional<SummaryWriter> tb_;  // with --tensorboard, on the rank that reports
   Checkpointer ckpt_;
   TrainingPosition pos_;
   std::optional<MetricsLog> log_;

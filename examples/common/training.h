@@ -144,6 +144,21 @@ struct CommonFlagsWording {
   std::string checkpoint_dir_help = "checkpoints, metrics.csv and sample grids go here; empty: none";
 };
 
+// --tensorboard DIR and --tensorboard-every N, which every training example takes (Trainer writes
+// the logs).
+struct TensorBoardFlags {
+  std::string dir;
+  long long every = 100;
+  TensorBoardFlags() = default;
+  explicit TensorBoardFlags(Flags& f) {
+    dir = f.str("tensorboard", "",
+                "write TensorBoard event files here (losses, accuracy, learning rate, throughput, samples); "
+                "empty: none");
+    every = f.integer_in("tensorboard-every", 100, 1, 1000000000,
+                         "steps between the weight and gradient histograms in --tensorboard");
+  }
+};
+
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
@@ -151,6 +166,7 @@ struct CommonFlags {
   double lr;
   bool data_given, overwrite;
   std::string data_root, data_name;  // set by prepare()
+  TensorBoardFlags tensorboard;
 
   CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name,
               const CommonFlagsWording& w = {}) {
@@ -170,6 +186,7 @@ struct CommonFlags {
     workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
     threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");
     log = f.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
+    tensorboard = TensorBoardFlags(f);
   }
   // Checks what the flags alone can tell (exit 2) and applies --threads.
   void check(Flags& f) {
