@@ -191,6 +191,8 @@ void print_start(const LmFlags& f, const Corpus& c, models::LstmLanguageModel& l
       (long long)f.embed, (long long)f.hidden, (long long)f.layers, f.layers > 1 ? "s" : "",
       (long long)lm.num_parameters(), examples::device_label(dev).c_str(), (long long)f.epochs, (long long)f.batch,
       (long long)f.seq_len, f.lr);
+  // Through its layers as a Sequential: each one (the LSTM too) is called as a layer and gets its row.
+  std::printf("%s", lm.as_sequential()->summary({1, f.seq_len}, DType::Int64).c_str());
 }
 
 // One step of `net` (the model's layers) on a batch of sequences: next-token cross-entropy,

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
                 cf.data_name.c_str(), (long long)train_set.size(), examples::device_label(dev).c_str(), cf.epochs,
                 cf.batch_size, cf.lr);
+    if (job.chatty()) std::printf("%s", net.summary({1, 1, 28, 28}).c_str());
     job.print_summary();
 
     // One step: forward (through the data-parallel wrapper in a job), cross-entropy, backward,

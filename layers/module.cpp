@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -19,6 +20,17 @@ namespace {
 
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
+}
+
+// 1536 -> "1.5 KiB": binary units, as memory is counted.
+std::string human_bytes(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
 }
 
 std::string with_commas(int64_t n) {
@@ -374,6 +386,7 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   struct Row {
     std::string name, type, shape;
     int64_t params;
+    int64_t output_bytes;
   };
   auto named = named_modules();
   std::vector<Row> rows;
@@ -391,7 +404,8 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
           int64_t n = 0;
           if (counted.insert(&mod).second)
             for (const Tensor& p : mod.parameters(false)) n += p.numel();
-          rows.push_back({row_name, mod.type_name(), shape_str(out.shape()), n});
+          rows.push_back({row_name, mod.type_name(), shape_str(out.shape()), n,
+                          out.numel() * static_cast<int64_t>(out.itemsize())});
         }));
   }
   auto restore = [&] {
@@ -432,10 +446,20 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
     os << std::left << std::setw(static_cast<int>(w0)) << label(r) << std::setw(static_cast<int>(w1)) << r.shape
        << std::right << std::setw(static_cast<int>(w2)) << with_commas(r.params) << "\n";
   const int64_t total = num_parameters(), trainable = num_parameters(true);
+  auto bytes_of = [](const std::vector<Tensor>& ts) {
+    int64_t b = 0;
+    for (const Tensor& t : ts) b += t.numel() * static_cast<int64_t>(t.itemsize());
+    return b;
+  };
+  int64_t outputs = 0;
+  for (const Row& r : rows) outputs += r.output_bytes;
   os << std::string(width, '=') << "\n"
      << "Total params: " << with_commas(total) << "\n"
      << "Trainable params: " << with_commas(trainable) << "\n"
-     << "Non-trainable params: " << with_commas(total - trainable) << "\n";
+     << "Non-trainable params: " << with_commas(total - trainable) << "\n"
+     << "Memory: parameters " << human_bytes(bytes_of(parameters())) << ", buffers " << human_bytes(bytes_of(buffers()))
+     << ", layer outputs for input " << shape_str(input_shape) << " " << human_bytes(outputs)
+     << " (what a training step keeps for backward, roughly)\n";
   return os.str();
 }
 

@@ -120,7 +120,8 @@ class Module {
   // eval mode (restored afterwards, so batch-norm statistics are untouched), and returns a
   // Keras-style table with a row per call of a leaf layer (or a module with parameters of its
   // own) made through operator() — name, type, output shape, its own parameter count (on its
-  // first call) — and the total and trainable counts.
+  // first call) — the total and trainable counts, and the memory of the parameters, the buffers
+  // and the layers' outputs for this input.
   std::string summary(const Shape& input_shape, DType dtype = DType::Float32);
   // The module tree, PyTorch style.
   std::string repr() const;

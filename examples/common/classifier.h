@@ -128,6 +128,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
   std::printf("Training %s (%lld parameters) on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
               model_name.c_str(), (long long)net.num_parameters(), cf.data_name.c_str(), (long long)train_set.size(),
               device_label(dev).c_str(), cf.epochs, cf.batch_size, cf.lr);
+  std::printf("%s", net.summary({1, 1, 28, 28}).c_str());
   return trainer.fit({.step = [&](const Tensor& x, const Tensor& y,
                                   RunningSums& sums) { return classifier_step(net, opt, dev, nullptr, x, y, sums); },
                       .end_epoch =

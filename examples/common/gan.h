@@ -184,6 +184,8 @@ int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
   std::printf("Training %s on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g beta1 %g\n",
               gan.type_name().c_str(), cf.data_name.c_str(), (long long)train_set.size(), device_label(dev).c_str(),
               cf.epochs, cf.batch_size, cf.lr, f.beta1);
+  std::printf("Generator:\n%sDiscriminator:\n%s", gan.gen.summary({1, models::kNoiseDim}).c_str(),
+              gan.disc.summary({1, 1, 28, 28}).c_str());
   GanLogWindow window;
   auto flush = [&] {
     window.flush(trainer.log(), trainer.position().epoch, trainer.position().step, trainer.epoch_seconds());

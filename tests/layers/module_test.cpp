@@ -299,6 +299,8 @@ TEST(Module, SummaryTable) {
   EXPECT_TRUE(has(s, "Total params: 15")) << s;
   EXPECT_TRUE(has(s, "Trainable params: 15")) << s;
   EXPECT_TRUE(has(s, "Non-trainable params: 0")) << s;
+  // 15 float32 parameters, 9 buffer values; the three Affine outputs [2, 3] are 3 * 24 bytes.
+  EXPECT_TRUE(has(s, "Memory: parameters 60 B, buffers 36 B, layer outputs for input [2, 3] 72 B")) << s;
   // Rows in call order, each with its own parameter count.
   EXPECT_LT(s.find("block.a"), s.find("block.b"));
   EXPECT_LT(s.find("block.b"), s.find("head"));
@@ -322,6 +324,7 @@ TEST(Module, SummaryCountsLargeNumbersWithCommas) {
   std::string s = big.summary({1});
   EXPECT_TRUE(has(s, "Total params: 1,234,000")) << s;
   EXPECT_TRUE(has(s, "1,234,000")) << s;
+  EXPECT_TRUE(has(s, "Memory: parameters 4.7 MiB")) << s;  // 4,936,000 bytes
 }
 
 TEST(Module, SummaryPropagatesForwardErrorsAndRestoresState) {
