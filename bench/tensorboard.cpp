@@ -3,6 +3,8 @@
 // the examples' Trainer logs: four scalars every step and every parameter's and gradient's
 // histogram every --every steps. The table gives the median over rounds of the per-round ratio
 // (with / without) and its range.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,7 +12,6 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -27,8 +28,8 @@ namespace {
 
 struct Workload {
   std::string name;
-  int steps;                    // per block
-  nn::Module* model;            // whose parameters are logged
+  int steps;          // per block
+  nn::Module* model;  // whose parameters are logged
   std::vector<optim::Optimizer*> optimizers;
   std::function<double()> step;  // one training step; returns its loss
 };
@@ -84,7 +85,10 @@ int main(int argc, char** argv) {
   const Tensor ones_t = ones({64, 1}), zeros_t = zeros({64, 1});
 
   std::vector<Workload> workloads{
-      {"MnistCnn, batch 64", 200, &cnn, {&cnn_opt},
+      {"MnistCnn, batch 64",
+       200,
+       &cnn,
+       {&cnn_opt},
        [&] {
          Tensor loss = cross_entropy(cnn(images), labels);
          cnn_opt.zero_grad();
@@ -92,7 +96,10 @@ int main(int argc, char** argv) {
          cnn_opt.step();
          return loss.item();
        }},
-      {"DCGAN, batch 64", 12, &gan, {&g_opt, &d_opt},
+      {"DCGAN, batch 64",
+       12,
+       &gan,
+       {&g_opt, &d_opt},
        [&] {
          Tensor fake = gen(randn({64, models::kNoiseDim}));
          Tensor ld = nn::binary_cross_entropy_with_logits(disc(real), ones_t) +

@@ -40,5 +40,6 @@ int sched_logs(const std::vector<std::string>& args);
 int sched_drain(const std::vector<std::string>& args);
 int launch(const std::vector<std::string>& args);  // tools/launch.cpp
 int info(const std::vector<std::string>& args);    // tools/info.cpp
+int train(const std::vector<std::string>& args);   // tools/train.cpp
 
 }  // namespace ember::cli
