@@ -1,8 +1,9 @@
-// `ember train FILE [flags]`: trains the classifier a model file (interop/model_file.h, schema
-// proto/train_file.proto) describes, with the examples' loop (examples/common: progress bar,
-// metrics log, evaluation after every epoch, checkpoints, --resume, SIGINT/SIGTERM, --tensorboard,
-// --data-parallel under `ember launch`) — mnist_cnn with its network, optimizer and settings read
-// from the file. Every flag overrides the file's value of the same name.
+// `ember train FILE [flags]`: trains the classifier or the GAN a model file (interop/model_file.h,
+// schema proto/train_file.proto) describes, with the examples' loops (examples/common: progress
+// bar, metrics log, evaluation after every epoch, checkpoints, --resume, SIGINT/SIGTERM,
+// --tensorboard; for a classifier --data-parallel under `ember launch`) — mnist_cnn and mnist_gan
+// with their networks, optimizers and settings read from the file. Every flag overrides the file's
+// value of the same name.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/classifier.h"
+#include "common/gan.h"
 #include "common/parallel_job.h"
 #include "interop/model_file.h"
 #include "tools/command.h"
@@ -19,8 +21,26 @@ namespace ember::cli {
 namespace {
 
 const char* const kDescription =
-    "Trains the classifier a model file describes (its network, MNIST-format data, optimizer and\n"
-    "settings; docs/INTEROP.md). Flags override the file. Example: ember train models/mnist_cnn.pbtxt";
+    "Trains the classifier or GAN a model file describes (its networks, MNIST-format data, optimizers\n"
+    "and settings; docs/INTEROP.md). Flags override the file. Example: ember train models/mnist_cnn.pbtxt";
+
+// The command line as examples::Flags reads it: the file's path stands for the program.
+struct Argv {
+  std::vector<std::string> words;
+  std::vector<char*> ptrs;
+  Argv(const std::string& file, const std::vector<std::string>& args) : words{"ember train " + file} {
+    words.insert(words.end(), args.begin(), args.end());
+    for (std::string& w : words) ptrs.push_back(w.data());
+  }
+  int argc() const { return static_cast<int>(ptrs.size()); }
+  char** argv() { return ptrs.data(); }
+};
+
+Shape example_shape(const train_file::Network& n) {
+  Shape example{1};
+  example.insert(example.end(), n.input_shape().begin(), n.input_shape().end());
+  return example;
+}
 
 // The file's settings as the flags' defaults: the flags given on the command line win.
 void apply_file_defaults(const train_file::TrainFile& s, examples::Flags& flags, examples::CommonFlags& cf) {
@@ -42,11 +62,8 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   const auto& s = file.spec;
   const auto& c = s.classifier();
   const int net_index = model_file::network_index(file, c.network(), "classifier");
-  std::vector<std::string> words{"ember train " + file.path};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  examples::Flags flags(static_cast<int>(argv.size()), argv.data(), kDescription);
+  Argv argv(file.path, args);
+  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
   const double file_lr = solver_lr(c.solver());
   examples::CommonFlags cf(
       flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
@@ -60,8 +77,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   cf.check(flags);
   try {
     const auto& n = s.network(net_index);
-    Shape example{1};
-    example.insert(example.end(), n.input_shape().begin(), n.input_shape().end());
+    const Shape example = example_shape(n);
     if (summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       std::printf("%s", model_file::build_network(file, net_index)->summary(example).c_str());
@@ -122,6 +138,83 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   }
 }
 
+// Both networks of a GAN file in one module, so that one checkpoint holds both (as GanPair).
+class FileGan : public nn::Module {
+ public:
+  FileGan(std::string name, std::shared_ptr<nn::Module> gen, std::shared_ptr<nn::Module> disc)
+      : name_(std::move(name)) {
+    register_module("generator", std::move(gen));
+    register_module("discriminator", std::move(disc));
+  }
+  std::string type_name() const override { return name_; }
+
+ private:
+  std::string name_;
+};
+
+int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
+  const auto& s = file.spec;
+  const auto& g = s.gan();
+  const int gi = model_file::network_index(file, g.generator(), "gan");
+  const int di = model_file::network_index(file, g.discriminator(), "gan");
+  EMBER_CHECK(gi != di, file.at_top("gan"), ": gan names one network as both generator and discriminator");
+  EMBER_CHECK(g.noise_dim() > 0, file.at_top("gan"), ": gan.noise_dim is missing (expected a positive number)");
+  EMBER_CHECK(example_shape(s.network(gi)) == (Shape{1, g.noise_dim()}), file.at(gi),
+              ": the generator's input_shape is ",
+              shape_str(Shape(s.network(gi).input_shape().begin(), s.network(gi).input_shape().end())),
+              " (expected [noise_dim] = [", g.noise_dim(), "])");
+  EMBER_CHECK(example_shape(s.network(di)) == (Shape{1, 1, 28, 28}), file.at(di),
+              ": the discriminator's input_shape must be [1, 28, 28] (the MNIST-format images)");
+  for (const auto* solver : {&g.generator_solver(), &g.discriminator_solver()})
+    EMBER_CHECK(!solver->has_step_lr(), file.at_top("gan"), ": step_lr in a GAN's solver is not supported yet");
+  Argv argv(file.path, args);
+  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
+  const double file_lr = solver_lr(g.generator_solver());
+  examples::CommonFlags cf(
+      flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
+      s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : 2e-4, s.name(),
+      {.lr = "learning rate of both networks (the file's by default)",
+       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+  examples::GanLoopFlags lf(flags);
+  const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
+  flags.finish();
+  apply_file_defaults(s, flags, cf);
+  cf.check(flags);
+  try {
+    if (summary_only) {
+      manual_seed(static_cast<uint64_t>(cf.seed));
+      for (int i : {gi, di})
+        std::printf("%s:\n%s", s.network(i).name().c_str(),
+                    model_file::build_network(file, i)->summary(example_shape(s.network(i))).c_str());
+      return 0;
+    }
+    cf.prepare(flags);
+    if (lf.samples_dir.empty()) lf.samples_dir = cf.checkpoint_dir;
+    manual_seed(static_cast<uint64_t>(cf.seed));
+    auto gen = model_file::build_network(file, gi);
+    auto disc = model_file::build_network(file, di);
+    FileGan pair(s.name(), gen, disc);
+    pair.to(cf.dev());
+    const double lr = flags.given("lr") ? cf.lr : 0.0;
+    auto opt_g = model_file::make_optimizer(file, g.generator_solver(), "gan", gen->parameters(), lr);
+    auto opt_d = model_file::make_optimizer(file, g.discriminator_solver(), "gan", disc->parameters(), lr);
+    const auto& m = s.data().mnist();
+    examples::GanParts parts{.pair = pair,
+                             .gen = *gen,
+                             .disc = *disc,
+                             .opt_g = *opt_g,
+                             .opt_d = *opt_d,
+                             .noise_dim = g.noise_dim(),
+                             .normalize = {m.has_mean() ? m.mean() : 0.5, m.has_std() ? m.std() : 0.5},
+                             .optimizers = "the file's optimizers",
+                             .meta = {{"model_file", file.path}}};
+    return examples::run_gan_loop(cf, lf, s.name(), g.logits(), parts);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ember train: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
@@ -134,27 +227,17 @@ int train(const std::vector<std::string>& args) {
   model_file::LoadedFile file;
   try {
     file = model_file::load(args[0]);
-    if (file.spec.task_case() == train_file::TrainFile::kGan) {
-      // Read, checked and built, not trained: the summary of each network is what it can give.
-      if (args.size() == 2 && args[1] == "--summary") {
-        for (int i = 0; i < file.spec.network_size(); ++i) {
-          Shape example{1};
-          example.insert(example.end(), file.spec.network(i).input_shape().begin(),
-                         file.spec.network(i).input_shape().end());
-          std::printf("%s:\n%s", file.spec.network(i).name().c_str(),
-                      model_file::build_network(file, i)->summary(example).c_str());
-        }
-        return 0;
-      }
-      EMBER_FAIL(file.at_top("gan"),
-                 ": training a GAN from a model file is not built yet (the file is read and checked, and "
-                 "--summary builds its networks); train the GANs with examples/mnist_gan and mnist_dcgan");
-    }
   } catch (const Error& e) {
     std::cerr << "ember train: " << e.what() << "\n";
     return 1;
   }
-  return train_classifier(file, std::vector<std::string>(args.begin() + 1, args.end()));
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    return file.spec.task_case() == train_file::TrainFile::kGan ? train_gan(file, rest) : train_classifier(file, rest);
+  } catch (const Error& e) {  // a GAN file whose networks do not fit the task
+    std::cerr << "ember train: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 }  // namespace ember::cli

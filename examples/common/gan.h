@@ -34,17 +34,27 @@ struct GanPair : nn::Module {
   std::string type_name() const override { return gen.type_name() + "+" + disc.type_name(); }
 };
 
+// The flags of the GAN loop itself: the log interval and the sample grids' folder.
+struct GanLoopFlags {
+  long long log_every = 50;
+  std::string samples_dir;
+  GanLoopFlags() = default;
+  explicit GanLoopFlags(Flags& flags) {
+    log_every = flags.integer_min("log-every", 50, 1, "write a metrics row every N steps");
+    samples_dir = flags.str("samples-dir", "", "where the per-epoch sample grids go (empty: checkpoint-dir)");
+  }
+};
+
 // The flags of the GAN examples: the common ones, then beta1, the DCGAN generator's batch norm,
-// the log interval and the sample grids' folder. The defaults of --lr and --beta1 are per
-// example (each chose what trains its model).
+// and the loop's. The defaults of --lr and --beta1 are per example (each chose what trains its
+// model).
 template <class G>
 struct GanFlags {
   CommonFlags cf;
   double beta1;
   // Only the DCGAN generator has the option; false gives the exact recipe (which collapses).
   bool batch_norm = true;
-  long long log_every;
-  std::string samples_dir;
+  GanLoopFlags loop;
 
   GanFlags(Flags& flags, const std::string& name, long long epochs, double lr, double beta1_def)
       : cf(flags, epochs, 64, lr, name) {
@@ -52,8 +62,7 @@ struct GanFlags {
     if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
       batch_norm = flags.boolean("batch-norm", true,
                                  "batch normalisation in the generator (false: the issue's recipe, which collapses)");
-    log_every = flags.integer_min("log-every", 50, 1, "write a metrics row every N steps");
-    samples_dir = flags.str("samples-dir", "", "where the per-epoch sample grids go (empty: checkpoint-dir)");
+    loop = GanLoopFlags(flags);
   }
 };
 
@@ -87,20 +96,34 @@ struct GanLogWindow {
   }
 };
 
+// The two networks of a GAN, their optimizers, and what the loop needs to know of them.
+struct GanParts {
+  nn::Module& pair;  // both networks: what checkpoints hold
+  nn::Module& gen;
+  nn::Module& disc;
+  optim::Optimizer& opt_g;
+  optim::Optimizer& opt_d;
+  int64_t noise_dim = models::kNoiseDim;
+  std::pair<double, double> normalize = {0.5, 0.5};  // pixels to [-1, 1], the generator's tanh
+  std::string optimizers;                            // for the start-up line ("Adam lr 0.0002 beta1 0.5")
+  std::map<std::string, std::string> meta = {};      // checkpoint metadata beyond the common flags'
+};
+
 // One step of each network on a batch of real images; adds to the epoch's sums and the window.
-template <class G, class D>
-StepReport gan_step(GanPair<G, D>& gan, optim::Adam& opt_g, optim::Adam& opt_d, const GanObjective& obj,
-                    const Tensor& real, RunningSums& sums, GanLogWindow& window) {
+inline StepReport gan_step(GanParts& p, const GanObjective& obj, const Tensor& real, RunningSums& sums,
+                           GanLogWindow& window) {
+  nn::Module &gen = p.gen, &disc = p.disc;
+  optim::Optimizer &opt_g = p.opt_g, &opt_d = p.opt_d;
   const int64_t n = real.size(0);
-  Tensor fake = gan.gen(randn({n, models::kNoiseDim}, {DType::Float32, real.device()}));
+  Tensor fake = gen(randn({n, p.noise_dim}, {DType::Float32, real.device()}));
   // Discriminator: real -> 1, fake -> 0 (the fake batch detached: G is not updated here).
-  Tensor d_real = gan.disc(real), d_fake = gan.disc(fake.detach());
+  Tensor d_real = disc(real), d_fake = disc(fake.detach());
   Tensor loss_d = obj.loss(d_real, 1.0) + obj.loss(d_fake, 0.0);
   opt_d.zero_grad();
   loss_d.backward();
   opt_d.step();
   // Generator: make D call the fakes real (the non-saturating loss of Goodfellow et al.).
-  Tensor loss_g = obj.loss(gan.disc(fake), 1.0);
+  Tensor loss_g = obj.loss(disc(fake), 1.0);
   opt_g.zero_grad();
   loss_g.backward();
   opt_g.step();
@@ -115,13 +138,12 @@ StepReport gan_step(GanPair<G, D>& gan, optim::Adam& opt_g, optim::Adam& opt_d, 
 // The end of an epoch: D's mean score on held-out real images and on the fixed-noise samples,
 // whose grid goes to `samples_dir` (the returned path; empty without a folder) and, as an image,
 // to TensorBoard's "samples" when `tensorboard` is not null.
-template <class G, class D>
-std::tuple<double, double, std::string> gan_epoch_scores(GanPair<G, D>& gan, const data::Dataset& test_set,
-                                                         const Tensor& fixed_noise, const GanObjective& obj,
-                                                         const std::string& samples_dir, int64_t epoch,
-                                                         SummaryWriter* tensorboard, int64_t step) {
+inline std::tuple<double, double, std::string> gan_epoch_scores(GanParts& gan, const data::Dataset& test_set,
+                                                                const Tensor& fixed_noise, const GanObjective& obj,
+                                                                const std::string& samples_dir, int64_t epoch,
+                                                                SummaryWriter* tensorboard, int64_t step) {
   NoGradGuard ng;
-  gan.eval();
+  gan.pair.eval();
   data::DataLoader tl(test_set, {.batch_size = 500, .shuffle = false});
   double test_real = 0, total = 0;
   for (auto& [x, y] : tl) {
@@ -130,7 +152,7 @@ std::tuple<double, double, std::string> gan_epoch_scores(GanPair<G, D>& gan, con
   }
   Tensor samples = gan.gen(fixed_noise);
   const double sample_score = obj.prob(gan.disc(samples));
-  gan.train();
+  gan.pair.train();
   std::string grid;
   const Tensor image = data::make_grid(samples, 8, -1.0, 1.0);
   if (!samples_dir.empty()) {
@@ -144,24 +166,13 @@ std::tuple<double, double, std::string> gan_epoch_scores(GanPair<G, D>& gan, con
   return {test_real / total, sample_score, grid};
 }
 
-// The whole run, once the flags are read and the data found.
-template <class G, class D>
-int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
-  const CommonFlags& cf = f.cf;
-  // Pixels to [-1, 1] to match the generator's tanh.
-  data::MnistOptions mopts{.normalize = std::make_pair(0.5, 0.5), .transform = nullptr, .limit = cf.limit};
+// The whole run of any two networks, once the flags are read, the data found and the networks and
+// their optimizers made (after manual_seed(--seed)).
+inline int run_gan_loop(const CommonFlags& cf, const GanLoopFlags& lf, const std::string& name, bool logits,
+                        GanParts& gan) {
+  data::MnistOptions mopts{.normalize = gan.normalize, .transform = nullptr, .limit = cf.limit};
   data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
   const Device dev = cf.dev();
-  manual_seed(static_cast<uint64_t>(cf.seed));
-  std::unique_ptr<GanPair<G, D>> gan_ptr;
-  if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
-    gan_ptr = std::make_unique<GanPair<G, D>>(models::DcganGeneratorOptions{.batch_norm = f.batch_norm});
-  else
-    gan_ptr = std::make_unique<GanPair<G, D>>();
-  GanPair<G, D>& gan = *gan_ptr;
-  gan.to(dev);
-  optim::Adam opt_g(gan.gen.parameters(), {.lr = cf.lr, .beta1 = f.beta1});
-  optim::Adam opt_d(gan.disc.parameters(), {.lr = cf.lr, .beta1 = f.beta1});
   data::DataLoader loader(train_set, {.batch_size = cf.batch_size,
                                       .drop_last = true,  // equal-sized real and fake batches
                                       .workers = static_cast<int>(cf.workers),
@@ -170,35 +181,35 @@ int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
   EMBER_CHECK(loader.batches_per_epoch() > 0, name, ": --batch-size ", cf.batch_size, " is larger than the ",
               train_set.size(), " training examples");
   std::map<std::string, std::string> meta = cf.settings();
-  meta.insert({{"model", gan.type_name()}, {"data", cf.data_name}, {"generator", gan.gen.extra_repr()}});
-  meta["flag.beta1"] = exact_number(f.beta1);
+  meta.insert({{"model", gan.pair.type_name()}, {"data", cf.data_name}});
+  meta.insert(gan.meta.begin(), gan.meta.end());
   TrainerOptions topts = trainer_options(cf, {"epoch", "step", "d_loss", "g_loss", "d_real", "d_fake", "seconds"});
   topts.rows_per_epoch = false;
-  Trainer trainer(topts, {&gan, {&opt_g, &opt_d}, {{"default", &default_generator()}}}, loader, meta);
+  Trainer trainer(topts, {&gan.pair, {&gan.opt_g, &gan.opt_d}, {{"default", &default_generator()}}}, loader, meta);
   trainer.resume();
   // The fixed noise comes from its own generator, so every epoch's grid (and a resumed run's)
   // shows the same latent points.
   Generator fixed_gen(static_cast<uint64_t>(cf.seed) + 1000003);
-  const Tensor fixed_noise = randn({64, models::kNoiseDim}, {}, &fixed_gen).to(dev);
+  const Tensor fixed_noise = randn({64, gan.noise_dim}, {}, &fixed_gen).to(dev);
   const GanObjective obj{logits};
-  std::printf("Training %s on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g beta1 %g\n",
-              gan.type_name().c_str(), cf.data_name.c_str(), (long long)train_set.size(), device_label(dev).c_str(),
-              cf.epochs, cf.batch_size, cf.lr, f.beta1);
-  std::printf("Generator:\n%sDiscriminator:\n%s", gan.gen.summary({1, models::kNoiseDim}).c_str(),
+  std::printf("Training %s on %s (%lld examples) on %s: %lld epochs, batch %lld, %s\n", gan.pair.type_name().c_str(),
+              cf.data_name.c_str(), (long long)train_set.size(), device_label(dev).c_str(), cf.epochs, cf.batch_size,
+              gan.optimizers.c_str());
+  std::printf("Generator:\n%sDiscriminator:\n%s", gan.gen.summary({1, gan.noise_dim}).c_str(),
               gan.disc.summary({1, 1, 28, 28}).c_str());
   GanLogWindow window;
   auto flush = [&] {
     window.flush(trainer.log(), trainer.position().epoch, trainer.position().step, trainer.epoch_seconds());
   };
   auto step = [&](const Tensor& x, const Tensor&, RunningSums& sums) {
-    StepReport r = gan_step(gan, opt_g, opt_d, obj, x.to(dev), sums, window);
-    if (window.steps >= f.log_every) flush();
+    StepReport r = gan_step(gan, obj, x.to(dev), sums, window);
+    if (window.steps >= lf.log_every) flush();
     return r;
   };
   auto end_epoch = [&](const EpochEnd& e) {
     flush();
     auto [test_real, sample_score, grid] =
-        gan_epoch_scores(gan, test_set, fixed_noise, obj, f.samples_dir, e.epoch, trainer.tensorboard(), e.step);
+        gan_epoch_scores(gan, test_set, fixed_noise, obj, lf.samples_dir, e.epoch, trainer.tensorboard(), e.step);
     const double steps = e.sums.count("steps") ? e.sums.at("steps") : 0.0;
     std::printf("%s: d_loss %.4f g_loss %.4f | D(test images) %.3f D(samples) %.3f | %.1f s%s%s\n", e.title.c_str(),
                 steps ? e.sums.at("d_loss_sum") / steps : 0.0, steps ? e.sums.at("g_loss_sum") / steps : 0.0, test_real,
@@ -212,6 +223,32 @@ int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
   return trainer.fit({.step = step, .end_epoch = end_epoch, .before_checkpoint = flush}, write_generator);
 }
 
+// The examples' run: their models, Adam with one rate and beta1 for both networks.
+template <class G, class D>
+int run_gan(GanFlags<G>& f, const std::string& name, bool logits) {
+  const CommonFlags& cf = f.cf;
+  manual_seed(static_cast<uint64_t>(cf.seed));
+  std::unique_ptr<GanPair<G, D>> gan_ptr;
+  if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
+    gan_ptr = std::make_unique<GanPair<G, D>>(models::DcganGeneratorOptions{.batch_norm = f.batch_norm});
+  else
+    gan_ptr = std::make_unique<GanPair<G, D>>();
+  GanPair<G, D>& gan = *gan_ptr;
+  gan.to(cf.dev());
+  optim::Adam opt_g(gan.gen.parameters(), {.lr = cf.lr, .beta1 = f.beta1});
+  optim::Adam opt_d(gan.disc.parameters(), {.lr = cf.lr, .beta1 = f.beta1});
+  char optimizers[96];
+  std::snprintf(optimizers, sizeof optimizers, "Adam lr %g beta1 %g", cf.lr, f.beta1);
+  GanParts parts{.pair = gan,
+                 .gen = gan.gen,
+                 .disc = gan.disc,
+                 .opt_g = opt_g,
+                 .opt_d = opt_d,
+                 .optimizers = optimizers,
+                 .meta = {{"generator", gan.gen.extra_repr()}, {"flag.beta1", exact_number(f.beta1)}}};
+  return run_gan_loop(cf, f.loop, name, logits, parts);
+}
+
 // The program: `logits`: D outputs logits (BCE with logits) rather than probabilities (BCE).
 template <class G, class D>
 int train_gan(int argc, char** argv, const std::string& name, const std::string& description, bool logits,
@@ -223,10 +260,10 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
   try {
     // The data first, then the output folders: bad data leave no empty folder behind.
     f.cf.prepare(flags);
-    if (f.samples_dir.empty())
-      f.samples_dir = f.cf.checkpoint_dir;
+    if (f.loop.samples_dir.empty())
+      f.loop.samples_dir = f.cf.checkpoint_dir;
     else
-      prepare_output_dir(flags, "samples-dir", f.samples_dir, /*fresh=*/false, /*overwrite=*/false);
+      prepare_output_dir(flags, "samples-dir", f.loop.samples_dir, /*fresh=*/false, /*overwrite=*/false);
     return run_gan<G, D>(f, name, logits);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());

@@ -115,6 +115,22 @@ TEST(ModelFile, LeNetAndTheMlpGanToo) {
   EXPECT_EQ((*g)(randn({2, 100})).shape(), (Shape{2, 1, 28, 28}));
 }
 
+TEST(ModelFile, TheDcganToo) {
+  const auto file = model_file::load(shipped("dcgan.pbtxt"));
+  manual_seed(8);
+  auto g = model_file::build_network(file, model_file::network_index(file, "generator", "gan"));
+  auto d = model_file::build_network(file, model_file::network_index(file, "discriminator", "gan"));
+  manual_seed(8);
+  models::DcganGenerator g_ref;
+  models::DcganDiscriminator d_ref;
+  EXPECT_TRUE(same_state(*g, g_ref));
+  EXPECT_TRUE(same_state(*d, d_ref));
+  g->eval(), g_ref.eval();
+  NoGradGuard ng;
+  const Tensor z = randn({2, 100});
+  EXPECT_EQ((*g)(z).to_vector<double>(), g_ref(z).to_vector<double>());
+}
+
 TEST(ModelFile, AResidualNetworkRunsItsJoins) {
   const auto file = model_file::load(shipped("residual_cnn.pbtxt"));
   auto net = model_file::build_network(file, 0);
