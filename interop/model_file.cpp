@@ -265,6 +265,62 @@ std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Ten
   return nullptr;
 }
 
+// Re-initialises `t` as `init` says (after the layer's own default initialisation).
+void apply_init(const Site& at, const train_file::Init& init, Tensor& t, const std::string& field) {
+  using train_file::Init;
+  at.check(t.defined(), field,
+           "the layer has no " + std::string(field == "weight_init" ? "weight" : "bias") + " to initialise");
+  switch (init.kind_case()) {
+    case Init::kNormal:
+      at.check(init.normal().std() > 0, field, "normal.std must be positive");
+      nn::init::normal_(t, init.normal().mean(), init.normal().std());
+      return;
+    case Init::kUniform:
+      at.check(init.uniform().high() > init.uniform().low(), field, "uniform needs low < high");
+      nn::init::uniform_(t, init.uniform().low(), init.uniform().high());
+      return;
+    case Init::kConstant:
+      nn::init::constant_(t, init.constant());
+      return;
+    case Init::kXavierUniform:
+    case Init::kXavierNormal:
+    case Init::kOrthogonal: {
+      const auto& g = init.kind_case() == Init::kXavierUniform  ? init.xavier_uniform()
+                      : init.kind_case() == Init::kXavierNormal ? init.xavier_normal()
+                                                                : init.orthogonal();
+      const double gain = g.has_gain() ? g.gain() : 1.0;
+      at.check(t.dim() >= 2, field, "this initialisation needs a weight of at least 2 dimensions");
+      if (init.kind_case() == Init::kXavierUniform)
+        nn::init::xavier_uniform_(t, gain);
+      else if (init.kind_case() == Init::kXavierNormal)
+        nn::init::xavier_normal_(t, gain);
+      else
+        nn::init::orthogonal_(t, gain);
+      return;
+    }
+    case Init::kKaimingUniform:
+    case Init::kKaimingNormal: {
+      const auto& k = init.kind_case() == Init::kKaimingUniform ? init.kaiming_uniform() : init.kaiming_normal();
+      at.check(t.dim() >= 2, field, "kaiming initialisation needs a weight of at least 2 dimensions");
+      const auto mode = k.fan_out() ? nn::init::FanMode::FanOut : nn::init::FanMode::FanIn;
+      if (init.kind_case() == Init::kKaimingUniform)
+        nn::init::kaiming_uniform_(t, k.a(), mode);
+      else
+        nn::init::kaiming_normal_(t, k.a(), mode);
+      return;
+    }
+    case Init::KIND_NOT_SET:
+      at.fail(field, "an empty initialisation (expected normal, uniform, constant, ...)");
+  }
+}
+
+// The layer's own parameter named `name`, or an undefined tensor.
+Tensor own_parameter(nn::Module& m, const std::string& name) {
+  for (auto& [n, t] : m.named_parameters(false))
+    if (n == name) return t;
+  return {};
+}
+
 const char* kind_name(const Layer& l) {
   if (l.kind_case() == Layer::KIND_NOT_SET) return "no kind";
   return Layer::descriptor()->FindFieldByNumber(l.kind_case())->name().c_str();
@@ -317,6 +373,12 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network) {
         out = nn::apply_join(node.join, node.dim, in);
       } else {
         node.module = make_layer(at, l, in[0]);
+        if (l.has_weight_init() || l.has_bias_init()) {
+          NoGradGuard ng;
+          Tensor w = own_parameter(*node.module, "weight"), b = own_parameter(*node.module, "bias");
+          if (l.has_weight_init()) apply_init(at, l.weight_init(), w, "weight_init");
+          if (l.has_bias_init()) apply_init(at, l.bias_init(), b, "bias_init");
+        }
         node.module->eval();  // its shape without touching batch-norm statistics; training mode after
         out = (*node.module)(in[0]);
         node.module->train();

@@ -14,6 +14,8 @@
 #include "common/classifier.h"
 #include "common/gan.h"
 #include "common/parallel_job.h"
+#include "data/csv_dataset.h"
+#include "data/image_folder.h"
 #include "interop/model_file.h"
 #include "tools/command.h"
 
@@ -42,10 +44,87 @@ Shape example_shape(const train_file::Network& n) {
   return example;
 }
 
+// The first `n` examples of a data set (--limit for the sources that have no limit of their own).
+class FirstN : public data::Dataset {
+ public:
+  FirstN(std::unique_ptr<data::Dataset> all, int64_t n) : all_(std::move(all)), n_(std::min(n, all_->size())) {}
+  int64_t size() const override { return n_; }
+  data::Example get(int64_t index, Generator& gen) const override { return all_->get(index, gen); }
+
+ private:
+  std::unique_ptr<data::Dataset> all_;
+  int64_t n_;
+};
+
+// A classifier's training and test sets, and how the start-up line and the resume check name them.
+struct ClassifierData {
+  std::unique_ptr<data::Dataset> train, test;
+};
+
+// The data source of the file (MNIST: through the examples' --data rules), after which the
+// checkpoint folder is prepared (bad data leave no empty folder behind).
+ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
+  const auto& d = file.spec.data();
+  ClassifierData out;
+  auto limited = [&](std::unique_ptr<data::Dataset> ds) -> std::unique_ptr<data::Dataset> {
+    if (cf.limit < 0) return ds;
+    return std::make_unique<FirstN>(std::move(ds), cf.limit);
+  };
+  const std::filesystem::path here = std::filesystem::path(file.path).parent_path();
+  auto resolve = [&](const std::string& p, const char* what) {
+    EMBER_CHECK(!p.empty(), file.at_top("data"), ": data.", what, " is missing (expected a path)");
+    return std::filesystem::path(p).is_absolute() ? p : (here / p).string();
+  };
+  if (d.has_mnist()) {
+    cf.prepare(flags);
+    const auto& m = d.mnist();
+    data::MnistOptions mopts{
+        .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
+        .transform = nullptr,
+        .limit = cf.limit};
+    out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
+    out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
+    return out;
+  }
+  if (flags.given("data"))
+    flags.fail("--data names an MNIST folder; this file's data are " +
+               std::string(d.has_csv() ? "CSV files" : "image folders"));
+  if (d.has_image_folder()) {
+    const auto& f = d.image_folder();
+    EMBER_CHECK(f.height() > 0 && f.width() > 0, file.at_top("data"),
+                ": data.image_folder needs height and width (every image is resized to them)");
+    data::ImageFolderOptions o{
+        .height = f.height(), .width = f.width(), .channels = f.channels() == 0 ? 3 : static_cast<int>(f.channels())};
+    if (f.has_mean() || f.has_std()) {
+      const double mean = f.mean(), sd = f.has_std() ? f.std() : 1.0;
+      EMBER_CHECK(sd > 0, file.at_top("data"), ": data.image_folder.std must be positive");
+      o.transform = [mean, sd](const Tensor& x, Generator&) { return (x - mean) / sd; };
+    }
+    const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
+    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
+    out.test = limited(std::make_unique<data::ImageFolder>(test, o));
+    cf.data_root = train, cf.data_name = "the image folder " + train;
+  } else {
+    const auto& c = d.csv();
+    data::CsvOptions o{.label_column = c.label_column()};
+    const std::string train = resolve(c.train(), "csv.train"), test = resolve(c.test(), "csv.test");
+    out.train = limited(std::make_unique<data::CsvDataset>(train, o));
+    out.test = limited(std::make_unique<data::CsvDataset>(test, o));
+    cf.data_root = train, cf.data_name = "the CSV file " + train;
+  }
+  examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+  return out;
+}
+
 // The file's settings as the flags' defaults: the flags given on the command line win.
-void apply_file_defaults(const train_file::TrainFile& s, examples::Flags& flags, examples::CommonFlags& cf) {
+void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
+  const auto& s = file.spec;
   const auto& d = s.data();
-  if (!flags.given("data") && !d.mnist().dir().empty()) cf.data = d.mnist().dir(), cf.data_given = true;
+  if (!flags.given("data") && !d.mnist().dir().empty()) {
+    const std::filesystem::path dir = d.mnist().dir();  // from the model file's folder, as every path in it
+    cf.data = dir.is_absolute() ? dir.string() : (std::filesystem::path(file.path).parent_path() / dir).string();
+    cf.data_given = true;
+  }
   if (!flags.given("seed")) cf.seed = s.training().seed();
   if (!flags.given("limit") && d.has_limit()) cf.limit = d.limit();
   if (!flags.given("workers") && d.workers() > 0) cf.workers = d.workers();
@@ -73,7 +152,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   const bool summary_only = flags.boolean("summary", false, "print the network's summary and exit");
   examples::ParallelJob job("ember train", examples::ParallelFlags(flags));
   flags.finish();
-  apply_file_defaults(s, flags, cf);
+  apply_file_defaults(file, flags, cf);
   cf.check(flags);
   try {
     const auto& n = s.network(net_index);
@@ -84,13 +163,15 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
       return 0;
     }
     const Device dev = job.start(cf.dev());
-    cf.prepare(flags);
-    const auto& m = s.data().mnist();
-    data::MnistOptions mopts{
-        .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
-        .transform = nullptr,
-        .limit = cf.limit};
-    data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
+    ClassifierData sets = classifier_data(file, flags, cf);
+    const data::Dataset &train_set = *sets.train, &test_set = *sets.test;
+    EMBER_CHECK(train_set.size() > 0 && test_set.size() > 0, s.name(), ": the data have ", train_set.size(),
+                " training and ", test_set.size(), " test examples (expected some of each)");
+    Generator probe(0);
+    const Shape data_shape = train_set.get(0, probe).input.shape();
+    EMBER_CHECK(data_shape == Shape(n.input_shape().begin(), n.input_shape().end()), file.at(net_index), ": network '",
+                n.name(), "' takes examples of ", shape_str(Shape(n.input_shape().begin(), n.input_shape().end())),
+                ", but ", cf.data_name, " gives ", shape_str(data_shape), " (expected input_shape to match)");
     manual_seed(static_cast<uint64_t>(cf.seed));
     std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
     net->to(dev);
@@ -165,6 +246,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
               " (expected [noise_dim] = [", g.noise_dim(), "])");
   EMBER_CHECK(example_shape(s.network(di)) == (Shape{1, 1, 28, 28}), file.at(di),
               ": the discriminator's input_shape must be [1, 28, 28] (the MNIST-format images)");
+  EMBER_CHECK(s.data().has_mnist(), file.at_top("data"), ": a GAN trains on MNIST-format images (data { mnist {} })");
   for (const auto* solver : {&g.generator_solver(), &g.discriminator_solver()})
     EMBER_CHECK(!solver->has_step_lr(), file.at_top("gan"), ": step_lr in a GAN's solver is not supported yet");
   Argv argv(file.path, args);
@@ -178,7 +260,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   examples::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();
-  apply_file_defaults(s, flags, cf);
+  apply_file_defaults(file, flags, cf);
   cf.check(flags);
   try {
     if (summary_only) {

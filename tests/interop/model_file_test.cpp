@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -146,6 +147,34 @@ TEST(ModelFile, AResidualNetworkRunsItsJoins) {
   Tensor y = layer("head")(layer("flatten")(layer("gap")(layer("pool2")(layer("relu2")(h + r)))));
   EXPECT_EQ((*net)(x).to_vector<double>(), y.to_vector<double>());
   EXPECT_EQ(net->num_parameters(), 320 + 9248 * 2 + 3 * 64 + 330);
+}
+
+TEST(ModelFile, InitialisationsReplaceTheDefaultOnes) {
+  const fs::path path = fs::temp_directory_path() / ("ember_model_init_" + std::to_string(::getpid()) + ".pbtxt");
+  std::ofstream(path) << kHead << R"(network {
+  name: "net"
+  input_shape: [64]
+  layer { name: "a" linear { out_features: 256 } weight_init { normal { std: 0.02 } } bias_init { constant: 0.5 } }
+  layer { name: "b" linear { out_features: 8 } weight_init { xavier_uniform { gain: 2 } } }
+})";
+  const auto file = model_file::load(path.string());
+  fs::remove(path);
+  auto net = model_file::build_network(file, 0);
+  auto& seq = dynamic_cast<nn::Sequential&>(*net);
+  const auto& a = dynamic_cast<nn::Linear&>(seq.child("a"));
+  const auto& b = dynamic_cast<nn::Linear&>(seq.child("b"));
+  const double sd = std::sqrt(var(a.weight).item());
+  EXPECT_NEAR(sd, 0.02, 0.002);  // 16,384 draws
+  for (double v : a.bias.to_vector<double>()) EXPECT_EQ(v, 0.5);
+  // Xavier with gain 2 over fan-in 256 and fan-out 8: U(-bound, bound), bound = 2 sqrt(6 / 264).
+  const double bound = 2 * std::sqrt(6.0 / 264.0);
+  EXPECT_LE(b.weight.abs().max().item(), bound);
+  EXPECT_GT(b.weight.abs().max().item(), 0.9 * bound);
+  // What has no weight has nothing to initialise.
+  EXPECT_TRUE(
+      has(error_for(std::string(kHead) + "network {\n  name: \"n\"\n  input_shape: [4]\n"
+                                         "  layer { name: \"r\" relu {}\n    weight_init { constant: 1 } }\n}\n"),
+          "9: network 'n', layer 'r' (relu): the layer has no weight to initialise"));
 }
 
 TEST(ModelFile, EveryMistakeNamesTheFileLineLayerAndField) {
