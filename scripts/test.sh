@@ -67,7 +67,7 @@ if [[ "${EMBER_CLANG:-1}" != 0 ]]; then
   # default CPU level. At -O1 with assertions on: clang's warnings come from its front end, which
   # -O3 does not change, and -O1 compiles the kernels in less than half the time (the optimised
   # build users run is the Release pass above).
-  CC=clang CXX=clang++ TARGETS="ember_core_tests ember_layers_tests resume_check ember_models ember_scheduler ember_data" \
+  CC=clang CXX=clang++ TARGETS="ember_core_tests ember_layers_tests resume_check ember_models ember_scheduler ember_data ember_interop" \
     CTEST_ARGS="-L ^(core|layers)$ -LE cpu_levels" \
     build_and_test build-clang clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
     -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF
