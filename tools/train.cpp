@@ -137,18 +137,25 @@ double solver_lr(const train_file::Solver& solver) {
   return solver.has_adam() ? solver.adam().lr() : solver.has_sgd() ? solver.sgd().lr() : 0.0;
 }
 
+// The common flags with the file's epochs, batch size, learning rate (`solver`'s, else `lr_def`) and
+// checkpoint folder as their defaults.
+examples::CommonFlags common_flags(examples::Flags& flags, const train_file::TrainFile& s,
+                                   const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
+  const double file_lr = solver_lr(solver);
+  return examples::CommonFlags(
+      flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
+      s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
+      {.lr = lr_help,
+       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+}
+
 int train_classifier(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
   const auto& s = file.spec;
   const auto& c = s.classifier();
   const int net_index = model_file::network_index(file, c.network(), "classifier");
   Argv argv(file.path, args);
   examples::Flags flags(argv.argc(), argv.argv(), kDescription);
-  const double file_lr = solver_lr(c.solver());
-  examples::CommonFlags cf(
-      flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
-      s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : 1e-3, s.name(),
-      {.lr = "learning rate (the file's by default)",
-       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+  examples::CommonFlags cf = common_flags(flags, s, c.solver(), 1e-3, "learning rate (the file's by default)");
   const bool summary_only = flags.boolean("summary", false, "print the network's summary and exit");
   examples::ParallelJob job("ember train", examples::ParallelFlags(flags));
   flags.finish();
@@ -251,12 +258,8 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
     EMBER_CHECK(!solver->has_step_lr(), file.at_top("gan"), ": step_lr in a GAN's solver is not supported yet");
   Argv argv(file.path, args);
   examples::Flags flags(argv.argc(), argv.argv(), kDescription);
-  const double file_lr = solver_lr(g.generator_solver());
-  examples::CommonFlags cf(
-      flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
-      s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : 2e-4, s.name(),
-      {.lr = "learning rate of both networks (the file's by default)",
-       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+  examples::CommonFlags cf =
+      common_flags(flags, s, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
   examples::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();

@@ -16,9 +16,11 @@
 #include "layers/nn.h"
 #include "models/gan.h"
 #include "models/mnist_cnn.h"
+#include "test_helpers.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
+using test_util::has;
 
 namespace {
 
@@ -62,10 +64,6 @@ name: "t"
 data { mnist {} batch_size: 8 }
 classifier { solver { adam { lr: 0.001 } } }
 )";
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 }  // namespace
 

@@ -18,10 +18,12 @@
 #include "models/gan.h"
 #include "models/lstm.h"
 #include "models/mnist_cnn.h"
+#include "test_helpers.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
 using onnx_schema::ModelProto;
+using test_util::error_of;
 
 namespace {
 
@@ -67,15 +69,6 @@ const onnx_schema::AttributeProto* attribute(const onnx_schema::NodeProto& n, co
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
   return nullptr;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
