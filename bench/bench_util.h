@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,19 @@ inline bool help_requested(int argc, char** argv, const char* usage) {
       return true;
     }
   return false;
+}
+
+// Runs a benchmark's main body: an error (a bad EMBER_CPU_CAPABILITY, a missing data file) is a
+// message and exit status 1, not an uncaught exception that aborts.
+template <typename F>
+int guarded_main(const char* program, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 1;
+  }
 }
 
 inline std::string fmt(double v, const char* f = "%.2f") {

@@ -169,120 +169,122 @@ std::string per_rank_ms(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(
-          argc, argv,
-          "usage: %s [steps=6] [rounds=3]\n\nData-parallel training throughput on MPI ranks; run it as: ember launch "
-          "-n 2 -- build/bench/ddp\n"))
-    return 0;
-  int steps = argc > 1 ? std::atoi(argv[1]) : 6;
-  int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
-  if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
-  MpiCommunicator comm;
-  const int n = comm.size();
-  // Small buckets: this model's 0.37 MB of gradients would otherwise fit in the 1 MB first bucket,
-  // and nothing could start before backward ends.
-  DdpOptions base;
-  base.first_bucket_cap_mb = 0.01;
-  base.bucket_cap_mb = 0.15;
-  base.gradient_as_bucket_view = true;  // no copy of the buckets per step
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(
+            argc, argv,
+            "usage: %s [steps=6] [rounds=3]\n\nData-parallel training throughput on MPI ranks; run it as: ember launch "
+            "-n 2 -- build/bench/ddp\n"))
+      return 0;
+    int steps = argc > 1 ? std::atoi(argv[1]) : 6;
+    int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+    if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
+    MpiCommunicator comm;
+    const int n = comm.size();
+    // Small buckets: this model's 0.37 MB of gradients would otherwise fit in the 1 MB first bucket,
+    // and nothing could start before backward ends.
+    DdpOptions base;
+    base.first_bucket_cap_mb = 0.01;
+    base.bucket_cap_mb = 0.15;
+    base.gradient_as_bucket_view = true;  // no copy of the buckets per step
 
-  std::vector<Workload> loads;
-  loads.push_back({"MnistCnn", 32,
-                   [] {
-                     manual_seed(1);
-                     return std::make_shared<models::MnistCnn>();
-                   },
-                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
-                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                     Tensor x = randn({rows, 1, 28, 28}, {}, &g);
-                     Tensor y = randint(0, 10, {rows}, {.dtype = DType::Int64}, &g);
-                     return cross_entropy(d ? d->forward(x) : m(x), y);
-                   }});
-  loads.push_back({"LstmLM (V=2000, T=35)", 16,
-                   [] {
-                     manual_seed(1);
-                     return std::make_shared<models::LstmLanguageModel>(
-                         models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
-                   },
-                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
-                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                     Tensor tok = randint(0, 2000, {rows, 36}, {.dtype = DType::Int64}, &g);
-                     Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
-                     auto& lm = static_cast<models::LstmLanguageModel&>(m);
-                     Tensor logits = lm.forward_with_state(in).output;
-                     if (d) d->prepare_for_backward({logits});
-                     return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
-                   }});
+    std::vector<Workload> loads;
+    loads.push_back({"MnistCnn", 32,
+                     [] {
+                       manual_seed(1);
+                       return std::make_shared<models::MnistCnn>();
+                     },
+                     [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
+                       Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                       Tensor x = randn({rows, 1, 28, 28}, {}, &g);
+                       Tensor y = randint(0, 10, {rows}, {.dtype = DType::Int64}, &g);
+                       return cross_entropy(d ? d->forward(x) : m(x), y);
+                     }});
+    loads.push_back({"LstmLM (V=2000, T=35)", 16,
+                     [] {
+                       manual_seed(1);
+                       return std::make_shared<models::LstmLanguageModel>(
+                           models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
+                     },
+                     [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
+                       Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                       Tensor tok = randint(0, 2000, {rows, 36}, {.dtype = DType::Int64}, &g);
+                       Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
+                       auto& lm = static_cast<models::LstmLanguageModel&>(m);
+                       Tensor logits = lm.forward_with_state(in).output;
+                       if (d) d->prepare_for_backward({logits});
+                       return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
+                     }});
 
-  bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "wait for slowest ms",
-                  "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden", "comm thread CPU ms/step"}};
-  bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
-  auto& alone_rows = probe_t.rows;
-  for (auto& w : loads) {
-    // Rounds interleave the configurations, so a change in the machine's load hits all.
-    Samples s_alone, s_on, s_off, s_weighted, s_concurrent;
-    for (int r = 0; r < rounds; ++r) {
-      if (comm.rank() == 0) run(w, comm, Mode::Alone, steps, base, s_alone);
-      comm.barrier("reference done")->wait();
-      run(w, comm, Mode::Overlap, steps, base, s_on);
-      run(w, comm, Mode::NoOverlap, steps, base, s_off);
-      run(w, comm, Mode::SpeedWeighted, steps, base, s_weighted);
-      comm.barrier("concurrent start")->wait();
-      run(w, comm, Mode::Alone, steps, base, s_concurrent);
-      comm.barrier("concurrent done")->wait();
-    }
-    Phase alone = medians(s_alone);
-    // The same buckets all-reduced with no compute running: the transfer cost alone, against
-    // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
-    {
-      auto model = w.make();
-      DistributedDataParallel probe(*model, comm, base);
-      std::vector<Tensor> flats;
-      for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
-      std::vector<double> ts;
-      for (int r = 0; r < 15; ++r) {
-        comm.barrier("probe")->wait();
-        auto t0 = Clock::now();
-        std::vector<WorkPtr> ws;
-        for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
-        for (auto& x : ws) x->wait();
-        ts.push_back(bench::seconds(Clock::now() - t0));
+    bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "wait for slowest ms",
+                    "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden", "comm thread CPU ms/step"}};
+    bench::Table probe_t{{"model", "buckets", "gradient MB", "all-reduce ms, no compute"}};
+    auto& alone_rows = probe_t.rows;
+    for (auto& w : loads) {
+      // Rounds interleave the configurations, so a change in the machine's load hits all.
+      Samples s_alone, s_on, s_off, s_weighted, s_concurrent;
+      for (int r = 0; r < rounds; ++r) {
+        if (comm.rank() == 0) run(w, comm, Mode::Alone, steps, base, s_alone);
+        comm.barrier("reference done")->wait();
+        run(w, comm, Mode::Overlap, steps, base, s_on);
+        run(w, comm, Mode::NoOverlap, steps, base, s_off);
+        run(w, comm, Mode::SpeedWeighted, steps, base, s_weighted);
+        comm.barrier("concurrent start")->wait();
+        run(w, comm, Mode::Alone, steps, base, s_concurrent);
+        comm.barrier("concurrent done")->wait();
       }
-      int64_t total = 0;
-      for (const auto& f : flats) total += f.numel();
-      alone_rows.push_back({w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
-                            fmt("%.2f", median(ts) * 1e3)});
+      Phase alone = medians(s_alone);
+      // The same buckets all-reduced with no compute running: the transfer cost alone, against
+      // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
+      {
+        auto model = w.make();
+        DistributedDataParallel probe(*model, comm, base);
+        std::vector<Tensor> flats;
+        for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
+        std::vector<double> ts;
+        for (int r = 0; r < 15; ++r) {
+          comm.barrier("probe")->wait();
+          auto t0 = Clock::now();
+          std::vector<WorkPtr> ws;
+          for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
+          for (auto& x : ws) x->wait();
+          ts.push_back(bench::seconds(Clock::now() - t0));
+        }
+        int64_t total = 0;
+        for (const auto& f : flats) total += f.numel();
+        alone_rows.push_back({w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
+                              fmt("%.2f", median(ts) * 1e3)});
+      }
+      double sps1 = static_cast<double>(w.batch) / alone.step_s;
+      t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
+                        fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-", "-"});
+      for (auto [label, samples] : {std::pair{"overlap on", &s_on}, std::pair{"overlap off", &s_off},
+                                    std::pair{"overlap on, speed-weighted split", &s_weighted},
+                                    std::pair{"no all-reduce (ceiling)", &s_concurrent}}) {
+        const Phase p = medians(*samples);
+        const bool ddp = samples != &s_concurrent;
+        // DDP ranks step together; ranks running alone at once do not, and their throughputs add up.
+        std::vector<double> step_s = gather(comm, p.step_s);
+        double sps = 0;
+        for (double st : step_s) sps += static_cast<double>(w.batch) / st;
+        const double wait = lockstep_wait(comm, samples->compute);
+        t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label, per_rank_ms(step_s),
+                          per_rank_ms(gather(comm, p.compute_s)), ddp ? fmt("%.2f", wait * 1e3) : "-", fmt("%.0f", sps),
+                          fmt("%.2f", sps / sps1), fmt("%.0f%%", 100.0 * sps / (n * sps1)),
+                          ddp ? fmt("%.2f", p.comm_s * 1e3) : "-", ddp ? fmt("%.0f%%", 100.0 * p.hidden) : "-",
+                          ddp ? per_rank_ms(gather(comm, p.comm_cpu_s)) : "-"});
+      }
     }
-    double sps1 = static_cast<double>(w.batch) / alone.step_s;
-    t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
-                      fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-", "-"});
-    for (auto [label, samples] : {std::pair{"overlap on", &s_on}, std::pair{"overlap off", &s_off},
-                                  std::pair{"overlap on, speed-weighted split", &s_weighted},
-                                  std::pair{"no all-reduce (ceiling)", &s_concurrent}}) {
-      const Phase p = medians(*samples);
-      const bool ddp = samples != &s_concurrent;
-      // DDP ranks step together; ranks running alone at once do not, and their throughputs add up.
-      std::vector<double> step_s = gather(comm, p.step_s);
-      double sps = 0;
-      for (double st : step_s) sps += static_cast<double>(w.batch) / st;
-      const double wait = lockstep_wait(comm, samples->compute);
-      t.rows.push_back({w.name, std::to_string(w.batch), std::to_string(n) + " ranks, " + label, per_rank_ms(step_s),
-                        per_rank_ms(gather(comm, p.compute_s)), ddp ? fmt("%.2f", wait * 1e3) : "-", fmt("%.0f", sps),
-                        fmt("%.2f", sps / sps1), fmt("%.0f%%", 100.0 * sps / (n * sps1)),
-                        ddp ? fmt("%.2f", p.comm_s * 1e3) : "-", ddp ? fmt("%.0f%%", 100.0 * p.hidden) : "-",
-                        ddp ? per_rank_ms(gather(comm, p.comm_cpu_s)) : "-"});
+    if (comm.rank() == 0) {
+      bench::print_cpu_line();
+      std::printf(
+          "bench/ddp: %d ranks, %d rounds x %d timed steps per row (medians), %d math thread(s) per rank, "
+          "buckets %.2f MB first / %.2f MB, gradients as bucket views, all_reduce through %s\n",
+          n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb,
+          comm.shared_memory_all_reduce() ? "shared memory" : "MPI");
+      t.print();
+      std::printf("\n");
+      probe_t.print();
     }
-  }
-  if (comm.rank() == 0) {
-    bench::print_cpu_line();
-    std::printf(
-        "bench/ddp: %d ranks, %d rounds x %d timed steps per row (medians), %d math thread(s) per rank, "
-        "buckets %.2f MB first / %.2f MB, gradients as bucket views, all_reduce through %s\n",
-        n, rounds, steps, get_num_threads(), base.first_bucket_cap_mb, base.bucket_cap_mb,
-        comm.shared_memory_all_reduce() ? "shared memory" : "MPI");
-    t.print();
-    std::printf("\n");
-    probe_t.print();
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -202,37 +202,39 @@ void training_rows(Table& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(
-          argc, argv,
-          "usage: %s [--quick]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput on a GPU "
-          "(n/a rows without one).\n"))
-    return 0;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      g_quick = true;
-    } else {
-      std::fprintf(stderr, "gpu: unknown argument '%s' (usage: gpu [--quick])\n", argv[i]);
-      return 2;
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(
+            argc, argv,
+            "usage: %s [--quick]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput on a GPU "
+            "(n/a rows without one).\n"))
+      return 0;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--quick") == 0) {
+        g_quick = true;
+      } else {
+        std::fprintf(stderr, "gpu: unknown argument '%s' (usage: gpu [--quick])\n", argv[i]);
+        return 2;
+      }
     }
-  }
-  Table kernels{{"kernel", "size", "native", "vendor (cuBLAS/cuDNN)", "vendor/native time"}, {}};
-  Table training{{"training", "size", "throughput", "Ember launches/step", ""}, {}};
-  if (cuda_device_count() == 0) {
-    std::printf("bench/gpu: skipped: no CUDA device (%s)\n",
-                EMBER_WITH_CUDA ? "built with CUDA" : "built without CUDA");
-    for (const char* row : {"sgemm 1024..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "lstm fwd/bwd"})
-      kernels.rows.push_back({row, "", "n/a (no GPU)", "n/a (no GPU)", "n/a"});
-    for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)"})
-      training.rows.push_back({row, "batch 64", "n/a (no GPU)", "n/a", ""});
-  } else {
-    gemm_rows(kernels);
-    conv_rows(kernels);
-    lstm_rows(kernels);
-    training_rows(training);
-  }
-  std::printf("\nvendor/native time > 1 means Ember's kernel is faster. Medians of %d runs.\n", g_quick ? 3 : 7);
-  kernels.print();
-  std::printf("\n");
-  training.print();
-  return 0;
+    Table kernels{{"kernel", "size", "native", "vendor (cuBLAS/cuDNN)", "vendor/native time"}, {}};
+    Table training{{"training", "size", "throughput", "Ember launches/step", ""}, {}};
+    if (cuda_device_count() == 0) {
+      std::printf("bench/gpu: skipped: no CUDA device (%s)\n",
+                  EMBER_WITH_CUDA ? "built with CUDA" : "built without CUDA");
+      for (const char* row : {"sgemm 1024..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "lstm fwd/bwd"})
+        kernels.rows.push_back({row, "", "n/a (no GPU)", "n/a (no GPU)", "n/a"});
+      for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)"})
+        training.rows.push_back({row, "batch 64", "n/a (no GPU)", "n/a", ""});
+    } else {
+      gemm_rows(kernels);
+      conv_rows(kernels);
+      lstm_rows(kernels);
+      training_rows(training);
+    }
+    std::printf("\nvendor/native time > 1 means Ember's kernel is faster. Medians of %d runs.\n", g_quick ? 3 : 7);
+    kernels.print();
+    std::printf("\n");
+    training.print();
+    return 0;
+  });
 }

@@ -157,47 +157,49 @@ void bench_optim(Table& t, const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(
-          argc, argv,
-          "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n\nTimes convolution, pooling, LSTM and optimizer "
-          "steps beside libtorch (when built with it).\n"))
-    return 0;
-  int threads = get_num_threads();
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
-      g_only = argv[++i];
-    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      g_reps = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n", argv[0]);
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(
+            argc, argv,
+            "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n\nTimes convolution, pooling, LSTM and optimizer "
+            "steps beside libtorch (when built with it).\n"))
+      return 0;
+    int threads = get_num_threads();
+    for (int i = 1; i < argc; ++i) {
+      if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+        threads = std::atoi(argv[++i]);
+      } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+        g_only = argv[++i];
+      } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+        g_reps = std::atoi(argv[++i]);
+      } else {
+        std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--only SUBSTRING]\n", argv[0]);
+        return 2;
+      }
+    }
+    if (threads < 1 || g_reps < 1) {
+      std::fprintf(stderr, "layers: --threads and --reps must be at least 1\n");
       return 2;
     }
-  }
-  if (threads < 1 || g_reps < 1) {
-    std::fprintf(stderr, "layers: --threads and --reps must be at least 1\n");
-    return 2;
-  }
-  set_num_threads(threads);  // OpenMP and OpenBLAS
-  ref::set_threads(threads);
-  print_cpu_line();
-  std::printf("bench/layers: %d thread(s), median of %d interleaved runs after warm-up; libtorch %s\n", threads, g_reps,
-              ref::version().c_str());
-  std::printf("ratio = Ember rate / libtorch rate (1.00 = parity, higher is better)\n\n");
+    set_num_threads(threads);  // OpenMP and OpenBLAS
+    ref::set_threads(threads);
+    print_cpu_line();
+    std::printf("bench/layers: %d thread(s), median of %d interleaved runs after warm-up; libtorch %s\n", threads,
+                g_reps, ref::version().c_str());
+    std::printf("ratio = Ember rate / libtorch rate (1.00 = parity, higher is better)\n\n");
 
-  Table t{{"what", "size", "ember", "ember ms", "libtorch", "libtorch ms", "ratio"}, {}};
-  bench_conv(t, "mnist c1", {64, 1, 32, 28, 28, 3, 0});
-  bench_conv(t, "mnist c2", {64, 32, 64, 13, 13, 3, 0});
-  bench_conv(t, "mnist c3", {64, 64, 64, 5, 5, 3, 0});
-  bench_conv(t, "resnet 3x3", {8, 64, 64, 56, 56, 3, 1});
-  bench_pool(t, "mnist", {64, 32, 26, 26, 2, 2, 0});
-  bench_pool(t, "resnet stem", {8, 64, 112, 112, 3, 2, 1});
-  bench_lstm(t, 32, 32, 128);
-  bench_lstm(t, 32, 32, 512);
-  bench_optim(t, "sgd");
-  bench_optim(t, "adam");
-  std::printf("\n");
-  t.print();
-  return 0;
+    Table t{{"what", "size", "ember", "ember ms", "libtorch", "libtorch ms", "ratio"}, {}};
+    bench_conv(t, "mnist c1", {64, 1, 32, 28, 28, 3, 0});
+    bench_conv(t, "mnist c2", {64, 32, 64, 13, 13, 3, 0});
+    bench_conv(t, "mnist c3", {64, 64, 64, 5, 5, 3, 0});
+    bench_conv(t, "resnet 3x3", {8, 64, 64, 56, 56, 3, 1});
+    bench_pool(t, "mnist", {64, 32, 26, 26, 2, 2, 0});
+    bench_pool(t, "resnet stem", {8, 64, 112, 112, 3, 2, 1});
+    bench_lstm(t, 32, 32, 128);
+    bench_lstm(t, 32, 32, 512);
+    bench_optim(t, "sgd");
+    bench_optim(t, "adam");
+    std::printf("\n");
+    t.print();
+    return 0;
+  });
 }

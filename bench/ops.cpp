@@ -61,44 +61,46 @@ double memcpy_time(size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(
-          argc, argv,
-          "usage: %s [threads]\n\nTimes matmul and elementwise/reduction ops against memcpy and OpenBLAS (threads: "
-          "default all cores).\n"))
-    return 0;
-  int threads = argc > 1 ? std::atoi(argv[1]) : get_num_threads();
-  set_num_threads(threads);
-  print_cpu_line();
-  std::printf("bench/ops: %d thread(s); ratio = reference time / Ember time (1.00 = parity, higher is better)\n\n",
-              threads);
-  Table t{{"op", "size", "ember ms", "ember rate", "reference", "ratio"}, {}};
-  for (int64_t s : {256, 512, 1024, 2048}) bench_matmul(t, s, s, s, "square");
-  // The MNIST CNN's GEMMs at batch 64 (im2col conv as [B*OH*OW, C*KH*KW] x [C*KH*KW, OC]).
-  bench_matmul(t, 64 * 26 * 26, 9, 32, "conv1");
-  bench_matmul(t, 64 * 11 * 11, 288, 64, "conv2");
-  bench_matmul(t, 64 * 3 * 3, 576, 64, "conv3");
-  bench_matmul(t, 64, 576, 64, "fc1");
-  bench_matmul(t, 64, 64, 10, "fc2");
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(
+            argc, argv,
+            "usage: %s [threads]\n\nTimes matmul and elementwise/reduction ops against memcpy and OpenBLAS (threads: "
+            "default all cores).\n"))
+      return 0;
+    int threads = argc > 1 ? std::atoi(argv[1]) : get_num_threads();
+    set_num_threads(threads);
+    print_cpu_line();
+    std::printf("bench/ops: %d thread(s); ratio = reference time / Ember time (1.00 = parity, higher is better)\n\n",
+                threads);
+    Table t{{"op", "size", "ember ms", "ember rate", "reference", "ratio"}, {}};
+    for (int64_t s : {256, 512, 1024, 2048}) bench_matmul(t, s, s, s, "square");
+    // The MNIST CNN's GEMMs at batch 64 (im2col conv as [B*OH*OW, C*KH*KW] x [C*KH*KW, OC]).
+    bench_matmul(t, 64 * 26 * 26, 9, 32, "conv1");
+    bench_matmul(t, 64 * 11 * 11, 288, 64, "conv2");
+    bench_matmul(t, 64 * 3 * 3, 576, 64, "conv3");
+    bench_matmul(t, 64, 576, 64, "fc1");
+    bench_matmul(t, 64, 64, 10, "fc2");
 
-  for (int64_t n : {int64_t{1} << 20, int64_t{1} << 22, int64_t{1} << 24, int64_t{1} << 26}) {
-    Tensor a = randn({n}), b = randn({n});
-    const std::string sz = std::to_string(n >> 20) + "M";
-    const double bytes3 = 12.0 * static_cast<double>(n), bytes2 = 8.0 * static_cast<double>(n);
-    double ref3 = memcpy_time(static_cast<size_t>(bytes3)), ref2 = memcpy_time(static_cast<size_t>(bytes2));
-    Tensor c;
-    add_row(t, "add", sz, timed([&] { c = add(a, b); }), bytes3, "GB/s", ref3, "memcpy");
-    add_row(t, "mul", sz, timed([&] { c = mul(a, b); }), bytes3, "GB/s", ref3, "memcpy");
-    add_row(t, "relu", sz, timed([&] { c = relu(a); }), bytes2, "GB/s", ref2, "memcpy");
-    add_row(t, "exp", sz, timed([&] { c = exp(a); }), bytes2, "GB/s", ref2, "memcpy");
-    add_row(t, "sigmoid", sz, timed([&] { c = sigmoid(a); }), bytes2, "GB/s", ref2, "memcpy");
-    double ref1 = memcpy_time(static_cast<size_t>(4.0 * n));
-    add_row(t, "sum", sz, timed([&] { c = sum(a); }), 4.0 * n, "GB/s", ref1, "memcpy");
-    Tensor m2 = a.view({n / 1024, 1024});
-    add_row(t, "sum(dim=1)", sz, timed([&] { c = sum(m2, {1}); }), 4.0 * n, "GB/s", ref1, "memcpy");
-    add_row(t, "sum(dim=0)", sz, timed([&] { c = sum(m2, {0}); }), 4.0 * n, "GB/s", ref1, "memcpy");
-    add_row(t, "max(dim=1)", sz, timed([&] { c = std::get<0>(max(m2, 1)); }), 4.0 * n, "GB/s", ref1, "memcpy");
-    add_row(t, "softmax(dim=1)", sz, timed([&] { c = softmax(m2, 1); }), bytes2, "GB/s", ref2, "memcpy");
-  }
-  t.print();
-  return 0;
+    for (int64_t n : {int64_t{1} << 20, int64_t{1} << 22, int64_t{1} << 24, int64_t{1} << 26}) {
+      Tensor a = randn({n}), b = randn({n});
+      const std::string sz = std::to_string(n >> 20) + "M";
+      const double bytes3 = 12.0 * static_cast<double>(n), bytes2 = 8.0 * static_cast<double>(n);
+      double ref3 = memcpy_time(static_cast<size_t>(bytes3)), ref2 = memcpy_time(static_cast<size_t>(bytes2));
+      Tensor c;
+      add_row(t, "add", sz, timed([&] { c = add(a, b); }), bytes3, "GB/s", ref3, "memcpy");
+      add_row(t, "mul", sz, timed([&] { c = mul(a, b); }), bytes3, "GB/s", ref3, "memcpy");
+      add_row(t, "relu", sz, timed([&] { c = relu(a); }), bytes2, "GB/s", ref2, "memcpy");
+      add_row(t, "exp", sz, timed([&] { c = exp(a); }), bytes2, "GB/s", ref2, "memcpy");
+      add_row(t, "sigmoid", sz, timed([&] { c = sigmoid(a); }), bytes2, "GB/s", ref2, "memcpy");
+      double ref1 = memcpy_time(static_cast<size_t>(4.0 * n));
+      add_row(t, "sum", sz, timed([&] { c = sum(a); }), 4.0 * n, "GB/s", ref1, "memcpy");
+      Tensor m2 = a.view({n / 1024, 1024});
+      add_row(t, "sum(dim=1)", sz, timed([&] { c = sum(m2, {1}); }), 4.0 * n, "GB/s", ref1, "memcpy");
+      add_row(t, "sum(dim=0)", sz, timed([&] { c = sum(m2, {0}); }), 4.0 * n, "GB/s", ref1, "memcpy");
+      add_row(t, "max(dim=1)", sz, timed([&] { c = std::get<0>(max(m2, 1)); }), 4.0 * n, "GB/s", ref1, "memcpy");
+      add_row(t, "softmax(dim=1)", sz, timed([&] { c = softmax(m2, 1); }), bytes2, "GB/s", ref2, "memcpy");
+    }
+    t.print();
+    return 0;
+  });
 }

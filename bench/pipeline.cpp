@@ -213,111 +213,114 @@ std::string load_average() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(argc, argv,
-                            "usage: %s [steps=4] [rounds=5] [hidden=1024] [batch=256]\n\nPipeline-parallel "
-                            "training throughput (8 equal Linear+Tanh blocks, GPipe and 1F1B, M in 1..16) on MPI "
-                            "ranks against one process; run it as: ember launch -n 2 -- build/bench/pipeline\n"))
-    return 0;
-  Config c;
-  if (argc > 1) c.steps = std::max(1, std::atoi(argv[1]));
-  if (argc > 2) c.rounds = std::max(1, std::atoi(argv[2]));
-  if (argc > 3) c.hidden = std::max(1, std::atoi(argv[3]));
-  if (argc > 4) c.batch = std::max(16, std::atoi(argv[4]));
-  if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
-  MpiCommunicator comm;
-  const int k = comm.size();
-  const std::string load_at_start = load_average();
-  if (kBlocks % k != 0) {
-    if (comm.rank() == 0)
-      std::fprintf(stderr, "bench/pipeline: %d blocks do not split into %d equal stages; run on 1, 2, 4 or 8 ranks\n",
-                   kBlocks, k);
-    return 2;
-  }
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(argc, argv,
+                              "usage: %s [steps=4] [rounds=5] [hidden=1024] [batch=256]\n\nPipeline-parallel "
+                              "training throughput (8 equal Linear+Tanh blocks, GPipe and 1F1B, M in 1..16) on MPI "
+                              "ranks against one process; run it as: ember launch -n 2 -- build/bench/pipeline\n"))
+      return 0;
+    Config c;
+    if (argc > 1) c.steps = std::max(1, std::atoi(argv[1]));
+    if (argc > 2) c.rounds = std::max(1, std::atoi(argv[2]));
+    if (argc > 3) c.hidden = std::max(1, std::atoi(argv[3]));
+    if (argc > 4) c.batch = std::max(16, std::atoi(argv[4]));
+    if (!std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
+    MpiCommunicator comm;
+    const int k = comm.size();
+    const std::string load_at_start = load_average();
+    if (kBlocks % k != 0) {
+      if (comm.rank() == 0)
+        std::fprintf(stderr, "bench/pipeline: %d blocks do not split into %d equal stages; run on 1, 2, 4 or 8 ranks\n",
+                     kBlocks, k);
+      return 2;
+    }
 
-  auto model = make_model(c.hidden);
-  Generator g(2);
-  const Tensor x = randn({c.batch, c.hidden}, {}, &g), y = randn({c.batch, c.hidden}, {}, &g);
-  const size_t nm = std::size(kMicroBatches);
-  std::vector<Samples> ref(nm), pipe(nm * 2), alone(nm);
-  std::vector<std::vector<double>> gemm(nm);
-  for (int r = 0; r < c.rounds; ++r) {
-    for (size_t i = 0; i < nm; ++i) {
-      const int m = kMicroBatches[i];
-      if (comm.rank() == 0) {
-        run_reference(*model, m, c, x, y, ref[i]);
-        gemm[i].push_back(gemm_gflops(c.batch / m, c.hidden));
+    auto model = make_model(c.hidden);
+    Generator g(2);
+    const Tensor x = randn({c.batch, c.hidden}, {}, &g), y = randn({c.batch, c.hidden}, {}, &g);
+    const size_t nm = std::size(kMicroBatches);
+    std::vector<Samples> ref(nm), pipe(nm * 2), alone(nm);
+    std::vector<std::vector<double>> gemm(nm);
+    for (int r = 0; r < c.rounds; ++r) {
+      for (size_t i = 0; i < nm; ++i) {
+        const int m = kMicroBatches[i];
+        if (comm.rank() == 0) {
+          run_reference(*model, m, c, x, y, ref[i]);
+          gemm[i].push_back(gemm_gflops(c.batch / m, c.hidden));
+        }
+        idle_until(comm.barrier("reference done"));
+        for (size_t s = 0; s < 2; ++s) run_pipeline(*model, comm, kSchedules[s], m, c, x, y, pipe[i * 2 + s]);
+        run_alone_at_once(*model, comm, m, c, x, y, alone[i]);
       }
-      idle_until(comm.barrier("reference done"));
-      for (size_t s = 0; s < 2; ++s) run_pipeline(*model, comm, kSchedules[s], m, c, x, y, pipe[i * 2 + s]);
-      run_alone_at_once(*model, comm, m, c, x, y, alone[i]);
     }
-  }
-  const std::string load_at_end = load_average();
+    const std::string load_at_end = load_average();
 
-  // Rank 0 holds the references; every rank takes part in the gathers.
-  const double fps = flops_per_sample(c.hidden);
-  bench::Table rt{{"1 process", "M", "rows per micro-batch", "step ms", "samples/s", "GFLOP/s",
-                   "1-thread GEMM GFLOP/s at [rows x H].[H x H]", "peak MB"}};
-  std::vector<double> sps1(nm);
-  for (size_t i = 0; i < nm; ++i) {
-    const double st = median(ref[i].step);
-    sps1[i] = static_cast<double>(c.batch) / st;
-    rt.rows.push_back({i == 0 ? "whole batch (reference)" : "micro-batches, gradient accumulated",
-                       std::to_string(kMicroBatches[i]), std::to_string(c.batch / kMicroBatches[i]),
-                       bench::fmt(st * 1e3, "%.1f"), bench::fmt(sps1[i], "%.0f"),
-                       bench::fmt(sps1[i] * fps / 1e9, "%.1f"), bench::fmt(median(gemm[i]), "%.1f"),
-                       bench::fmt(median(ref[i].peak) / 1e6, "%.1f")});
-  }
-  bench::Table t{{"schedule", "M", "step ms", "samples/s", "GFLOP/s (ceiling)", "speed-up vs 1 process",
-                  "ideal K*M/(M+K-1)", "ratio", "speed-up vs 1 process at same M", "ratio at same M",
-                  "stages alone at once: step ms by stage", "ratio to stages alone at once", "compute ms by stage",
-                  "wait ms by stage", "comm thread CPU ms by stage", "peak MB by stage", "in flight by stage"}};
-  for (size_t i = 0; i < nm; ++i)
-    for (size_t s = 0; s < 2; ++s) {
-      const int m = kMicroBatches[i];
-      const Samples& p = pipe[i * 2 + s];
-      // The stages step together (the loss comes back from the last one); take the slowest.
-      const std::vector<double> step = gather(comm, median(p.step));
-      const double st = *std::max_element(step.begin(), step.end());
-      const double sps = static_cast<double>(c.batch) / st;
-      const double ideal = static_cast<double>(k) * m / (m + k - 1);
-      const double ceiling = k * median(gemm[i]);
-      const auto compute = gather(comm, median(p.compute)), wait = gather(comm, median(p.wait)),
-                 peak = gather(comm, median(p.peak)), in_flight = gather(comm, median(p.in_flight)),
-                 comm_cpu = gather(comm, median(p.comm_cpu)), alone_step = gather(comm, median(alone[i].step));
-      // A balanced pipeline takes (M + K - 1) / M of its slowest stage's compute.
-      const double alone_ideal =
-          *std::max_element(alone_step.begin(), alone_step.end()) * (m + k - 1) / static_cast<double>(m);
-      t.rows.push_back({pipeline_schedule_name(kSchedules[s]), std::to_string(m), bench::fmt(st * 1e3, "%.1f"),
-                        bench::fmt(sps, "%.0f"),
-                        bench::fmt(sps * fps / 1e9, "%.1f") + " (" + bench::fmt(ceiling, "%.0f") + ")",
-                        bench::fmt(sps / sps1[0]), bench::fmt(ideal), bench::fmt(100 * sps / sps1[0] / ideal, "%.0f%%"),
-                        bench::fmt(sps / sps1[i]), bench::fmt(100 * sps / sps1[i] / ideal, "%.0f%%"),
-                        per_rank(alone_step, 1e3, "%.1f"), bench::fmt(100 * alone_ideal / st, "%.0f%%"),
-                        per_rank(compute, 1e3, "%.1f"), per_rank(wait, 1e3, "%.1f"), per_rank(comm_cpu, 1e3, "%.1f"),
-                        per_rank(peak, 1e-6, "%.1f"), per_rank(in_flight, 1, "%.0f")});
+    // Rank 0 holds the references; every rank takes part in the gathers.
+    const double fps = flops_per_sample(c.hidden);
+    bench::Table rt{{"1 process", "M", "rows per micro-batch", "step ms", "samples/s", "GFLOP/s",
+                     "1-thread GEMM GFLOP/s at [rows x H].[H x H]", "peak MB"}};
+    std::vector<double> sps1(nm);
+    for (size_t i = 0; i < nm; ++i) {
+      const double st = median(ref[i].step);
+      sps1[i] = static_cast<double>(c.batch) / st;
+      rt.rows.push_back({i == 0 ? "whole batch (reference)" : "micro-batches, gradient accumulated",
+                         std::to_string(kMicroBatches[i]), std::to_string(c.batch / kMicroBatches[i]),
+                         bench::fmt(st * 1e3, "%.1f"), bench::fmt(sps1[i], "%.0f"),
+                         bench::fmt(sps1[i] * fps / 1e9, "%.1f"), bench::fmt(median(gemm[i]), "%.1f"),
+                         bench::fmt(median(ref[i].peak) / 1e6, "%.1f")});
     }
-  if (comm.rank() == 0) {
-    bench::print_cpu_line();
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    std::printf(
-        "bench/pipeline: %d ranks (stages of %d blocks), %d math thread(s) per rank, model %d x [Linear(%lld, %lld) + "
-        "Tanh], MSE loss, batch %lld, SGD; %d rounds x %d timed steps per row (%d warm-up), medians over rounds\n",
-        k, kBlocks / k, get_num_threads(), kBlocks, static_cast<long long>(c.hidden), static_cast<long long>(c.hidden),
-        static_cast<long long>(c.batch), c.rounds, c.steps, c.warmup);
-    std::printf("load average (1, 5, 15 min): %s at start, %s at end; %ld online cores\n", load_at_start.c_str(),
-                load_at_end.c_str(), cores);
-    if (k * get_num_threads() > cores)
+    bench::Table t{{"schedule", "M", "step ms", "samples/s", "GFLOP/s (ceiling)", "speed-up vs 1 process",
+                    "ideal K*M/(M+K-1)", "ratio", "speed-up vs 1 process at same M", "ratio at same M",
+                    "stages alone at once: step ms by stage", "ratio to stages alone at once", "compute ms by stage",
+                    "wait ms by stage", "comm thread CPU ms by stage", "peak MB by stage", "in flight by stage"}};
+    for (size_t i = 0; i < nm; ++i)
+      for (size_t s = 0; s < 2; ++s) {
+        const int m = kMicroBatches[i];
+        const Samples& p = pipe[i * 2 + s];
+        // The stages step together (the loss comes back from the last one); take the slowest.
+        const std::vector<double> step = gather(comm, median(p.step));
+        const double st = *std::max_element(step.begin(), step.end());
+        const double sps = static_cast<double>(c.batch) / st;
+        const double ideal = static_cast<double>(k) * m / (m + k - 1);
+        const double ceiling = k * median(gemm[i]);
+        const auto compute = gather(comm, median(p.compute)), wait = gather(comm, median(p.wait)),
+                   peak = gather(comm, median(p.peak)), in_flight = gather(comm, median(p.in_flight)),
+                   comm_cpu = gather(comm, median(p.comm_cpu)), alone_step = gather(comm, median(alone[i].step));
+        // A balanced pipeline takes (M + K - 1) / M of its slowest stage's compute.
+        const double alone_ideal =
+            *std::max_element(alone_step.begin(), alone_step.end()) * (m + k - 1) / static_cast<double>(m);
+        t.rows.push_back(
+            {pipeline_schedule_name(kSchedules[s]), std::to_string(m), bench::fmt(st * 1e3, "%.1f"),
+             bench::fmt(sps, "%.0f"), bench::fmt(sps * fps / 1e9, "%.1f") + " (" + bench::fmt(ceiling, "%.0f") + ")",
+             bench::fmt(sps / sps1[0]), bench::fmt(ideal), bench::fmt(100 * sps / sps1[0] / ideal, "%.0f%%"),
+             bench::fmt(sps / sps1[i]), bench::fmt(100 * sps / sps1[i] / ideal, "%.0f%%"),
+             per_rank(alone_step, 1e3, "%.1f"), bench::fmt(100 * alone_ideal / st, "%.0f%%"),
+             per_rank(compute, 1e3, "%.1f"), per_rank(wait, 1e3, "%.1f"), per_rank(comm_cpu, 1e3, "%.1f"),
+             per_rank(peak, 1e-6, "%.1f"), per_rank(in_flight, 1, "%.0f")});
+      }
+    if (comm.rank() == 0) {
+      bench::print_cpu_line();
+      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
       std::printf(
-          "OVERSUBSCRIBED: %d ranks x %d thread(s) on %ld cores; the ranks share cores, so these numbers measure "
-          "the machine, not the pipeline\n",
-          k, get_num_threads(), cores);
-    std::printf(
-        "GFLOP/s counts the Linear layers' GEMMs (6 H^2 per sample per block, forward and backward); its ceiling "
-        "is K x the 1-thread GEMM rate at the micro-batch's shape, measured on rank 0 in this run\n\n");
-    rt.print();
-    std::printf("\n");
-    t.print();
-  }
-  return 0;
+          "bench/pipeline: %d ranks (stages of %d blocks), %d math thread(s) per rank, model %d x [Linear(%lld, %lld) "
+          "+ "
+          "Tanh], MSE loss, batch %lld, SGD; %d rounds x %d timed steps per row (%d warm-up), medians over rounds\n",
+          k, kBlocks / k, get_num_threads(), kBlocks, static_cast<long long>(c.hidden),
+          static_cast<long long>(c.hidden), static_cast<long long>(c.batch), c.rounds, c.steps, c.warmup);
+      std::printf("load average (1, 5, 15 min): %s at start, %s at end; %ld online cores\n", load_at_start.c_str(),
+                  load_at_end.c_str(), cores);
+      if (k * get_num_threads() > cores)
+        std::printf(
+            "OVERSUBSCRIBED: %d ranks x %d thread(s) on %ld cores; the ranks share cores, so these numbers measure "
+            "the machine, not the pipeline\n",
+            k, get_num_threads(), cores);
+      std::printf(
+          "GFLOP/s counts the Linear layers' GEMMs (6 H^2 per sample per block, forward and backward); its ceiling "
+          "is K x the 1-thread GEMM rate at the micro-batch's shape, measured on rank 0 in this run\n\n");
+      rt.print();
+      std::printf("\n");
+      t.print();
+    }
+    return 0;
+  });
 }

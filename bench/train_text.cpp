@@ -69,79 +69,81 @@ using bench::median;
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (bench::help_requested(
-          argc, argv,
-          "usage: %s [reps=5] [steps=5]\n\nTimes the LSTM language model and BiLSTM classifier training steps beside "
-          "libtorch (when built with it).\n"))
-    return 0;
-  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
-  const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  const LmShape lm;
-  const BiShape bi;
-  bench::print_cpu_line();
-  std::printf("bench/train_text: %d reps of %d training steps each (median), after 2 warm-up steps\n", reps, steps);
+  return ember::bench::guarded_main(argv[0], [&]() -> int {
+    if (bench::help_requested(
+            argc, argv,
+            "usage: %s [reps=5] [steps=5]\n\nTimes the LSTM language model and BiLSTM classifier training steps beside "
+            "libtorch (when built with it).\n"))
+      return 0;
+    const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+    const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+    const LmShape lm;
+    const BiShape bi;
+    bench::print_cpu_line();
+    std::printf("bench/train_text: %d reps of %d training steps each (median), after 2 warm-up steps\n", reps, steps);
 #ifdef EMBER_WITH_LIBTORCH
-  std::printf("reference: libtorch %s, built and run in this process\n", bench::torch_side::version());
+    std::printf("reference: libtorch %s, built and run in this process\n", bench::torch_side::version());
 #else
-  std::printf("reference: none (libtorch was not found at configure time)\n");
+    std::printf("reference: none (libtorch was not found at configure time)\n");
 #endif
-  bench::Table table;
-  table.header = {"model", "threads", "ember steps/s", "ember samples/s", "libtorch steps/s", "libtorch samples/s",
-                  "ratio"};
-  struct Case {
-    std::string name;
-    int64_t batch;
-    std::function<std::function<void()>()> ember, torch;
-  };
-  std::vector<Case> cases{
-      {"LSTM LM (V 10k, E 128, H 128, T 100, B 32)", lm.batch, [&] { return ember_lm_step(lm); },
+    bench::Table table;
+    table.header = {"model", "threads", "ember steps/s", "ember samples/s", "libtorch steps/s", "libtorch samples/s",
+                    "ratio"};
+    struct Case {
+      std::string name;
+      int64_t batch;
+      std::function<std::function<void()>()> ember, torch;
+    };
+    std::vector<Case> cases{
+        {"LSTM LM (V 10k, E 128, H 128, T 100, B 32)", lm.batch, [&] { return ember_lm_step(lm); },
 #ifdef EMBER_WITH_LIBTORCH
-       [&] {
-         return bench::torch_side::make_lstm_lm_step({lm.vocab, lm.embed, lm.hidden, lm.seq, lm.batch}, 1);
-       }
+         [&] {
+           return bench::torch_side::make_lstm_lm_step({lm.vocab, lm.embed, lm.hidden, lm.seq, lm.batch}, 1);
+         }
 #else
-       nullptr
+         nullptr
 #endif
-      },
-      {"BiLSTM (E 32 -> H 64 x2, T 50, B 32)", bi.batch, [&] { return ember_bilstm_step(bi); },
+        },
+        {"BiLSTM (E 32 -> H 64 x2, T 50, B 32)", bi.batch, [&] { return ember_bilstm_step(bi); },
 #ifdef EMBER_WITH_LIBTORCH
-       [&] {
-         return bench::torch_side::make_bilstm_step({bi.vocab, bi.embed, bi.hidden, bi.seq, bi.batch, bi.classes}, 1);
-       }
+         [&] {
+           return bench::torch_side::make_bilstm_step({bi.vocab, bi.embed, bi.hidden, bi.seq, bi.batch, bi.classes}, 1);
+         }
 #else
-       nullptr
+         nullptr
 #endif
-      }};
-  for (int threads : {1, 2}) {
-    for (const auto& c : cases) {
-      set_num_threads(threads);
+        }};
+    for (int threads : {1, 2}) {
+      for (const auto& c : cases) {
+        set_num_threads(threads);
 #ifdef EMBER_WITH_LIBTORCH
-      bench::torch_side::set_threads(threads);
+        bench::torch_side::set_threads(threads);
 #endif
-      auto e = c.ember();
-      std::function<void()> t = c.torch ? c.torch() : nullptr;
-      for (int i = 0; i < 2; ++i) {
-        e();
-        if (t) t();
+        auto e = c.ember();
+        std::function<void()> t = c.torch ? c.torch() : nullptr;
+        for (int i = 0; i < 2; ++i) {
+          e();
+          if (t) t();
+        }
+        std::vector<double> te, tt;
+        for (int r = 0; r < reps; ++r) {
+          te.push_back(seconds(e, steps));
+          if (t) tt.push_back(seconds(t, steps));
+        }
+        const double es = steps / median(te);
+        std::vector<std::string> row{c.name, std::to_string(threads), bench::fmt(es), bench::fmt(es * c.batch, "%.0f")};
+        if (t) {
+          const double ts = steps / median(tt);
+          row.insert(row.end(), {bench::fmt(ts), bench::fmt(ts * c.batch, "%.0f"), bench::fmt(es / ts)});
+        } else {
+          row.insert(row.end(), {"-", "-", "-"});
+        }
+        table.rows.push_back(row);
+        std::fprintf(stderr, "done: %s, %d thread(s)\n", c.name.c_str(), threads);
       }
-      std::vector<double> te, tt;
-      for (int r = 0; r < reps; ++r) {
-        te.push_back(seconds(e, steps));
-        if (t) tt.push_back(seconds(t, steps));
-      }
-      const double es = steps / median(te);
-      std::vector<std::string> row{c.name, std::to_string(threads), bench::fmt(es), bench::fmt(es * c.batch, "%.0f")};
-      if (t) {
-        const double ts = steps / median(tt);
-        row.insert(row.end(), {bench::fmt(ts), bench::fmt(ts * c.batch, "%.0f"), bench::fmt(es / ts)});
-      } else {
-        row.insert(row.end(), {"-", "-", "-"});
-      }
-      table.rows.push_back(row);
-      std::fprintf(stderr, "done: %s, %d thread(s)\n", c.name.c_str(), threads);
     }
-  }
-  table.print();
-  std::printf("ratio = Ember steps/s / libtorch steps/s (> 1: Ember is faster)\n");
-  return 0;
+    table.print();
+    std::printf("ratio = Ember steps/s / libtorch steps/s (> 1: Ember is faster)\n");
+    return 0;
+  });
 }
