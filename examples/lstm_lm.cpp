@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "common/flags.h"
+#include "common/language_model.h"
 #include "common/parallel_job.h"
 #include "common/trainer.h"
 #include "common/training.h"
@@ -30,54 +31,6 @@ using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-// Next-token cross-entropy over a batch's logits [B, T, V] and targets [B, T].
-Tensor lm_loss(const Tensor& logits, const Tensor& y) {
-  return cross_entropy(logits.reshape({y.numel(), logits.size(2)}), y.reshape({y.numel()}));
-}
-std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
-  const Tensor flat = logits.reshape({y.numel(), logits.size(2)});
-  return {static_cast<double>(sum(eq(argmax(flat, 1), y.reshape({y.numel()}))).item<int64_t>())};
-}
-
-// Mean next-token cross-entropy and accuracy over every target of `ds` (each sequence starts from
-// a zero state). In a job each replica scores its shard (through the pipeline's stages in a
-// pipeline) and the sums are added up.
-EvalResult evaluate(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch, examples::ParallelJob& job) {
-  NoGradGuard ng;
-  const bool was_training = net.is_training();
-  net.eval();
-  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false, .rank = job.shard(), .world_size = job.shards()});
-  double loss_sum = 0;
-  int64_t correct = 0, total = 0;
-  for (auto& [x, y] : loader) {
-    Tensor logits;
-#ifdef EMBER_HAVE_DIST
-    if (dist::Pipeline* pipe = job.pipeline()) {  // the logits exist on the last stage only
-      logits = pipe->forward(x.to(dev));
-      if (!logits.defined()) continue;
-    }
-#endif
-    if (!logits.defined()) logits = net(x.to(dev));
-    const int64_t n = y.numel();
-    Tensor flat = logits.reshape({n, logits.size(2)});
-    Tensor yd = y.to(dev).reshape({n});
-    loss_sum += cross_entropy(flat, yd, {.reduction = Reduction::Sum}).item();
-    correct += static_cast<int64_t>(lm_correct(logits, yd)[0]);
-    total += n;
-  }
-  net.train(was_training);
-  if (job.active()) {
-    const std::vector<double> s = job.sum({loss_sum, static_cast<double>(correct), static_cast<double>(total)});
-    loss_sum = s[0], correct = static_cast<int64_t>(s[1]), total = static_cast<int64_t>(s[2]);
-  }
-  return {total ? loss_sum / static_cast<double>(total) : 0.0,
-          total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0};
-}
 
 // Generated token ids as text, with <eos> shown as fortune's "%" separator line.
 std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& ids) {
@@ -149,37 +102,7 @@ struct LmFlags {
   }
 };
 
-// Unique fortunes split by document, the vocabulary of the training side, both sides as token
-// ids, and the unigram baseline on the very held-out targets the model is scored on.
-struct Corpus {
-  size_t docs = 0, train_docs = 0, test_docs = 0;
-  data::Vocabulary vocab;
-  std::vector<int64_t> train_ids, test_ids, scored;
-  double unigram_ppl = 0;
-  int64_t test_unk = 0;
-};
-
-Corpus read_corpus(const LmFlags& f) {
-  std::vector<std::string> docs = data::unique_texts(data::read_fortunes(f.data_dir));
-  if (f.limit > 0 && static_cast<int64_t>(docs.size()) > f.limit) docs.resize(static_cast<size_t>(f.limit));
-  data::SplitIndices split =
-      data::split_indices(static_cast<int64_t>(docs.size()), f.test_fraction, static_cast<uint64_t>(f.split_seed));
-  std::vector<std::string> train_docs, test_docs;
-  for (int64_t i : split.train) train_docs.push_back(docs[static_cast<size_t>(i)]);
-  for (int64_t i : split.test) test_docs.push_back(docs[static_cast<size_t>(i)]);
-  const data::TokenizerOptions tok{.level = f.level == "char" ? data::TokenLevel::Char : data::TokenLevel::Word,
-                                   .lowercase = f.lowercase};
-  Corpus c;
-  c.docs = docs.size(), c.train_docs = train_docs.size(), c.test_docs = test_docs.size();
-  c.vocab = data::Vocabulary::build(
-      train_docs, tok,
-      {.min_freq = f.min_freq > 0 ? f.min_freq : (f.level == "char" ? 2 : 3), .max_size = f.max_vocab});
-  c.train_ids = data::encode_documents(c.vocab, train_docs);
-  c.test_ids = data::encode_documents(c.vocab, test_docs);
-  return c;
-}
-
-void print_start(const LmFlags& f, const Corpus& c, models::LstmLanguageModel& lm, Device dev) {
+void print_start(const LmFlags& f, const examples::Corpus& c, models::LstmLanguageModel& lm, Device dev) {
   std::printf("Corpus %s: %zu unique fortunes -> %zu training (%zu tokens), %zu held out (%zu tokens)\n",
               f.data_dir.c_str(), c.docs, c.train_docs, c.train_ids.size(), c.test_docs, c.test_ids.size());
   std::printf("Vocabulary: %lld %s tokens (<unk> covers %.2f%% of the held-out targets)\n", (long long)c.vocab.size(),
@@ -195,59 +118,11 @@ void print_start(const LmFlags& f, const Corpus& c, models::LstmLanguageModel& l
   std::printf("%s", lm.as_sequential()->summary({1, f.seq_len}, DType::Int64).c_str());
 }
 
-// One step of `net` (the model's layers) on a batch of sequences: next-token cross-entropy,
-// clipped gradients, Adam; in a job through the data-parallel wrapper or the pipeline, on `params`
-// (this rank's).
-examples::StepReport lm_step(const LmFlags& f, nn::Module& net, const std::vector<Tensor>& params, optim::Adam& opt,
-                             Device dev, examples::ParallelJob& job, const Tensor& x, const Tensor& y,
-                             examples::RunningSums& sums) {
-  const int64_t n = y.numel();
-  double loss = 0, correct = 0;
-  bool pipelined = false;
-  opt.zero_grad();
-#ifdef EMBER_HAVE_DIST
-  if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
-    loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
-    correct = pipe->last_step().metrics.at(0);
-    pipelined = true;
-  }
-#endif
-  if (!pipelined) {
-    Tensor logits = job.forward(net, x.to(dev)), yd = y.to(dev);
-    Tensor l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
-    l.backward();
-    loss = l.item() / job.loss_weight();
-    NoGradGuard ng;
-    correct = lm_correct(logits, yd)[0];
-  }
-  if (f.clip > 0) job.clip_grad_norm(params, f.clip);
-  opt.step();
-  sums["loss_sum"] += loss * static_cast<double>(n);
-  sums["correct"] += correct;
-  sums["seen"] += static_cast<double>(n);
-  const double mean = sums["loss_sum"] / sums["seen"];
-  return {y.size(0), {{"loss", mean}, {"ppl", std::exp(mean)}, {"acc", sums["correct"] / sums["seen"]}}};
-}
-
 // The epoch's summary against the unigram baseline, its log row, and a generated fortune.
-void lm_epoch_end(const LmFlags& f, const Corpus& c, const examples::EpochEnd& e, const EvalResult& ev,
-                  models::TextGenerator& sampler, examples::MetricsLog& log) {
-  const double seen = e.sums.count("seen") ? e.sums.at("seen") : 0.0;
-  const double train_loss = seen ? e.sums.at("loss_sum") / seen : 0.0;
-  std::printf(
-      "%s: train loss %.4f ppl %.3f | held-out loss %.4f ppl %.3f acc %.4f | unigram ppl %.3f | "
-      "%.1f s\n",
-      e.title.c_str(), train_loss, std::exp(train_loss), ev.loss, std::exp(ev.loss), ev.accuracy, c.unigram_ppl,
-      e.seconds());
-  log.row({{"epoch", double(e.epoch + 1)},
-           {"step", double(e.step)},
-           {"train_loss", train_loss},
-           {"train_ppl", std::exp(train_loss)},
-           {"test_loss", ev.loss},
-           {"test_ppl", std::exp(ev.loss)},
-           {"test_acc", ev.accuracy},
-           {"unigram_ppl", c.unigram_ppl},
-           {"seconds", e.seconds()}});
+// The epoch's summary and log row, and a generated fortune.
+void lm_epoch_end(const LmFlags& f, const examples::Corpus& c, const examples::EpochEnd& e,
+                  const examples::EvalResult& ev, models::TextGenerator& sampler, examples::MetricsLog& log) {
+  examples::lm_summary(c, e, ev, log);
   if (f.sample_len > 0) {
     sampler.reseed(static_cast<uint64_t>(f.seed) * 1000003u + static_cast<uint64_t>(e.epoch));
     std::vector<int64_t> text = sampler.generate({data::Vocabulary::kEos}, f.sample_len, data::Vocabulary::kEos);
@@ -257,11 +132,9 @@ void lm_epoch_end(const LmFlags& f, const Corpus& c, const examples::EpochEnd& e
   std::fflush(stdout);
 }
 
-int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev, examples::ParallelJob& job) {
+int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
   data::LanguageModelDataset train_set(c.train_ids, f.seq_len), test_set(c.test_ids, f.seq_len);
-  c.scored = test_set.targets();
-  c.unigram_ppl = data::unigram_perplexity(c.train_ids, c.scored, c.vocab.size());
-  for (int64_t t : c.scored) c.test_unk += t == data::Vocabulary::kUnk;
+  examples::score_baseline(c, test_set);
   manual_seed(static_cast<uint64_t>(f.seed));
   models::LstmLanguageModel lm({.vocab_size = c.vocab.size(),
                                 .embed_dim = f.embed,
@@ -288,8 +161,7 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev, examp
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,
-                             .columns = {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl",
-                                         "test_acc", "unigram_ppl", "seconds"},
+                             .columns = examples::lm_columns(),
                              .tensorboard = f.tensorboard},
                             {&net, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "LstmLanguageModel"},
@@ -312,20 +184,21 @@ int train(const LmFlags& f, examples::Flags& flags, Corpus& c, Device dev, examp
   job.print_summary();
   models::TextGenerator sampler(
       lm, {.temperature = f.temperature, .top_k = f.top_k, .seed = static_cast<uint64_t>(f.seed)});
-  return trainer.fit(
-      {.step = [&](const Tensor& x, const Tensor& y,
-                   examples::RunningSums& sums) { return lm_step(f, net, params, opt, dev, job, x, y, sums); },
-       .end_epoch =
-           [&](const examples::EpochEnd& e) {
-             const EvalResult ev = evaluate(net, test_set, dev, 64, job);
-             job.gather_model();  // a pipeline's stages into rank 0's model, which samples
-             if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
-           }},
-      [&] {
-        if (f.ckpt_dir.empty()) return;
-        job.gather_model();
-        if (job.chatty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
-      });
+  return trainer.fit({.step =
+                          [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
+                            return examples::lm_step(f.clip, net, params, opt, dev, job, x, y, sums);
+                          },
+                      .end_epoch =
+                          [&](const examples::EpochEnd& e) {
+                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, job);
+                            job.gather_model();  // a pipeline's stages into rank 0's model, which samples
+                            if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
+                          }},
+                     [&] {
+                       if (f.ckpt_dir.empty()) return;
+                       job.gather_model();
+                       if (job.chatty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
+                     });
 }
 
 }  // namespace
@@ -342,7 +215,14 @@ int main(int argc, char** argv) {
   try {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     const Device dev = job.start(f.device == "auto" ? Device::best() : Device(f.device));
-    Corpus c = read_corpus(f);
+    examples::Corpus c = examples::read_corpus({.data_dir = f.data_dir,
+                                                .level = f.level,
+                                                .lowercase = f.lowercase,
+                                                .min_freq = f.min_freq,
+                                                .max_vocab = f.max_vocab,
+                                                .test_fraction = f.test_fraction,
+                                                .split_seed = f.split_seed,
+                                                .limit = f.limit});
     return train(f, flags, c, dev, job);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     return job.fail(e);

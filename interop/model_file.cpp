@@ -111,9 +111,9 @@ LoadedFile load(const std::string& path) {
     EMBER_CHECK(n.layer_size() > 0, f.at(i), ": network '", n.name(), "' has no layer");
   }
   EMBER_CHECK(s.task_case() != train_file::TrainFile::TASK_NOT_SET, path,
-              ": no task (expected 'classifier { ... }' or 'gan { ... }')");
+              ": no task (expected 'classifier { ... }', 'gan { ... }' or 'language_model { ... }')");
   EMBER_CHECK(s.has_data() && s.data().source_case() != train_file::Data::SOURCE_NOT_SET, path,
-              ": no data source (expected 'data { mnist { ... } batch_size: N }')");
+              ": no data source (expected 'data { mnist { ... } batch_size: N }', or image_folder, csv, text)");
   return f;
 }
 
@@ -136,6 +136,11 @@ struct Site {
   const LoadedFile& file;
   int network, layer;
   std::string net, name, kind;
+  int64_t vocabulary = 0;
+  int64_t sized_by_vocabulary(const std::string& field) const {
+    check(vocabulary > 0, field, "sized by the vocabulary, which only a text data source has");
+    return vocabulary;
+  }
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     EMBER_FAIL(file.at(network, layer, field), ": network '", net, "', layer '", name, "' (", kind, "): ", what);
   }
@@ -190,11 +195,48 @@ std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Ten
       return std::make_shared<nn::ConvTranspose2d>(channels(at, x, 4), c.out_channels(),
                                                    size2(at, c.kernel(), "kernel", 1, 1), o);
     }
-    case Layer::kLinear:
-      at.check(l.linear().out_features() > 0, "linear", "out_features is missing (expected a positive number)");
+    case Layer::kLinear: {
+      const int64_t out = l.linear().to_vocabulary() ? at.sized_by_vocabulary("linear") : l.linear().out_features();
+      at.check(out > 0, "linear", "out_features is missing (expected a positive number, or to_vocabulary)");
       at.check(x.dim() >= 2, "linear", "its input is " + shape_str(x.shape()) + " (expected [N, features])");
-      return std::make_shared<nn::Linear>(x.size(-1), l.linear().out_features(),
-                                          nn::LinearOptions{.bias = !l.linear().no_bias()});
+      return std::make_shared<nn::Linear>(x.size(-1), out, nn::LinearOptions{.bias = !l.linear().no_bias()});
+    }
+    case Layer::kEmbedding: {
+      const auto& e = l.embedding();
+      const int64_t n = e.num_embeddings() > 0 ? e.num_embeddings() : at.sized_by_vocabulary("embedding");
+      at.check(e.dim() > 0, "embedding", "dim is missing (expected a positive number)");
+      at.check(!is_floating(x.dtype()), "embedding",
+               "its input is " + std::string(dtype_name(x.dtype())) +
+                   " (expected token ids: put it first in a network of a text source)");
+      return std::make_shared<nn::Embedding>(n, e.dim());
+    }
+    case Layer::kLstm:
+    case Layer::kGru:
+    case Layer::kRnn: {
+      const auto& r = l.kind_case() == Layer::kLstm ? l.lstm() : l.kind_case() == Layer::kGru ? l.gru() : l.rnn();
+      at.check(r.hidden() > 0, at.kind, "hidden is missing (expected a positive number)");
+      at.check(r.dropout() >= 0 && r.dropout() < 1, at.kind, "dropout must be in [0, 1)");
+      at.check(x.dim() == 3, at.kind, "its input is " + shape_str(x.shape()) + " (expected [N, T, features])");
+      const int64_t layers = r.layers() == 0 ? 1 : r.layers();
+      std::shared_ptr<nn::RNNBase> rnn;
+      if (l.kind_case() == Layer::kRnn) {
+        rnn = std::make_shared<nn::RNN>(
+            x.size(2), r.hidden(),
+            nn::RNNOptions{.num_layers = layers,
+                           .nonlinearity = r.relu() ? nn::RnnNonlinearity::Relu : nn::RnnNonlinearity::Tanh,
+                           .batch_first = true,
+                           .dropout = r.dropout(),
+                           .bidirectional = r.bidirectional()});
+      } else {
+        const nn::LSTMOptions o{
+            .num_layers = layers, .batch_first = true, .dropout = r.dropout(), .bidirectional = r.bidirectional()};
+        if (l.kind_case() == Layer::kLstm)
+          rnn = std::make_shared<nn::LSTM>(x.size(2), r.hidden(), o);
+        else
+          rnn = std::make_shared<nn::GRU>(x.size(2), r.hidden(), o);
+      }
+      return std::make_shared<nn::RnnSequence>(rnn);
+    }
     case Layer::kBatchNorm: {
       const nn::BatchNormOptions o{.eps = l.batch_norm().has_eps() ? l.batch_norm().eps() : 1e-5,
                                    .momentum = l.batch_norm().has_momentum() ? l.batch_norm().momentum() : 0.1};
@@ -328,26 +370,28 @@ const char* kind_name(const Layer& l) {
 
 }  // namespace
 
-std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network) {
+std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, int64_t vocabulary) {
   const train_file::Network& n = file.spec.network(network);
   NoGradGuard no_grad;
   Shape in_shape{1};
   in_shape.insert(in_shape.end(), n.input_shape().begin(), n.input_shape().end());
+  // A network that starts with an embedding reads token ids.
+  const bool tokens = n.layer_size() > 0 && n.layer(0).kind_case() == Layer::kEmbedding;
   std::vector<Tensor> examples;  // each node's output on a zero input of batch 1
   std::vector<nn::GraphNet::Node> nodes;
   std::map<std::string, int> index{{"input", -1}};
-  const Tensor input = zeros(in_shape);
+  const Tensor input = zeros(in_shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
   bool chain = true;
   for (int i = 0; i < n.layer_size(); ++i) {
     const Layer& l = n.layer(i);
-    const Site at{file, network, i, n.name(), l.name(), kind_name(l)};
+    const Site at{file, network, i, n.name(), l.name(), kind_name(l), vocabulary};
     at.check(!l.name().empty(), "name", "the layer has no name");
     at.check(!index.count(l.name()), "name",
              l.name() == "input" ? "'input' names the network's input" : "a second layer of this name");
     at.check(l.kind_case() != Layer::KIND_NOT_SET, "name",
              "the layer has no kind (expected one of conv2d, conv_transpose2d, linear, batch_norm, layer_norm, "
              "max_pool2d, avg_pool2d, adaptive_avg_pool2d, flatten, unflatten, dropout, relu, leaky_relu, tanh, "
-             "sigmoid, elu, gelu, identity, softmax, log_softmax, add, concat)");
+             "sigmoid, elu, gelu, identity, softmax, log_softmax, embedding, lstm, gru, rnn, add, concat)");
     nn::GraphNet::Node node{.name = l.name()};
     for (const std::string& in : l.input()) {
       auto it = index.find(in);

@@ -45,7 +45,8 @@ int network_index(const LoadedFile& file, const std::string& name, const std::st
 // Makes network n's layers in file order (so a seed draws the weights the same layers made in the
 // same order in C++ draw), running each on a zero example to learn its input's shape and to check
 // that it connects. A chain is an nn::Sequential named by the network; anything else a GraphNet.
-std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network);
+// `vocabulary`: the text source's vocabulary size, for embeddings and heads sized by it (0: none).
+std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, int64_t vocabulary = 0);
 
 // The optimizer of `solver` over `params`; `lr` > 0 replaces the file's learning rate.
 std::unique_ptr<optim::Optimizer> make_optimizer(const LoadedFile& file, const train_file::Solver& solver,

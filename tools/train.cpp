@@ -13,9 +13,11 @@
 
 #include "common/classifier.h"
 #include "common/gan.h"
+#include "common/language_model.h"
 #include "common/parallel_job.h"
 #include "data/csv_dataset.h"
 #include "data/image_folder.h"
+#include "data/transforms.h"
 #include "interop/model_file.h"
 #include "tools/command.h"
 
@@ -23,7 +25,7 @@ namespace ember::cli {
 namespace {
 
 const char* const kDescription =
-    "Trains the classifier or GAN a model file describes (its networks, MNIST-format data, optimizers\n"
+    "Trains the classifier, GAN or language model a model file describes (its networks, data, optimizers\n"
     "and settings; docs/INTEROP.md). Flags override the file. Example: ember train models/mnist_cnn.pbtxt";
 
 // The command line as examples::Flags reads it: the file's path stands for the program.
@@ -61,6 +63,23 @@ struct ClassifierData {
   std::unique_ptr<data::Dataset> train, test;
 };
 
+// The training images' random transforms (data.augment), or none.
+data::Transform augmentation(const model_file::LoadedFile& file, int64_t height, int64_t width) {
+  const auto& a = file.spec.data().augment();
+  EMBER_CHECK(a.crop_padding() >= 0 && a.horizontal_flip() >= 0 && a.horizontal_flip() <= 1 &&
+                  a.affine_degrees() >= 0 && a.affine_translate() >= 0 && a.affine_translate() < 1,
+              file.at_top("data"),
+              ": data.augment: crop_padding, horizontal_flip (a probability), affine_degrees and "
+              "affine_translate (below 1) must not be negative");
+  std::vector<data::Transform> ts;
+  if (a.crop_padding() > 0) ts.push_back(data::transforms::random_crop(height, width, a.crop_padding()));
+  if (a.horizontal_flip() > 0) ts.push_back(data::transforms::random_horizontal_flip(a.horizontal_flip()));
+  if (a.affine_degrees() > 0 || a.affine_translate() > 0)
+    ts.push_back(data::transforms::random_affine(a.affine_degrees(), a.affine_translate()));
+  if (ts.empty()) return nullptr;
+  return data::transforms::compose(std::move(ts));
+}
+
 // The data source of the file (MNIST: through the examples' --data rules), after which the
 // checkpoint folder is prepared (bad data leave no empty folder behind).
 ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
@@ -82,8 +101,9 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
         .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
         .transform = nullptr,
         .limit = cf.limit};
-    out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
     out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
+    mopts.transform = augmentation(file, 28, 28);
+    out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
     return out;
   }
   if (flags.given("data"))
@@ -101,10 +121,15 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
       o.transform = [mean, sd](const Tensor& x, Generator&) { return (x - mean) / sd; };
     }
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
-    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
     out.test = limited(std::make_unique<data::ImageFolder>(test, o));
+    if (data::Transform aug = augmentation(file, f.height(), f.width())) {
+      data::Transform normalise = o.transform;
+      o.transform = normalise ? data::transforms::compose({aug, normalise}) : aug;
+    }
+    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
     cf.data_root = train, cf.data_name = "the image folder " + train;
   } else {
+    EMBER_CHECK(!d.has_augment(), file.at_top("data"), ": data.augment applies to images, not CSV rows");
     const auto& c = d.csv();
     data::CsvOptions o{.label_column = c.label_column()};
     const std::string train = resolve(c.train(), "csv.train"), test = resolve(c.test(), "csv.test");
@@ -300,6 +325,109 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   }
 }
 
+int train_language_model(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
+  const auto& s = file.spec;
+  const auto& task = s.language_model();
+  const int net_index = model_file::network_index(file, task.network(), "language_model");
+  const auto& text = s.data().text();
+  EMBER_CHECK(s.data().has_text(), file.at_top("data"),
+              ": a language model reads a text source (data { text { ... } })");
+  EMBER_CHECK(text.seq_len() > 0, file.at_top("data"), ": data.text.seq_len is missing (expected the window length)");
+  EMBER_CHECK(text.level().empty() || text.level() == "char" || text.level() == "word", file.at_top("data"),
+              ": data.text.level is '", text.level(), "' (expected char or word)");
+  const auto& n = s.network(net_index);
+  EMBER_CHECK(example_shape(n) == (Shape{1, text.seq_len()}), file.at(net_index), ": network '", n.name(),
+              "' must take input_shape [seq_len] = [", text.seq_len(), "] (token windows)");
+  Argv argv(file.path, args);
+  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
+  examples::CommonFlags cf = common_flags(flags, s, task.solver(), 2e-3, "learning rate (the file's by default)");
+  const bool summary_only = flags.boolean("summary", false, "print the network's summary and exit");
+  examples::ParallelJob job("ember train", examples::ParallelFlags(flags));
+  flags.finish();
+  apply_file_defaults(file, flags, cf);
+  cf.check(flags);
+  try {
+    const std::filesystem::path here = std::filesystem::path(file.path).parent_path();
+    std::string dir = flags.given("data") ? cf.data : text.dir().empty() ? "/usr/share/games/fortunes" : text.dir();
+    if (!flags.given("data") && !std::filesystem::path(dir).is_absolute()) dir = (here / dir).string();
+    const Device dev = job.start(cf.dev());
+    examples::Corpus c = examples::read_corpus({.data_dir = dir,
+                                                .level = text.level().empty() ? "char" : text.level(),
+                                                .lowercase = text.lowercase(),
+                                                .min_freq = text.min_freq(),
+                                                .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
+                                                .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
+                                                .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
+                                                .limit = cf.limit});
+    if (summary_only) {
+      manual_seed(static_cast<uint64_t>(cf.seed));
+      auto net = model_file::build_network(file, net_index, c.vocab.size());
+      std::printf("%s", net->summary(example_shape(n), DType::Int64).c_str());
+      return 0;
+    }
+    data::LanguageModelDataset train_set(c.train_ids, text.seq_len()), test_set(c.test_ids, text.seq_len());
+    examples::score_baseline(c, test_set);
+    manual_seed(static_cast<uint64_t>(cf.seed));
+    std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index, c.vocab.size());
+    net->to(dev);
+    job.wrap(*net, cf.batch_size, static_cast<uint64_t>(cf.seed), {text.seq_len()}, DType::Int64);
+    const std::vector<Tensor> params = job.parameters(*net);
+    auto opt =
+        model_file::make_optimizer(file, task.solver(), "language_model", params, flags.given("lr") ? cf.lr : 0.0);
+    auto schedule = model_file::make_schedule(task.solver(), *opt);
+    data::DataLoader loader(train_set, job.loader_options({.batch_size = cf.batch_size,
+                                                           .shuffle = true,
+                                                           .workers = static_cast<int>(cf.workers),
+                                                           .seed = static_cast<uint64_t>(cf.seed)}));
+    examples::TrainerOptions topts = examples::trainer_options(cf, examples::lm_columns());
+    topts.say_checkpoint_written = true;
+    TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
+    if (schedule) state.schedulers.push_back(schedule.get());
+    examples::Trainer trainer(topts, state, loader,
+                              {{"model", s.name()},
+                               {"model_file", file.path},
+                               {"vocab_size", std::to_string(c.vocab.size())},
+                               {"flag.lr", examples::exact_number(cf.lr)},
+                               {"flag.seed", std::to_string(cf.seed)},
+                               {"flag.batch-size", std::to_string(cf.batch_size)}},
+                              &job);
+    examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+    if (const auto path = trainer.resume_path();
+        path &&
+        !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
+      return 1;
+    trainer.resume();
+    if (!cf.checkpoint_dir.empty() && job.chatty())
+      c.vocab.save((std::filesystem::path(cf.checkpoint_dir) / "vocab.txt").string());
+    std::printf(
+        "Training %s (%s) on %s: %zu fortunes, %zu training tokens, vocabulary %lld, on %s: %lld epochs, "
+        "batch %lld x %lld tokens\n",
+        s.name().c_str(), file.path.c_str(), dir.c_str(), c.docs, c.train_ids.size(), (long long)c.vocab.size(),
+        examples::device_label(dev).c_str(), cf.epochs, cf.batch_size, (long long)text.seq_len());
+    if (job.chatty()) std::printf("%s", net->summary(example_shape(n), DType::Int64).c_str());
+    job.print_summary();
+    return trainer.fit({.step =
+                            [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
+                              return examples::lm_step(task.clip(), *net, params, *opt, dev, job, x, y, sums);
+                            },
+                        .end_epoch =
+                            [&](const examples::EpochEnd& e) {
+                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, job);
+                              if (job.chatty()) examples::lm_summary(c, e, ev, trainer.log());
+                              std::fflush(stdout);
+                              if (schedule) schedule->step();
+                            }},
+                       [&] {
+                         if (cf.checkpoint_dir.empty()) return;
+                         job.gather_model();
+                         if (job.chatty())
+                           save(*net, (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string());
+                       });
+  } catch (const std::exception& e) {
+    return job.fail(e);
+  }
+}
+
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
@@ -318,7 +446,14 @@ int train(const std::vector<std::string>& args) {
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
-    return file.spec.task_case() == train_file::TrainFile::kGan ? train_gan(file, rest) : train_classifier(file, rest);
+    switch (file.spec.task_case()) {
+      case train_file::TrainFile::kGan:
+        return train_gan(file, rest);
+      case train_file::TrainFile::kLanguageModel:
+        return train_language_model(file, rest);
+      default:
+        return train_classifier(file, rest);
+    }
   } catch (const Error& e) {  // a GAN file whose networks do not fit the task
     std::cerr << "ember train: " << e.what() << "\n";
     return 1;

@@ -15,6 +15,7 @@
 #include "interop/graph_net.h"
 #include "layers/nn.h"
 #include "models/gan.h"
+#include "models/lstm.h"
 #include "models/mnist_cnn.h"
 #include "test_helpers.h"
 
@@ -57,6 +58,16 @@ std::string error_for(const std::string& text) {
   }
   fs::remove(path);
   return message;
+}
+
+// The error of building network 0 of `path` without a vocabulary.
+std::string error_of_build(const std::string& path) {
+  try {
+    model_file::build_network(model_file::load(path), 0);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 const char* kHead = R"(version: 1
@@ -173,6 +184,26 @@ TEST(ModelFile, InitialisationsReplaceTheDefaultOnes) {
       has(error_for(std::string(kHead) + "network {\n  name: \"n\"\n  input_shape: [4]\n"
                                          "  layer { name: \"r\" relu {}\n    weight_init { constant: 1 } }\n}\n"),
           "9: network 'n', layer 'r' (relu): the layer has no weight to initialise"));
+}
+
+TEST(ModelFile, TextNetworksTakeTheirSizesFromTheVocabulary) {
+  const auto file = model_file::load(shipped("lstm_lm.pbtxt"));
+  ASSERT_TRUE(file.spec.has_language_model());
+  manual_seed(9);
+  auto net = model_file::build_network(file, 0, 57);
+  manual_seed(9);
+  models::LstmLanguageModel lm({.vocab_size = 57, .embed_dim = 64, .hidden = 256, .layers = 1});
+  auto ref = lm.as_sequential();  // the names lstm_lm trains and checkpoints under
+  EXPECT_TRUE(same_state(*net, *ref));
+  NoGradGuard ng;
+  net->eval(), ref->eval();
+  const Tensor tokens = randint(0, 57, {2, 100}, {.dtype = DType::Int64});
+  const Tensor out = (*net)(tokens);
+  EXPECT_EQ(out.shape(), (Shape{2, 100, 57}));
+  EXPECT_EQ(out.to_vector<double>(), (*ref)(tokens).to_vector<double>());
+  // Without a text source, nothing says how large the vocabulary is.
+  const std::string e = error_of_build(shipped("lstm_lm.pbtxt"));
+  EXPECT_TRUE(has(e, "layer 'embed' (embedding): sized by the vocabulary, which only a text data source has")) << e;
 }
 
 TEST(ModelFile, EveryMistakeNamesTheFileLineLayerAndField) {

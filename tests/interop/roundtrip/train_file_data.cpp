@@ -65,7 +65,11 @@ network {
   layer { name: "flatten" flatten {} }
   layer { name: "head" linear { out_features: 2 } }
 }
-data { image_folder { train: "images/train" test: "images/test" height: 8 width: 8 channels: 1 mean: 0.5 std: 0.25 } batch_size: 8 }
+data {
+  image_folder { train: "images/train" test: "images/test" height: 8 width: 8 channels: 1 mean: 0.5 std: 0.25 }
+  augment { crop_padding: 1 horizontal_flip: 0.5 }
+  batch_size: 8
+}
 classifier { solver { adam { lr: 0.05 } } }
 training { epochs: 4 seed: 3 }
 )";
