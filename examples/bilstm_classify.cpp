@@ -317,6 +317,11 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
   trainer.resume();
   if (!f.ckpt_dir.empty()) vocab.save((fs::path(f.ckpt_dir) / "vocab.txt").string());
   print_start(f, k, vocab.size(), dev);
+  // Its forward takes the tokens and their lengths: the summary runs it on one full-length fortune.
+  const Tensor one = zeros({1, f.max_len}, {.dtype = DType::Int64, .device = dev});
+  std::printf("%s", clf.summary("tokens [1, " + std::to_string(f.max_len) + "] and their length",
+                                [&] { clf.forward(one, {f.max_len}); })
+                        .c_str());
   Confusion last(K);
   auto end_epoch = [&](const examples::EpochEnd& e) {
     auto [cm, test_loss] = evaluate(clf, test_set, dev, 128);

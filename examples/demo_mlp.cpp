@@ -2,42 +2,73 @@
 // random "teacher" network on synthetic data. Forward through ops, backward through autograd,
 // and a plain SGD update written by hand under NoGradGuard. Prints the loss as it falls and exits
 // with status 1 if it did not fall (so ctest can run it).
-//   usage: demo_mlp [steps=300] [learning rate=0.1]   (--help: this)
+//   usage: demo_mlp [steps=300] [learning rate=0.1] [--tensorboard DIR]   (--help: this)
 #include <ember/ember.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "interop/summary_writer.h"
 
 using namespace ember;
 
-int main(int argc, char** argv) {
+struct Args {
+  int steps = 300;
+  double lr = 0.1;
+  std::string tensorboard;  // the loss curve as TensorBoard event files here; empty: none
+};
+
+// Reads `steps` and `lr` (positional) and --tensorboard DIR. Returns the exit status to stop with
+// (0 after --help, 2 for a usage error), or -1 to train.
+int parse(int argc, char** argv, Args& a) {
   // Whole-argument parses: "2x" or "nan" is refused, not read as 2 or trained into NaN.
   auto usage = [&](const char* why) {
-    std::fprintf(stderr, "%s: %s\nusage: %s [steps > 0] [learning rate > 0]\n", argv[0], why, argv[0]);
+    std::fprintf(stderr, "%s: %s\nusage: %s [steps > 0] [learning rate > 0] [--tensorboard DIR]\n", argv[0], why,
+                 argv[0]);
     return 2;
   };
-  for (int i = 1; i < argc; ++i)
+  std::vector<const char*> positional;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf(
-          "usage: %s [steps > 0, default 300] [learning rate > 0, default 0.1]\n\n"
+          "usage: %s [steps > 0, default 300] [learning rate > 0, default 0.1] [--tensorboard DIR]\n\n"
           "Trains a two-layer perceptron to imitate a fixed random teacher network on synthetic data\n"
           "(forward through ops, backward through autograd, SGD by hand); exits with status 1 if the\n"
-          "loss did not fall to half its first value.\n",
+          "loss did not fall to half its first value. --tensorboard writes the loss curve for TensorBoard.\n",
           argv[0]);
       return 0;
     }
-  if (argc > 3) return usage("too many arguments");
+    if (std::strcmp(argv[i], "--tensorboard") == 0) {
+      if (i + 1 == argc) return usage("--tensorboard needs a folder");
+      a.tensorboard = argv[++i];
+    } else {
+      positional.push_back(argv[i]);
+    }
+  }
+  if (positional.size() > 2) return usage("too many arguments");
   char* end = nullptr;
-  const long steps_arg = argc > 1 ? std::strtol(argv[1], &end, 10) : 300;
-  if (argc > 1 && (*argv[1] == '\0' || *end != '\0' || steps_arg <= 0 || steps_arg > 10000000))
+  const long steps = !positional.empty() ? std::strtol(positional[0], &end, 10) : 300;
+  if (!positional.empty() && (*positional[0] == '\0' || *end != '\0' || steps <= 0 || steps > 10000000))
     return usage("steps: expected a whole number in [1, 10000000]");
-  const double lr = argc > 2 ? std::strtod(argv[2], &end) : 0.1;
-  if (argc > 2 && (*argv[2] == '\0' || *end != '\0' || !std::isfinite(lr) || lr <= 0))
+  a.lr = positional.size() > 1 ? std::strtod(positional[1], &end) : 0.1;
+  if (positional.size() > 1 && (*positional[1] == '\0' || *end != '\0' || !std::isfinite(a.lr) || a.lr <= 0))
     return usage("learning rate: expected a finite number > 0");
-  const int steps = static_cast<int>(steps_arg);
+  a.steps = static_cast<int>(steps);
+  return -1;
+}
+
+int main(int argc, char** argv) {
+  Args a;
+  if (const int status = parse(argc, argv, a); status >= 0) return status;
+  const int steps = a.steps;
+  const double lr = a.lr;
+  std::optional<SummaryWriter> tb;
+  if (!a.tensorboard.empty()) tb.emplace(a.tensorboard);
   manual_seed(0);
   const Device dev = Device::best();
   std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d threads\n", lr, steps, dev.str().c_str(),
@@ -77,6 +108,7 @@ int main(int argc, char** argv) {
     }
     last = loss.item();
     if (step == 0) first = last;
+    if (tb) tb->add_scalar("loss", last, step);
     if (step % std::max(1, steps / 10) == 0 || step == steps - 1) std::printf("step %5d  loss %.6f\n", step, last);
   }
   const bool fell = last < 0.5 * first;

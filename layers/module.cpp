@@ -51,12 +51,16 @@ Tensor Module::forward(const Tensor&) {
 
 Tensor Module::operator()(const Tensor& input) {
   Tensor out = forward(input);
+  call_forward_hooks(input, out);
+  return out;
+}
+
+void Module::call_forward_hooks(const Tensor& input, const Tensor& output) {
   // Copy: a hook may register or remove hooks.
   if (!forward_hooks_.empty()) {
     auto hooks = forward_hooks_;
-    for (auto& [id, hook] : hooks) hook(*this, input, out);
+    for (auto& [id, hook] : hooks) hook(*this, input, output);
   }
-  return out;
 }
 
 std::string Module::type_name() const {
@@ -383,6 +387,15 @@ void Module::remove_forward_hook(int64_t id) {
 }
 
 std::string Module::summary(const Shape& input_shape, DType dtype) {
+  Device dev = Device::cpu();
+  for (const Tensor& p : parameters()) {
+    dev = p.device();
+    break;
+  }
+  return summary("input " + shape_str(input_shape), [&] { (*this)(zeros(input_shape, {dtype, dev})); });
+}
+
+std::string Module::summary(const std::string& input, const std::function<void()>& run) {
   struct Row {
     std::string name, type, shape;
     int64_t params;
@@ -412,15 +425,10 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
     for (auto& [m, id] : hook_ids) m->remove_forward_hook(id);
     for (auto& [m, mode] : modes) m->training_ = mode;
   };
-  Device dev = Device::cpu();
-  for (const Tensor& p : parameters()) {
-    dev = p.device();
-    break;
-  }
   try {
     NoGradGuard ng;
     for (auto& [m, mode] : modes) m->training_ = false;
-    (*this)(zeros(input_shape, {dtype, dev}));
+    run();
   } catch (...) {
     restore();
     throw;
@@ -458,7 +466,7 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
      << "Trainable params: " << with_commas(trainable) << "\n"
      << "Non-trainable params: " << with_commas(total - trainable) << "\n"
      << "Memory: parameters " << human_bytes(bytes_of(parameters())) << ", buffers " << human_bytes(bytes_of(buffers()))
-     << ", layer outputs for input " << shape_str(input_shape) << " " << human_bytes(outputs)
+     << ", layer outputs for " << input << " " << human_bytes(outputs)
      << " (what a training step keeps for backward, roughly)\n";
   return os.str();
 }

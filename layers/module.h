@@ -123,6 +123,9 @@ class Module {
   // first call) — the total and trainable counts, and the memory of the parameters, the buffers
   // and the layers' outputs for this input.
   std::string summary(const Shape& input_shape, DType dtype = DType::Float32);
+  // The same table for a module whose forward takes more than one tensor: `run` calls it (on
+  // inputs of batch 1) and `input` says what it was given ("tokens [1, 48] and their lengths").
+  std::string summary(const std::string& input, const std::function<void()>& run);
   // The module tree, PyTorch style.
   std::string repr() const;
 
@@ -130,6 +133,10 @@ class Module {
   int64_t num_parameters(bool trainable_only = false) const;
 
  protected:
+  // Calls this module's forward hooks; operator() does, and so do the operator()s of modules whose
+  // forward takes other arguments (the RNNs), with their main input and output.
+  void call_forward_hooks(const Tensor& input, const Tensor& output);
+
   bool training_ = true;
 
  private:

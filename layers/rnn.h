@@ -65,8 +65,11 @@ struct RnnOutput {
 class RNNBase : public Module {
  public:
   RnnOutput forward(const Tensor& input, const RnnState& state = {}, const std::vector<int64_t>& lengths = {});
+  // forward(), then the forward hooks with the output sequence (so summary() lists the RNN).
   RnnOutput operator()(const Tensor& input, const RnnState& state = {}, const std::vector<int64_t>& lengths = {}) {
-    return forward(input, state, lengths);
+    RnnOutput out = forward(input, state, lengths);
+    call_forward_hooks(input, out.output);
+    return out;
   }
   void reset_parameters(Generator* gen = nullptr);
   std::string extra_repr() const override;

@@ -10,6 +10,8 @@
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "layers/container.h"
+#include "layers/embedding.h"
+#include "layers/rnn.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -384,4 +386,22 @@ TEST(ModuleList, HoldsAndRegisters) {
   EXPECT_THROW(s.layers[3], Error);
   EXPECT_THROW(s.layers(ones({1})), Error);
   EXPECT_EQ(s.layers.at<Affine>(0).weight.numel(), 2);
+}
+
+// A module whose forward takes more than one tensor gets its table from a callable, and an RNN
+// called with its own operator() (not Module's) has its row: RNNs run their forward hooks too.
+TEST(Module, SummaryOfAForwardWithSeveralInputsListsItsRnn) {
+  struct Tagger : nn::Module {
+    nn::Embedding embed{10, 4};
+    nn::LSTM lstm{4, 3, {.batch_first = true}};
+    Tagger() { register_modules({{"embed", &embed}, {"lstm", &lstm}}); }
+    Tensor run(const Tensor& tokens, const Tensor& h0) { return lstm(embed(tokens), {.h = h0, .c = h0}).output; }
+  } t;
+  const Tensor tokens = zeros({1, 5}, {.dtype = DType::Int64}), h0 = zeros({1, 1, 3});
+  const std::string s = t.summary("tokens [1, 5] and a state", [&] { t.run(tokens, h0); });
+  EXPECT_TRUE(has(s, "embed (Embedding)")) << s;
+  EXPECT_TRUE(has(s, "lstm (LSTM)")) << s;
+  EXPECT_TRUE(has(s, "[1, 5, 3]")) << s;
+  EXPECT_TRUE(has(s, "layer outputs for tokens [1, 5] and a state")) << s;
+  EXPECT_TRUE(has(s, "Total params: " + std::to_string(t.num_parameters()))) << s;
 }
