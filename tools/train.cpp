@@ -229,8 +229,16 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                 examples::device_label(dev).c_str(), cf.epochs, cf.batch_size);
     if (job.chatty()) std::printf("%s", net->summary(example).c_str());
     job.print_summary();
+    const auto& lf = c.loss();
+    EMBER_CHECK(lf.label_smoothing() >= 0 && lf.label_smoothing() < 1, file.at_top("classifier"),
+                ": classifier.loss.label_smoothing must be in [0, 1)");
+    CrossEntropyOptions loss{.label_smoothing = lf.label_smoothing()};
+    if (lf.class_weight_size() > 0)
+      loss.weight =
+          from_vector(std::vector<double>(lf.class_weight().begin(), lf.class_weight().end()), {lf.class_weight_size()})
+              .to(dev, DType::Float32);
     auto step = [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-      return examples::classifier_step(*net, *opt, dev, &job, x, y, sums);
+      return examples::classifier_step(*net, *opt, dev, &job, x, y, sums, loss);
     };
     auto end_epoch = [&](const examples::EpochEnd& e) {
       auto [acc, loss] = examples::evaluate_classifier(*net, test_set, dev, 256, &job);

@@ -58,15 +58,17 @@ inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data
 }
 
 // One step of a classifier on (x, y): forward (through the data-parallel wrapper in a job),
-// cross-entropy, backward, the optimizer's step; the running sums are loss_sum, correct, seen.
+// cross-entropy (with `criterion`'s class weights and label smoothing), backward, the optimizer's step;
+// the running sums are loss_sum, correct, seen.
 inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
-                                  const Tensor& y, RunningSums& sums) {
+                                  const Tensor& y, RunningSums& sums, const CrossEntropyOptions& criterion = {}) {
   const double n = static_cast<double>(y.numel());
 #ifdef EMBER_HAVE_DIST
   if (job && job->pipeline()) {  // the loss and the correct count come from the last stage
     opt.zero_grad();
     const double loss = job->pipeline()->train_step(
-        x.to(dev), y.to(dev), [](const Tensor& logits, const Tensor& t) { return cross_entropy(logits, t); },
+        x.to(dev), y.to(dev),
+        [&criterion](const Tensor& logits, const Tensor& t) { return cross_entropy(logits, t, criterion); },
         [](const Tensor& logits, const Tensor& t) {
           return std::vector<double>{static_cast<double>(sum(eq(argmax(logits, 1), t)).item<int64_t>())};
         });
@@ -79,11 +81,12 @@ inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device
 #endif
   Tensor yd = y.to(dev), logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
   // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
-  Tensor loss = job ? job->weight(cross_entropy(logits, yd)) : cross_entropy(logits, yd);
+  Tensor l = cross_entropy(logits, yd, criterion);
+  if (job) l = job->weight(l);
   opt.zero_grad();
-  loss.backward();
+  l.backward();
   opt.step();
-  sums["loss_sum"] += loss.item() / (job ? job->loss_weight() : 1.0) * n;
+  sums["loss_sum"] += l.item() / (job ? job->loss_weight() : 1.0) * n;
   sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
   sums["seen"] += n;
   return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};

@@ -21,3 +21,18 @@ if "$ember" train "$dir/wrong.pbtxt" --checkpoint-dir "$dir/run_wrong" 2>"$dir/w
   exit 1
 fi
 grep -q "takes examples of \[5\], but the CSV file .* gives \[4\]" "$dir/wrong.err"
+# The classifier's loss: label smoothing changes the training loss; class weights of the wrong
+# length are refused by name.
+sed 's/classifier { solver { sgd { lr: 0.1 momentum: 0.9 } } }/classifier { solver { sgd { lr: 0.1 momentum: 0.9 } } loss { label_smoothing: 0.2 class_weight: [1, 2] } }/' \
+  "$dir/csv.pbtxt" >"$dir/smooth.pbtxt"
+grep -q label_smoothing "$dir/smooth.pbtxt"
+"$ember" train "$dir/smooth.pbtxt" --checkpoint-dir "$dir/run_smooth" --epochs 1 >/dev/null
+plain=$(sed -n 2p "$dir/run_csv/metrics.csv" | cut -d, -f3) smooth=$(sed -n 2p "$dir/run_smooth/metrics.csv" | cut -d, -f3)
+echo "first epoch's training loss: plain $plain, smoothed and weighted $smooth"
+[ "$plain" != "$smooth" ]
+sed 's/class_weight: \[1, 2\]/class_weight: [1, 2, 3]/' "$dir/smooth.pbtxt" >"$dir/weights3.pbtxt"
+if "$ember" train "$dir/weights3.pbtxt" --checkpoint-dir "$dir/run_w3" --epochs 1 2>"$dir/w3.err" >/dev/null; then
+  echo "3 class weights for 2 classes were accepted"
+  exit 1
+fi
+grep -qi "weight" "$dir/w3.err"
