@@ -174,18 +174,36 @@ examples::CommonFlags common_flags(examples::Flags& flags, const train_file::Tra
        .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
 }
 
+// The command line of a task that trains one network: the file's settings as the common flags'
+// defaults, --summary, and the data-parallel flags, read and checked.
+struct OneNetworkFlags {
+  Argv argv;
+  examples::Flags flags;
+  examples::CommonFlags cf;
+  bool summary_only;
+  examples::ParallelJob job;
+  OneNetworkFlags(const model_file::LoadedFile& file, const std::vector<std::string>& args,
+                  const train_file::Solver& solver, double lr_def)
+      : argv(file.path, args),
+        flags(argv.argc(), argv.argv(), kDescription),
+        cf(common_flags(flags, file.spec, solver, lr_def, "learning rate (the file's by default)")),
+        summary_only(flags.boolean("summary", false, "print the network's summary and exit")),
+        job("ember train", examples::ParallelFlags(flags)) {
+    flags.finish();
+    apply_file_defaults(file, flags, cf);
+    cf.check(flags);
+  }
+};
+
 int train_classifier(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
   const auto& s = file.spec;
   const auto& c = s.classifier();
   const int net_index = model_file::network_index(file, c.network(), "classifier");
-  Argv argv(file.path, args);
-  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
-  examples::CommonFlags cf = common_flags(flags, s, c.solver(), 1e-3, "learning rate (the file's by default)");
-  const bool summary_only = flags.boolean("summary", false, "print the network's summary and exit");
-  examples::ParallelJob job("ember train", examples::ParallelFlags(flags));
-  flags.finish();
-  apply_file_defaults(file, flags, cf);
-  cf.check(flags);
+  OneNetworkFlags command(file, args, c.solver(), 1e-3);
+  examples::Flags& flags = command.flags;
+  examples::CommonFlags& cf = command.cf;
+  examples::ParallelJob& job = command.job;
+  const bool summary_only = command.summary_only;
   try {
     const auto& n = s.network(net_index);
     const Shape example = example_shape(n);
@@ -346,14 +364,11 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   const auto& n = s.network(net_index);
   EMBER_CHECK(example_shape(n) == (Shape{1, text.seq_len()}), file.at(net_index), ": network '", n.name(),
               "' must take input_shape [seq_len] = [", text.seq_len(), "] (token windows)");
-  Argv argv(file.path, args);
-  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
-  examples::CommonFlags cf = common_flags(flags, s, task.solver(), 2e-3, "learning rate (the file's by default)");
-  const bool summary_only = flags.boolean("summary", false, "print the network's summary and exit");
-  examples::ParallelJob job("ember train", examples::ParallelFlags(flags));
-  flags.finish();
-  apply_file_defaults(file, flags, cf);
-  cf.check(flags);
+  OneNetworkFlags command(file, args, task.solver(), 2e-3);
+  examples::Flags& flags = command.flags;
+  examples::CommonFlags& cf = command.cf;
+  examples::ParallelJob& job = command.job;
+  const bool summary_only = command.summary_only;
   try {
     const std::filesystem::path here = std::filesystem::path(file.path).parent_path();
     std::string dir = flags.given("data") ? cf.data : text.dir().empty() ? "/usr/share/games/fortunes" : text.dir();
