@@ -27,6 +27,7 @@ class GraphNet : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return type_name_; }
   const std::vector<Node>& nodes() const { return nodes_; }
+  int output() const { return output_; }
 
  private:
   std::string type_name_;

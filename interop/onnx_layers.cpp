@@ -2,6 +2,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
+#include "interop/graph_net.h"
 #include "layers/nn.h"
 
 namespace ember::onnx {
@@ -254,6 +255,27 @@ Traced emit_module(GraphBuilder& g, nn::Module& module, const std::string& path,
     for (const auto& [name, child] : seq->named_children()) v = emit_module(g, *child, child_path(path, name), v);
     return v;
   }
+  if (auto* net = dynamic_cast<nn::GraphNet*>(m)) {  // a model file's network with joins
+    std::vector<Traced> values;
+    auto value = [&](int i) -> const Traced& { return i < 0 ? x : values[static_cast<size_t>(i)]; };
+    for (const auto& node : net->nodes()) {
+      const std::string p = child_path(path, node.name);
+      if (node.module) {
+        values.push_back(emit_module(g, *node.module, p, value(node.inputs.at(0))));
+        continue;
+      }
+      std::vector<std::string> names;
+      std::vector<Tensor> examples;
+      for (int k : node.inputs) names.push_back(value(k).name), examples.push_back(value(k).example);
+      const Tensor out = nn::apply_join(node.join, node.dim, examples);
+      if (node.join == nn::GraphNet::Join::Concat) {
+        values.push_back({g.node1("Concat", names, p, {{"axis", node.dim}}), out});
+      } else {  // ONNX's Sum adds any number of inputs of one shape
+        values.push_back({g.node1("Sum", names, p), out});
+      }
+    }
+    return values[static_cast<size_t>(net->output())];
+  }
   if (auto* l = dynamic_cast<nn::Conv2d*>(m)) return conv2d(g, *l, path, x);
   if (auto* l = dynamic_cast<nn::ConvTranspose2d*>(m)) return conv_transpose2d(g, *l, path, x);
   if (auto* l = dynamic_cast<nn::Linear*>(m)) return linear(g, *l, path, x);
@@ -288,8 +310,8 @@ Traced emit_module(GraphBuilder& g, nn::Module& module, const std::string& path,
              module.type_name(),
              " has no ONNX form (exported: Sequential and its elements; Conv2d, ConvTranspose2d, Linear, "
              "BatchNorm1d/2d, LayerNorm, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Unflatten, Embedding, "
-             "RNN/LSTM/GRU, Dropout, Identity and the activations; the model zoo's MnistCnn, LeNet5, GAN "
-             "generators and discriminators, LstmLanguageModel and BiLstmClassifier)");
+             "RNN/LSTM/GRU, Dropout, Identity and the activations; a model file's GraphNet; the model zoo's "
+             "MnistCnn, LeNet5, GAN generators and discriminators, LstmLanguageModel and BiLstmClassifier)");
 }
 
 }  // namespace ember::onnx

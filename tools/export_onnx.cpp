@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/ops.h"
+#include "interop/model_file.h"
 #include "interop/onnx_export.h"
 #include "layers/checkpoint.h"
 #include "models/gan.h"
@@ -80,17 +81,53 @@ std::shared_ptr<nn::Module> build(const std::string& name, const std::string& fi
   return m;
 }
 
+// Network `network` of a model file (`ember train`'s; default: the one its task trains, a GAN's
+// generator), sized by the checkpoint's tensors where the vocabulary sizes it, with `file` loaded
+// into it; and an example input of `batch` rows.
+std::shared_ptr<nn::Module> build_from_model_file(const std::string& model_file, const std::string& network,
+                                                  const std::string& file, int64_t batch,
+                                                  std::vector<Tensor>& example) {
+  const model_file::LoadedFile mf = model_file::load(model_file);
+  const auto& s = mf.spec;
+  int index = -1;
+  if (network.empty()) {
+    index = s.has_gan()              ? model_file::network_index(mf, s.gan().generator(), "gan")
+            : s.has_language_model() ? model_file::network_index(mf, s.language_model().network(), "language_model")
+                                     : model_file::network_index(mf, s.classifier().network(), "classifier");
+  } else {
+    for (int i = 0; i < s.network_size(); ++i)
+      if (s.network(i).name() == network) index = i;
+    if (index < 0) throw UsageError("--network: " + model_file + " has no network '" + network + "'");
+  }
+  const auto& n = s.network(index);
+  const bool tokens = n.layer(0).has_embedding();
+  int64_t vocabulary = 0;
+  if (tokens && n.layer(0).embedding().num_embeddings() == 0)
+    vocabulary = need(read_checkpoint(file), file, n.layer(0).name() + ".weight").size(0);
+  auto net = model_file::build_network(mf, index, vocabulary);
+  load(*net, file);
+  Shape shape{batch};
+  shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
+  example = {zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32})};
+  return net;
+}
+
 int export_onnx(const std::vector<std::string>& args) {
   Flags f;
   f.add("model", "NAME", std::string("the model the file holds: ") + kModels);
+  f.add("model-file", "FILE", "or: the model file (.pbtxt) `ember train` trained it from");
+  f.add("network", "NAME", "with --model-file: the network to export (default: the task's; a GAN's generator)");
   f.add("o", "FILE", "the .onnx file to write");
   f.add("batch", "N", "rows of the example input the export traces with (default 1; the batch stays free)");
   f.add("seq-len", "T", "time steps of the token models' example input (default 8; stays free)");
   f.add("static", "", "fix every dimension to the example's instead of leaving batch and sequence free");
   f.add("help", "", "show this help");
-  const std::string usage = "usage: ember export onnx MODEL_FILE --model NAME -o FILE [flags]\n\nflags:\n" + f.help() +
-                            "\nMODEL_FILE is a model file an example wrote (mnist_cnn.ckpt, mnist_gan_generator.ckpt, "
-                            "lstm_lm.ckpt, ...) or any file of ember::save(module, path).\n";
+  const std::string usage =
+      "usage: ember export onnx MODEL_FILE (--model NAME | --model-file FILE.pbtxt) -o FILE "
+      "[flags]\n\nflags:\n" +
+      f.help() +
+      "\nMODEL_FILE is a model file an example wrote (mnist_cnn.ckpt, mnist_gan_generator.ckpt, "
+      "lstm_lm.ckpt, ...) or any file of ember::save(module, path).\n";
   return run_leaf("ember export onnx", usage, [&]() -> int {
     std::vector<std::string> rest = args;
     std::string file;
@@ -104,10 +141,14 @@ int export_onnx(const std::vector<std::string>& args) {
       return 0;
     }
     if (file.empty()) throw UsageError("expected the model file before the flags");
-    const std::string model = f.require("model"), out = f.require("o");
+    if (f.has("model") == f.has("model-file")) throw UsageError("expected one of --model and --model-file");
+    if (f.has("network") && !f.has("model-file")) throw UsageError("--network goes with --model-file");
+    const std::string model = f.has("model") ? f.str("model") : f.str("model-file"), out = f.require("o");
     const int64_t batch = f.integer("batch", 1, 1, 1 << 20), seq = f.integer("seq-len", 8, 1, 1 << 20);
     std::vector<Tensor> example;
-    const std::shared_ptr<nn::Module> m = build(model, file, batch, seq, example);
+    const std::shared_ptr<nn::Module> m = f.has("model")
+                                              ? build(model, file, batch, seq, example)
+                                              : build_from_model_file(model, f.str("network"), file, batch, example);
     onnx::export_model(*m, example, out, {.dynamic_batch = !f.has("static"), .metadata = {{"ember.model", model}}});
     std::cout << "wrote " << out << ": " << m->type_name() << ", " << m->num_parameters() << " parameters\n";
     return 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "interop/model_file.h"
 #include "interop/onnx_export.h"
 #include "layers/checkpoint.h"
 #include "layers/nn.h"
@@ -162,6 +163,12 @@ int main(int argc, char** argv) {
                        return std::vector<Tensor>{randn({b, 6, 6})};
                      }});
 
+    // A model file's network with a residual join (an nn::GraphNet), its batch norm moved off 0 and 1.
+    auto residual =
+        model_file::build_network(model_file::load(std::string(EMBER_SOURCE_DIR) + "/models/residual_cnn.pbtxt"), 0);
+    for (int i = 0; i < 3; ++i) residual->forward(randn({8, 1, 28, 28}));
+    cases.push_back({"residual_cnn", residual, image});
+
     std::ofstream manifest(dir / "manifest.txt");
     for (Case& c : cases) {
       const std::string onnx_path = (dir / (c.name + ".onnx")).string();
@@ -181,7 +188,8 @@ int main(int argc, char** argv) {
         manifest << line << " -> " << f << "\n";
         ++k;
       }
-      if (c.name == "mnist_cnn" || c.name == "lstm_lm") save(*c.model, (dir / (c.name + ".ckpt")).string());
+      if (c.name == "mnist_cnn" || c.name == "lstm_lm" || c.name == "residual_cnn")
+        save(*c.model, (dir / (c.name + ".ckpt")).string());
     }
     std::cout << "onnx_cases: wrote " << cases.size() << " models to " << dir.string() << "\n";
     return 0;
