@@ -1,5 +1,6 @@
 #include "data/dataset.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/autograd/grad_mode.h"
@@ -59,6 +60,22 @@ TensorDataset::TensorDataset(Tensor inputs, Tensor targets, Transform transform)
   EMBER_CHECK(inputs_.dim() >= 1 && targets_.dim() >= 1, "TensorDataset: inputs and targets need a leading dim");
   EMBER_CHECK(inputs_.size(0) == targets_.size(0), "TensorDataset: ", inputs_.size(0), " inputs but ", targets_.size(0),
               " targets");
+}
+
+FirstN::FirstN(std::unique_ptr<Dataset> all, int64_t n) : all_(std::move(all)) {
+  EMBER_CHECK(all_, "FirstN: no data set");
+  EMBER_CHECK(n >= 0, "FirstN: n must not be negative, got ", n);
+  n_ = std::min(n, all_->size());
+}
+
+Example FirstN::get(int64_t index, Generator& gen) const {
+  EMBER_CHECK(index >= 0 && index < n_, "FirstN: index ", index, " is outside its ", n_, " examples");
+  return all_->get(index, gen);
+}
+
+Example FirstN::get_batch(const std::vector<int64_t>& indices, const std::vector<Generator*>& gens) const {
+  for (int64_t i : indices) EMBER_CHECK(i >= 0 && i < n_, "FirstN: index ", i, " is outside its ", n_, " examples");
+  return all_->get_batch(indices, gens);  // the data set's own fast path
 }
 
 Example TensorDataset::get(int64_t index, Generator& gen) const {

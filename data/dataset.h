@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/generator.h"
@@ -44,6 +45,19 @@ class TensorDataset : public Dataset {
  private:
   Tensor inputs_, targets_;
   Transform transform_;
+};
+
+// The first `n` examples of a data set (a --limit for sources that have none of their own).
+class FirstN : public Dataset {
+ public:
+  FirstN(std::unique_ptr<Dataset> all, int64_t n);
+  int64_t size() const override { return n_; }
+  Example get(int64_t index, Generator& gen) const override;
+  Example get_batch(const std::vector<int64_t>& indices, const std::vector<Generator*>& gens) const override;
+
+ private:
+  std::unique_ptr<Dataset> all_;
+  int64_t n_;
 };
 
 // Rows gathered from a tensor's dim 0 into a new contiguous tensor (the loader's fast path).

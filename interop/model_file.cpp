@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -74,6 +75,18 @@ std::string LoadedFile::at(int network, int layer, const std::string& field) con
 
 std::string LoadedFile::at_top(const std::string& field) const {
   return line_of(path, where->tree.GetLocation(field_of(train_file::TrainFile::descriptor(), field), -1).line);
+}
+
+std::string LoadedFile::resolve(const std::string& named) const {
+  const std::filesystem::path p = named;
+  return p.is_absolute() ? named : (std::filesystem::path(path).parent_path() / p).string();
+}
+
+Tensor example_input(const train_file::Network& n, int64_t batch) {
+  Shape shape{batch};
+  shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
+  const bool tokens = n.layer_size() > 0 && n.layer(0).kind_case() == Layer::kEmbedding;
+  return zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
 }
 
 LoadedFile load(const std::string& path) {
@@ -373,14 +386,10 @@ const char* kind_name(const Layer& l) {
 std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, int64_t vocabulary) {
   const train_file::Network& n = file.spec.network(network);
   NoGradGuard no_grad;
-  Shape in_shape{1};
-  in_shape.insert(in_shape.end(), n.input_shape().begin(), n.input_shape().end());
-  // A network that starts with an embedding reads token ids.
-  const bool tokens = n.layer_size() > 0 && n.layer(0).kind_case() == Layer::kEmbedding;
   std::vector<Tensor> examples;  // each node's output on a zero input of batch 1
   std::vector<nn::GraphNet::Node> nodes;
   std::map<std::string, int> index{{"input", -1}};
-  const Tensor input = zeros(in_shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
+  const Tensor input = example_input(n, 1);
   bool chain = true;
   for (int i = 0; i < n.layer_size(); ++i) {
     const Layer& l = n.layer(i);
@@ -418,7 +427,6 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
       } else {
         node.module = make_layer(at, l, in[0]);
         if (l.has_weight_init() || l.has_bias_init()) {
-          NoGradGuard ng;
           Tensor w = own_parameter(*node.module, "weight"), b = own_parameter(*node.module, "bias");
           if (l.has_weight_init()) apply_init(at, l.weight_init(), w, "weight_init");
           if (l.has_bias_init()) apply_init(at, l.bias_init(), b, "bias_init");

@@ -34,6 +34,8 @@ struct LoadedFile {
   std::string at(int network, int layer = -1, const std::string& field = {}) const;
   // "PATH:LINE" of a top-level field ("classifier", "training").
   std::string at_top(const std::string& field) const;
+  // A path the file names, taken from the file's folder unless it is absolute.
+  std::string resolve(const std::string& named) const;
 };
 
 // Reads and parses `path`, and checks the version and what can be checked without building.
@@ -41,6 +43,10 @@ LoadedFile load(const std::string& path);
 
 // The index of the network named `name` ("" when the file has one network).
 int network_index(const LoadedFile& file, const std::string& name, const std::string& who);
+
+// Zeros of network n's input for `batch` examples: token ids (int64) when its first layer is an
+// embedding, float32 otherwise.
+Tensor example_input(const train_file::Network& n, int64_t batch);
 
 // Makes network n's layers in file order (so a seed draws the weights the same layers made in the
 // same order in C++ draw), running each on a zero example to learn its input's shape and to check

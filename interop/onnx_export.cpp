@@ -52,8 +52,9 @@ void check_inputs(const std::vector<Tensor>& inputs, size_t expected, const std:
 void check_same(const Tensor& traced, const Tensor& reference, const std::string& model) {
   EMBER_CHECK(traced.shape() == reference.shape(), "ONNX export: ", model, "'s layers give ", shape_str(traced.shape()),
               " but its forward gives ", shape_str(reference.shape()), ": its forward is not the chain of its layers");
-  const double diff = (traced.to(DType::Float64) - reference.to(DType::Float64)).abs().max().item<double>();
-  const double scale = reference.to(DType::Float64).abs().max().item<double>();
+  const Tensor ref = reference.to(DType::Float64);
+  const double diff = (traced.to(DType::Float64) - ref).abs().max().item<double>();
+  const double scale = ref.abs().max().item<double>();
   EMBER_CHECK(diff <= 1e-5 * (1 + scale), "ONNX export: ", model, "'s layers differ from its forward by ", diff,
               " (max abs): its forward is not the chain of its layers");
 }

@@ -2,6 +2,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
+#include "core/shape.h"
 #include "interop/graph_net.h"
 #include "layers/nn.h"
 
@@ -129,8 +130,7 @@ Traced reshape(GraphBuilder& g, const std::vector<int64_t>& shape, const std::st
 Traced flatten(GraphBuilder& g, nn::Flatten& m, const std::string& path, const Traced& x) {
   const Tensor y = m(x.example);
   const int64_t rank = x.example.dim();
-  const int64_t start = m.start_dim < 0 ? m.start_dim + rank : m.start_dim;
-  const int64_t end = m.end_dim < 0 ? m.end_dim + rank : m.end_dim;
+  const int64_t start = wrap_dim(m.start_dim, rank, "Flatten"), end = wrap_dim(m.end_dim, rank, "Flatten");
   if (start == 1 && end == rank - 1) return {g.node1("Flatten", {x.name}, path, {{"axis", int64_t{1}}}), y};
   std::vector<int64_t> shape(static_cast<size_t>(start), 0);
   shape.push_back(-1);
@@ -141,7 +141,7 @@ Traced flatten(GraphBuilder& g, nn::Flatten& m, const std::string& path, const T
 Traced unflatten(GraphBuilder& g, nn::Unflatten& m, const std::string& path, const Traced& x) {
   const Tensor y = m(x.example);
   const int64_t rank = x.example.dim();
-  const int64_t dim = m.dim < 0 ? m.dim + rank : m.dim;
+  const int64_t dim = wrap_dim(m.dim, rank, "Unflatten");
   EMBER_CHECK(dim > 0, "ONNX export: Unflatten '", path,
               "' splits dimension 0, the batch, which the model "
               "leaves free (expected a later dimension)");

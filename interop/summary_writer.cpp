@@ -81,7 +81,22 @@ SummaryWriter::SummaryWriter(const std::string& log_dir, SummaryWriterOptions op
   version.set_file_version("brain.Event:2");
   enqueue([s = version.SerializeAsString()] { return s; });
   thread_ = std::thread([this] { run(); });
-  flush();  // the file is a valid event file from the start
+  try {
+    flush();  // the file is a valid event file from the start
+  } catch (...) {
+    stop_thread();  // a failed constructor runs no destructor: the thread must not outlive it
+    std::fclose(out_);
+    throw;
+  }
+}
+
+void SummaryWriter::stop_thread() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
 }
 
 SummaryWriter::~SummaryWriter() {
@@ -162,10 +177,8 @@ void SummaryWriter::close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return;
-    stopping_ = true;
-    wake_.notify_one();
   }
-  if (thread_.joinable()) thread_.join();
+  stop_thread();
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -66,6 +66,7 @@ class SummaryWriter {
   // Queues an event to be serialised by `make` on the background thread (an empty string: none).
   void enqueue(std::function<std::string()> make);
   void run();              // the background thread
+  void stop_thread();      // asks it to write what is queued and end, and joins it
   void throw_if_failed();  // under mutex_
   SummaryWriter& child(const std::string& name);
 

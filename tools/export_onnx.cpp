@@ -100,15 +100,12 @@ std::shared_ptr<nn::Module> build_from_model_file(const std::string& model_file,
     if (index < 0) throw UsageError("--network: " + model_file + " has no network '" + network + "'");
   }
   const auto& n = s.network(index);
-  const bool tokens = n.layer(0).has_embedding();
   int64_t vocabulary = 0;
-  if (tokens && n.layer(0).embedding().num_embeddings() == 0)
+  if (n.layer(0).has_embedding() && n.layer(0).embedding().num_embeddings() == 0)
     vocabulary = need(read_checkpoint(file), file, n.layer(0).name() + ".weight").size(0);
   auto net = model_file::build_network(mf, index, vocabulary);
   load(*net, file);
-  Shape shape{batch};
-  shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
-  example = {zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32})};
+  example = {model_file::example_input(n, batch)};
   return net;
 }
 

@@ -1,9 +1,9 @@
-// `ember train FILE [flags]`: trains the classifier or the GAN a model file (interop/model_file.h,
-// schema proto/train_file.proto) describes, with the examples' loops (examples/common: progress
-// bar, metrics log, evaluation after every epoch, checkpoints, --resume, SIGINT/SIGTERM,
-// --tensorboard; for a classifier --data-parallel under `ember launch`) — mnist_cnn and mnist_gan
-// with their networks, optimizers and settings read from the file. Every flag overrides the file's
-// value of the same name.
+// `ember train FILE [flags]`: trains the classifier, GAN or language model a model file
+// (interop/model_file.h, schema proto/train_file.proto) describes, with the examples' loops
+// (examples/common: progress bar, metrics log, evaluation after every epoch, checkpoints, --resume,
+// SIGINT/SIGTERM, --tensorboard; for one network, --data-parallel under `ember launch`) — mnist_cnn,
+// mnist_gan and lstm_lm with their networks, optimizers and settings read from the file. Every flag
+// overrides the file's value of the same name.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -40,25 +40,12 @@ struct Argv {
   char** argv() { return ptrs.data(); }
 };
 
+// The shape of one batch-of-1 input of network n (what summaries and the shape checks use).
 Shape example_shape(const train_file::Network& n) {
-  Shape example{1};
-  example.insert(example.end(), n.input_shape().begin(), n.input_shape().end());
-  return example;
+  return model_file::example_input(n, 1).shape();
 }
 
-// The first `n` examples of a data set (--limit for the sources that have no limit of their own).
-class FirstN : public data::Dataset {
- public:
-  FirstN(std::unique_ptr<data::Dataset> all, int64_t n) : all_(std::move(all)), n_(std::min(n, all_->size())) {}
-  int64_t size() const override { return n_; }
-  data::Example get(int64_t index, Generator& gen) const override { return all_->get(index, gen); }
-
- private:
-  std::unique_ptr<data::Dataset> all_;
-  int64_t n_;
-};
-
-// A classifier's training and test sets, and how the start-up line and the resume check name them.
+// A classifier's training and test sets.
 struct ClassifierData {
   std::unique_ptr<data::Dataset> train, test;
 };
@@ -87,12 +74,11 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
   ClassifierData out;
   auto limited = [&](std::unique_ptr<data::Dataset> ds) -> std::unique_ptr<data::Dataset> {
     if (cf.limit < 0) return ds;
-    return std::make_unique<FirstN>(std::move(ds), cf.limit);
+    return std::make_unique<data::FirstN>(std::move(ds), cf.limit);
   };
-  const std::filesystem::path here = std::filesystem::path(file.path).parent_path();
   auto resolve = [&](const std::string& p, const char* what) {
     EMBER_CHECK(!p.empty(), file.at_top("data"), ": data.", what, " is missing (expected a path)");
-    return std::filesystem::path(p).is_absolute() ? p : (here / p).string();
+    return file.resolve(p);
   };
   if (d.has_mnist()) {
     cf.prepare(flags);
@@ -118,7 +104,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     if (f.has_mean() || f.has_std()) {
       const double mean = f.mean(), sd = f.has_std() ? f.std() : 1.0;
       EMBER_CHECK(sd > 0, file.at_top("data"), ": data.image_folder.std must be positive");
-      o.transform = [mean, sd](const Tensor& x, Generator&) { return (x - mean) / sd; };
+      o.transform = data::transforms::normalize({mean}, {sd});
     }
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
     out.test = limited(std::make_unique<data::ImageFolder>(test, o));
@@ -145,11 +131,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
 void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
   const auto& s = file.spec;
   const auto& d = s.data();
-  if (!flags.given("data") && !d.mnist().dir().empty()) {
-    const std::filesystem::path dir = d.mnist().dir();  // from the model file's folder, as every path in it
-    cf.data = dir.is_absolute() ? dir.string() : (std::filesystem::path(file.path).parent_path() / dir).string();
-    cf.data_given = true;
-  }
+  if (!flags.given("data") && !d.mnist().dir().empty()) cf.data = file.resolve(d.mnist().dir()), cf.data_given = true;
   if (!flags.given("seed")) cf.seed = s.training().seed();
   if (!flags.given("limit") && d.has_limit()) cf.limit = d.limit();
   if (!flags.given("workers") && d.workers() > 0) cf.workers = d.workers();
@@ -370,9 +352,9 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   examples::ParallelJob& job = command.job;
   const bool summary_only = command.summary_only;
   try {
-    const std::filesystem::path here = std::filesystem::path(file.path).parent_path();
-    std::string dir = flags.given("data") ? cf.data : text.dir().empty() ? "/usr/share/games/fortunes" : text.dir();
-    if (!flags.given("data") && !std::filesystem::path(dir).is_absolute()) dir = (here / dir).string();
+    const std::string dir = flags.given("data")  ? cf.data
+                            : text.dir().empty() ? "/usr/share/games/fortunes"
+                                                 : file.resolve(text.dir());
     const Device dev = job.start(cf.dev());
     examples::Corpus c = examples::read_corpus({.data_dir = dir,
                                                 .level = text.level().empty() ? "char" : text.level(),

@@ -31,6 +31,8 @@ class Checkpointer {
 
   std::string last() const { return (std::filesystem::path(dir_) / "last.ckpt").string(); }
   const std::string& dir() const { return dir_; }
+  const TrainingState& state() const { return state_; }
+  const std::map<std::string, std::string>& meta() const { return meta_; }
 
   // --resume: "" starts fresh, "auto" resumes from checkpoint-dir/last.ckpt when it exists, any
   // other value is a checkpoint path that must exist. Returns the position to continue from.

@@ -90,9 +90,6 @@ class Trainer {
       : opts_(std::move(opts)),
         loader_(loader),
         job_(job),
-        model_(state.model),
-        optimizers_(state.optimizers),
-        meta_(meta),
         ckpt_(opts_.checkpoint_dir, std::move(state), loader, std::move(meta), job) {}
 
   // Loads --resume (saying from where, or that there is no checkpoint yet), then installs the
@@ -124,7 +121,7 @@ class Trainer {
       tb_.emplace(opts_.tensorboard.dir);
       log_->mirror_to(&*tb_);
       std::string run;  // the run's settings, as the checkpoint records them
-      for (const auto& [k, v] : meta_) run += "- " + k + ": " + v + "\n";
+      for (const auto& [k, v] : ckpt_.meta()) run += "- " + k + ": " + v + "\n";
       tb_->add_text("run", run, pos_.step);
     }
     for (; pos_.epoch < opts_.epochs; ++pos_.epoch) {
@@ -180,14 +177,15 @@ class Trainer {
     const int64_t step = pos_.step;
     for (const auto& [name, v] : r.metrics) tb_->add_scalar("step/" + name, v, step);
     if (bar.elapsed() > 0) tb_->add_scalar("step/samples_per_s", static_cast<double>(samples) / bar.elapsed(), step);
-    for (size_t i = 0; i < optimizers_.size(); ++i) {
-      const auto& groups = optimizers_[i]->param_groups();
+    const TrainingState& state = ckpt_.state();
+    for (size_t i = 0; i < state.optimizers.size(); ++i) {
+      const auto& groups = state.optimizers[i]->param_groups();
       if (groups.empty() || !groups[0].options.count("lr")) continue;
-      tb_->add_scalar(optimizers_.size() == 1 ? "step/lr" : "step/lr_" + std::to_string(i), groups[0].options.at("lr"),
-                      step);
+      tb_->add_scalar(state.optimizers.size() == 1 ? "step/lr" : "step/lr_" + std::to_string(i),
+                      groups[0].options.at("lr"), step);
     }
-    if (model_ && step % opts_.tensorboard.every == 0)
-      for (const auto& [name, p] : model_->named_parameters()) {
+    if (state.model && step % opts_.tensorboard.every == 0)
+      for (const auto& [name, p] : state.model->named_parameters()) {
         tb_->add_histogram("weights/" + name, p, step);
         if (p.grad().defined()) tb_->add_histogram("grads/" + name, p.grad(), step);
       }
@@ -196,9 +194,6 @@ class Trainer {
   TrainerOptions opts_;
   data::DataLoader& loader_;
   ParallelJob* job_;
-  nn::Module* model_;
-  std::vector<optim::Optimizer*> optimizers_;
-  std::map<std::string, std::string> meta_;
   std::optional<SummaryWriter> tb_;  // with --tensorboard, on the rank that reports
   Checkpointer ckpt_;
   TrainingPosition pos_;

@@ -151,3 +151,21 @@ TEST(DataLoader, BadOptionsAndWorkerErrors) {
       },
       Error);
 }
+
+// FirstN: the first n examples, through the data set's own batch path, and nothing past them.
+TEST(FirstN, TheFirstExamplesOnly) {
+  auto all = std::make_unique<TensorDataset>(arange(0, 10, 1, {.dtype = DType::Float32}).reshape({10, 1}), arange(10));
+  FirstN first(std::move(all), 4);
+  EXPECT_EQ(first.size(), 4);
+  DataLoader loader(first, {.batch_size = 3, .shuffle = false});
+  std::vector<int64_t> seen;
+  for (auto& [x, y] : loader)
+    for (int64_t v : y.to_vector<int64_t>()) seen.push_back(v);
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3}));
+  Generator g(0);
+  EXPECT_THROW(first.get(4, g), Error);
+  EXPECT_THROW(first.get_batch({1, 4}, {&g, &g}), Error);
+  // n past the end keeps all; a negative n is an error.
+  EXPECT_EQ(FirstN(std::make_unique<TensorDataset>(zeros({3, 1}), zeros({3}, {.dtype = DType::Int64})), 9).size(), 3);
+  EXPECT_THROW(FirstN(std::make_unique<TensorDataset>(zeros({3, 1}), zeros({3}, {.dtype = DType::Int64})), -1), Error);
+}

@@ -184,9 +184,20 @@ TEST(SummaryWriter, AFailedWriteIsReportedNotDropped) {
   } catch (const Error& e) {
     message = e.what();
   }
+  // A writer whose first record cannot be written fails in its constructor, its thread stopped
+  // (a thread left running there would end the process).
+  small.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string at_start;
+  try {
+    SummaryWriter never((d.path / "never").string());
+  } catch (const Error& e) {
+    at_start = e.what();
+  }
   setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, SIG_DFL);
   EXPECT_NE(message.find("writing '" + w.file() + "' failed"), std::string::npos) << message;
   EXPECT_THROW(w.add_scalar("x", 1, 1), Error);
   EXPECT_THROW(w.close(), Error);
+  EXPECT_NE(at_start.find("failed"), std::string::npos) << at_start;
 }

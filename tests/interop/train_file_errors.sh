@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# ctest tools.train_file_errors: what `ember train` and `ember export onnx --model-file` refuse in a
+# model file the schema cannot, each with its exit status and a message that names the thing. The
+# shipped files are edited by sed into each mistake. Usage: train_file_errors.sh EMBER MODELS_DIR
+set -uo pipefail
+ember=$1 models=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+# expect STATUS REGEX COMMAND...: the command exits with STATUS and its stderr matches REGEX.
+expect() {
+  local status=$1 regex=$2
+  shift 2
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  if [[ $got != "$status" ]] || ! grep -qE -- "$regex" "$dir/err"; then
+    echo "FAIL: $* exited $got (expected $status) with:"
+    cat "$dir/err"
+    failures=$((failures + 1))
+  fi
+}
+edit() {  # edit NAME SOURCE SED-EXPRESSION: a copy of SOURCE with one mistake
+  sed "$3" "$models/$2" >"$dir/$1.pbtxt"
+  cmp -s "$models/$2" "$dir/$1.pbtxt" && echo "FAIL: the edit for $1 changed nothing" && failures=$((failures + 1))
+}
+edit gan_noise mlp_gan.pbtxt 's/noise_dim: 100/noise_dim: 64/'
+expect 1 "mlp_gan|gan_noise.pbtxt:[0-9]+: the generator's input_shape is \[100\] \(expected \[noise_dim\] = \[64\]\)" \
+  "$ember" train "$dir/gan_noise.pbtxt"
+edit gan_schedule mlp_gan.pbtxt 's/generator_solver { adam { lr: 0.0002 beta1: 0.5 } }/generator_solver { adam { lr: 0.0002 beta1: 0.5 } step_lr { step_size: 1 gamma: 0.5 } }/'
+expect 1 "step_lr in a GAN's solver is not supported yet" "$ember" train "$dir/gan_schedule.pbtxt"
+edit gan_csv mlp_gan.pbtxt 's/mnist { mean: 0.5 std: 0.5 }/csv { train: "a.csv" test: "b.csv" }/'
+expect 1 "a GAN trains on MNIST-format images" "$ember" train "$dir/gan_csv.pbtxt"
+edit lm_shape lstm_lm.pbtxt 's/input_shape: \[100\]/input_shape: [50]/'
+expect 1 "network 'net' must take input_shape \[seq_len\] = \[100\]" "$ember" train "$dir/lm_shape.pbtxt"
+edit lm_level lstm_lm.pbtxt 's/level: "char"/level: "byte"/'
+expect 1 "data.text.level is 'byte' \(expected char or word\)" "$ember" train "$dir/lm_level.pbtxt"
+edit lm_seq lstm_lm.pbtxt 's/ seq_len: 100//'
+expect 1 "data.text.seq_len is missing" "$ember" train "$dir/lm_seq.pbtxt"
+edit augment mnist_cnn.pbtxt 's/  batch_size: 64/  batch_size: 64\n  augment { crop_padding: -1 }/'
+expect 1 "data.augment: crop_padding, horizontal_flip" "$ember" train "$dir/augment.pbtxt" --limit 64 --checkpoint-dir ''
+# The export's own flags.
+expect 2 "--network: .* has no network 'nope'" "$ember" export onnx x.ckpt --model-file "$models/mlp_gan.pbtxt" \
+  --network nope -o "$dir/x.onnx"
+expect 2 "--network goes with --model-file" "$ember" export onnx x.ckpt --model mnist_cnn --network g -o "$dir/x.onnx"
+echo "train_file_errors: $failures failure(s)"
+((failures == 0))
