@@ -70,6 +70,7 @@ std::vector<Command> sched_commands() {
       {"status", "the daemon's devices and jobs, or one job in detail", sched_status},
       {"queue", "running and queued jobs", sched_queue},
       {"cancel", "cancel a queued or running job", sched_cancel},
+      {"preempt", "stop a running job through its checkpoint and put it back in the queue", sched_preempt},
       {"logs", "a job's output (--follow to keep reading)", sched_logs},
       {"drain", "stop taking jobs and exit once nothing runs (--preempt: checkpoint them now)", sched_drain},
   };

@@ -36,6 +36,7 @@ int sched_submit(const std::vector<std::string>& args);
 int sched_status(const std::vector<std::string>& args);
 int sched_queue(const std::vector<std::string>& args);
 int sched_cancel(const std::vector<std::string>& args);
+int sched_preempt(const std::vector<std::string>& args);
 int sched_logs(const std::vector<std::string>& args);
 int sched_drain(const std::vector<std::string>& args);
 int launch(const std::vector<std::string>& args);  // tools/launch.cpp

@@ -54,16 +54,17 @@ std::string devices_of(const proto::JobInfo& j) {
 }
 
 void print_jobs(const proto::Response& r) {
-  std::cout << std::left << std::setw(5) << "ID" << std::setw(18) << "NAME" << std::setw(10) << "STATE" << std::setw(6)
-            << "DEVS" << std::setw(16) << "ON" << std::setw(9) << "RUN s" << std::setw(8) << "PREEMPT" << std::setw(9)
-            << "RESTARTS"
+  std::cout << std::left << std::setw(5) << "ID" << std::setw(18) << "NAME" << std::setw(10) << "USER" << std::setw(10)
+            << "STATE" << std::setw(6) << "DEVS" << std::setw(16) << "ON" << std::setw(9) << "RUN s" << std::setw(8)
+            << "PREEMPT" << std::setw(9) << "RESTARTS"
             << "REASON\n";
   for (const proto::JobInfo& j : r.jobs()) {
     std::string name = j.spec().name().empty() ? "-" : j.spec().name();
+    std::string user = j.owner().empty() ? "-" : j.owner();
     std::cout << std::left << std::setw(5) << j.id() << std::setw(18) << name.substr(0, 17) << std::setw(10)
-              << state_name(j.state()) << std::setw(6) << spec_devices(j.spec()) << std::setw(16) << devices_of(j)
-              << std::setw(9) << fmt_seconds(j.run_seconds()) << std::setw(8) << j.preemptions() << std::setw(9)
-              << j.restarts() << j.reason() << "\n";
+              << user.substr(0, 9) << std::setw(10) << state_name(j.state()) << std::setw(6) << spec_devices(j.spec())
+              << std::setw(16) << devices_of(j) << std::setw(9) << fmt_seconds(j.run_seconds()) << std::setw(8)
+              << j.preemptions() << std::setw(9) << j.restarts() << j.reason() << "\n";
   }
 }
 
@@ -160,6 +161,8 @@ int sched_status(const std::vector<std::string>& args) {
     if (f.has("job")) {
       const proto::JobInfo& j = r.jobs(0);
       std::cout << "job " << j.id() << " (" << j.spec().name() << "): " << state_name(j.state()) << "\n"
+                << "  owner:       " << (j.owner().empty() ? "-" : j.owner())
+                << (j.redacted() ? " (another user's job: command, environment and paths not shown)" : "") << "\n"
                 << "  devices:     " << devices_of(j) << "\n"
                 << "  run time:    " << fmt_seconds(j.run_seconds()) << " s over " << j.attempts() << " start(s)\n"
                 << "  preemptions: " << j.preemptions() << ", restarts: " << j.restarts() << "\n"
@@ -231,6 +234,23 @@ int sched_cancel(const std::vector<std::string>& args) {
     req.mutable_cancel()->set_job(f.integer("job", 0, 1, 1L << 53));
     call(f, req);
     std::cout << "cancelled job " << req.cancel().job() << "\n";
+    return 0;
+  });
+}
+
+int sched_preempt(const std::vector<std::string>& args) {
+  Flags f;
+  add_state_flag(f);
+  f.add("job", "ID", "the running job to stop (SIGTERM: it checkpoints, exits 75 and waits in the queue again)");
+  const std::string usage = usage_of("ember sched preempt --job ID", f);
+  return run_leaf("ember sched preempt", usage, [&]() -> int {
+    f.parse(args);
+    if (help_asked(f, usage)) return 0;
+    if (!f.has("job")) throw UsageError("--job is required");
+    proto::Request req;
+    req.mutable_preempt()->set_job(f.integer("job", 0, 1, 1L << 53));
+    call(f, req);
+    std::cout << "preempting job " << req.preempt().job() << "\n";
     return 0;
   });
 }

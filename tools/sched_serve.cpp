@@ -20,6 +20,8 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
       .add("grace", "S", "seconds between SIGTERM and SIGKILL when stopping a job (default 30)")
       .add("max-queued", "N", "refuse submissions while N jobs are queued (default 1000)")
+      .add("config", "FILE",
+           "groups and per-user limits (proto/daemon_config.proto, text format; docs/SCHEDULER.md, Security)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
   const std::string usage =
@@ -44,6 +46,7 @@ int sched_serve(const std::vector<std::string>& args) {
     o.grace_s = f.number("grace", 30, 0, 86400);
     o.max_queued = static_cast<int>(f.integer("max-queued", 1000, 1, 10000000));
     o.quiet = f.has("quiet");
+    o.config = f.str("config", "");
     try {
       (void)sched::make_policy(o.policy, o.params);
     } catch (const Error& e) {

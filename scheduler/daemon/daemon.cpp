@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,10 +47,17 @@ extern "C" void on_signal(int sig) {
 }  // namespace
 
 Daemon::Daemon(const DaemonOptions& o)
-    : opt_(o), pool_(make_pool(o.devices, o.cpu_memory_gib)), cluster_(pool_.topology()) {
+    : opt_(o),
+      access_(read_daemon_config(o.config), self_identity(), o.config),
+      pool_(make_pool(o.devices, o.cpu_memory_gib)),
+      cluster_(pool_.topology()) {
   EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
   EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
   policy_ = make_policy(o.policy, o.params);
+  // Everything the daemon creates is its own alone (the database holds every user's commands
+  // and environments); the folders users must reach are opened up explicitly below. Jobs get the
+  // umask the daemon was started with.
+  job_umask_ = ::umask(077);
   {
     std::error_code ec;
     fs::create_directories(fs::path(o.state_dir) / "jobs", ec);
@@ -58,15 +66,37 @@ Daemon::Daemon(const DaemonOptions& o)
                 ec ? ec.message() : std::string("it is not a folder"), ")");
   }
   state_dir_ = fs::absolute(o.state_dir).string();
+  secure_state_dir();
   lock_fd_ = ::open((fs::path(state_dir_) / "daemon.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   EMBER_CHECK(lock_fd_ >= 0, "scheduler: cannot open ", state_dir_, "/daemon.lock: ", std::strerror(errno));
   EMBER_CHECK(::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0, "scheduler: another daemon already owns ", state_dir_);
   store_ = std::make_unique<Store>((fs::path(state_dir_) / "state.db").string());
 }
 
+void Daemon::secure_state_dir() {
+  struct stat st {};
+  EMBER_CHECK(::stat(state_dir_.c_str(), &st) == 0, "--state ", state_dir_, ": ", std::strerror(errno));
+  // Whoever owns the folder could swap the database or the socket under the daemon.
+  EMBER_CHECK(st.st_uid == access_.self().uid, "--state ", state_dir_, ": the folder belongs to ", user_name(st.st_uid),
+              ", expected the daemon's own user (", access_.self().name,
+              "): its owner could replace the daemon's database and socket");
+  const std::string jobs = (fs::path(state_dir_) / "jobs").string();
+  EMBER_CHECK(::chown(state_dir_.c_str(), static_cast<uid_t>(-1), access_.users_gid()) == 0, "--state ", state_dir_,
+              ": cannot give the folder to the users' group (gid ", access_.users_gid(), "): ", std::strerror(errno),
+              " (the daemon's user must be a member of users_group)");
+  EMBER_CHECK(::chmod(state_dir_.c_str(), 0770) == 0 && ::chmod(jobs.c_str(), 0700) == 0, "--state ", state_dir_,
+              ": cannot set its permissions: ", std::strerror(errno));
+}
+
 int Daemon::run() {
   recover();
   listen_fd_ = listen_unix(socket_path(state_dir_));
+  // Users reach the daemon through its socket only: group members may connect, no one else.
+  const std::string sock = socket_path(state_dir_);
+  EMBER_CHECK(
+      ::chown(sock.c_str(), static_cast<uid_t>(-1), access_.users_gid()) == 0 && ::chmod(sock.c_str(), 0660) == 0,
+      "scheduler: cannot give the socket ", sock, " to group ", access_.users_gid(),
+      " (mode 0660): ", std::strerror(errno));
   EMBER_CHECK(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "scheduler: pipe: ", std::strerror(errno));
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -110,15 +140,34 @@ void Daemon::save(JobRecord& r, const std::string& what) {
   if (!what.empty()) say("job ", r.info.id(), " (", r.info.spec().name(), ") ", state_name(r.info.state()), ": ", what);
 }
 
+std::map<uid_t, int> Daemon::devices_by_owner() const {
+  std::map<uid_t, int> held;
+  for (const auto& [id, r] : jobs_)
+    if (r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING)
+      held[access_.owner_of(r.info)] += static_cast<int>(r.job.devices.size());
+  return held;
+}
+
+bool Daemon::over_device_limit(const JobRecord& r, const std::map<uid_t, int>& held) const {
+  const uid_t owner = access_.owner_of(r.info);
+  const int limit = access_.limits_of(owner).max_devices();
+  if (limit <= 0) return false;
+  auto it = held.find(owner);
+  return (it == held.end() ? 0 : it->second) + r.job.spec.gpus > limit;
+}
+
 SchedState Daemon::state(double now) {
   waiting_.clear();
   running_.clear();
+  const std::map<uid_t, int> held = devices_by_owner();
   for (auto& [id, r] : jobs_) {
     Job& j = r.job;
     j.executed = r.info.run_seconds();
     if (r.info.state() == proto::QUEUED) {
       j.status = JobStatus::kWaiting;
-      waiting_.push_back(&j);
+      // A job whose owner is at their device limit waits outside the policy's view: no policy
+      // could start it, and one that tried would hold devices for nothing.
+      if (!over_device_limit(r, held)) waiting_.push_back(&j);
     } else if (r.info.state() == proto::RUNNING) {
       j.status = JobStatus::kRunning;
       j.executed += std::max(0.0, now - r.info.last_start());
@@ -158,6 +207,7 @@ void Daemon::decide_and_apply() {
                 "' preempted job ", id, ", which is not running");
     stop(it->second, StopKind::kPreempt, "preempted by policy " + policy_->name());
   }
+  std::map<uid_t, int> held = devices_by_owner();
   for (const Start& st : d.start) {
     auto it = jobs_.find(st.job);
     EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::QUEUED, "policy '", policy_->name(),
@@ -165,6 +215,9 @@ void Daemon::decide_and_apply() {
     JobRecord& r = it->second;
     // A start onto devices that a preempted job still holds waits for that job's exit.
     if (!placement_problem(cluster_.free(), st.placement, r.job.spec.gpus, r.job.spec.mem_per_gpu).empty()) continue;
+    // Two starts in one decision may together pass their owner's limit: the later one waits.
+    if (over_device_limit(r, held)) continue;
+    held[access_.owner_of(r.info)] += r.job.spec.gpus;
     try {
       launch(r, st.placement);
     } catch (const Error& e) {

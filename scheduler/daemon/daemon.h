@@ -7,7 +7,8 @@
 // CUDA_VISIBLE_DEVICES / EMBER_DEVICES (and OMP_NUM_THREADS plus core affinity on CPU devices).
 // Exit status 75 means "preempted, requeue me"; other failures restart up to the spec's
 // max_restarts. Killed and restarted, the daemon re-adopts the jobs still running and requeues
-// those that died meanwhile.
+// those that died meanwhile. Each request carries its sender's identity (the socket's peer
+// credentials); who may do what is scheduler/daemon/access.h.
 #pragma once
 
 #include <map>
@@ -29,6 +30,7 @@ struct DaemonOptions {
   double grace_s = 30;    // SIGTERM -> SIGKILL
   int max_queued = 1000;  // admission: queued jobs beyond this are refused
   bool quiet = false;     // no event lines on stdout
+  std::string config;     // proto/daemon_config.proto in text format: groups and per-user limits ("" = defaults)
 };
 
 // Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "scheduler/daemon/access.h"
 #include "scheduler/daemon/daemon.h"
 #include "scheduler/daemon/pool.h"
 #include "scheduler/daemon/record.h"
@@ -77,15 +78,27 @@ class Daemon {
   void decide_and_apply();
   int timeout_ms() const;
   void accept_all();
-  proto::Response handle(const proto::Request& req);
-  int64_t submit(const proto::JobSpec& spec_in);
+  proto::Response handle(const proto::Request& req, const Identity& who);
+  int64_t submit(const proto::JobSpec& spec_in, const Identity& who);
+  // Refuses a spec whose paths its owner could not use (a daemon running jobs as their owners).
+  void check_paths_as(const Identity& who, const proto::JobSpec& spec);
   void fill_info(const JobRecord& r, proto::JobInfo* out) const;
-  void status(const proto::StatusRequest& q, proto::Response& resp);
+  void status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who);
   int64_t next_id_hint() const;
-  void cancel(int64_t id);
-  void logs(const proto::LogsRequest& q, proto::Response& resp);
+  // The job `id`, which `who` must own (or administer) to do `what`.
+  JobRecord& job_for(int64_t id, const Identity& who, const char* what);
+  void cancel(int64_t id, const Identity& who);
+  void preempt(int64_t id, const Identity& who);
+  void logs(const proto::LogsRequest& q, proto::Response& resp, const Identity& who);
+  // Devices held (running or stopping jobs) by each owner.
+  std::map<uid_t, int> devices_by_owner() const;
+  // Would starting `r` take its owner past their device limit, given `held`?
+  bool over_device_limit(const JobRecord& r, const std::map<uid_t, int>& held) const;
+  void secure_state_dir();
 
   DaemonOptions opt_;
+  Access access_;
+  mode_t job_umask_ = 022;  // the umask the daemon was started with, which its jobs get back
   Pool pool_;
   Cluster cluster_;
   std::unique_ptr<Policy> policy_;

@@ -26,13 +26,19 @@ class Collector : public google::protobuf::io::ErrorCollector {
 
 }  // namespace
 
-proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin) {
-  proto::JobSpec spec;
+std::string parse_text_format(const std::string& text, google::protobuf::Message* out) {
   google::protobuf::TextFormat::Parser parser;
   Collector errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &spec))
-    EMBER_FAIL("job spec ", origin, ":", errors.first.empty() ? " not a valid JobSpec in text format" : errors.first,
+  if (parser.ParseFromString(text, out)) return {};
+  return errors.first.empty() ? " not a valid " + out->GetDescriptor()->name() + " in text format" : errors.first;
+}
+
+proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin) {
+  proto::JobSpec spec;
+  const std::string err = parse_text_format(text, &spec);
+  if (!err.empty())
+    EMBER_FAIL("job spec ", origin, ":", err,
                " (fields: name, command, args, devices, memory_gib, expected_seconds, priority, queue, "
                "checkpoint_dir, max_restarts, env, workdir)");
   validate_spec(spec, origin);

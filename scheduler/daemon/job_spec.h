@@ -11,6 +11,9 @@
 
 namespace ember::sched {
 
+// Parses Protobuf text format into `out`; returns "" or the first error as "LINE:COLUMN: what".
+std::string parse_text_format(const std::string& text, google::protobuf::Message* out);
+
 // Parses `text` (named `origin` in messages) and validates it (validate_spec).
 proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin);
 proto::JobSpec read_job_spec(const std::string& path);

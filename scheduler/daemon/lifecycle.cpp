@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -243,9 +245,26 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
     l.env["OMP_NUM_THREADS"] = std::to_string(std::max(1, threads));
     l.env["OPENBLAS_NUM_THREADS"] = std::to_string(std::max(1, threads));
   }
+  l.umask = job_umask_;
+  uid_t owner = access_.owner_of(r.info);
+  if (access_.runs_jobs_as_owners() && owner != access_.self().uid) {
+    l.run_as = user_identity(owner);  // throws when the user is gone: the job fails to start
+    l.env["USER"] = l.env["LOGNAME"] = l.run_as->name;
+    l.env["HOME"] = l.run_as->home;
+  }
   {
-    std::ofstream log(l.log_path, std::ios::app);
-    log << "=== ember sched: job " << r.info.id() << " attempt " << r.info.attempts() << " on " << names << " ===\n";
+    // The log is the owner's file (mode 0600) in the daemon's private jobs/ folder.
+    int fd = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    EMBER_CHECK(fd >= 0, "cannot open the log ", l.log_path, ": ", std::strerror(errno));
+    if (l.run_as && ::fchown(fd, l.run_as->uid, l.run_as->gid) != 0) {
+      int e = errno;
+      ::close(fd);
+      EMBER_FAIL("cannot give the log ", l.log_path, " to user ", l.run_as->name, ": ", std::strerror(e));
+    }
+    const std::string head =
+        detail::concat("=== ember sched: job ", r.info.id(), " attempt ", r.info.attempts(), " on ", names, " ===\n");
+    [[maybe_unused]] ssize_t w = ::write(fd, head.data(), head.size());
+    ::close(fd);
   }
   pid_t pid = spawn_supervised(l);
   r.info.set_pid(pid);

@@ -1,5 +1,5 @@
-// What clients ask over the socket: submit (with admission control), status, cancel, logs,
-// drain.
+// What clients ask over the socket: submit (with admission control), status, cancel, preempt,
+// logs, drain; each checked against who asks (scheduler/daemon/access.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -27,9 +27,10 @@ void Daemon::accept_all() {
     if (fd < 0) return;
     proto::Response resp;
     try {
+      const Identity who = peer_identity(fd);
       proto::Request req;
       EMBER_CHECK(req.ParseFromString(read_frame(fd, 5)), "the request does not parse");
-      resp = handle(req);
+      resp = handle(req, who);
     } catch (const std::exception& e) {
       resp.Clear();
       resp.set_ok(false);
@@ -46,7 +47,7 @@ void Daemon::accept_all() {
   }
 }
 
-proto::Response Daemon::handle(const proto::Request& req) {
+proto::Response Daemon::handle(const proto::Request& req, const Identity& who) {
   proto::Response resp;
   resp.set_ok(true);
   resp.set_policy(policy_->name());
@@ -54,18 +55,24 @@ proto::Response Daemon::handle(const proto::Request& req) {
   resp.set_daemon_pid(::getpid());
   switch (req.body_case()) {
     case proto::Request::kSubmit:
-      resp.set_job(submit(req.submit().spec()));
+      resp.set_job(submit(req.submit().spec(), who));
       break;
     case proto::Request::kStatus:
-      status(req.status(), resp);
+      status(req.status(), resp, who);
       break;
     case proto::Request::kCancel:
-      cancel(req.cancel().job());
+      cancel(req.cancel().job(), who);
+      break;
+    case proto::Request::kPreempt:
+      preempt(req.preempt().job(), who);
       break;
     case proto::Request::kLogs:
-      logs(req.logs(), resp);
+      logs(req.logs(), resp, who);
       break;
     case proto::Request::kDrain:
+      EMBER_CHECK(access_.is_admin(who), "user ", who.name,
+                  " may not drain the daemon: that is for root, the daemon's user (", access_.self().name,
+                  ") and the admin group");
       draining_ = true;
       resp.set_draining(true);
       if (req.drain().preempt())
@@ -74,13 +81,14 @@ proto::Response Daemon::handle(const proto::Request& req) {
       say("draining", req.drain().preempt() ? ", running jobs preempted" : ": running jobs may finish");
       break;
     default:
-      EMBER_FAIL("empty request: expected submit, status, cancel, logs or drain");
+      EMBER_FAIL("empty request: expected submit, status, cancel, preempt, logs or drain");
   }
   return resp;
 }
 
-int64_t Daemon::submit(const proto::JobSpec& spec_in) {
+int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   EMBER_CHECK(!draining_, "the daemon is draining and takes no new jobs");
+  access_.check_may_submit(who);
   proto::JobSpec spec = spec_in;
   validate_spec(spec, "'" + spec.name() + "'");
   const int g = spec_devices(spec);
@@ -97,7 +105,17 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in) {
   const int queued = count_state(proto::QUEUED);
   EMBER_CHECK(queued < opt_.max_queued, "the queue is full: ", queued, " job(s) waiting, the daemon's bound is ",
               opt_.max_queued, " (--max-queued); submit again later");
+  if (const int limit = access_.limits_of(who.uid).max_devices(); limit > 0)
+    EMBER_CHECK(g <= limit, "job '", spec.name(), "' can never run: it needs ", g, " devices and user ", who.name,
+                " may hold at most ", limit, " (max_devices in the daemon's --config)");
+  if (const int limit = access_.limits_of(who.uid).max_queued(); limit > 0) {
+    int mine = 0;
+    for (const auto& [id, r] : jobs_) mine += r.info.state() == proto::QUEUED && access_.owner_of(r.info) == who.uid;
+    EMBER_CHECK(mine < limit, "user ", who.name, " has ", mine, " job(s) waiting, the limit per user is ", limit,
+                " (max_queued in the daemon's --config); submit again once some have started");
+  }
   if (spec.workdir().empty()) spec.set_workdir(state_dir_);
+  if (access_.runs_jobs_as_owners() && who.uid != access_.self().uid) check_paths_as(who, spec);
   EMBER_CHECK(fs::is_directory(spec.workdir()), "job '", spec.name(), "': working directory '", spec.workdir(),
               "' does not exist");
   const char* path = std::getenv("PATH");
@@ -109,6 +127,9 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in) {
       spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
   JobRecord r;
   *r.info.mutable_spec() = spec;
+  r.info.set_owner_uid(who.uid);
+  r.info.set_owner_gid(who.gid);
+  r.info.set_owner(who.name);
   r.info.set_state(proto::QUEUED);
   double now = wall_now();
   // Distinct, increasing submit times keep submission order exact for the policies.
@@ -120,10 +141,40 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in) {
   r.job.queued_since = now;
   store_->insert(r, "submitted");
   const int64_t id = r.info.id();
-  say("job ", id, " (", spec.name(), ") submitted: ", g, " device(s)");
+  say("job ", id, " (", spec.name(), ") submitted by ", who.name, ": ", g, " device(s)");
   jobs_.emplace(id, std::move(r));
   schedule();  // before answering: the caller's next status sees the decision
   return id;
+}
+
+void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {
+  // Everything the job will touch is checked with the owner's own ids, by the kernel: a spec
+  // must not reach, through the daemon, what its owner could not reach alone.
+  const char* path = std::getenv("PATH");
+  auto env_path = spec.env().find("PATH");
+  const std::string search = env_path != spec.env().end() ? env_path->second : (path ? path : "/usr/bin:/bin");
+  fs::path ckpt = spec.checkpoint_dir();
+  if (!ckpt.empty() && ckpt.is_relative()) ckpt = fs::path(spec.workdir()) / ckpt;
+  const int verdict = run_as(who, [&]() -> int {
+    if (::access(spec.workdir().c_str(), X_OK) != 0) return 1;
+    if (find_program(spec.command(), spec.workdir(), search).empty()) return 2;
+    if (!ckpt.empty()) {
+      // The folder itself when it exists, else the nearest existing folder above it (the job
+      // creates the rest, as its owner; the daemon never creates anything in a user's tree).
+      fs::path p = ckpt;
+      std::error_code ec;
+      while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+      if (::access(p.c_str(), W_OK | X_OK) != 0) return 3;
+    }
+    return 0;
+  });
+  EMBER_CHECK(verdict >= 0, "job '", spec.name(), "': cannot check its paths as user ", who.name);
+  EMBER_CHECK(verdict != 1, "job '", spec.name(), "': user ", who.name, " may not enter the working directory '",
+              spec.workdir(), "'");
+  EMBER_CHECK(verdict != 2, "job '", spec.name(), "': command '", spec.command(), "' is not a program user ", who.name,
+              " may run");
+  EMBER_CHECK(verdict != 3, "job '", spec.name(), "': checkpoint_dir '", spec.checkpoint_dir(), "': user ", who.name,
+              " may not write there");
 }
 
 void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out) const {
@@ -132,16 +183,21 @@ void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out) const {
     out->set_run_seconds(r.info.run_seconds() + std::max(0.0, wall_now() - r.info.last_start()));
 }
 
-void Daemon::status(const proto::StatusRequest& q, proto::Response& resp) {
+void Daemon::status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who) {
   if (q.job() != 0) {
     auto it = jobs_.find(q.job());
     EMBER_CHECK(it != jobs_.end(), "no job ", q.job(), " (ids run from 1 to ", next_id_hint(), ")");
     proto::JobInfo* info = resp.add_jobs();
     fill_info(it->second, info);
     for (const std::string& e : store_->events(q.job())) info->add_events(e);
+    if (!access_.may_act_on(who, it->second.info)) Access::redact(info);
   } else {
     for (const auto& [id, r] : jobs_)
-      if (q.all() || r.active()) fill_info(r, resp.add_jobs());
+      if (q.all() || r.active()) {
+        proto::JobInfo* info = resp.add_jobs();
+        fill_info(r, info);
+        if (!access_.may_act_on(who, r.info)) Access::redact(info);
+      }
   }
   for (size_t d = 0; d < pool_.devices.size(); ++d) {
     proto::DeviceInfo* di = resp.add_devices();
@@ -156,10 +212,17 @@ int64_t Daemon::next_id_hint() const {
   return jobs_.empty() ? 0 : jobs_.rbegin()->first;
 }
 
-void Daemon::cancel(int64_t id) {
+JobRecord& Daemon::job_for(int64_t id, const Identity& who, const char* what) {
   auto it = jobs_.find(id);
   EMBER_CHECK(it != jobs_.end(), "no job ", id);
-  JobRecord& r = it->second;
+  EMBER_CHECK(access_.may_act_on(who, it->second.info), "user ", who.name, " may not ", what, " job ", id,
+              ": it belongs to ", user_name(access_.owner_of(it->second.info)),
+              " (only its owner and the daemon's admins may)");
+  return it->second;
+}
+
+void Daemon::cancel(int64_t id, const Identity& who) {
+  JobRecord& r = job_for(id, who, "cancel");
   switch (r.info.state()) {
     case proto::QUEUED:
       r.info.set_state(proto::CANCELLED);
@@ -179,10 +242,15 @@ void Daemon::cancel(int64_t id) {
   }
 }
 
-void Daemon::logs(const proto::LogsRequest& q, proto::Response& resp) {
-  auto it = jobs_.find(q.job());
-  EMBER_CHECK(it != jobs_.end(), "no job ", q.job());
-  const JobRecord& r = it->second;
+void Daemon::preempt(int64_t id, const Identity& who) {
+  JobRecord& r = job_for(id, who, "preempt");
+  EMBER_CHECK(r.info.state() == proto::RUNNING, "job ", id, " is ", state_name(r.info.state()),
+              "; only a running job can be preempted");
+  stop(r, StopKind::kPreempt, "preempted by " + who.name);
+}
+
+void Daemon::logs(const proto::LogsRequest& q, proto::Response& resp, const Identity& who) {
+  const JobRecord& r = job_for(q.job(), who, "read the log of");
   *resp.add_jobs() = r.info;
   std::ifstream f(r.info.log_path(), std::ios::binary);
   if (r.info.log_path().empty() || !f) return;  // never started: no log yet

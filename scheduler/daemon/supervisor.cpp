@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,12 +40,19 @@ void close_inherited_fds() {
 }
 
 [[noreturn]] void run_job(const Launch& l, const sigset_t& old_mask) {
-  int log = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  // O_NOFOLLOW: the log's folder is the daemon's, but a link there must never redirect a write.
+  int log = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
   int null = ::open("/dev/null", O_RDONLY);
   if (null >= 0) ::dup2(null, 0);
   if (log >= 0) {
     ::dup2(log, 1);
     ::dup2(log, 2);
+  }
+  ::umask(l.umask);
+  if (l.run_as && !become(*l.run_as)) {
+    std::fprintf(stderr, "ember sched: cannot run the job as user %s (uid %u): %s\n", l.run_as->name.c_str(),
+                 static_cast<unsigned>(l.run_as->uid), std::strerror(errno));
+    _exit(126);
   }
   if (!l.workdir.empty() && ::chdir(l.workdir.c_str()) != 0) {
     std::fprintf(stderr, "ember sched: cannot enter working directory %s: %s\n", l.workdir.c_str(),

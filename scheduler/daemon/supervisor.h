@@ -5,7 +5,9 @@
 // killed and restarted cannot wait for a supervisor it did not fork, so it re-adopts it by pid
 // (checked against the process's start time, so a reused pid is not mistaken for it) and reads
 // the exit file once the pid is gone. Signals go to the whole process group: SIGTERM reaches the
-// job (the supervisor blocks it), SIGKILL takes both.
+// job (the supervisor blocks it), SIGKILL takes both. A job may run as another user than the
+// daemon's (Launch::run_as): the job process opens its log, then drops to that user for good before
+// it enters its working directory and runs.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "scheduler/daemon/identity.h"
 
 namespace ember::sched {
 
@@ -26,6 +30,10 @@ struct Launch {
   std::string exit_path;   // the supervisor writes the exit code here (atomically)
   std::string pid_path;    // and its own pid here, first thing
   std::vector<int> cores;  // CPU affinity; empty: inherit
+  // The user the job runs as (the supervisor itself stays the daemon's user, so that the job
+  // cannot touch its exit file); nullopt: the daemon's own user.
+  std::optional<Identity> run_as;
+  mode_t umask = 022;  // the job's file-creation mask
 };
 
 // Forks the supervisor; returns its pid (also the job's process group id). Throws ember::Error
