@@ -137,14 +137,15 @@ int Daemon::run() {
 
 void Daemon::save(JobRecord& r, const std::string& what) {
   store_->save(r, what);
+  track(r);
   if (!what.empty()) say("job ", r.info.id(), " (", r.info.spec().name(), ") ", state_name(r.info.state()), ": ", what);
 }
 
 std::map<uid_t, int> Daemon::devices_by_owner() const {
   std::map<uid_t, int> held;
-  for (const auto& [id, r] : jobs_)
-    if (r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING)
-      held[access_.owner_of(r.info)] += static_cast<int>(r.job.devices.size());
+  for (const JobRecord* r : active_jobs())
+    if (r->info.state() == proto::RUNNING || r->info.state() == proto::STOPPING)
+      held[access_.owner_of(r->info)] += static_cast<int>(r->job.devices.size());
   return held;
 }
 
@@ -160,7 +161,8 @@ SchedState Daemon::state(double now) {
   waiting_.clear();
   running_.clear();
   const std::map<uid_t, int> held = devices_by_owner();
-  for (auto& [id, r] : jobs_) {
+  for (JobRecord* rp : active_jobs()) {
+    JobRecord& r = *rp;
     Job& j = r.job;
     j.executed = r.info.run_seconds();
     if (r.info.state() == proto::QUEUED) {
@@ -240,9 +242,9 @@ void Daemon::decide_and_apply() {
 int Daemon::timeout_ms() const {
   double now = wall_now(), t = 60;  // an idle daemon still wakes now and then
   if (wakeup_ < kInf) t = std::min(t, wakeup_ - now);
-  for (const auto& [id, r] : jobs_) {
-    if (r.info.state() == proto::STOPPING && !r.killed) t = std::min(t, r.stop_time + opt_.grace_s - now);
-    if (r.adopted && r.active()) t = std::min(t, 0.1);  // adopted supervisors send no SIGCHLD
+  for (const JobRecord* r : active_jobs()) {
+    if (r->info.state() == proto::STOPPING && !r->killed) t = std::min(t, r->stop_time + opt_.grace_s - now);
+    if (r->adopted) t = std::min(t, 0.1);  // adopted supervisors send no SIGCHLD
   }
   if (dirty_) t = 0;
   return static_cast<int>(std::ceil(std::max(0.0, t) * 1000));

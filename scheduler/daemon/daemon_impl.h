@@ -54,9 +54,25 @@ class Daemon {
     return job_dir(r.info.id()) + "/pid-" + std::to_string(r.info.attempts());
   }
 
+  // Queued, running and stopping jobs (a snapshot, so that a loop over it may change states).
+  // Finished ones stay in jobs_ for status --all, but no loop of the event loop walks them: the
+  // daemon's work per event grows with the jobs alive, not with its history.
+  std::vector<JobRecord*> active_jobs() const {
+    std::vector<JobRecord*> out;
+    out.reserve(active_.size());
+    for (const auto& [id, r] : active_) out.push_back(r);
+    return out;
+  }
+  void track(JobRecord& r) {
+    if (r.active())
+      active_[r.info.id()] = &r;
+    else
+      active_.erase(r.info.id());
+  }
+
   int count_state(proto::JobState s) const {
     int n = 0;
-    for (const auto& [id, r] : jobs_) n += r.info.state() == s;
+    for (const auto& [id, r] : active_) n += r->info.state() == s;
     return n;
   }
 
@@ -106,6 +122,7 @@ class Daemon {
   std::string state_dir_;
   int lock_fd_ = -1, listen_fd_ = -1;
   std::map<int64_t, JobRecord> jobs_;
+  std::map<int64_t, JobRecord*> active_;  // the active ones among jobs_ (track())
   std::vector<const Job*> waiting_, running_;
   double last_submit_ = 0, wakeup_ = kInf;
   bool dirty_ = false, draining_ = false;

@@ -31,6 +31,7 @@ void Daemon::recover() {
     last_submit_ = std::max(last_submit_, r.info.submit_time());
     auto [it, ok] = jobs_.emplace(id, std::move(r));
     JobRecord& j = it->second;
+    track(j);
     if (j.info.state() == proto::QUEUED) {
       j.job.status = JobStatus::kWaiting;
     } else if (j.info.state() == proto::RUNNING || j.info.state() == proto::STOPPING) {
@@ -88,7 +89,8 @@ void Daemon::reap() {
     int st = 0;
     pid_t pid = ::waitpid(-1, &st, WNOHANG);
     if (pid <= 0) return;
-    for (auto& [id, r] : jobs_) {
+    for (JobRecord* rp : active_jobs()) {
+      JobRecord& r = *rp;
       if (r.adopted || r.info.pid() != pid || !(r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING))
         continue;
       // The exit file has the job's own status; the supervisor's status is the fallback (it
@@ -102,7 +104,8 @@ void Daemon::reap() {
 }
 
 void Daemon::poll_adopted() {
-  for (auto& [id, r] : jobs_) {
+  for (JobRecord* rp : active_jobs()) {
+    JobRecord& r = *rp;
     if (!r.adopted || !(r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING)) continue;
     if (process_alive(static_cast<pid_t>(r.info.pid()), r.pid_start)) continue;
     std::optional<int> code = read_exit_file(exit_path(r));
@@ -113,7 +116,8 @@ void Daemon::poll_adopted() {
 
 void Daemon::enforce_grace() {
   double now = wall_now();
-  for (auto& [id, r] : jobs_) {
+  for (JobRecord* rp : active_jobs()) {
+    JobRecord& r = *rp;
     if (r.info.state() != proto::STOPPING || r.killed || now < r.stop_time + opt_.grace_s) continue;
     signal_group(static_cast<pid_t>(r.info.pid()), SIGKILL);
     r.killed = true;
@@ -223,7 +227,10 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
   r.info.set_log_path(job_dir(r.info.id()) + "/output.log");
   r.info.set_pid(0);
   r.pid_start = 0;
-  save(r, "starting attempt " + std::to_string(r.info.attempts()) + " on " + names);  // before the fork: see readopt
+  // Durable before the fork (even inside a batch of requests): a daemon that dies after the fork
+  // must find the job running, not queued, or the next daemon would start it a second time.
+  save(r, "starting attempt " + std::to_string(r.info.attempts()) + " on " + names);
+  store_->flush();
 
   Launch l;
   l.command = r.info.spec().command();

@@ -87,8 +87,40 @@ void Store::exec(const char* sql) {
   }
 }
 
-void Store::insert(JobRecord& r, const std::string& what) {
+void Store::begin() {
+  if (!batch_) exec("BEGIN IMMEDIATE");
+}
+
+void Store::commit() {
+  if (!batch_) exec("COMMIT");
+}
+
+void Store::rollback() {
+  // Inside a batch a failed statement leaves the batch's other changes standing: they belong to
+  // requests that succeeded.
+  if (!batch_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Store::begin_batch() {
+  if (batch_) return;
   exec("BEGIN IMMEDIATE");
+  batch_ = true;
+}
+
+void Store::end_batch() {
+  if (!batch_) return;
+  batch_ = false;
+  exec("COMMIT");
+}
+
+void Store::flush() {
+  if (!batch_) return;
+  end_batch();
+  begin_batch();
+}
+
+void Store::insert(JobRecord& r, const std::string& what) {
+  begin();
   try {
     Stmt s(db_,
            "INSERT INTO jobs (info, executed, queued_since, pid_start, stop, stop_time, killed)"
@@ -97,16 +129,16 @@ void Store::insert(JobRecord& r, const std::string& what) {
     EMBER_CHECK(s.step() == SQLITE_DONE, "scheduler state ", path_, ": ", sqlite3_errmsg(db_));
     r.info.set_id(sqlite3_last_insert_rowid(db_));
     r.job.id = r.info.id();
-    exec("COMMIT");
+    commit();
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    rollback();
     throw;
   }
   save(r, what);
 }
 
 void Store::save(const JobRecord& r, const std::string& what) {
-  exec("BEGIN IMMEDIATE");
+  begin();
   try {
     std::string blob;
     EMBER_CHECK(r.info.SerializeToString(&blob), "scheduler state: cannot serialize job ", r.info.id());
@@ -131,9 +163,9 @@ void Store::save(const JobRecord& r, const std::string& what) {
       e.text(4, what);
       EMBER_CHECK(e.step() == SQLITE_DONE, "scheduler state ", path_, ": ", sqlite3_errmsg(db_));
     }
-    exec("COMMIT");
+    commit();
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    rollback();
     throw;
   }
 }

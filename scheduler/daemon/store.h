@@ -27,12 +27,26 @@ class Store {
   // Persists `r` as it is now, with event `what` (empty: no event, e.g. a pid update).
   void save(const JobRecord& r, const std::string& what);
   std::vector<JobRecord> load_all();
+
+  // Group commit: between begin_batch() and end_batch() every insert and save joins one
+  // transaction, made durable by end_batch() with one sync rather than one per transition. The
+  // daemon answers the requests of a batch only after end_batch() returned, so nobody is told of a
+  // change that a crash could still undo. flush() makes what is pending durable now and goes on
+  // batching (before anything that must not precede its record, such as forking a job).
+  // end_batch() and flush() throw ember::Error when the commit fails.
+  void begin_batch();
+  void end_batch();
+  void flush();
   // (time, job, event) rows for one job, oldest first.
   std::vector<std::string> events(int64_t job);
 
  private:
   void exec(const char* sql);
+  void begin();  // a transaction of its own, unless a batch is open
+  void commit();
+  void rollback();
   sqlite3* db_ = nullptr;
+  bool batch_ = false;
   std::string path_;
 };
 
