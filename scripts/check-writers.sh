@@ -16,6 +16,7 @@ allowed=(
   "scheduler/daemon/lifecycle.cpp|appends a line to a job's log in the daemon's state folder"
   "tools/launch.cpp|status files in the private folder ember launch makes for its ranks"
   "examples/common/progress.h|the metrics log is appended to, never replaced; rewriting it goes through the writer"
+  "bench/sched_load.cpp|copies a database it prepared into the fresh folder it made for the daemon it measures"
   "interop/summary_writer.cpp|a TensorBoard event file is an append-only log, created exclusively under a new name (never replaces a file) and flushed record by record"
 )
 
