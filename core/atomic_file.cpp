@@ -142,4 +142,18 @@ void write_file_atomic(const std::string& path, std::string_view content) {
   write_file_atomic(path, [&](std::FILE* f) { write_all(f, content.data(), content.size(), "'" + path + "'"); });
 }
 
+int remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  int removed = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    // write_replacing's names: "." + the target's name + ".tmp." + mkstemp's six characters.
+    const size_t tmp = name.size() >= 12 ? name.size() - 11 : std::string::npos;
+    if (name[0] != '.' || tmp == std::string::npos || tmp < 2 || name.compare(tmp, 5, ".tmp.") != 0) continue;
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
+    if (fs::remove(it->path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace ember

@@ -30,6 +30,13 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
 // The same for content already in memory.
 void write_file_atomic(const std::string& path, std::string_view content);
 
+// Removes the temporary files that writes into folder `dir` left there when their process died
+// mid-write (".NAME.tmp.XXXXXX"; a killed writer cannot clean up after itself). Only for a folder
+// that no other process is writing into at the same time, e.g. a training run's own checkpoint
+// folder when the run starts. Returns how many it removed; never touches anything but regular
+// files of that pattern.
+int remove_stale_temporaries(const std::string& dir);
+
 // fwrite that throws an ember::Error naming `what` on a short write.
 void write_all(std::FILE* f, const void* data, size_t n, const std::string& what);
 

@@ -52,7 +52,7 @@ struct LmFlags {
   std::string data_dir, level, device, ckpt_dir, resume, log_path;
   examples::TensorBoardFlags tensorboard;
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
-      sample_len, top_k, workers, threads;
+      checkpoint_every, sample_len, top_k, workers, threads;
   double lr, clip, dropout, test_fraction, temperature;
   bool lowercase, overwrite;
 
@@ -81,6 +81,7 @@ struct LmFlags {
     resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
     overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
+    checkpoint_every = examples::checkpoint_every_flag(flags);
     sample_len = flags.integer("sample-length", 400, "tokens to generate after each epoch (0: none)");
     temperature = flags.real("temperature", 0.8, "sampling temperature (0: greedy)");
     top_k = flags.integer("top-k", 0, "sample among the k most likely tokens (0: all)");
@@ -158,6 +159,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                                                          .seed = static_cast<uint64_t>(f.seed)}));
   examples::Trainer trainer({.epochs = f.epochs,
                              .max_steps = f.max_steps,
+                             .checkpoint_every = f.checkpoint_every,
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,

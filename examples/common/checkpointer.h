@@ -15,6 +15,7 @@
 
 #include "common/parallel_job.h"
 #include "common/training.h"
+#include "core/atomic_file.h"
 #include "data/dataloader.h"
 #include "layers/checkpoint.h"
 
@@ -37,6 +38,10 @@ class Checkpointer {
   // --resume: "" starts fresh, "auto" resumes from checkpoint-dir/last.ckpt when it exists, any
   // other value is a checkpoint path that must exist. Returns the position to continue from.
   TrainingPosition resume(const std::string& flag) {
+    // A run killed while writing into its folder (kill -9, a power cut) leaves the temporary file
+    // of that write (a checkpoint, the model, a sample grid); this run is the folder's only
+    // writer now, so they go.
+    if (!dir_.empty()) remove_stale_temporaries(dir_);
     const std::optional<std::string> found = resume_path(flag);
     if (!found) {
       if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());

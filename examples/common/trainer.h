@@ -1,7 +1,8 @@
 // The training loop every example shares, as Keras' fit or a PyTorch Lightning Trainer: an
 // example says what one step does with a batch and what the end of an epoch reports, and the
 // Trainer runs the epochs around them: resuming from a checkpoint, a progress bar with the
-// epoch's and the run's ETA, the metrics log, --max-steps, a checkpoint after every epoch (and
+// epoch's and the run's ETA, the metrics log, --max-steps, a checkpoint after every epoch (every
+// --checkpoint-every steps too, when given, and
 // on SIGINT/SIGTERM, then exit status 75, which is how the scheduler stops and later resumes a
 // job), TensorBoard logs (--tensorboard: every step's metrics, throughput and learning rate, the
 // metrics log's rows, and weight and gradient histograms every --tensorboard-every steps), and in a
@@ -32,7 +33,8 @@ namespace ember::examples {
 
 struct TrainerOptions {
   int64_t epochs = 1;
-  int64_t max_steps = -1;  // -1: no limit
+  int64_t max_steps = -1;        // -1: no limit
+  int64_t checkpoint_every = 0;  // also checkpoint every N steps within an epoch; 0: at epoch ends only
   std::string checkpoint_dir, resume, log;
   std::vector<std::string> columns;  // of the metrics log
   // The log has a row per epoch (a resume drops the row of the epoch in progress: it is written
@@ -46,6 +48,7 @@ struct TrainerOptions {
 inline TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::string> columns) {
   return {.epochs = cf.epochs,
           .max_steps = cf.max_steps,
+          .checkpoint_every = cf.checkpoint_every,
           .checkpoint_dir = cf.checkpoint_dir,
           .resume = cf.resume,
           .log = cf.log,
@@ -157,6 +160,13 @@ class Trainer {
       if (opts_.max_steps >= 0 && pos_.step >= opts_.max_steps) {
         stop_now = true;
         break;
+      }
+      // Mid-epoch checkpoints (the epoch's own end writes one anyway): a run killed outright
+      // loses at most this many steps.
+      if (opts_.checkpoint_every > 0 && pos_.step % opts_.checkpoint_every == 0 &&
+          loader_.position().batch < loader_.batches_per_epoch()) {
+        if (loop.before_checkpoint) loop.before_checkpoint();
+        ckpt_.save(pos_, sums);
       }
     }
     const int64_t done = loader_.position().batch, batches = loader_.batches_per_epoch();

@@ -159,10 +159,17 @@ struct TensorBoardFlags {
   }
 };
 
+// --checkpoint-every, which every training program takes.
+inline long long checkpoint_every_flag(Flags& f) {
+  return f.integer_in("checkpoint-every", 0, 0, 1000000000000LL,
+                      "also write the checkpoint every N optimizer steps within an epoch (0: only at the end of "
+                      "each epoch and on SIGTERM)");
+}
+
 // The flags every example takes; defaults differ per example.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
-  long long epochs, batch_size, seed, max_steps, limit, workers, threads;
+  long long epochs, batch_size, seed, max_steps, checkpoint_every, limit, workers, threads;
   double lr;
   bool data_given, overwrite;
   std::string data_root, data_name;  // set by prepare()
@@ -182,6 +189,7 @@ struct CommonFlags {
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
     overwrite = f.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
     max_steps = f.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
+    checkpoint_every = checkpoint_every_flag(f);
     limit = f.count_or_none("limit", 1, "all", "use only the first N training and test examples");
     workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
     threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");

@@ -180,3 +180,26 @@ TEST(AtomicFile, PermissionsAreKeptOrFollowTheUmask) {
   EXPECT_EQ(slurp(f), "replaced");
   fs::remove_all(d);
 }
+
+TEST(AtomicFile, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
+  fs::path d = scratch();
+  write_file_atomic((d / "last.ckpt").string(), "checkpoint");
+  for (const char* name : {".last.ckpt.tmp.a1B2c3", ".last.ckpt.tmp.ZZZZZZ", ".model.ckpt.tmp.q9W8e7"})
+    std::ofstream(d / name) << "half";
+  // Not temporaries: a wrong suffix, no leading dot, a folder, and a link (whose target must
+  // survive).
+  for (const char* name : {".last.ckpt.tmp.short", "last.ckpt.tmp.a1B2c3", ".tmp.a1B2c3"})
+    std::ofstream(d / name) << "keep";
+  fs::create_directory(d / ".last.ckpt.tmp.folder");
+  std::ofstream(d / "target") << "keep";
+  fs::create_symlink(d / "target", d / ".last.ckpt.tmp.link00");
+  EXPECT_EQ(remove_stale_temporaries(d.string()), 3);
+  for (const char* name : {".last.ckpt.tmp.a1B2c3", ".last.ckpt.tmp.ZZZZZZ", ".model.ckpt.tmp.q9W8e7"})
+    EXPECT_FALSE(fs::exists(d / name)) << name;
+  for (const char* name : {".last.ckpt.tmp.short", "last.ckpt.tmp.a1B2c3", ".tmp.a1B2c3", ".last.ckpt.tmp.folder",
+                           ".last.ckpt.tmp.link00", "target", "last.ckpt"})
+    EXPECT_TRUE(fs::exists(fs::symlink_status(d / name))) << name;
+  EXPECT_EQ(slurp(d / "last.ckpt"), "checkpoint");
+  EXPECT_EQ(remove_stale_temporaries((d / "missing-dir").string()), 0);
+  fs::remove_all(d);
+}
