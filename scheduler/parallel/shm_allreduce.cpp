@@ -194,8 +194,10 @@ bool ShmAllReduce::all_reached(int which) const {
 void ShmAllReduce::reduce_my_part(Job& job) {
   const int set = static_cast<int>(round_ % 2);
   const auto item = static_cast<int64_t>(job.t.itemsize());
-  auto [b, e] = part(rank_, piece_len_);
-  const int64_t n = e - b;
+  // Plain variables, not a structured binding: the lambda below uses them, and clang before 16
+  // cannot capture a binding.
+  const std::pair<int64_t, int64_t> mine = part(rank_, piece_len_);
+  const int64_t b = mine.first, n = mine.second - mine.first;
   if (n == 0) return;
   std::vector<const char*> in(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) in[static_cast<size_t>(r)] = slot(set, r);

@@ -268,8 +268,8 @@ void add_conv_rows(std::vector<OpRow>& t) {
   same.same = true, same.ph = 0, same.KH = 2, same.dw = 2;
   small.push_back({"same_even_kernel", same});
   for (const auto& [name, c] : small)
-    t.push_back({"conv2d_small_" + name, [c](Generator& g) { return conv_inputs(g, c, DType::Float32, false); },
-                 [c](const Inputs& x) { return conv2d(x[0], x[1], c.bias ? x[2] : Tensor(), conv_params(c)); }});
+    t.push_back({"conv2d_small_" + name, [c = c](Generator& g) { return conv_inputs(g, c, DType::Float32, false); },
+                 [c = c](const Inputs& x) { return conv2d(x[0], x[1], c.bias ? x[2] : Tensor(), conv_params(c)); }});
   Cfg ta;
   ta.N = 2, ta.C = 2, ta.OC = 3, ta.H = 3, ta.W = 4, ta.sh = 2, ta.sw = 1, ta.ph = 1, ta.oph = 1, ta.dw = 2;
   Cfg tg = ta;
@@ -277,8 +277,8 @@ void add_conv_rows(std::vector<OpRow>& t) {
   for (const auto& [name, c] :
        {std::pair{std::string("output_padding_dilated"), ta}, std::pair{std::string("groups"), tg}})
     t.push_back(
-        {"conv_transpose2d_small_" + name, [c](Generator& g) { return conv_inputs(g, c, DType::Float32, true); },
-         [c](const Inputs& x) { return conv_transpose2d(x[0], x[1], c.bias ? x[2] : Tensor(), tconv_params(c)); }});
+        {"conv_transpose2d_small_" + name, [c = c](Generator& g) { return conv_inputs(g, c, DType::Float32, true); },
+         [c = c](const Inputs& x) { return conv_transpose2d(x[0], x[1], c.bias ? x[2] : Tensor(), tconv_params(c)); }});
   // An empty batch: no outputs, and zero weight and bias gradients (the sums add one to both).
   t.push_back({"conv2d_empty_batch",
                [](Generator& g) {

@@ -80,14 +80,14 @@ void add_linalg_rows(std::vector<OpRow>& t) {
   for (const auto& [sa, sb] : ranks) {
     composed_row(
         "matmul_vs_composed_" + shape_name(sa) + "_by_" + shape_name(sb),
-        [sa, sb](Generator& g) {
+        [sa = sa, sb = sb](Generator& g) {
           return Inputs{rn64(g, sa), rn64(g, sb)};
         },
         [](const Inputs& x) { return matmul(x[0], x[1]); },
         [](const Inputs& x) { return matmul_composed(x[0], x[1]); });
     // The op itself for finite differences (float32 rows: the gradcheck group runs them in float64).
     t.push_back({"matmul_" + shape_name(sa) + "_by_" + shape_name(sb),
-                 [sa, sb](Generator& g) {
+                 [sa = sa, sb = sb](Generator& g) {
                    return Inputs{rn(g, sa), rn(g, sb)};
                  },
                  [](const Inputs& x) { return matmul(x[0], x[1]); }});

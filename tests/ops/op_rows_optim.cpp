@@ -180,7 +180,7 @@ void add_optim_rows(std::vector<OpRow>& t) {
     };
     for (const auto& [name, make] : variants) {
       t.push_back({std::string("adam_many_params_") + name + "_" + dtype_name(dt), many_params(dt),
-                   [make](const Inputs& x) {
+                   [make = make](const Inputs& x) {
                      std::vector<Tensor> ps;
                      for (size_t i = 0; i + 1 < x.size(); i += 2)
                        ps.push_back(x[i].detach().clone().requires_grad_(true));

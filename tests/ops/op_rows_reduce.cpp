@@ -203,7 +203,7 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
   };
   for (const auto& [name, view] : views)
     t.push_back({"sum_vs_composed_every_dim_set_of_" + name + "_view", rn_dt(f64, {6, 8, 4}),
-                 [view](const Inputs& x) {
+                 [view = view](const Inputs& x) {
                    return over_dim_sets(
                        x, view(x[0]),
                        [](const Tensor& a, const std::vector<int64_t>& d, bool k) { return sum(a, d, k); },

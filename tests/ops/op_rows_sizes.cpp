@@ -70,12 +70,12 @@ void add_size_rows(std::vector<OpRow>& t) {
         const std::string name = std::string("layer_norm_") + dtype_name(dt) + "_" + std::to_string(M) + "x" +
                                  std::to_string(D) + (affine ? "_affine" : "");
         OpRow r{name,
-                [dt, M, D, affine](Generator& g) {
+                [dt, M = M, D = D, affine](Generator& g) {
                   Inputs in{add(mul(randn({M, D}, {.dtype = DType::Float64}, &g), 3.0), 50.0).to(dt)};
                   if (affine) in.push_back(randn({D}, {.dtype = dt}, &g)), in.push_back(randn({D}, {.dtype = dt}, &g));
                   return in;
                 },
-                [D, affine](const Inputs& x) {
+                [D = D, affine](const Inputs& x) {
                   return affine ? layer_norm(x[0], {D}, x[1], x[2]) : layer_norm(x[0], {D});
                 }};
         r.gradcheck = M * D <= 600;

@@ -77,7 +77,7 @@ namespace {
 
 constexpr unsigned char kPoison = 0xFF;
 
-std::string where_str(const std::source_location& w) {
+std::string where_str(const SourceLocation& w) {
   std::string f = w.file_name();
   return f + ":" + std::to_string(w.line());
 }
@@ -148,7 +148,7 @@ struct Thread {
   State state = State::Runnable;
   ctx::fiber fiber;  // this thread's context while it is suspended
   ctx::fiber sched;  // the scheduler's context while this thread runs
-  std::source_location where;
+  SourceLocation where;
   int predicate = 0;  // barrier
   // collective
   Collective op = Collective::Shfl;
@@ -539,7 +539,7 @@ void run_block(Block& b, std::mt19937_64& rng) {
 }  // namespace
 
 void warp_collective(Collective op, unsigned mask, int arg, int width, void* value, size_t size,
-                     const std::source_location& where) {
+                     const SourceLocation& where) {
   Block& b = block();
   Thread& t = *b.current;
   EMBER_CHECK(mask & (1u << t.lane), "kernel emulation: ", collective_name(op), " at ", where_str(where), " in ",
@@ -558,7 +558,7 @@ void warp_collective(Collective op, unsigned mask, int arg, int width, void* val
   std::memcpy(value, t.result, 16);
 }
 
-int block_barrier(int predicate, const std::source_location& where) {
+int block_barrier(int predicate, const SourceLocation& where) {
   Block& b = block();
   Thread& t = *b.current;
   t.state = State::Barrier;
@@ -568,7 +568,7 @@ int block_barrier(int predicate, const std::source_location& where) {
   return t.barrier_result;
 }
 
-void* static_shared(const void* type_tag, size_t bytes, size_t align, const std::source_location& where) {
+void* static_shared(const void* type_tag, size_t bytes, size_t align, const SourceLocation& where) {
   Block& b = block();
   for (const SharedVar& v : b.shared) {
     if (v.tag == type_tag && v.line == where.line() && v.column == where.column() &&

@@ -74,6 +74,33 @@ inline double2 make_double2(double x, double y) {
 
 namespace ember::emu {
 
+// Where in a kernel's source a barrier or a __shared__ declaration is, captured at the call site:
+// std::source_location where the standard library has it; with clang before 15 (Debian 12 ships
+// 14), whose libstdc++ <source_location> is empty without the compiler's support, a stand-in
+// built on the older builtins, which clang has (GCC lacks __builtin_COLUMN, but has the real one).
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+class SourceLocation {
+ public:
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE(),
+                                          unsigned column = __builtin_COLUMN()) {
+    SourceLocation w;
+    w.file_ = file;
+    w.line_ = line;
+    w.column_ = column;
+    return w;
+  }
+  constexpr const char* file_name() const { return file_; }
+  constexpr unsigned line() const { return line_; }
+  constexpr unsigned column() const { return column_; }
+
+ private:
+  const char* file_ = "";
+  unsigned line_ = 0, column_ = 0;
+};
+#endif
+
 // The order in which the fibers of a block are resumed at every round.
 enum class ThreadOrder { Forward, Reverse, Random };
 const char* thread_order_name(ThreadOrder order);
@@ -138,17 +165,17 @@ enum class Collective { Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All, SyncW
 // Deposits this lane's value (size <= 16 bytes) and waits for every lane of `mask`; returns the
 // result in `value` (the shuffled value, or the ballot/any/all word in its first 4 bytes).
 void warp_collective(Collective op, unsigned mask, int arg, int width, void* value, size_t size,
-                     const std::source_location& where);
+                     const ::ember::emu::SourceLocation& where);
 // The block barrier; returns the number of threads whose predicate was nonzero.
-int block_barrier(int predicate, const std::source_location& where);
+int block_barrier(int predicate, const ::ember::emu::SourceLocation& where);
 // Static shared memory: one buffer per block and declaration site (and type), poisoned.
-void* static_shared(const void* type_tag, size_t bytes, size_t align, const std::source_location& where);
+void* static_shared(const void* type_tag, size_t bytes, size_t align, const ::ember::emu::SourceLocation& where);
 void* dynamic_shared();
 template <typename T>
 inline const char type_tag = 0;
 
 template <typename T>
-T shuffle(Collective op, unsigned mask, T var, int arg, int width, const std::source_location& where) {
+T shuffle(Collective op, unsigned mask, T var, int arg, int width, const ::ember::emu::SourceLocation& where) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "warp shuffles move values of up to 16 bytes");
   alignas(16) unsigned char buf[16] = {};
   std::memcpy(buf, &var, sizeof(T));
@@ -158,7 +185,7 @@ T shuffle(Collective op, unsigned mask, T var, int arg, int width, const std::so
   return out;
 }
 
-inline unsigned vote(Collective op, unsigned mask, int predicate, const std::source_location& where) {
+inline unsigned vote(Collective op, unsigned mask, int predicate, const ::ember::emu::SourceLocation& where) {
   alignas(16) unsigned char buf[16] = {};
   const unsigned p = predicate != 0;
   std::memcpy(buf, &p, sizeof p);
@@ -184,61 +211,57 @@ constexpr int warpSize = 32;
 #define EMBER_SHARED(type, name, dims)                                         \
   auto& name = *static_cast<type(*) dims>(::ember::emu::detail::static_shared( \
       &::ember::emu::detail::type_tag<type dims>, sizeof(type dims),           \
-      alignof(type dims) < 16 ? 16 : alignof(type dims), std::source_location::current()))
+      alignof(type dims) < 16 ? 16 : alignof(type dims), ::ember::emu::SourceLocation::current()))
 // EMBER_DYNAMIC_SHARED(float, buf): `buf` points at the launch's dynamic shared memory (16-byte
 // aligned, exactly the bytes the launch asked for).
 #define EMBER_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::ember::emu::detail::dynamic_shared())
 
 // ------------------------------------------------------------------ barriers and warp collectives
-inline void __syncthreads(const std::source_location& where = std::source_location::current()) {
+inline void __syncthreads(const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   ::ember::emu::detail::block_barrier(0, where);
 }
-inline int __syncthreads_count(int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __syncthreads_count(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where);
 }
-inline int __syncthreads_and(int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __syncthreads_and(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where) ==
          static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
 }
-inline int __syncthreads_or(int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __syncthreads_or(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where) != 0;
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu,
-                       const std::source_location& where = std::source_location::current()) {
+inline void __syncwarp(unsigned mask = 0xffffffffu, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   ::ember::emu::detail::vote(::ember::emu::detail::Collective::SyncWarp, mask, 0, where);
 }
 template <typename T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
-              const std::source_location& where = std::source_location::current()) {
+              const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::shuffle(::ember::emu::detail::Collective::Shfl, mask, var, src_lane, width, where);
 }
 template <typename T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
-                 const std::source_location& where = std::source_location::current()) {
+                 const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::shuffle(::ember::emu::detail::Collective::ShflUp, mask, var, static_cast<int>(delta),
                                        width, where);
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
-                   const std::source_location& where = std::source_location::current()) {
+                   const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::shuffle(::ember::emu::detail::Collective::ShflDown, mask, var, static_cast<int>(delta),
                                        width, where);
 }
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
-                  const std::source_location& where = std::source_location::current()) {
+                  const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::shuffle(::ember::emu::detail::Collective::ShflXor, mask, var, lane_mask, width, where);
 }
-inline unsigned __ballot_sync(unsigned mask, int predicate,
-                              const std::source_location& where = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::vote(::ember::emu::detail::Collective::Ballot, mask, predicate, where);
 }
-inline int __any_sync(unsigned mask, int predicate,
-                      const std::source_location& where = std::source_location::current()) {
+inline int __any_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return static_cast<int>(::ember::emu::detail::vote(::ember::emu::detail::Collective::Any, mask, predicate, where));
 }
-inline int __all_sync(unsigned mask, int predicate,
-                      const std::source_location& where = std::source_location::current()) {
+inline int __all_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return static_cast<int>(::ember::emu::detail::vote(::ember::emu::detail::Collective::All, mask, predicate, where));
 }
 inline void __threadfence() {}

@@ -35,7 +35,11 @@ DataPtr GuardedAllocator::allocate(size_t nbytes) {
   // Exact size under ASan (a zero-byte block still gets one byte so that it has an address); malloc
   // aligns to 16 bytes, enough for the kernels' 16-byte vector loads.
   const size_t total = g ? nbytes + 2 * g : (nbytes == 0 ? 1 : nbytes);
-  auto* base = static_cast<unsigned char*>(g ? std::aligned_alloc(g, (total + g - 1) / g * g) : std::malloc(total));
+  // (GuardedAllocator::kGuardBytes, not g, as the alignment: under ASan g is a constant 0, which
+  // clang rightly refuses as an alignment even in the branch that never runs.)
+  constexpr size_t align = GuardedAllocator::kGuardBytes;
+  auto* base = static_cast<unsigned char*>(g ? std::aligned_alloc(align, (total + align - 1) / align * align)
+                                             : std::malloc(total));
   if (!base) throw std::bad_alloc();
   if (g) {
     std::memset(base, kGuardByte, g);
