@@ -5,6 +5,7 @@
 
 #include "core/allocator.h"
 #include "core/error.h"
+#include "core/sanitizers.h"
 
 namespace ember {
 
@@ -16,17 +17,9 @@ constexpr size_t kAlign = 64;
 constexpr size_t kMaxCached = size_t{2} << 30;
 
 bool caching_disabled() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;  // reuse would hide use-after-free and overflows from AddressSanitizer
-#else
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#endif
-#endif
+  if (EMBER_ASAN) return true;  // reuse would hide use-after-free and overflows from AddressSanitizer
   const char* env = std::getenv("EMBER_CPU_CACHE");
   return env && std::string(env) == "0";
-#endif
 }
 
 // Rounds a request to its bin: powers of two up to 1 MiB, then multiples of 1 MiB, so that

@@ -5,6 +5,9 @@
 // temporaries; they see the saved input x or the saved output y of the forward op, as noted.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
 #include "core/dispatch.h"
 #include "core/tensor.h"
 
@@ -85,6 +88,17 @@ enum class LogicalOp { And, Or, Not };  // bool operands (b unused for Not)
 
 // For the binary, unary and activation families out may alias a (the in-place ops).
 using BinaryFn = void(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha);
+
+// Add's and Sub's alpha in the compute type T, as every device's kernel takes it. An integer type's
+// goes through int64_t, whose conversion to T wraps as the arithmetic does (sub on uint8 is add
+// with alpha -1, i.e. 255); -1.0 converted straight to uint8 would be undefined behaviour.
+template <typename T>
+T binary_alpha(double alpha) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<int64_t>(alpha));
+  else
+    return static_cast<T>(alpha);
+}
 using UnaryFn = void(UnaryOp op, const Tensor& out, const Tensor& a, double p0, double p1);
 using UnaryGradFn = void(UnaryGradOp op, const Tensor& out, const Tensor& grad, const Tensor& saved, double p0,
                          double p1);

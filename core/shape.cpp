@@ -6,9 +6,13 @@
 
 namespace ember {
 
+// A shape whose sizes multiply past what int64 holds cannot be a tensor (and overflowing the
+// product would be undefined behaviour): an error, wherever the shape came from.
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    EMBER_CHECK(!__builtin_mul_overflow(n, s, &n), "shape ", shape_str(shape),
+                " has more elements than a 64-bit count holds");
   return n;
 }
 
@@ -17,7 +21,8 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     st[d] = acc;
-    acc *= std::max<int64_t>(shape[d], 1);
+    EMBER_CHECK(!__builtin_mul_overflow(acc, std::max<int64_t>(shape[d], 1), &acc), "shape ", shape_str(shape),
+                " has strides larger than a 64-bit offset holds");
   }
   return st;
 }

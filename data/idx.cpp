@@ -89,7 +89,11 @@ Tensor read_idx(const std::string& path) {
     uint32_t s = be32(p + 4 + 4 * d);
     EMBER_CHECK(s < (1u << 30), "read_idx: '", path, "' has an implausible dimension ", s);
     shape.push_back(s);
+    // The file must hold every element, so a count above its size is already an error; checking
+    // as the product grows also keeps it from wrapping around (8 dimensions of 2^29 would).
     count *= s;
+    EMBER_CHECK(count <= bytes.size(), "read_idx: '", path, "': its first ", d + 1, " of ", ndim, " dimensions, ",
+                shape_str(shape), ", already need more elements than its ", bytes.size(), " bytes hold");
   }
   const size_t expected = header + count * esize;
   EMBER_CHECK(bytes.size() == expected, "read_idx: '", path, "' holds ", bytes.size(), " bytes but its header ",

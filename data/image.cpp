@@ -14,12 +14,29 @@
 
 namespace ember::data {
 
+ImageInfo image_info(const std::string& bytes, const std::string& name) {
+  EMBER_CHECK(!bytes.empty(), "image '", name, "' is empty");
+  EMBER_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), "image '", name, "' is too large (", bytes.size(),
+              " bytes)");
+  ImageInfo info;
+  if (!stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()),
+                             &info.width, &info.height, &info.channels)) {
+    const char* why = stbi_failure_reason();
+    throw Error("image '" + name + "' cannot be decoded: its header is not one of PNG, JPEG, BMP, GIF, TGA, PNM, PSD " +
+                "or HDR (" + (why ? why : "unknown reason") + ")");
+  }
+  return info;
+}
+
 Tensor decode_image(const std::string& bytes, int channels, const std::string& name) {
   EMBER_CHECK(channels == 0 || channels == 1 || channels == 3 || channels == 4,
               "decode_image: channels must be 0, 1, 3 or 4, got ", channels);
   EMBER_CHECK(!bytes.empty(), "image '", name, "' is empty");
   EMBER_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), "image '", name, "' is too large (", bytes.size(),
               " bytes)");
+  const ImageInfo info = image_info(bytes, name);
+  EMBER_CHECK(int64_t{info.width} * info.height <= kMaxImagePixels, "image '", name, "' declares ", info.width, "x",
+              info.height, " pixels, more than the ", kMaxImagePixels, " an image may have (kMaxImagePixels)");
   int w = 0, h = 0, in_file = 0;
   unsigned char* px = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
                                             static_cast<int>(bytes.size()), &w, &h, &in_file, channels);

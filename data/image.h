@@ -11,9 +11,21 @@
 
 namespace ember::data {
 
+// An image's size as its header declares it, without decoding it (PNG, JPEG, BMP and the other
+// formats stb_image reads). Throws ember::Error naming `name` when the format is not recognised.
+struct ImageInfo {
+  int width = 0, height = 0, channels = 0;
+};
+ImageInfo image_info(const std::string& bytes, const std::string& name);
+
+// The most pixels decode_image accepts (2^28, e.g. 16384 x 16384): a few bytes of header can
+// declare a picture of gigabytes, which would otherwise be allocated and decoded before anything
+// could object.
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+
 // Decodes an image held in memory. `channels` is 1 (grey), 3 (RGB), 4 (RGBA) or 0 (as stored);
 // stb converts between them. A file stb cannot decode is an ember::Error naming `name` and the
-// decoder's reason.
+// decoder's reason, as is one whose header declares more than kMaxImagePixels.
 Tensor decode_image(const std::string& bytes, int channels, const std::string& name);
 // Reads and decodes the file at `path`.
 Tensor read_image(const std::string& path, int channels = 0);

@@ -31,7 +31,7 @@ T min_of(T x, T y) {
 
 template <typename T>
 void binary_impl(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
-  const T al = static_cast<T>(alpha);
+  const T al = binary_alpha<T>(alpha);
   switch (op) {
     case BinaryOp::Add:
       if (alpha == 1.0)

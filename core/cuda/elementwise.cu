@@ -80,7 +80,7 @@ void cuda_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& 
     if constexpr (std::is_integral_v<T>) {
       EMBER_CHECK(op != BinaryOp::Div, "div: integer operands must be converted to a floating dtype first");
     }
-    map<T, T, T>(BinaryF<T>{op, static_cast<T>(alpha), alpha == 1.0}, out, a, b);
+    map<T, T, T>(BinaryF<T>{op, binary_alpha<T>(alpha), alpha == 1.0}, out, a, b);
   });
 }
 

@@ -39,9 +39,10 @@ class Checkpointer {
   // other value is a checkpoint path that must exist. Returns the position to continue from.
   TrainingPosition resume(const std::string& flag) {
     // A run killed while writing into its folder (kill -9, a power cut) leaves the temporary file
-    // of that write (a checkpoint, the model, a sample grid); this run is the folder's only
-    // writer now, so they go.
-    if (!dir_.empty()) remove_stale_temporaries(dir_);
+    // of that write (a checkpoint, the model, a sample grid). A one-process run is the folder's
+    // only writer now, so they go; the ranks of a parallel job share the folder, and one rank's
+    // cleaning could remove another's write in progress, so there they stay.
+    if (!dir_.empty() && !(job_ && job_->active())) remove_stale_temporaries(dir_);
     const std::optional<std::string> found = resume_path(flag);
     if (!found) {
       if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());

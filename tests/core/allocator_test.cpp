@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/ops.h"
+#include "core/sanitizers.h"
 
 using namespace ember;
 
@@ -33,7 +34,7 @@ TEST(Allocator, StatisticsTrackUseAndPeak) {
 }
 
 TEST(Allocator, FreedBlocksAreReused) {
-#if defined(__SANITIZE_ADDRESS__)
+#if EMBER_ASAN
   GTEST_SKIP() << "the cache is off under AddressSanitizer";
 #endif
   Allocator* a = cpu_allocator();

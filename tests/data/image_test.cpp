@@ -184,3 +184,24 @@ TEST(Image, GridTilesImagesWithPadding) {
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
   fs::remove_all(dir);
 }
+
+TEST(Image, InfoReadsTheHeaderAndDecodingRefusesADecompressionBomb) {
+  // A PNM header alone declares the size: 3 x 2, grey.
+  const std::string small = "P5\n3 2\n255\n" + std::string(6, '\x40');
+  const ember::data::ImageInfo info = ember::data::image_info(small, "small.pgm");
+  EXPECT_EQ(info.width, 3);
+  EXPECT_EQ(info.height, 2);
+  EXPECT_EQ(info.channels, 1);
+  EXPECT_EQ(ember::data::decode_image(small, 0, "small.pgm").shape(), (ember::Shape{2, 3, 1}));
+  // Twenty bytes that declare 20000 x 20000 pixels: refused before anything is allocated.
+  const std::string bomb = "P5\n20000 20000\n255\n";
+  try {
+    (void)ember::data::decode_image(bomb, 0, "bomb.pgm");
+    ADD_FAILURE() << "no error";
+  } catch (const ember::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("image 'bomb.pgm' declares 20000x20000 pixels, more than the 268435456"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)ember::data::image_info("not an image", "x.bin"), ember::Error);
+}

@@ -10,6 +10,7 @@
 #include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
+#include "core/sanitizers.h"
 #include "emu/emu_test_util.h"
 #include "test_helpers.h"
 
@@ -362,7 +363,7 @@ TEST(Emulator, KernelLookupsReachTheDispatchObserver) {
 
 // Only an AddressSanitizer build can see an out-of-bounds access; there the emulator's exact-size
 // "device" memory and dynamic shared memory turn one into a report naming the kernel's line.
-#if defined(__SANITIZE_ADDRESS__)
+#if EMBER_ASAN
 namespace {
 __global__ void writes_one_past_the_end(float* out) {
   out[threadIdx.x] = 1.0f;

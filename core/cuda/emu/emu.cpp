@@ -23,14 +23,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMBER_EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMBER_EMU_ASAN 1
-#endif
-#endif
-#if EMBER_EMU_ASAN
+#include "core/sanitizers.h"
+#if EMBER_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -100,7 +94,7 @@ class StackPool {
     if (!free_.empty()) {
       ctx::stack_context sc = free_.back();
       free_.pop_back();
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
       ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(sc.sp) - sc.size, sc.size);
 #endif
       return sc;
@@ -161,7 +155,7 @@ struct Thread {
   void* stack_bottom = nullptr;
   size_t stack_size = 0;
   bool quit = false;  // set when the pool is torn down: the fiber returns instead of waiting
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
   void* fake_stack = nullptr;
   const void* sched_bottom = nullptr;
   size_t sched_size = 0;
@@ -211,11 +205,11 @@ Block& block() {
 // Switches from the running fiber back to the scheduler and, once resumed, checks whether the
 // block is being torn down.
 void switch_to_scheduler(Thread& t) {
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
   __sanitizer_start_switch_fiber(&t.fake_stack, t.sched_bottom, t.sched_size);
 #endif
   t.sched = std::move(t.sched).resume();
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
   __sanitizer_finish_switch_fiber(t.fake_stack, &t.sched_bottom, &t.sched_size);
 #endif
 }
@@ -399,12 +393,12 @@ void resolve_stall(Block& b) {
 void resume(Block& b, Thread& t) {
   b.current = &t;
   tls_thread_idx = t.idx;
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, t.stack_bottom, t.stack_size);
 #endif
   t.fiber = std::move(t.fiber).resume();
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   b.current = nullptr;
@@ -438,7 +432,7 @@ class FiberPool {
       threads_.emplace_back();
       Thread* tp = &threads_.back();
       tp->fiber = ctx::fiber(std::allocator_arg, PoolAllocator<Thread>{stacks_.get(), tp}, [tp](ctx::fiber&& sched) {
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
         __sanitizer_finish_switch_fiber(nullptr, &tp->sched_bottom, &tp->sched_size);
 #endif
         tp->sched = std::move(sched);
@@ -467,7 +461,7 @@ class FiberPool {
   // can announce its stack to ASan, so ASan places them on the scheduler's fake stack, and a
   // fiber that returns would write to them after they are gone.
   void clear() {
-#if EMBER_EMU_ASAN
+#if EMBER_ASAN
     static auto* parked = new std::vector<ctx::fiber>();
     for (Thread& t : threads_)
       if (t.fiber) parked->push_back(std::move(t.fiber));

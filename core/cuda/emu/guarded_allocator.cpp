@@ -5,21 +5,13 @@
 #include <cstring>
 #include <new>
 
+#include "core/sanitizers.h"
+
 namespace ember::emu {
 namespace {
 
 constexpr bool address_sanitizer() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
+  return EMBER_ASAN;
 }
 
 constexpr size_t guard_bytes() {
