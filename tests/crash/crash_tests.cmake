@@ -15,3 +15,7 @@ add_test(NAME crash.kill_resume_lstm_lm
                  --seq-len 32 --hidden 32 --sample-length 10 --threads 1)
 set_tests_properties(crash.kill_resume_mnist_cnn crash.kill_resume_mnist_gan crash.kill_resume_lstm_lm
                      PROPERTIES LABELS crash TIMEOUT 900 ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+# A checkpoint write on a full disk (a small tmpfs the script mounts; skipped without root).
+add_test(NAME crash.full_disk COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/full_disk.sh $<TARGET_FILE:ckpt_verify>
+                                      $<TARGET_FILE:mnist_cnn>)
+set_tests_properties(crash.full_disk PROPERTIES LABELS crash TIMEOUT 300 SKIP_REGULAR_EXPRESSION "^skipped:")
