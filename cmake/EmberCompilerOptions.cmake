@@ -17,7 +17,10 @@ option(EMBER_CCACHE "Compile through ccache when it is installed" ON)
 if(EMBER_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   find_program(EMBER_CCACHE_PROGRAM ccache)
   if(EMBER_CCACHE_PROGRAM)
-    set(CMAKE_CXX_COMPILER_LAUNCHER ${EMBER_CCACHE_PROGRAM})
+    # The test programs precompile GoogleTest's header; ccache caches what uses a precompiled
+    # header only when told that its __DATE__/__TIME__ and defines may be taken as they are.
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros
+                                    ${EMBER_CCACHE_PROGRAM})
   endif()
 endif()
 

@@ -101,7 +101,10 @@ function(ember_cpu_sources target)
     endforeach()
     set_source_files_properties(${copies} PROPERTIES
       COMPILE_DEFINITIONS "EMBER_CPU_LEVEL=${EMBER_CPU_LEVEL_${level}};EMBER_CPU_NS=level_${level}"
-      COMPILE_OPTIONS "${EMBER_CPU_COMMON_FLAGS};${EMBER_CPU_FLAGS_${level}}")
+      COMPILE_OPTIONS "${EMBER_CPU_COMMON_FLAGS};${EMBER_CPU_FLAGS_${level}}"
+      # Other target flags than the rest of the target's files: a precompiled header built for
+      # those would not fit (clang refuses it outright).
+      SKIP_PRECOMPILE_HEADERS ON)
     target_sources(${target} PRIVATE ${copies})
   endforeach()
 endfunction()

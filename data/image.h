@@ -11,8 +11,9 @@
 
 namespace ember::data {
 
-// An image's size as its header declares it, without decoding it (PNG, JPEG, BMP and the other
-// formats stb_image reads). Throws ember::Error naming `name` when the format is not recognised.
+// An image's size as its header declares it, without decoding it. PNG, JPEG and BMP only (by their
+// signatures): stb_image's other formats are refused, not decoded (data/image.cpp says why).
+// Throws ember::Error naming `name` when the file is none of the three or its header is broken.
 struct ImageInfo {
   int width = 0, height = 0, channels = 0;
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stb_image_write.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -185,23 +186,27 @@ TEST(Image, GridTilesImagesWithPadding) {
   fs::remove_all(dir);
 }
 
-TEST(Image, InfoReadsTheHeaderAndDecodingRefusesADecompressionBomb) {
-  // A PNM header alone declares the size: 3 x 2, grey.
-  const std::string small = "P5\n3 2\n255\n" + std::string(6, '\x40');
-  const ember::data::ImageInfo info = ember::data::image_info(small, "small.pgm");
+TEST(Image, InfoReadsTheHeaderAndDecodingRefusesBombsAndOtherFormats) {
+  // A BMP header declares the size: 3 x 2, RGB (written by stb_image_write).
+  std::string bmp;
+  const unsigned char px[3 * 2 * 3] = {};
+  stbi_write_bmp_to_func([](void* ctx, void* d, int n) { static_cast<std::string*>(ctx)->append((char*)d, n); }, &bmp,
+                         3, 2, 3, px);
+  const ImageInfo info = image_info(bmp, "small.bmp");
   EXPECT_EQ(info.width, 3);
   EXPECT_EQ(info.height, 2);
-  EXPECT_EQ(info.channels, 1);
-  EXPECT_EQ(ember::data::decode_image(small, 0, "small.pgm").shape(), (ember::Shape{2, 3, 1}));
-  // Twenty bytes that declare 20000 x 20000 pixels: refused before anything is allocated.
-  const std::string bomb = "P5\n20000 20000\n255\n";
-  try {
-    (void)ember::data::decode_image(bomb, 0, "bomb.pgm");
-    ADD_FAILURE() << "no error";
-  } catch (const ember::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("image 'bomb.pgm' declares 20000x20000 pixels, more than the 268435456"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_THROW((void)ember::data::image_info("not an image", "x.bin"), ember::Error);
+  EXPECT_EQ(info.channels, 3);
+  EXPECT_EQ(decode_image(bmp, 0, "small.bmp").shape(), (Shape{2, 3, 3}));
+  // A BMP header that declares 20000 x 20000 pixels: refused before anything is allocated.
+  std::string bomb = bmp;
+  const int32_t side = 20000;
+  std::memcpy(&bomb[18], &side, 4);
+  std::memcpy(&bomb[22], &side, 4);
+  expect_error([&] { (void)decode_image(bomb, 0, "bomb.bmp"); }, "bomb.bmp",
+               "declares 20000x20000 pixels, more than the 268435456");
+  // stb_image reads PNM, TGA and more, but Ember decodes PNG, JPEG and BMP only: the 16-byte PNM
+  // that crashed Debian's libstb (tests/fuzz/corpus/image) is refused unread.
+  expect_error([&] { (void)decode_image("P61 127161 1275\x06", 4, "crafted.pnm"); }, "crafted.pnm",
+               "not a PNG, JPEG or BMP file");
+  expect_error([&] { (void)image_info("not an image", "x.bin"); }, "x.bin", "not a PNG, JPEG or BMP file");
 }
