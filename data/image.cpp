@@ -44,6 +44,11 @@ ImageInfo image_info(const std::string& bytes, const std::string& name) {
     throw Error("image '" + name + "' cannot be decoded as " + format_of(bytes) + " (" +
                 (why ? why : "unknown reason") + ")");
   }
+  // stb reports a top-down BMP's height as negative (its header's sign says the row order); the
+  // decoder makes it positive, and so must the size the limits check.
+  if (info.height < 0 && info.height != INT32_MIN) info.height = -info.height;
+  EMBER_CHECK(info.width > 0 && info.height > 0, "image '", name, "' declares a size of ", info.width, "x", info.height,
+              " pixels (expected positive sizes)");
   return info;
 }
 
@@ -62,6 +67,12 @@ Tensor decode_image(const std::string& bytes, int channels, const std::string& n
   if (!px) {
     const char* why = stbi_failure_reason();
     throw Error("image '" + name + "' cannot be decoded as PNG, JPEG or BMP (" + (why ? why : "unknown reason") + ")");
+  }
+  if (w != info.width || h != info.height) {
+    // The decoder went by other sizes than the header check saw: never hand that on.
+    stbi_image_free(px);
+    EMBER_FAIL("image '", name, "' decodes to ", w, "x", h, " pixels but its header declares ", info.width, "x",
+               info.height);
   }
   const int c = channels ? channels : in_file;
   Tensor out = empty({h, w, c}, {DType::UInt8, Device::cpu()});
