@@ -220,17 +220,21 @@ constexpr int warpSize = 32;
 inline void __syncthreads(const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   ::ember::emu::detail::block_barrier(0, where);
 }
-inline int __syncthreads_count(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline int __syncthreads_count(int predicate,
+                               const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where);
 }
-inline int __syncthreads_and(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline int __syncthreads_and(int predicate,
+                             const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where) ==
          static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
 }
-inline int __syncthreads_or(int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline int __syncthreads_or(int predicate,
+                            const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::block_barrier(predicate, where) != 0;
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   ::ember::emu::detail::vote(::ember::emu::detail::Collective::SyncWarp, mask, 0, where);
 }
 template <typename T>
@@ -255,13 +259,16 @@ T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::shuffle(::ember::emu::detail::Collective::ShflXor, mask, var, lane_mask, width, where);
 }
-inline unsigned __ballot_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return ::ember::emu::detail::vote(::ember::emu::detail::Collective::Ballot, mask, predicate, where);
 }
-inline int __any_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline int __any_sync(unsigned mask, int predicate,
+                      const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return static_cast<int>(::ember::emu::detail::vote(::ember::emu::detail::Collective::Any, mask, predicate, where));
 }
-inline int __all_sync(unsigned mask, int predicate, const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
+inline int __all_sync(unsigned mask, int predicate,
+                      const ::ember::emu::SourceLocation& where = ::ember::emu::SourceLocation::current()) {
   return static_cast<int>(::ember::emu::detail::vote(::ember::emu::detail::Collective::All, mask, predicate, where));
 }
 inline void __threadfence() {}
