@@ -69,6 +69,9 @@ void Daemon::readopt(JobRecord& j) {
     if (!j.pid_start) j.pid_start = process_start_time(pid);
     j.adopted = true;
     save(j, detail::concat("re-adopted after a daemon restart (pid ", pid, ")"));
+    // The SIGTERM of a stop may have died with the last daemon (it is sent after the stop is
+    // recorded); a second one is harmless to a job already stopping.
+    if (j.info.state() == proto::STOPPING && !j.killed) signal_group(pid, SIGTERM);
     return;
   }
   // Gone while no daemon watched: its exit file says how it ended; without one (the machine
@@ -194,8 +197,13 @@ void Daemon::stop(JobRecord& r, StopKind kind, const std::string& why) {
   r.killed = false;
   r.info.set_state(proto::STOPPING);
   r.info.set_reason(why);
-  signal_group(static_cast<pid_t>(r.info.pid()), SIGTERM);
+  // Durable before the signal, even inside a batch of requests: a daemon that died between the
+  // two would find a job that exited 143 with no stop on record, and count its preemption as a
+  // failure (DaemonCrashTest caught exactly that). Dying after the save but before the signal is
+  // covered by readopt(), which signals a re-adopted stopping job again.
   save(r, "SIGTERM: " + why);
+  store_->flush();
+  signal_group(static_cast<pid_t>(r.info.pid()), SIGTERM);
 }
 
 void Daemon::launch(JobRecord& r, const Placement& p) {
