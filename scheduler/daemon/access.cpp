@@ -1,9 +1,6 @@
 #include "scheduler/daemon/access.h"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "scheduler/daemon/job_spec.h"
@@ -21,14 +18,7 @@ void check_limits(const proto::UserLimits& l, const std::string& where) {
 proto::DaemonConfig read_daemon_config(const std::string& path) {
   proto::DaemonConfig c;
   if (path.empty()) return c;
-  std::error_code ec;
-  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "--config ", path,
-              ": is a folder, expected a text-format file");
-  std::ifstream in(path);
-  EMBER_CHECK(in, "--config ", path, ": cannot open it for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string err = parse_text_format(ss.str(), &c);
+  const std::string err = parse_text_format(read_text_file(path, "--config"), &c);
   EMBER_CHECK(err.empty(), "--config ", path, ":", err,
               " (fields: users_group, admin_group, limits { max_devices max_queued }, user { name limits })");
   check_limits(c.limits(), "--config " + path + ": limits");

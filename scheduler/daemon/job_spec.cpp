@@ -4,6 +4,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,15 +46,25 @@ proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin
   return spec;
 }
 
-proto::JobSpec read_job_spec(const std::string& path) {
+std::string read_text_file(const std::string& path, const std::string& what) {
   std::error_code ec;
-  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "job spec ", path,
-              ": is a folder, expected a text-format file");
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), what, " ", path, ": is a folder, expected a text-format file");
   std::ifstream in(path);
-  EMBER_CHECK(in, "job spec ", path, ": cannot open it for reading");
+  EMBER_CHECK(in, what, " ", path, ": cannot open it for reading");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_job_spec(ss.str(), path);
+  return ss.str();
+}
+
+proto::JobSpec read_job_spec(const std::string& path) {
+  return parse_job_spec(read_text_file(path, "job spec"), path);
+}
+
+std::string program_search_path(const proto::JobSpec& spec) {
+  auto env_path = spec.env().find("PATH");
+  if (env_path != spec.env().end()) return env_path->second;
+  const char* path = std::getenv("PATH");
+  return path ? path : "/usr/bin:/bin";
 }
 
 void validate_spec(const proto::JobSpec& spec, const std::string& origin) {

@@ -18,6 +18,12 @@ std::string parse_text_format(const std::string& text, google::protobuf::Message
 proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin);
 proto::JobSpec read_job_spec(const std::string& path);
 
+// A whole text file (a spec, the daemon's configuration); errors name it as "`what` PATH".
+std::string read_text_file(const std::string& path, const std::string& what);
+
+// Where the job's command is looked up: its own PATH when the spec sets one, else the daemon's.
+std::string program_search_path(const proto::JobSpec& spec);
+
 // Throws ember::Error for a spec no pool could run: no command, devices < 1, negative memory or
 // estimate, negative restarts, an environment variable name that is empty or holds '='.
 void validate_spec(const proto::JobSpec& spec, const std::string& origin);

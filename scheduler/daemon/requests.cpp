@@ -141,9 +141,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   if (access_.runs_jobs_as_owners() && who.uid != access_.self().uid) check_paths_as(who, spec);
   EMBER_CHECK(fs::is_directory(spec.workdir()), "job '", spec.name(), "': working directory '", spec.workdir(),
               "' does not exist");
-  const char* path = std::getenv("PATH");
-  auto env_path = spec.env().find("PATH");
-  std::string search = env_path != spec.env().end() ? env_path->second : (path ? path : "/usr/bin:/bin");
+  const std::string search = program_search_path(spec);
   EMBER_CHECK(
       !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
       spec.command(), "' is not an executable file",
@@ -173,9 +171,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
 void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {
   // Everything the job will touch is checked with the owner's own ids, by the kernel: a spec
   // must not reach, through the daemon, what its owner could not reach alone.
-  const char* path = std::getenv("PATH");
-  auto env_path = spec.env().find("PATH");
-  const std::string search = env_path != spec.env().end() ? env_path->second : (path ? path : "/usr/bin:/bin");
+  const std::string search = program_search_path(spec);
   fs::path ckpt = spec.checkpoint_dir();
   if (!ckpt.empty() && ckpt.is_relative()) ckpt = fs::path(spec.workdir()) / ckpt;
   const int verdict = run_as(who, [&]() -> int {
