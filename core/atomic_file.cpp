@@ -14,6 +14,10 @@
 namespace ember {
 namespace {
 
+// The temporary file's name beside its target: "." + the target's name + this; mkstemp fills the
+// six Xs. remove_stale_temporaries() recognises leftovers by the same pattern.
+constexpr const char* kTemporarySuffix = ".tmp.XXXXXX";
+
 namespace fs = std::filesystem;
 
 // 0666 less the umask, the mode open(2) would give a new file. umask(2) can only be read by
@@ -83,7 +87,7 @@ void write_replacing(const std::string& path, const fs::path& target, mode_t mod
   // Built by appending: GCC 12 warns falsely (-Wrestrict, its bug 105329) about "." + string.
   std::string tmp_name = ".";
   tmp_name += target.filename().string();
-  tmp_name += ".tmp.XXXXXX";
+  tmp_name += kTemporarySuffix;  // mkstemp fills the Xs
   std::string tmpl = (dir / tmp_name).string();
   int fd = ::mkstemp(tmpl.data());
   EMBER_CHECK(fd >= 0, "write: cannot create a temporary file next to '", path, "' (", std::strerror(errno), ")");
@@ -147,9 +151,11 @@ int remove_stale_temporaries(const std::string& dir) {
   int removed = 0;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    // write_replacing's names: "." + the target's name + ".tmp." + mkstemp's six characters.
-    const size_t tmp = name.size() >= 12 ? name.size() - 11 : std::string::npos;
-    if (name[0] != '.' || tmp == std::string::npos || tmp < 2 || name.compare(tmp, 5, ".tmp.") != 0) continue;
+    // write_replacing's names: "." + the target's name + kTemporarySuffix with its Xs filled.
+    const size_t suffix = std::strlen(kTemporarySuffix);
+    const size_t at = name.size() >= suffix + 2 ? name.size() - suffix : std::string::npos;
+    if (at == std::string::npos || name[0] != '.' || name.compare(at, suffix - 6, kTemporarySuffix, suffix - 6) != 0)
+      continue;
     if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
     if (fs::remove(it->path(), ec)) ++removed;
   }
