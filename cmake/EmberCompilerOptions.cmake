@@ -32,12 +32,23 @@ if(EMBER_NATIVE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 
-set(EMBER_SANITIZE_FLAGS -fsanitize=address,undefined)
+# EMBER_SANITIZE_FLAGS: the sanitizers, for compiling and linking (an installed sanitized library
+# passes them on, EmberLibrary.cmake). EMBER_TSAN: the ThreadSanitizer build, whose tests differ.
+set(EMBER_SANITIZE_FLAGS "")
+set(EMBER_TSAN OFF)
+if(EMBER_SANITIZE STREQUAL "thread")
+  set(EMBER_SANITIZE_FLAGS -fsanitize=thread)
+  set(EMBER_TSAN ON)
+elseif(EMBER_SANITIZE)
+  set(EMBER_SANITIZE_FLAGS -fsanitize=address,undefined)
+endif()
 if(EMBER_SANITIZE)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined>
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${EMBER_SANITIZE_FLAGS}>"
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
-                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>
                       # Line tables, so reports name file:line, unless the build type has -g already.
                       $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Debug,RelWithDebInfo>>>:-g1>)
+  if(NOT EMBER_TSAN)
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
+  endif()
   add_link_options(${EMBER_SANITIZE_FLAGS})
 endif()

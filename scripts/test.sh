@@ -4,12 +4,15 @@
 # build has), then a second compiler, clang, in build-asan/ with AddressSanitizer +
 # UndefinedBehaviorSanitizer, warnings as errors and the fuzz targets linked with libFuzzer: every
 # test again, each fuzz target's corpus replayed, and each target fuzzed for 30 s (ctest label
-# fuzz). That pass is CPU-only (nvcc-compiled code is not instrumented, so the CUDA objects would
-# only cost time there) and compiles the baseline kernels only (the per-level reruns are the
-# Release pass's). This is what CI runs (.ci/run); README.md says how long it takes.
+# fuzz); last, clang with ThreadSanitizer in build-tsan, on the tests of code that runs threads
+# (the list is below). The sanitizer passes are CPU-only (nvcc-compiled code is not instrumented,
+# so the CUDA objects would only cost time there) and compile the baseline kernels only (the
+# per-level reruns are the Release pass's). This is what CI runs (.ci/run); README.md says how
+# long it takes.
 # Environment:
 #   EMBER_JOBS=N      parallel compile and test jobs (default 2, the CI machine's cores)
-#   EMBER_ASAN=0      skip the clang sanitizer pass (quicker local runs; CI always runs it)
+#   EMBER_ASAN=0      skip the clang AddressSanitizer pass (quicker local runs; CI always runs it)
+#   EMBER_TSAN=0      skip the ThreadSanitizer pass (likewise)
 #   EMBER_CMAKE_ARGS  extra options for both configures, e.g. "-DEMBER_CUDA=OFF"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +80,26 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
     build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
     -DEMBER_FUZZ=ON -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF \
     -DEMBER_BUILD_BENCH=OFF
+fi
+
+if [[ "${EMBER_TSAN:-1}" != 0 ]]; then
+  # ThreadSanitizer on the code that runs threads, and only there (a third full build would not fit
+  # CI's budget): the core and data suites (the CPU allocator and the device caching allocator
+  # shared by threads, every CPU kernel's OpenMP loops, the DataLoader's workers, pinned memory),
+  # interop (the TensorBoard writer's thread), dist (the communication thread, the shared-memory
+  # all-reduce, failure handling: real MPI ranks) and the daemon's tests (the daemon, its clients
+  # and real jobs, all instrumented), and the planted race that proves the pass sees one (label
+  # tsan). LLVM's OpenMP runtime loads its Archer tool itself in an instrumented program, so
+  # TSan understands its barriers; ignore_noninstrumented_modules=1 is what Archer asks for (the
+  # runtime's own synchronisation is invisible to TSan). No suppressions are needed.
+  # The interop.* entries are the Python readers of exported files (no threads of Ember's).
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-ignore_noninstrumented_modules=1:halt_on_error=1:second_deadlock_stack=1}
+  CC=clang CXX=clang++ CTEST_ARGS="-L ^(core|data|interop|scheduler|dist|tsan)$ -E ^interop\\." \
+    TARGETS="ember_core_tests ember_data_tests ember_interop_tests ember_parallel_tests ember_parallel_fault
+             ember_sched_daemon_tests tsan_planted_race" \
+    build_and_test build-tsan tsan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=thread \
+    -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF \
+    -DEMBER_BUILD_EXAMPLES=OFF
 fi
 
 echo "scripts/test.sh: done in $((SECONDS - start)) s"
