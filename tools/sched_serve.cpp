@@ -19,6 +19,9 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("policy", "P", "scheduling policy (default fcfs; see `ember sched simulate --help`)")
       .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
       .add("grace", "S", "seconds between SIGTERM and SIGKILL when stopping a job (default 30)")
+      .add("preempt-cost", "S",
+           "seconds a preemption is expected to cost the preempted job, told to the policy (default 0; as in "
+           "`ember sched simulate`)")
       .add("max-queued", "N", "refuse submissions while N jobs are queued (default 1000)")
       .add("config", "FILE",
            "groups and per-user limits (proto/daemon_config.proto, text format; docs/SCHEDULER.md, Security)")
@@ -44,6 +47,7 @@ int sched_serve(const std::vector<std::string>& args) {
       o.params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     o.grace_s = f.number("grace", 30, 0, 86400);
+    o.preempt_cost = f.number("preempt-cost", 0, 0, 1e9);
     o.max_queued = static_cast<int>(f.integer("max-queued", 1000, 1, 10000000));
     o.quiet = f.has("quiet");
     o.config = f.str("config", "");

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "core/error.h"
 #include "scheduler/daemon/daemon_impl.h"
@@ -185,6 +186,7 @@ SchedState Daemon::state(double now) {
   s.cluster = &cluster_;
   s.waiting = waiting_;
   s.running = running_;
+  s.preempt_cost = opt_.preempt_cost;
   return s;
 }
 
@@ -203,18 +205,28 @@ void Daemon::schedule() {
 void Daemon::decide_and_apply() {
   double now = wall_now();
   Decision d = policy_->decide(state(now));
+  // The whole decision is checked before any of it is applied: a wrong entry must not leave the
+  // decision half done (some jobs stopped, the starts after it dropped).
+  std::set<JobId> preempted;
   for (JobId id : d.preempt) {
     auto it = jobs_.find(id);
-    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::RUNNING, "policy '", policy_->name(),
-                "' preempted job ", id, ", which is not running");
-    stop(it->second, StopKind::kPreempt, "preempted by policy " + policy_->name());
+    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::RUNNING && preempted.insert(id).second,
+                "policy '", policy_->name(), "' preempted job ", id, ", which is not running");
   }
-  std::map<uid_t, int> held = devices_by_owner();
+  std::set<JobId> started;
   for (const Start& st : d.start) {
     auto it = jobs_.find(st.job);
-    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::QUEUED, "policy '", policy_->name(),
+    const bool queued = it != jobs_.end() && it->second.info.state() == proto::QUEUED;
+    EMBER_CHECK((queued || preempted.count(st.job)) && started.insert(st.job).second, "policy '", policy_->name(),
                 "' started job ", st.job, ", which is not queued");
-    JobRecord& r = it->second;
+  }
+  for (JobId id : d.preempt) stop(jobs_.at(id), StopKind::kPreempt, "preempted by policy " + policy_->name());
+  std::map<uid_t, int> held = devices_by_owner();
+  for (const Start& st : d.start) {
+    JobRecord& r = jobs_.at(st.job);
+    // A job this decision preempted and started again (a migration) restarts only once it has
+    // stopped and saved its checkpoint: its exit brings the next decision, which places it.
+    if (r.info.state() != proto::QUEUED) continue;
     // A start onto devices that a preempted job still holds waits for that job's exit.
     if (!placement_problem(cluster_.free(), st.placement, r.job.spec.gpus, r.job.spec.mem_per_gpu).empty()) continue;
     // Two starts in one decision may together pass their owner's limit: the later one waits.

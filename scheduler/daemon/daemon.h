@@ -27,7 +27,11 @@ struct DaemonOptions {
   double cpu_memory_gib = 0;
   std::string policy = "fcfs";
   PolicyParams params;
-  double grace_s = 30;    // SIGTERM -> SIGKILL
+  double grace_s = 30;  // SIGTERM -> SIGKILL
+  // Seconds one preemption is expected to cost the preempted job (its checkpoint, the work since
+  // the last one, the restart), told to the policy as the simulator's --preempt-cost is: the search
+  // policies weigh a preemption against it.
+  double preempt_cost = 0;
   int max_queued = 1000;  // admission: queued jobs beyond this are refused
   bool quiet = false;     // no event lines on stdout
   std::string config;     // proto/daemon_config.proto in text format: groups and per-user limits ("" = defaults)

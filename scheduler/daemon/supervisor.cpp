@@ -115,6 +115,14 @@ pid_t spawn_supervised(const Launch& l) {
     _exit(127);
   }
   if (child == 0) run_job(l, old);
+  // A stop signal that reached the supervisor before the job existed (sent to the group before
+  // the job was forked, or to the supervisor itself before setsid) is pending here, blocked: pass
+  // it on. A signal sent to the group after the fork reaches the job directly as well; the job
+  // may then see it twice, which stop handlers take as one.
+  sigset_t pending;
+  if (::sigpending(&pending) == 0)
+    for (int s : {SIGTERM, SIGINT, SIGHUP})
+      if (sigismember(&pending, s)) ::kill(child, s);
   int st = 0;
   while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
   }
@@ -148,7 +156,13 @@ bool process_alive(pid_t pid, uint64_t start) {
 }
 
 bool signal_group(pid_t pgid, int sig) {
-  return pgid > 0 && ::kill(-pgid, sig) == 0;
+  if (pgid <= 0) return false;
+  if (::kill(-pgid, sig) == 0) return true;
+  // A supervisor forked a moment ago may not have made its process group yet (it is still in the
+  // daemon's): it gets the signal itself, blocked, and passes a stop on to the job it starts.
+  // Without this a preemption decided right after a start was lost, and the job was killed
+  // without a checkpoint when the grace period ran out.
+  return errno == ESRCH && ::getpgid(pgid) == ::getpgid(0) && ::kill(pgid, sig) == 0;
 }
 
 std::optional<int> read_exit_file(const std::string& path) {

@@ -46,7 +46,8 @@ uint64_t process_start_time(pid_t pid);
 // True when `pid` runs and started at `start` (0: any start time).
 bool process_alive(pid_t pid, uint64_t start);
 
-// Sends `sig` to the process group `pgid`; false when none of it is left.
+// Sends `sig` to the process group `pgid` (to the supervisor itself while it has not made its
+// group yet); false when none of it is left.
 bool signal_group(pid_t pgid, int sig);
 
 // The exit code an exit file holds; nullopt when the file is missing or malformed.

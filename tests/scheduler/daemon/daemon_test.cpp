@@ -301,6 +301,94 @@ TEST_F(DaemonTest, GpuJobsSeeTheirDevicesInCudaVisibleDevices) {
   EXPECT_NE(r.error().find("with 100 GiB each and the largest device has 79.6"), std::string::npos) << r.error();
 }
 
+// A decision that preempts a job and starts it again elsewhere (a migration) is applied whole.
+// Two nodes of two GPUs (a fake nvidia-smi: the daemon makes one node per memory size; best fit
+// fills the smaller one first). A runs on node 1 and E on node 0, each beside a free GPU; C, short
+// and two GPUs wide, arrives. SRSF preempts A, the longest, to give C node 1, and in the same
+// decision moves A onto node 0's free GPU. The daemon must stop A, wait for its exit (A takes 2 s
+// to checkpoint), then start C on node 1 and A on node 0, and leave E alone. It used to reject
+// the start of A, which was stopping, drop the rest of the decision with an error, and decide
+// again a second later while A still held its GPU, preempting E for C.
+TEST_F(DaemonTest, ADecisionThatPreemptsAndRestartsAJobIsAppliedWhole) {
+  fs::create_directories(dir_ + "/bin");
+  write_file(dir_ + "/bin/nvidia-smi",
+             "#!/bin/sh\necho '0, 81920'\necho '1, 81920'\necho '2, 40960'\necho '3, 40960'\n");
+  fs::permissions(dir_ + "/bin/nvidia-smi", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  const std::string saved = path ? path : "/usr/bin:/bin";
+  ::setenv("PATH", (dir_ + "/bin:" + saved).c_str(), 1);
+  start_daemon({"--devices", "gpu", "--policy", "srsf"});
+  ::setenv("PATH", saved.c_str(), 1);
+  auto job_spec = [&](const std::string& name, int devices, double expected, const std::string& gate,
+                      const std::string& on_term) {
+    JobSpec s = gated(name, devices, gate);
+    if (!on_term.empty()) s.set_args(1, "trap '" + on_term + "' TERM; " + s.args(1));
+    s.set_expected_seconds(expected);
+    return s;
+  };
+  // Best fit packs A and F onto node 1 and E and G onto node 0; F and G then finish.
+  const int64_t a = submit(job_spec("a", 1, 10000, "never", "sleep 2; exit 143"));
+  const int64_t f = submit(job_spec("f", 1, 5000, "f-gate", ""));
+  const int64_t e = submit(job_spec("e", 1, 5000, "never", ""));
+  const int64_t g = submit(job_spec("g", 1, 5000, "g-gate", ""));
+  ASSERT_EQ(names(job(a)) + " " + names(job(f)) + " " + names(job(e)) + " " + names(job(g)), "gpu2 gpu3 gpu0 gpu1");
+  write_file(dir_ + "/f-gate", "");
+  write_file(dir_ + "/g-gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(f) && finished(g); }));
+  const int64_t c = submit(job_spec("c", 2, 10, "never", ""));
+  ASSERT_TRUE(wait_for([&] { return job(a).preemptions() == 1; }));
+  ASSERT_TRUE(
+      wait_for([&] { return job(a).state() == ember::proto::RUNNING && job(c).state() == ember::proto::RUNNING; }));
+  EXPECT_EQ(names(job(c)), "gpu2,gpu3");
+  EXPECT_EQ(names(job(a)), "gpu1") << "A moves to node 0's free GPU";
+  EXPECT_EQ(job(a).attempts(), 2);
+  const JobInfo je = job(e);
+  EXPECT_EQ(je.state(), ember::proto::RUNNING);
+  EXPECT_EQ(je.preemptions(), 0) << "E was preempted: " << je.reason();
+  EXPECT_EQ(je.attempts(), 1);
+  const std::string out = read_file(dir_ + "/daemon.out");
+  EXPECT_EQ(out.find("error"), std::string::npos) << out;
+}
+
+// The daemon tells its policy what a preemption costs (--preempt-cost), as the simulator does.
+// Greedy ranks a running job by its value plus what preempting it would lose: r has 100 s left,
+// w needs 60 s. Free preemption: w is worth more, r is preempted. At 1000 s a preemption loses
+// more than w gains, and r keeps its device.
+class PreemptCost : public DaemonTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(PreemptCost, GreedyWeighsWhatAPreemptionCosts) {
+  const int cost = GetParam();
+  start_daemon({"--devices", "cpu:1", "--policy", "greedy", "--preempt-cost", std::to_string(cost)});
+  JobSpec rs = gated("r", 1, "gate");
+  rs.set_expected_seconds(100);
+  JobSpec ws = gated("w", 1, "gate");
+  ws.set_expected_seconds(60);
+  const int64_t r = submit(rs);
+  ASSERT_EQ(job(r).state(), ember::proto::RUNNING);
+  const int64_t w = submit(ws);
+  if (cost == 0) {
+    ASSERT_TRUE(wait_for([&] { return job(w).state() == ember::proto::RUNNING; }));
+    EXPECT_EQ(job(r).preemptions(), 1);
+  } else {
+    // Decisions are made before submit answers: this is the decision, not a race.
+    EXPECT_EQ(job(w).state(), ember::proto::QUEUED);
+    EXPECT_EQ(job(r).state(), ember::proto::RUNNING);
+  }
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(r) && finished(w); }));
+  EXPECT_EQ(job(r).preemptions(), cost == 0 ? 1 : 0);
+  // The preemption comes a moment after r's start, before r's supervisor may have made its
+  // process group: the SIGTERM must still reach r (it was once lost, and r killed at the grace).
+  Request q;
+  q.mutable_status()->set_job(r);
+  const Response one = ember::sched::call_daemon(state_, q, 10);
+  ASSERT_EQ(one.jobs_size(), 1);
+  ASSERT_GT(one.jobs(0).events_size(), 0);
+  for (const std::string& ev : one.jobs(0).events()) EXPECT_EQ(ev.find("SIGKILL"), std::string::npos) << ev;
+}
+
+INSTANTIATE_TEST_SUITE_P(FreeOrDear, PreemptCost, ::testing::Values(0, 1000));
+
 // Every policy the simulator has drives the live daemon too: a mix of gang sizes, with and
 // without estimates, all runs to completion.
 class EveryPolicy : public DaemonTest, public ::testing::WithParamInterface<std::string> {};
