@@ -25,6 +25,9 @@ struct JobSpec {
   double estimate = -1;    // the submitter's expected run time in seconds (<0: none given)
   int priority = 0;        // larger runs first under the priority policy
   std::string queue;       // team or virtual cluster
+  // Seconds of work between the job's checkpoints: a preemption loses the work since the last one.
+  // 0: the job checkpoints when it is stopped (nothing lost); < 0: the driver's default.
+  double checkpoint_interval = -1;
 };
 
 enum class JobStatus { kPending, kWaiting, kRunning, kDone };
@@ -33,8 +36,9 @@ struct Job {
   JobId id = -1;
   JobSpec spec;
   JobStatus status = JobStatus::kPending;
-  double executed = 0;  // seconds run on its gang so far, repeated work included
-  double overhead = 0;  // seconds of work added by preemptions (checkpoint, restore, lost work)
+  double executed = 0;         // seconds run on its gang so far, repeated work included
+  double overhead = 0;         // seconds of work added by preemptions (checkpoint, restore, lost work)
+  double stopping_until = -1;  // a preempted job holds its devices until then (driver's bookkeeping)
   int preemptions = 0;
   double queued_since = 0;  // when it last entered the queue: submission or preemption
   double last_start = -1;   // when its current or latest run began

@@ -64,6 +64,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   const auto wall0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
   EMBER_CHECK(opt.preempt_cost >= 0, "simulate: preemption cost must be >= 0 seconds, got ", opt.preempt_cost);
+  EMBER_CHECK(opt.stop_delay >= 0 && opt.restart_delay >= 0 && opt.checkpoint_interval >= 0,
+              "simulate: the stop delay, restart delay and checkpoint interval must be >= 0 seconds, got ",
+              opt.stop_delay, ", ", opt.restart_delay, " and ", opt.checkpoint_interval);
   const size_t n = trace.size();
   std::vector<Job> jobs(n);
   std::vector<double> predicted(opt.predictor ? n : 0), truth(n);
@@ -85,6 +88,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
   Cluster cluster(topo);
   std::vector<const Job*> waiting, running;
+  std::vector<Job*> stopping;  // preempted, still holding their devices (opt.stop_delay > 0)
   SimResult res;
   res.policy = policy.name();
   res.traits = policy.traits();
@@ -97,6 +101,18 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   const double window0 = jobs[arrival.front()].spec.submit, window1 = jobs[arrival.back()].spec.submit;
   double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
   auto remaining = [&](const Job& j) { return truth[j.id] + j.overhead - j.executed; };
+  // The work a preemption throws away: what the job did since its last checkpoint.
+  auto lost_work = [&](const Job& j) {
+    const double every = j.spec.checkpoint_interval >= 0 ? j.spec.checkpoint_interval : opt.checkpoint_interval;
+    if (every <= 0) return 0.0;
+    const double w = j.work();
+    return w - std::floor(w / every) * every;
+  };
+  auto enqueue = [&](Job& j, double at) {
+    j.status = JobStatus::kWaiting;
+    j.queued_since = at;
+    waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+  };
   auto features = [](const Job& j) { return SubmitFeatures{j.spec.queue, j.spec.gpus, j.spec.submit}; };
   auto state = [&](double t) {
     SchedState st;
@@ -115,9 +131,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
       if (opt.predictor) j.spec.estimate = predicted[j.id] = opt.predictor->predict(features(j));
-      j.status = JobStatus::kWaiting;
-      j.queued_since = j.spec.submit;
-      waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+      enqueue(j, j.spec.submit);
     }
 
     if (opt.predictor)  // a job that outlived its prediction is predicted again, from what it has run
@@ -133,19 +147,30 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         EMBER_CHECK(id >= 0 && static_cast<size_t>(id) < n && jobs[id].status == JobStatus::kRunning, "policy '",
                     policy.name(), "' preempted job ", id, ", which is not running");
         Job& j = jobs[id];
-        cluster.release(j);
-        j.devices.clear();
-        j.status = JobStatus::kWaiting;
         j.preemptions += 1;
-        j.overhead += opt.preempt_cost;
-        j.queued_since = t;
+        j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j);
         running.erase(std::find(running.begin(), running.end(), &j));
-        waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+        if (opt.stop_delay > 0) {
+          j.status = JobStatus::kPending;  // in neither list, as the daemon's stopping jobs
+          j.stopping_until = t + opt.stop_delay;
+          stopping.push_back(&j);
+        } else {
+          cluster.release(j);
+          j.devices.clear();
+          enqueue(j, t);
+        }
       }
       for (const Start& st : d.start) {
-        EMBER_CHECK(st.job >= 0 && static_cast<size_t>(st.job) < n && jobs[st.job].status == JobStatus::kWaiting,
+        EMBER_CHECK(st.job >= 0 && static_cast<size_t>(st.job) < n &&
+                        (jobs[st.job].status == JobStatus::kWaiting || jobs[st.job].stopping_until > t),
                     "policy '", policy.name(), "' started job ", st.job, ", which is not waiting");
         Job& j = jobs[st.job];
+        // As in the daemon: a job still stopping (preempted and started again in this decision)
+        // and a start onto devices a stopping job holds wait for the next decision after its exit.
+        if (j.stopping_until > t) continue;
+        if (!stopping.empty() &&
+            !placement_problem(cluster.free(), st.placement, j.spec.gpus, j.spec.mem_per_gpu).empty())
+          continue;
         try {
           j.devices = cluster.allocate(j, st.placement);
         } catch (const Error& e) {
@@ -167,6 +192,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
     double t_next = next < n ? jobs[arrival[next]].spec.submit : kInf;
     for (const Job* j : running) t_next = std::min(t_next, t + std::max(0.0, remaining(*j)));
+    for (const Job* j : stopping) t_next = std::min(t_next, j->stopping_until);
     double wake = policy.next_wakeup(after);
     if (wake > t + kEps) t_next = std::min(t_next, wake);
     if (t_next == kInf) {
@@ -196,6 +222,15 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
       finished = true;
     }
     if (finished) std::erase_if(running, [](const Job* j) { return j->status == JobStatus::kDone; });
+    // Preempted jobs whose exit came: their devices are free and they wait again.
+    std::erase_if(stopping, [&](Job* j) {
+      if (j->stopping_until > t + kEps) return false;
+      cluster.release(*j);
+      j->devices.clear();
+      j->stopping_until = -1;
+      enqueue(*j, t);
+      return true;
+    });
   }
 
   res.jobs.resize(n);

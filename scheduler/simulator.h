@@ -1,5 +1,5 @@
 // Trace-driven discrete-event simulation of a policy on a cluster. Events are arrivals,
-// completions and the policy's own wake-ups; at each event time the simulator asks the policy
+// completions, preempted jobs' exits and the policy's own wake-ups; at each event time the simulator asks the policy
 // for a decision and applies it exactly as the daemon would (preemptions, then starts), so what
 // is measured here is what the daemon runs. A job runs for its trace duration on whatever
 // devices it gets; each preemption adds `preempt_cost` seconds to the work it must still do
@@ -19,6 +19,16 @@ namespace ember::sched {
 
 struct SimOptions {
   double preempt_cost = 0;
+  // What a preemption does on a real machine, as the daemon runs it (docs/SCHEDULER.md, fidelity):
+  // the victim keeps its devices for `stop_delay` seconds while it checkpoints and exits (a start
+  // that needs them, and the victim's own restart, wait for the next decision after that), each
+  // restart after a preemption costs `restart_delay` seconds of work (launch, restore), and the
+  // work since the job's last checkpoint is lost (`JobSpec::checkpoint_interval`, or
+  // `checkpoint_interval` for jobs that leave it < 0; 0: checkpointed at the stop). These add to
+  // `preempt_cost`, which is also what the policy is told a preemption costs.
+  double stop_delay = 0;
+  double restart_delay = 0;
+  double checkpoint_interval = 0;
   // When set, the policy never sees a duration: each job's estimate is this predictor's answer at
   // its submission, from the jobs finished by then (told to it as they finish), and its duration
   // reads as unknown (-1), so SRSF ranks by predicted remaining time and SJF by predicted length.

@@ -94,6 +94,8 @@ int sched_submit(const std::vector<std::string>& all_args) {
       .add("devices", "N", "gang size (default 1)")
       .add("mem", "GIB", "memory needed on each device")
       .add("expected", "S", "expected run time in seconds")
+      .add("checkpoint-interval", "S",
+           "seconds of work between the job's checkpoints, when it does not checkpoint on SIGTERM")
       .add("priority", "P", "priority (larger first under --policy priority)")
       .add("queue", "Q", "queue or team")
       .add("checkpoint-dir", "DIR", "the job's checkpoint folder (EMBER_CHECKPOINT_DIR)")
@@ -119,6 +121,7 @@ int sched_submit(const std::vector<std::string>& all_args) {
     if (f.has("devices")) spec.set_devices(static_cast<int>(f.integer("devices", 1, 1, 1 << 20)));
     if (f.has("mem")) spec.set_memory_gib(f.number("mem", 0, 0, 1e9));
     if (f.has("expected")) spec.set_expected_seconds(f.number("expected", 1, 1e-3, 1e12));
+    if (f.has("checkpoint-interval")) spec.set_checkpoint_interval_s(f.number("checkpoint-interval", 0, 0, 1e12));
     if (f.has("priority")) spec.set_priority(static_cast<int>(f.integer("priority", 0, -1000000, 1000000)));
     if (f.has("queue")) spec.set_queue(f.str("queue"));
     if (f.has("checkpoint-dir")) spec.set_checkpoint_dir(f.str("checkpoint-dir"));

@@ -61,6 +61,11 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("compare", "", "run every policy; the table shows each metric's ratio to fcfs")
       .add("with", "P[,P...]", "more runs for --compare, e.g. learned:FILE")
       .add("preempt-cost", "S", "seconds of work lost or repeated per preemption (default 0)")
+      .add("stop-delay", "S", "seconds a preempted job keeps its devices while it checkpoints and exits (default 0)")
+      .add("restart-delay", "S", "seconds of work each restart after a preemption costs: launch, restore (default 0)")
+      .add("checkpoint-interval", "S",
+           "seconds of work between checkpoints; a preemption loses the work since the last (default 0: "
+           "jobs checkpoint when stopped)")
       .add("node-gpus", "K", "devices per node; a gang spans as few nodes as possible (default 8, 0: one flat pool)")
       .add("gpu-mem", "GIB", "memory of every device, checked against a mem_per_gpu column (default 0: unlimited)")
       .add("columns", "MAP",
@@ -103,6 +108,9 @@ int sched_simulate(const std::vector<std::string>& args) {
         throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +
                          " (a name may end in " + kPredSuffix + ")");
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
+    const double stop_delay = f.number("stop-delay", 0, 0, 1e9);
+    const double restart_delay = f.number("restart-delay", 0, 0, 1e9);
+    const double checkpoint_interval = f.number("checkpoint-interval", 0, 0, 1e12);
     const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
     const double gpu_mem = f.number("gpu-mem", 0, 0, 1e9);
     TraceOptions topt;
@@ -166,6 +174,9 @@ int sched_simulate(const std::vector<std::string>& args) {
         std::unique_ptr<DurationPredictor> predictor;
         SimOptions so;
         so.preempt_cost = preempt_cost;
+        so.stop_delay = stop_delay;
+        so.restart_delay = restart_delay;
+        so.checkpoint_interval = checkpoint_interval;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
         rs.push_back(simulate(trace, topo, *p, so));
         if (predicted_run(name)) rs.back().policy += kPredSuffix;

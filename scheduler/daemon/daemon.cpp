@@ -166,6 +166,7 @@ SchedState Daemon::state(double now) {
     JobRecord& r = *rp;
     Job& j = r.job;
     j.executed = r.info.run_seconds();
+    j.overhead = r.info.lost_seconds();
     if (r.info.state() == proto::QUEUED) {
       j.status = JobStatus::kWaiting;
       // A job whose owner is at their device limit waits outside the policy's view: no policy

@@ -41,7 +41,7 @@ proto::JobSpec parse_job_spec(const std::string& text, const std::string& origin
   if (!err.empty())
     EMBER_FAIL("job spec ", origin, ":", err,
                " (fields: name, command, args, devices, memory_gib, expected_seconds, priority, queue, "
-               "checkpoint_dir, max_restarts, env, workdir)");
+               "checkpoint_dir, checkpoint_interval_s, max_restarts, env, workdir)");
   validate_spec(spec, origin);
   return spec;
 }
@@ -76,6 +76,10 @@ void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
               ": memory_gib must be >= 0 GiB per device, got ", spec.memory_gib());
   EMBER_CHECK(!spec.has_expected_seconds() || (std::isfinite(spec.expected_seconds()) && spec.expected_seconds() > 0),
               "job spec ", origin, ": expected_seconds must be > 0, got ", spec.expected_seconds());
+  EMBER_CHECK(!spec.has_checkpoint_interval_s() ||
+                  (std::isfinite(spec.checkpoint_interval_s()) && spec.checkpoint_interval_s() >= 0),
+              "job spec ", origin, ": checkpoint_interval_s must be >= 0 seconds (0: checkpoints when stopped), got ",
+              spec.checkpoint_interval_s());
   EMBER_CHECK(!spec.has_max_restarts() || spec.max_restarts() >= 0, "job spec ", origin,
               ": max_restarts must be >= 0, got ", spec.max_restarts());
   for (const auto& [k, v] : spec.env())
@@ -109,6 +113,7 @@ JobSpec to_sched_spec(const proto::JobSpec& spec, double submit_time) {
   s.estimate = spec.has_expected_seconds() ? spec.expected_seconds() : -1;
   s.priority = spec.priority();
   s.queue = spec.queue();
+  s.checkpoint_interval = spec.checkpoint_interval_s();
   return s;
 }
 

@@ -160,6 +160,12 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
     // Preempted (asked or not), or lost with the daemon: back to the queue, to resume from
     // its checkpoint on whatever devices come next. Not a failure, so no restart is used.
     r.info.set_state(proto::QUEUED);
+    // The work since the job's last checkpoint is lost, by its spec's interval: still to do.
+    const double every = r.info.spec().checkpoint_interval_s();
+    if (every > 0) {
+      const double work = std::max(0.0, r.info.run_seconds() - r.info.lost_seconds());
+      r.info.set_lost_seconds(r.info.lost_seconds() + (work - std::floor(work / every) * every));
+    }
     r.info.set_preemptions(r.info.preemptions() + 1);
     r.job.preemptions = r.info.preemptions();
     r.job.queued_since = now;

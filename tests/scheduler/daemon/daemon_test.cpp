@@ -389,6 +389,35 @@ TEST_P(PreemptCost, GreedyWeighsWhatAPreemptionCosts) {
 
 INSTANTIATE_TEST_SUITE_P(FreeOrDear, PreemptCost, ::testing::Values(0, 1000));
 
+// A job that checkpoints every checkpoint_interval_s seconds of work (not on SIGTERM) loses what
+// it did since the last checkpoint when preempted: the daemon counts that as work still to do
+// (lost_seconds, the policy's Job::overhead). Here the interval is longer than the run, so all of
+// the run is lost. A negative interval is refused at submission.
+TEST_F(DaemonTest, APreemptionLosesTheWorkSinceTheLastCheckpoint) {
+  start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
+  JobSpec s = gated("a", 1, "gate");
+  s.set_checkpoint_interval_s(1000);
+  const int64_t a = submit(s);
+  ASSERT_TRUE(wait_for([&] { return log_of(a).find("Cpus_allowed_list") != std::string::npos; }));
+  Result r = cli({"preempt", "--job", std::to_string(a)});
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_TRUE(wait_for([&] { return job(a).preemptions() == 1; }));
+  // Its whole first run is lost (fcfs may have restarted it since: run_seconds counts that too).
+  const JobInfo ja = job(a);
+  EXPECT_GT(ja.lost_seconds(), 0);
+  EXPECT_LE(ja.lost_seconds(), ja.run_seconds());
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(a); }));
+  EXPECT_EQ(job(a).state(), ember::proto::DONE);
+  EXPECT_DOUBLE_EQ(job(a).lost_seconds(), ja.lost_seconds()) << "nothing is lost by finishing";
+  s.set_checkpoint_interval_s(-1);
+  Request q;
+  *q.mutable_submit()->mutable_spec() = s;
+  const Response bad = ember::sched::call_daemon(state_, q, 10);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("checkpoint_interval_s must be >= 0"), std::string::npos) << bad.error();
+}
+
 // Every policy the simulator has drives the live daemon too: a mix of gang sizes, with and
 // without estimates, all runs to completion.
 class EveryPolicy : public DaemonTest, public ::testing::WithParamInterface<std::string> {};
