@@ -46,6 +46,12 @@ packages=(
   # scheduler/parallel: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
   libopenmpi-dev
   openmpi-bin
+  # tests/slurm: a real Slurm controller and node daemon started by the tests themselves (training
+  # under sbatch/srun); their system services are not started by this install (below)
+  slurmctld
+  slurmd
+  slurm-client
+  munge
   # scripts/gpu-bundle.sh: the GPU bundle's libraries find each other through relative RPATHs
   patchelf
   # interop tests: a virtual environment for ONNX's checker and onnxruntime (below)
@@ -69,7 +75,21 @@ install_debian_packages() {
   fi
   echo "setup: installing ${missing[*]}"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # Slurm's and munge's packages would start their services (with no cluster configured, slurmd
+  # fails and munged runs for nothing): a policy-rc.d that forbids starting services, for the
+  # length of the install only, and only where the machine has none of its own.
+  local policy=/usr/sbin/policy-rc.d own_policy=0
+  if [[ ! -e $policy ]]; then
+    own_policy=1
+    printf '#!/bin/sh\n# scripts/setup.sh: no service starts while it installs packages\nexit 101\n' |
+      "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+  fi
+  local status=0
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+    status=$?
+  if ((own_policy)); then "${sudo[@]}" rm -f "$policy"; fi
+  return $status
 }
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} Debian packages are installed"

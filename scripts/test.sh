@@ -76,7 +76,7 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
   # The baseline kernels only (EMBER_CPU_DISPATCH=OFF): the Release pass runs every level.
   # The kill-and-resume runs (label crash) test exact resume, which the Release pass covers;
   # under the sanitizers each start-up costs seconds, and they would cost CI minutes.
-  CC=clang CXX=clang++ CTEST_ARGS="-LE (cpu_levels|crash|fidelity)" \
+  CC=clang CXX=clang++ CTEST_ARGS="-LE (cpu_levels|crash|fidelity|slurm)" \
     build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
     -DEMBER_FUZZ=ON -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF \
     -DEMBER_BUILD_BENCH=OFF

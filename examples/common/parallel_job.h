@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
@@ -86,8 +87,11 @@ class ParallelJob {
       EMBER_CHECK(!flags_.speed_weighted && flags_.split.empty(),
                   "--pipeline: the replicas take equal shares (--speed-weighted and --split are data-parallel only)");
     }
+    // Under Slurm, srun without an MPI plugin starts every task as a world of one: each would
+    // train the whole model alone and write the same checkpoint folder.
     EMBER_CHECK(dist::MpiCommunicator::launched_by_mpi(), flag,
-                ": start this program with mpirun -np N or ember launch -n N");
+                ": start this program with mpirun -np N or ember launch -n N",
+                std::getenv("SLURM_JOB_ID") ? ", or under Slurm with srun --mpi=pmix (this task has no MPI rank)" : "");
     comm_ = std::make_unique<dist::MpiCommunicator>();
     if (comm_->rank() != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 speaks for the job
     return dev.is_cuda() ? gpu_device() : dev;
