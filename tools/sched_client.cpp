@@ -173,7 +173,9 @@ int sched_status(const std::vector<std::string>& args) {
                 << (j.attempts() > 0 && j.state() != proto::RUNNING ? std::to_string(j.exit_code()) : "-")
                 << "\n  reason:      " << j.reason()
                 << "\n  log:         " << (j.log_path().empty() ? "-" : j.log_path())
-                << "\n  pid:         " << (j.pid() ? std::to_string(j.pid()) : "-") << "\n  spec:\n";
+                << "\n  pid:         " << (j.pid() ? std::to_string(j.pid()) : "-") << "\n";
+      if (j.slurm_job_id()) std::cout << "  slurm job:   " << j.slurm_job_id() << "\n";
+      std::cout << "  spec:\n";
       std::istringstream spec(spec_to_text(j.spec()));
       for (std::string line; std::getline(spec, line);) std::cout << "    " << line << "\n";
       std::cout << "  events:\n";

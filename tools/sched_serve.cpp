@@ -15,6 +15,10 @@ int sched_serve(const std::vector<std::string>& args) {
   f.add("state", "DIR", "folder for the socket, the SQLite state and the job logs (created if missing)")
       .add("devices", "SPEC",
            "auto (GPUs, else one CPU device per core), gpu, gpu:0,1,..., cpu:N or cpu:NxC (N devices of C cores)")
+      .add("backend", "B",
+           "local (run jobs on this machine's --devices, default) or slurm (Slurm runs them on its nodes; "
+           "docs/SCHEDULER.md)")
+      .add("partition", "P", "--backend slurm: the Slurm partition whose nodes are the pool (default: Slurm's default)")
       .add("cpu-mem", "GIB", "memory each CPU device offers, checked against memory_gib (default 0: any)")
       .add("policy", "P", "scheduling policy (default fcfs; see `ember sched simulate --help`)")
       .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
@@ -38,6 +42,12 @@ int sched_serve(const std::vector<std::string>& args) {
     sched::DaemonOptions o;
     o.state_dir = f.require("state");
     o.devices = f.str("devices", "auto");
+    o.backend = f.str("backend", "local");
+    if (o.backend != "local" && o.backend != "slurm")
+      throw UsageError("--backend: expected local or slurm, got '" + o.backend + "'");
+    o.partition = f.str("partition", "");
+    if (o.backend == "slurm" && f.has("devices"))
+      throw UsageError("--devices: the pool of --backend slurm is the Slurm partition's nodes (--partition)");
     o.cpu_memory_gib = f.number("cpu-mem", 0, 0, 1e9);
     o.policy = f.str("policy", "fcfs");
     set_num_threads(1);  // the daemon's own work is one thread (its jobs are other processes)

@@ -21,6 +21,7 @@
 #include "scheduler/daemon/daemon_impl.h"
 #include "scheduler/daemon/job_spec.h"
 #include "scheduler/daemon/pool.h"
+#include "scheduler/daemon/slurm.h"
 #include "scheduler/daemon/store.h"
 #include "scheduler/daemon/supervisor.h"
 #include "scheduler/daemon/wire.h"
@@ -50,8 +51,10 @@ extern "C" void on_signal(int sig) {
 Daemon::Daemon(const DaemonOptions& o)
     : opt_(o),
       access_(read_daemon_config(o.config), self_identity(), o.config),
-      pool_(make_pool(o.devices, o.cpu_memory_gib)),
+      pool_(o.backend == "slurm" ? slurm_pool(o.partition) : make_pool(o.devices, o.cpu_memory_gib)),
       cluster_(pool_.topology()) {
+  EMBER_CHECK(o.backend == "local" || o.backend == "slurm", "--backend: expected local or slurm, got '", o.backend,
+              "'");
   EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
   EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
   policy_ = make_policy(o.policy, o.params);
@@ -110,6 +113,7 @@ int Daemon::run() {
   for (;;) {
     reap();
     poll_adopted();
+    if (slurm()) poll_slurm();
     enforce_grace();
     if (wall_now() >= wakeup_) dirty_ = true;
     if (dirty_) schedule();
@@ -258,6 +262,8 @@ int Daemon::timeout_ms() const {
   for (const JobRecord* r : active_jobs()) {
     if (r->info.state() == proto::STOPPING && !r->killed) t = std::min(t, r->stop_time + opt_.grace_s - now);
     if (r->adopted) t = std::min(t, 0.1);  // adopted supervisors send no SIGCHLD
+    // Slurm tells nobody when a job ends: the daemon asks.
+    if (slurm() && (r->info.state() == proto::RUNNING || r->info.state() == proto::STOPPING)) t = std::min(t, 0.5);
   }
   if (dirty_) t = 0;
   return static_cast<int>(std::ceil(std::max(0.0, t) * 1000));

@@ -24,6 +24,11 @@ inline constexpr int kPreemptedExitCode = 75;  // EX_TEMPFAIL: the job checkpoin
 struct DaemonOptions {
   std::string state_dir;
   std::string devices = "auto";  // see make_pool()
+  // "local": jobs run on this machine's devices, each under a supervisor process. "slurm": Slurm
+  // runs them (scheduler/daemon/slurm.h) on the nodes of `partition` ("" = Slurm's default),
+  // which replace `devices`.
+  std::string backend = "local";
+  std::string partition;
   double cpu_memory_gib = 0;
   std::string policy = "fcfs";
   PolicyParams params;

@@ -18,6 +18,7 @@
 #include "scheduler/daemon/pool.h"
 #include "scheduler/daemon/record.h"
 #include "scheduler/daemon/store.h"
+#include "scheduler/daemon/supervisor.h"
 
 namespace ember::sched::daemon_impl {
 
@@ -82,6 +83,14 @@ class Daemon {
   void readopt(JobRecord& j);
   void reap();
   void poll_adopted();
+  // --backend slurm: follows the runs Slurm has, and ends those that ended there.
+  void poll_slurm();
+  bool slurm() const { return opt_.backend == "slurm"; }
+  void launch_on_slurm(JobRecord& r, const std::string& names, const Launch& l);
+  void readopt_from_slurm(JobRecord& j);
+  std::string slurm_name(const JobRecord& r) const {
+    return "ember-" + std::to_string(r.info.id()) + "-" + std::to_string(r.info.attempts());
+  }
   void enforce_grace();
   // A run ended with `code` (nullopt: unknown). Frees the devices and decides what comes next.
   void finish_run(JobRecord& r, std::optional<int> code, const std::string& note);

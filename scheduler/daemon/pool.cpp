@@ -110,7 +110,8 @@ Topology Pool::topology() const {
   EMBER_CHECK(!devices.empty(), "device pool is empty");
   std::vector<NodeSpec> nodes;
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (i == 0 || devices[i].memory_gib != devices[i - 1].memory_gib) nodes.push_back({0, devices[i].memory_gib});
+    if (i == 0 || devices[i].memory_gib != devices[i - 1].memory_gib || devices[i].node != devices[i - 1].node)
+      nodes.push_back({0, devices[i].memory_gib});
     nodes.back().gpus += 1;
   }
   return Topology(std::move(nodes));
@@ -118,6 +119,14 @@ Topology Pool::topology() const {
 
 std::string Pool::describe() const {
   std::ostringstream os;
+  if (!devices.empty() && !devices[0].node.empty()) {
+    std::vector<std::string> nodes;
+    for (const PoolDevice& d : devices)
+      if (nodes.empty() || nodes.back() != d.node) nodes.push_back(d.node);
+    os << devices.size() << (cpu() ? " CPU(s)" : " GPU(s)") << " on " << nodes.size() << " Slurm node(s):";
+    for (const std::string& n : nodes) os << " " << n;
+    return os.str();
+  }
   if (cpu()) {
     os << devices.size() << " CPU device(s) of " << devices[0].cores.size() << " core(s) each";
     if (devices[0].memory_gib > 0) os << ", " << devices[0].memory_gib << " GiB each";

@@ -1,7 +1,8 @@
 // The devices a daemon owns: CUDA GPUs (found with nvidia-smi, with their memory) or virtual CPU
 // devices, each a fixed set of cores, for machines without GPUs (that is how CI runs the daemon).
-// The pool maps onto the policies' Topology as one node per memory size, so a gang prefers
-// devices of one kind and a job's memory need rules out devices that are too small.
+// The pool maps onto the policies' Topology as one node per memory size (and, under Slurm, per
+// node), so a gang prefers devices of one kind and a job's memory need rules out devices that are
+// too small.
 #pragma once
 
 #include <string>
@@ -16,6 +17,7 @@ struct PoolDevice {
   int cuda_index = -1;     // for CUDA_VISIBLE_DEVICES (PCI bus order, as nvidia-smi numbers them)
   double memory_gib = 0;   // 0: unknown/unlimited
   std::vector<int> cores;  // CPU devices: the cores its job is pinned to
+  std::string node;        // the Slurm node it is on (--backend slurm); "": this machine
 };
 
 struct Pool {
