@@ -64,9 +64,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   const auto wall0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
   EMBER_CHECK(opt.preempt_cost >= 0, "simulate: preemption cost must be >= 0 seconds, got ", opt.preempt_cost);
-  EMBER_CHECK(opt.stop_delay >= 0 && opt.restart_delay >= 0 && opt.checkpoint_interval >= 0,
-              "simulate: the stop delay, restart delay and checkpoint interval must be >= 0 seconds, got ",
-              opt.stop_delay, ", ", opt.restart_delay, " and ", opt.checkpoint_interval);
+  EMBER_CHECK(opt.stop_delay >= 0 && opt.restart_delay >= 0 && opt.checkpoint_interval >= 0 && opt.start_delay >= 0,
+              "simulate: the stop delay, restart delay, checkpoint interval and start delay must be >= 0 seconds, got ",
+              opt.stop_delay, ", ", opt.restart_delay, ", ", opt.checkpoint_interval, " and ", opt.start_delay);
   const size_t n = trace.size();
   std::vector<Job> jobs(n);
   std::vector<double> predicted(opt.predictor ? n : 0), truth(n);
@@ -177,6 +177,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
           EMBER_FAIL("policy '", policy.name(), "': ", e.what());
         }
         j.status = JobStatus::kRunning;
+        j.overhead += opt.start_delay;
         j.last_start = t;
         if (j.first_start < 0) j.first_start = t;
         drop[j.id] = 1;

@@ -29,6 +29,9 @@ struct SimOptions {
   double stop_delay = 0;
   double restart_delay = 0;
   double checkpoint_interval = 0;
+  // Seconds every start costs before the job's work begins (launching the process: what a
+  // daemon's start takes on its machine; the fidelity test measures it), on its devices.
+  double start_delay = 0;
   // When set, the policy never sees a duration: each job's estimate is this predictor's answer at
   // its submission, from the jobs finished by then (told to it as they finish), and its duration
   // reads as unknown (-1), so SRSF ranks by predicted remaining time and SJF by predicted length.

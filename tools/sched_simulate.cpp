@@ -62,7 +62,8 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("with", "P[,P...]", "more runs for --compare, e.g. learned:FILE")
       .add("preempt-cost", "S", "seconds of work lost or repeated per preemption (default 0)")
       .add("stop-delay", "S", "seconds a preempted job keeps its devices while it checkpoints and exits (default 0)")
-      .add("restart-delay", "S", "seconds of work each restart after a preemption costs: launch, restore (default 0)")
+      .add("restart-delay", "S", "seconds of work each restart after a preemption costs: restore (default 0)")
+      .add("start-delay", "S", "seconds every start costs before the work begins: launching the job (default 0)")
       .add("checkpoint-interval", "S",
            "seconds of work between checkpoints; a preemption loses the work since the last (default 0: "
            "jobs checkpoint when stopped)")
@@ -110,6 +111,7 @@ int sched_simulate(const std::vector<std::string>& args) {
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
     const double stop_delay = f.number("stop-delay", 0, 0, 1e9);
     const double restart_delay = f.number("restart-delay", 0, 0, 1e9);
+    const double start_delay = f.number("start-delay", 0, 0, 1e9);
     const double checkpoint_interval = f.number("checkpoint-interval", 0, 0, 1e12);
     const long node_gpus = f.integer("node-gpus", 8, 0, 10'000'000);
     const double gpu_mem = f.number("gpu-mem", 0, 0, 1e9);
@@ -176,6 +178,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.preempt_cost = preempt_cost;
         so.stop_delay = stop_delay;
         so.restart_delay = restart_delay;
+        so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
         rs.push_back(simulate(trace, topo, *p, so));

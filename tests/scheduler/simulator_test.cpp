@@ -156,6 +156,10 @@ TEST(Simulator, StopDelayRestartDelayAndLostWorkByHand) {
   EXPECT_DOUBLE_EQ(m["b"], 15);
   EXPECT_DOUBLE_EQ(m["a"], 65 + 50 + 3 + 20 + 7);
   EXPECT_NE(error_of([&] { with({.stop_delay = -1}, jobs); }).find("stop delay"), std::string::npos);
+  // Every start costs 2 s of launching: B runs 50-62, A (two starts) 0-50 and 62-116.
+  m = with({.start_delay = 2}, jobs);
+  EXPECT_DOUBLE_EQ(m["b"], 12);
+  EXPECT_DOUBLE_EQ(m["a"], 116);
 }
 
 // With a stop delay the victims keep their devices until their exit, as in the daemon: two
