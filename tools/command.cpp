@@ -64,6 +64,8 @@ std::vector<Command> sched_commands() {
   return {
       {"simulate", "run scheduling policies on a job trace and report JCT, makespan, utilisation", sched_simulate},
       {"bench", "time one scheduling decision over a large synthetic queue, per policy", sched_bench},
+      {"make-trace", "write a larger trace: one repeated back to back, or a synthetic one drawn from it",
+       sched_make_trace},
       {"train-policy", "train the learned policy by policy gradient in the simulator", sched_train_policy},
       {"serve", "run the daemon that shares this machine's devices between jobs", sched_serve},
       {"submit", "submit a job (spec file or command line) to the daemon", sched_submit},

@@ -30,6 +30,7 @@ std::vector<Command> export_commands();  // tools/export_onnx.cpp
 
 int sched_simulate(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);
+int sched_make_trace(const std::vector<std::string>& args);
 int sched_train_policy(const std::vector<std::string>& args);
 int sched_serve(const std::vector<std::string>& args);
 int sched_submit(const std::vector<std::string>& args);

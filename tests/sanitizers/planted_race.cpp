@@ -1,7 +1,8 @@
 // The thread-sanitised pass's own check: two threads fill one tensor at once, a data race inside
 // Ember's CPU kernels. ThreadSanitizer must report it (ctest expects its report), which proves the
-// libraries are instrumented and the pass's options (TSAN_OPTIONS in scripts/test.sh, OpenMP's
-// Archer tool) hide nothing of Ember's own code. A pass that reported nothing here would be
+// libraries are instrumented and the pass's options (TSAN_OPTIONS in scripts/test.sh) hide
+// nothing of Ember's own code. ctest runs it with one OpenMP thread, so that nothing but the two
+// threads' start and join orders their writes. A pass that reported nothing here would be
 // passing every other test without looking.
 #include <thread>
 
