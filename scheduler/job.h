@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -29,6 +30,14 @@ struct JobSpec {
   // 0: the job checkpoints when it is stopped (nothing lost); < 0: the driver's default.
   double checkpoint_interval = -1;
 };
+
+// The work a preemption throws away: what was done since the last checkpoint, for a job that
+// checkpoints every `interval` seconds of `work` (interval <= 0: it checkpoints when stopped and
+// loses nothing). One rule for the simulator and the daemon.
+inline double work_lost_to_preemption(double work, double interval) {
+  if (interval <= 0 || work <= 0) return 0.0;
+  return work - std::floor(work / interval) * interval;
+}
 
 enum class JobStatus { kPending, kWaiting, kRunning, kDone };
 

@@ -101,12 +101,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   const double window0 = jobs[arrival.front()].spec.submit, window1 = jobs[arrival.back()].spec.submit;
   double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
   auto remaining = [&](const Job& j) { return truth[j.id] + j.overhead - j.executed; };
-  // The work a preemption throws away: what the job did since its last checkpoint.
   auto lost_work = [&](const Job& j) {
     const double every = j.spec.checkpoint_interval >= 0 ? j.spec.checkpoint_interval : opt.checkpoint_interval;
-    if (every <= 0) return 0.0;
-    const double w = j.work();
-    return w - std::floor(w / every) * every;
+    return work_lost_to_preemption(j.work(), every);
   };
   auto enqueue = [&](Job& j, double at) {
     j.status = JobStatus::kWaiting;

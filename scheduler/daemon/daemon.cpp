@@ -263,7 +263,8 @@ int Daemon::timeout_ms() const {
     if (r->info.state() == proto::STOPPING && !r->killed) t = std::min(t, r->stop_time + opt_.grace_s - now);
     if (r->adopted) t = std::min(t, 0.1);  // adopted supervisors send no SIGCHLD
     // Slurm tells nobody when a job ends: the daemon asks.
-    if (slurm() && (r->info.state() == proto::RUNNING || r->info.state() == proto::STOPPING)) t = std::min(t, 0.5);
+    if (slurm() && (r->info.state() == proto::RUNNING || r->info.state() == proto::STOPPING))
+      t = std::min(t, std::max(0.0, next_slurm_poll_ - now));
   }
   if (dirty_) t = 0;
   return static_cast<int>(std::ceil(std::max(0.0, t) * 1000));

@@ -1,6 +1,7 @@
 // The daemon's internals (scheduler/daemon/daemon.h is its interface): one class whose methods
-// live in three files: daemon.cpp (start-up, the event loop, scheduling), lifecycle.cpp (starting,
-// stopping, reaping and re-adopting jobs) and requests.cpp (what clients ask over the socket).
+// live in four files: daemon.cpp (start-up, the event loop, scheduling), lifecycle.cpp (starting,
+// stopping, reaping and re-adopting jobs), lifecycle_slurm.cpp (the same under --backend slurm)
+// and requests.cpp (what clients ask over the socket).
 #pragma once
 
 #include <ctime>
@@ -83,8 +84,13 @@ class Daemon {
   void readopt(JobRecord& j);
   void reap();
   void poll_adopted();
-  // --backend slurm: follows the runs Slurm has, and ends those that ended there.
+  // Sends `sig` to a job's run: its process group, or under --backend slurm its Slurm job
+  // (SIGKILL: scancel). The one place that knows how a run is signalled (lifecycle_slurm.cpp).
+  void signal_run(JobRecord& r, int sig);
+  // --backend slurm: follows the runs Slurm has, and ends those that ended there (at most every
+  // kSlurmPollSeconds).
   void poll_slurm();
+  static constexpr double kSlurmPollSeconds = 0.5;
   bool slurm() const { return opt_.backend == "slurm"; }
   void launch_on_slurm(JobRecord& r, const std::string& names, const Launch& l);
   void readopt_from_slurm(JobRecord& j);
@@ -133,7 +139,7 @@ class Daemon {
   std::map<int64_t, JobRecord> jobs_;
   std::map<int64_t, JobRecord*> active_;  // the active ones among jobs_ (track())
   std::vector<const Job*> waiting_, running_;
-  double last_submit_ = 0, wakeup_ = kInf;
+  double last_submit_ = 0, wakeup_ = kInf, next_slurm_poll_ = 0;
   bool dirty_ = false, draining_ = false;
 };
 

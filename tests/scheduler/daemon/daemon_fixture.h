@@ -158,6 +158,21 @@ class DaemonTest : public ::testing::Test {
     ASSERT_GT(daemon_, 0) << "daemon exited: " << read_file(dir_ + "/daemon.out");
   }
 
+  // Starts the daemon on GPUs that a fake nvidia-smi (first on PATH for the daemon only) lists,
+  // one "index, MiB" line each.
+  void start_daemon_on_fake_gpus(const std::vector<std::string>& gpus, const std::vector<std::string>& extra) {
+    fs::create_directories(dir_ + "/bin");
+    std::string script = "#!/bin/sh\n";
+    for (const std::string& g : gpus) script += "echo '" + g + "'\n";
+    write_file(dir_ + "/bin/nvidia-smi", script);
+    fs::permissions(dir_ + "/bin/nvidia-smi", fs::perms::owner_all);
+    const char* path = std::getenv("PATH");
+    const std::string saved = path ? path : "/usr/bin:/bin";
+    ::setenv("PATH", (dir_ + "/bin:" + saved).c_str(), 1);
+    start_daemon(extra);
+    ::setenv("PATH", saved.c_str(), 1);
+  }
+
   void kill_daemon() {
     if (daemon_ <= 0) return;
     ::kill(daemon_, SIGKILL);

@@ -272,14 +272,7 @@ TEST_F(DaemonTest, ExitStatusesDecideWhatComesNext) {
 // GPUs without a GPU: a stand-in nvidia-smi on the daemon's PATH lists three devices; a job sees
 // its GPUs in CUDA_VISIBLE_DEVICES in nvidia-smi's (PCI bus) numbering.
 TEST_F(DaemonTest, GpuJobsSeeTheirDevicesInCudaVisibleDevices) {
-  fs::create_directories(dir_ + "/bin");
-  write_file(dir_ + "/bin/nvidia-smi", "#!/bin/sh\necho '0, 81559'\necho '1, 40960'\necho '2, 81559'\n");
-  fs::permissions(dir_ + "/bin/nvidia-smi", fs::perms::owner_all);
-  const char* path = std::getenv("PATH");
-  const std::string saved = path ? path : "/usr/bin:/bin";
-  ::setenv("PATH", (dir_ + "/bin:" + saved).c_str(), 1);
-  start_daemon({"--devices", "gpu", "--policy", "fcfs"});
-  ::setenv("PATH", saved.c_str(), 1);
+  start_daemon_on_fake_gpus({"0, 81559", "1, 40960", "2, 81559"}, {"--devices", "gpu", "--policy", "fcfs"});
   JobSpec s;
   s.set_name("big");
   s.set_command("/bin/sh");
@@ -310,15 +303,7 @@ TEST_F(DaemonTest, GpuJobsSeeTheirDevicesInCudaVisibleDevices) {
 // the start of A, which was stopping, drop the rest of the decision with an error, and decide
 // again a second later while A still held its GPU, preempting E for C.
 TEST_F(DaemonTest, ADecisionThatPreemptsAndRestartsAJobIsAppliedWhole) {
-  fs::create_directories(dir_ + "/bin");
-  write_file(dir_ + "/bin/nvidia-smi",
-             "#!/bin/sh\necho '0, 81920'\necho '1, 81920'\necho '2, 40960'\necho '3, 40960'\n");
-  fs::permissions(dir_ + "/bin/nvidia-smi", fs::perms::owner_all);
-  const char* path = std::getenv("PATH");
-  const std::string saved = path ? path : "/usr/bin:/bin";
-  ::setenv("PATH", (dir_ + "/bin:" + saved).c_str(), 1);
-  start_daemon({"--devices", "gpu", "--policy", "srsf"});
-  ::setenv("PATH", saved.c_str(), 1);
+  start_daemon_on_fake_gpus({"0, 81920", "1, 81920", "2, 40960", "3, 40960"}, {"--devices", "gpu", "--policy", "srsf"});
   auto job_spec = [&](const std::string& name, int devices, double expected, const std::string& gate,
                       const std::string& on_term) {
     JobSpec s = gated(name, devices, gate);
