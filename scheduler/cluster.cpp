@@ -16,6 +16,7 @@ Topology::Topology(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {
     first_.push_back(total_);
     total_ += nodes_[n].gpus;
     sizes.push_back(nodes_[n].gpus);
+    uniform_memory_ = uniform_memory_ && nodes_[n].mem_per_gpu == nodes_[0].mem_per_gpu;
   }
   stride_ = nodes_[0].gpus;
   for (size_t n = 0; n + 1 < nodes_.size(); ++n)
@@ -56,10 +57,37 @@ int Topology::min_nodes(int gpus, double mem) const {
 }
 
 FreeMap::FreeMap(const Topology& topo) : topo_(&topo), free_(topo.num_nodes()), total_free_(topo.num_devices()) {
-  for (int n = 0; n < topo.num_nodes(); ++n) free_[n] = topo.node(n).gpus;
+  int largest = 0;
+  for (int n = 0; n < topo.num_nodes(); ++n) largest = std::max(largest, free_[n] = topo.node(n).gpus);
+  if (largest <= kMaxCounted) {
+    nodes_at_.assign(largest + 1, 0);
+    for (int f : free_) ++nodes_at_[f];
+  }
+}
+
+int FreeMap::top_free(int k) const {
+  int sum = 0;
+  if (!nodes_at_.empty()) {
+    for (int level = static_cast<int>(nodes_at_.size()) - 1; level > 0 && k > 0; --level) {
+      const int c = std::min(k, nodes_at_[level]);
+      sum += c * level;
+      k -= c;
+    }
+    return sum;
+  }
+  std::vector<int> f = free_;
+  k = std::min<int>(k, static_cast<int>(f.size()));
+  std::partial_sort(f.begin(), f.begin() + k, f.end(), std::greater<>());
+  for (int i = 0; i < k; ++i) sum += f[i];
+  return sum;
 }
 
 int FreeMap::max_free() const {
+  if (!nodes_at_.empty()) {
+    int level = static_cast<int>(nodes_at_.size()) - 1;
+    while (level > 0 && nodes_at_[level] == 0) --level;
+    return level;
+  }
   int m = 0;
   for (int f : free_) m = std::max(m, f);
   return m;
@@ -67,14 +95,18 @@ int FreeMap::max_free() const {
 
 void FreeMap::take(const Placement& p) {
   for (const Slice& s : p) {
+    count(free_[s.node], -1);
     free_[s.node] -= s.count;
+    count(free_[s.node], +1);
     total_free_ -= s.count;
   }
 }
 
 void FreeMap::give(const Placement& p) {
   for (const Slice& s : p) {
+    count(free_[s.node], -1);
     free_[s.node] += s.count;
+    count(free_[s.node], +1);
     total_free_ += s.count;
   }
 }
@@ -84,6 +116,7 @@ std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
   const Topology& t = *topo_;
   int k = t.min_nodes(gpus, mem);
   if (k < 0) return std::nullopt;
+  if (!nodes_at_.empty() && (k == 1 ? max_free() : top_free(k)) < gpus) return std::nullopt;
   // Tightest node holding `need` devices among those not excluded.
   auto tightest = [&](int need, const std::vector<char>* excluded) -> int {
     int best = -1;
@@ -95,6 +128,14 @@ std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
     }
     return best;
   };
+  if (k == 1 && !nodes_at_.empty() && t.uniform_memory()) {
+    // The tightest level that has a node is known: its lowest-numbered node is the answer, found
+    // without looking past it (max_free() >= gpus was checked, so the level exists).
+    int level = gpus;
+    while (nodes_at_[level] == 0) ++level;
+    for (int n = 0; n < t.num_nodes(); ++n)
+      if (free_[n] == level) return Placement{{n, gpus}};
+  }
   if (k == 1) {
     int n = tightest(gpus, nullptr);
     if (n < 0) return std::nullopt;

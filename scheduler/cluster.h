@@ -48,6 +48,8 @@ class Topology {
   // Fewest nodes that could ever hold a gang of `gpus` devices of `mem` GiB each; -1 when even
   // the whole empty cluster cannot (such a job must be rejected, it would wait forever).
   int min_nodes(int gpus, double mem = 0) const;
+  // Every node has the same memory per device (placement ties are then broken by index alone).
+  bool uniform_memory() const { return uniform_memory_; }
 
  private:
   int node_of_slow(int device) const;
@@ -56,6 +58,7 @@ class Topology {
   int stride_ = 0;                   // every node but the last has this many devices (0: sizes vary)
   std::vector<int> prefix_by_size_;  // prefix sums of node sizes, largest first
   int total_ = 0;
+  bool uniform_memory_ = true;
 };
 
 class FreeMap {
@@ -70,6 +73,9 @@ class FreeMap {
 
   void take(const Placement& p);
   void give(const Placement& p);
+  // Sum of the `k` largest per-node free counts (memory not considered): no gang needing more
+  // devices than this on k nodes can be placed.
+  int top_free(int k) const;
 
   // Best fit: the gang goes on the node(s) that it leaves fullest, so that big holes stay open
   // for big gangs; ties go to the node with the least memory per device, then the lowest index.
@@ -78,9 +84,18 @@ class FreeMap {
   std::optional<Placement> place_preferring(int node, int gpus, double mem = 0) const;
 
  private:
+  void count(int level, int delta) {
+    if (!nodes_at_.empty()) nodes_at_[level] += delta;
+  }
+
   const Topology* topo_ = nullptr;
   std::vector<int> free_;
   int total_free_ = 0;
+  // How many nodes have each free count (when nodes hold at most kMaxCounted devices): lets a
+  // placement that cannot succeed fail at once instead of scanning every node, which on a
+  // congested cluster is most placements tried.
+  static constexpr int kMaxCounted = 256;
+  std::vector<int> nodes_at_;
 };
 
 // Where a running job's devices are, node by node.

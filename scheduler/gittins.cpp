@@ -49,7 +49,7 @@ GittinsHistory::GittinsHistory(GittinsHistoryOptions o) : o_(o) {
 }
 
 void GittinsHistory::add(const Job& j) {
-  const double service = j.work() * j.spec.gpus;
+  const double service = j.work(j.finish) * j.spec.gpus;
   for (Group* g : groups_of(j)) {
     if (!g) continue;
     g->samples.push_back(service);

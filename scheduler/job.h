@@ -45,7 +45,11 @@ struct Job {
   JobId id = -1;
   JobSpec spec;
   JobStatus status = JobStatus::kPending;
-  double executed = 0;         // seconds run on its gang so far, repeated work included
+  // Seconds run on its gang before its current run (all of them when it is not running), repeated
+  // work included. A running job's current run is added from `last_start` by the methods below,
+  // so a driver never has to touch every running job at every event (the simulator at cluster
+  // scale: tens of thousands of them, millions of events).
+  double executed = 0;
   double overhead = 0;         // seconds of work added by preemptions (checkpoint, restore, lost work)
   double stopping_until = -1;  // a preempted job holds its devices until then (driver's bookkeeping)
   int preemptions = 0;
@@ -55,23 +59,31 @@ struct Job {
   double finish = -1;
   std::vector<int> devices;  // global device indices held while running
 
+  // Seconds run on its gang by `now`, repeated work included.
+  double executed_at(double now) const {
+    if (status != JobStatus::kRunning || last_start < 0 || now <= last_start) return executed;
+    return executed + (now - last_start);
+  }
   // GPU-seconds consumed: what least-attained-service policies rank by.
-  double attained() const { return executed * spec.gpus; }
+  double attained(double now) const { return executed_at(now) * spec.gpus; }
   // Seconds of its own work done: run time less what preemptions added. At the end, what a
   // driver reports as the job's run time to the policies and predictors that learn from it.
-  double work() const { return executed > overhead ? executed - overhead : 0.0; }
+  double work(double now) const {
+    const double e = executed_at(now);
+    return e > overhead ? e - overhead : 0.0;
+  }
 
   // Seconds still to run if the estimate is right; +inf without an estimate. Never below one
   // second: a job that outlives its estimate is treated as about to finish, not as free.
-  double estimated_remaining() const {
+  double estimated_remaining(double now) const {
     if (spec.estimate < 0) return kInf;
-    double r = spec.estimate + overhead - executed;
+    double r = spec.estimate + overhead - executed_at(now);
     return r < 1.0 ? 1.0 : r;
   }
   // Seconds still to run from the true duration (an oracle's view); falls back to the estimate.
-  double true_remaining() const {
-    if (spec.duration < 0) return estimated_remaining();
-    double r = spec.duration + overhead - executed;
+  double true_remaining(double now) const {
+    if (spec.duration < 0) return estimated_remaining(now);
+    double r = spec.duration + overhead - executed_at(now);
     return r < 0 ? 0 : r;
   }
 };

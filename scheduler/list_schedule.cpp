@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -11,27 +13,47 @@ namespace {
 // The order a policy asked for, produced lazily: `pull` appends the next job to `seq`.
 class OrderSource {
  public:
-  // Heap-backed: pops from `heap` (already a min-heap).
-  explicit OrderSource(std::vector<Ranked>* heap) : heap_(heap) {}
-  explicit OrderSource(std::span<const Job* const> sorted) : sorted_(sorted), sorted_mode_(true) {}
+  // From ranked jobs in any order: the running ones are sorted (a preemptive walk needs them all
+  // in order, as victims), the waiting ones kept in a heap and popped only as far as the walk
+  // goes (a long queue is mostly never reached); `pull` merges the two.
+  explicit OrderSource(std::vector<Ranked>* ranked) : heap_(ranked) {
+    auto running = std::partition(heap_->begin(), heap_->end(),
+                                  [](const Ranked& r) { return r.job->status != JobStatus::kRunning; });
+    run_.assign(running, heap_->end());
+    heap_->erase(running, heap_->end());
+    std::sort(run_.begin(), run_.end());
+    std::make_heap(heap_->begin(), heap_->end(), std::greater<>());
+    for (const Ranked& r : *heap_) waiting_left_ += r.job->status == JobStatus::kWaiting;
+  }
+  explicit OrderSource(std::span<const Job* const> sorted) : sorted_(sorted), sorted_mode_(true) {
+    for (const Job* j : sorted_) waiting_left_ += j->status == JobStatus::kWaiting;
+  }
 
   bool pull() {
     if (!sorted_mode_) {
-      if (heap_->empty()) return false;
+      if (heap_->empty() && run_next_ == run_.size()) return false;
+      if (heap_->empty() || (run_next_ < run_.size() && run_[run_next_] < heap_->front())) {
+        pulled(run_[run_next_++].job);
+        return true;
+      }
       std::pop_heap(heap_->begin(), heap_->end(), std::greater<>());
-      seq.push_back(heap_->back().job);
+      pulled(heap_->back().job);
       heap_->pop_back();
       return true;
     }
     while (next_ < sorted_.size()) {
       const Job* j = sorted_[next_++];
       if (max_gpus_ >= 0 && (j->status != JobStatus::kWaiting || j->spec.gpus > max_gpus_)) continue;
-      seq.push_back(j);
+      pulled(j);
       orig.push_back(next_ - 1);
       return true;
     }
     return false;
   }
+
+  // Waiting jobs not pulled yet: once none is left, the rest of the order is running jobs that
+  // keep their devices, and a walk can stop.
+  long waiting_left() const { return waiting_left_; }
 
   // Every running job still to be pulled, worst ranked first.
   std::vector<const Job*> running_worst_first() const {
@@ -41,11 +63,7 @@ class OrderSource {
         if (sorted_[k]->status == JobStatus::kRunning) out.push_back(sorted_[k]);
       return out;
     }
-    std::vector<Ranked> run;
-    for (const Ranked& r : *heap_)
-      if (r.job->status == JobStatus::kRunning) run.push_back(r);
-    std::sort(run.begin(), run.end(), std::greater<>());
-    for (const Ranked& r : run) out.push_back(r.job);
+    for (size_t k = run_.size(); k-- > run_next_;) out.push_back(run_[k].job);
     return out;
   }
 
@@ -56,14 +74,23 @@ class OrderSource {
     std::erase_if(*heap_,
                   [&](const Ranked& r) { return r.job->status != JobStatus::kWaiting || r.job->spec.gpus > max_gpus; });
     std::make_heap(heap_->begin(), heap_->end(), std::greater<>());
+    run_next_ = run_.size();
   }
 
   std::vector<const Job*> seq;
   std::vector<size_t> orig;  // sorted mode: each pulled job's position in the given order
 
  private:
+  void pulled(const Job* j) {
+    seq.push_back(j);
+    waiting_left_ -= j->status == JobStatus::kWaiting;
+  }
+
   std::vector<Ranked>* heap_ = nullptr;
+  std::vector<Ranked> run_;  // heap mode: the running jobs, best first
+  size_t run_next_ = 0;
   std::span<const Job* const> sorted_;
+  long waiting_left_ = 0;
   bool sorted_mode_ = false;
   size_t next_ = 0;
   int max_gpus_ = -1;
@@ -107,14 +134,16 @@ class Victims {
     const double mem = j.spec.mem_per_gpu;
     const int k = topo_.min_nodes(g, mem);
     if (k < 0 || alive_gpus_ == 0) return std::nullopt;
-    if (per_node_.empty()) index_nodes();
+    if (!indexed_) index_nodes();
     std::vector<int> chosen;
     if (k == 1) {
-      int best_node = -1, best_rank = 0, best_freed = 0;
+      if (g > obtainable_) return std::nullopt;
+      int best_node = -1, best_rank = 0, best_freed = 0, most = 0;
       for (int n = 0; n < topo_.num_nodes(); ++n) {
+        most = std::max(most, free.free(n) + node_alive_[n]);
         if (!topo_.eligible(n, mem) || free.free(n) + node_alive_[n] < g) continue;
         int f = free.free(n), rank = -1;
-        for (const auto& [v, c] : per_node_[n]) {
+        for (const auto& [v, c] : on_node(n)) {
           if (f >= g) break;
           if (!alive_[v]) continue;
           f += c;
@@ -124,10 +153,11 @@ class Victims {
         if (best_node < 0 || rank < best_rank || (rank == best_rank && f < best_freed))
           best_node = n, best_rank = rank, best_freed = f;
       }
+      obtainable_ = most;
       if (best_node < 0) return std::nullopt;
       int f = free.free(best_node);
       std::vector<std::pair<int, int>> picked;  // (victim, devices on the node)
-      for (const auto& [v, c] : per_node_[best_node]) {
+      for (const auto& [v, c] : on_node(best_node)) {
         if (f >= g) break;
         if (!alive_[v]) continue;
         f += c;
@@ -152,7 +182,7 @@ class Victims {
       FreeMap trial = free;
       std::vector<char> taken(jobs_.size(), 0);
       for (int i = 0; i < k && !trial.best_fit(g, mem); ++i)
-        for (const auto& [v, c] : per_node_[avail[i].second]) {
+        for (const auto& [v, c] : on_node(avail[i].second)) {
           if (!alive_[v] || taken[v]) continue;
           taken[v] = 1;
           chosen.push_back(v);
@@ -174,8 +204,8 @@ class Victims {
  private:
   // Where each victim's devices are; built on the first make_room only, as most walks need none.
   void index_nodes() {
-    per_node_.resize(topo_.num_nodes());
-    node_alive_.assign(topo_.num_nodes(), 0);
+    const int nodes = topo_.num_nodes();
+    node_alive_.assign(nodes, 0);
     start_.push_back(0);
     for (size_t v = 0; v < jobs_.size(); ++v) {
       int last = -1;
@@ -189,17 +219,30 @@ class Victims {
         }
       }
       start_.push_back(static_cast<int>(flat_.size()));
-      for (const Slice& s : slices(static_cast<int>(v))) {
-        per_node_[s.node].push_back({static_cast<int>(v), s.count});
-        if (alive_[v]) node_alive_[s.node] += s.count;
-      }
     }
+    // Victims by node in one array (node n's at [node_start_[n], node_start_[n+1])), worst first:
+    // one allocation, not one per node, at every decision that needs it.
+    node_start_.assign(nodes + 1, 0);
+    for (const Slice& sl : flat_) ++node_start_[sl.node + 1];
+    for (int n = 0; n < nodes; ++n) node_start_[n + 1] += node_start_[n];
+    by_node_.resize(flat_.size());
+    std::vector<int> fill(node_start_.begin(), node_start_.end() - 1);
+    for (size_t v = 0; v < jobs_.size(); ++v)
+      for (int k = start_[v]; k < start_[v + 1]; ++k) {
+        const Slice& sl = flat_[k];
+        by_node_[fill[sl.node]++] = {static_cast<int>(v), sl.count};
+        if (alive_[v]) node_alive_[sl.node] += sl.count;
+      }
+    indexed_ = true;
+  }
+  std::span<const std::pair<int, int>> on_node(int n) const {
+    return {by_node_.data() + node_start_[n], by_node_.data() + node_start_[n + 1]};
   }
   Placement slices(int v) const { return Placement(flat_.begin() + start_[v], flat_.begin() + start_[v + 1]); }
   void drop(int v) {
     alive_[v] = 0;
     alive_gpus_ -= jobs_[v]->spec.gpus;
-    if (!per_node_.empty())
+    if (indexed_)
       for (int k = start_[v]; k < start_[v + 1]; ++k) node_alive_[flat_[k].node] -= flat_[k].count;
   }
 
@@ -211,8 +254,31 @@ class Victims {
   int alive_gpus_ = 0;
   std::vector<Slice> flat_;  // victim v's devices: flat_[start_[v], start_[v+1])
   std::vector<int> start_;
-  std::vector<int> node_alive_;                             // devices of live victims on each node
-  std::vector<std::vector<std::pair<int, int>>> per_node_;  // (victim, devices on node), worst first
+  std::vector<int> node_alive_;  // devices of live victims on each node
+  // The most devices any one node could offer (free + live victims'). Starts, confirmations and
+  // preemptions never raise a node's free-plus-victim count during a walk, so a count measured
+  // once bounds every later one: a gang bigger than it is refused without a scan.
+  int obtainable_ = std::numeric_limits<int>::max();
+  bool indexed_ = false;
+  std::vector<int> node_start_;
+  std::vector<std::pair<int, int>> by_node_;  // (victim, devices on node)
+};
+
+// The free devices a decision plans on: the cluster's own until the plan changes them, then a
+// private copy. Copying every node's count at every decision was most of what a decision cost on a
+// large cluster where the new job simply fits.
+class PlannedFree {
+ public:
+  explicit PlannedFree(const FreeMap& cluster) : cluster_(&cluster) {}
+  const FreeMap& get() const { return copy_ ? *copy_ : *cluster_; }
+  FreeMap& edit() {
+    if (!copy_) copy_.emplace(*cluster_);
+    return *copy_;
+  }
+
+ private:
+  const FreeMap* cluster_;
+  std::optional<FreeMap> copy_;
 };
 
 // Largest gang that might still be placed: one node's free devices, or for a gang that must span
@@ -228,26 +294,26 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   if (!stats) stats = &dummy;
   Decision d;
   if (s.waiting.empty()) return d;
-  FreeMap free = s.cluster->free();
+  PlannedFree free(s.cluster->free());
   auto place = [&](size_t pos, const Job& j) -> std::optional<Placement> {
     if (pref) {
       size_t o = src.orig[pos];
       if (o < pref->size() && (*pref)[o] >= 0)
-        return free.place_preferring((*pref)[o], j.spec.gpus, j.spec.mem_per_gpu);
+        return free.get().place_preferring((*pref)[o], j.spec.gpus, j.spec.mem_per_gpu);
     }
-    return free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);
+    return free.get().best_fit(j.spec.gpus, j.spec.mem_per_gpu);
   };
   auto start = [&](const Job& j, Placement p) {
-    free.take(p);
+    free.edit().take(p);
     d.start.push_back({j.id, std::move(p)});
     if (stats->collect) stats->started.push_back(&j);
   };
   // Fills free devices from the rest of the order (from seq position `from`), without preempting.
   auto fill = [&](size_t from) {
-    int cap = largest_placeable(free);
+    int cap = largest_placeable(free.get());
     if (cap <= 0) return;
     if (!strict) src.restrict(cap);
-    for (size_t pos = from; free.total_free() > 0; ++pos) {
+    for (size_t pos = from; free.get().total_free() > 0; ++pos) {
       if (pos >= src.seq.size() && !src.pull()) break;
       const Job& j = *src.seq[pos];
       if (j.status != JobStatus::kWaiting) continue;
@@ -257,7 +323,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
       }
       if (auto p = place(pos, j)) {
         start(j, std::move(*p));
-        cap = largest_placeable(free);
+        cap = largest_placeable(free.get());
       } else if (strict) {
         break;
       }
@@ -272,9 +338,11 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   // Walk the order: a running job keeps its devices, a waiting job starts on free devices or on
   // those of worse-ranked running jobs (preempted), until no device is left to hand out.
   Victims victims(s.cluster->topology(), src.running_worst_first());
-  int remaining = free.total_free() + victims.alive_gpus();
+  int remaining = free.get().total_free() + victims.alive_gpus();
   std::vector<size_t> passed;
-  while (remaining > 0 && src.pull()) {
+  // Past the last waiting job the walk would only confirm running jobs in place (a preempted one
+  // it reached would join `passed`, which the unpulled victims below cover in the same order).
+  while (remaining > 0 && src.waiting_left() > 0 && src.pull()) {
     const size_t pos = src.seq.size() - 1;
     const Job& j = *src.seq[pos];
     if (j.status == JobStatus::kRunning) {
@@ -292,7 +360,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
       continue;
     }
     auto p = place(pos, j);
-    if (!p) p = victims.make_room(free, j, d, *stats);
+    if (!p) p = victims.make_room(free.edit(), j, d, *stats);
     if (!p) {
       stats->unplaced = true;
       stats->passed_over.push_back({j.id, remaining});
@@ -306,12 +374,27 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   // offer the spare devices to the jobs passed over and to the preempted (which then migrate),
   // in rank order, so that no device idles while a job that fits waits.
   for (size_t pos : passed) {
-    if (free.total_free() == 0) break;
+    if (free.get().total_free() == 0) break;
     if (auto p = place(pos, *src.seq[pos])) start(*src.seq[pos], std::move(*p));
   }
   for (const Job* j : victims.unpulled_preempted()) {
-    if (free.total_free() == 0) break;
-    if (auto p = free.best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
+    if (free.get().total_free() == 0) break;
+    if (auto p = free.get().best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
+  }
+  return d;
+}
+
+// When the waiting jobs, taken in rank order, each find a best fit on the free devices left by the
+// ones before, the decision that starts them all there; otherwise nothing.
+std::optional<Decision> start_all_if_they_fit(const SchedState& s, std::span<const Ranked> waiting_in_order) {
+  // Each waiting job in rank order takes its best fit, exactly as the walk would place it.
+  Decision d;
+  PlannedFree free(s.cluster->free());
+  for (const Ranked& r : waiting_in_order) {
+    auto p = free.get().best_fit(r.job->spec.gpus, r.job->spec.mem_per_gpu);
+    if (!p) return std::nullopt;
+    if (waiting_in_order.size() > 1) free.edit().take(*p);
+    d.start.push_back({r.job->id, std::move(*p)});
   }
   return d;
 }
@@ -330,7 +413,6 @@ Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const L
       std::erase_if(ranked, [&](const Ranked& r) { return r.job->status == JobStatus::kRunning && r < bw; });
     }
   }
-  std::make_heap(ranked.begin(), ranked.end(), std::greater<>());
   OrderSource src(&ranked);
   return run_list(s, src, opt.preemptive, opt.strict, nullptr, stats);
 }
@@ -339,6 +421,27 @@ Decision list_schedule_sorted(const SchedState& s, std::span<const Job* const> o
                               const std::vector<int>* preferred_node, ListStats* stats) {
   OrderSource src(order);
   return run_list(s, src, opt.preemptive, opt.strict, preferred_node, stats);
+}
+
+Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
+                                  std::vector<Ranked>& scratch, ListStats* stats) {
+  if (s.waiting.empty()) return {};
+  scratch.clear();
+  long want = 0;
+  for (const Job* j : s.waiting) {
+    scratch.push_back(rank(*j));
+    want += j->spec.gpus;
+  }
+  if (want <= s.cluster->free().total_free()) {
+    std::sort(scratch.begin(), scratch.end());
+    if (std::optional<Decision> d = start_all_if_they_fit(s, scratch)) {
+      if (stats && stats->collect)
+        for (const Ranked& r : scratch) stats->started.push_back(r.job);
+      return std::move(*d);
+    }
+  }
+  for (const Job* j : s.running) scratch.push_back(rank(*j));
+  return list_schedule(s, scratch, {.preemptive = true}, stats);
 }
 
 }  // namespace ember::sched

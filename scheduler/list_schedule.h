@@ -7,6 +7,7 @@
 // and finally fills what is left without preempting anyone.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "scheduler/policy.h"
@@ -46,10 +47,20 @@ struct ListStats {
 };
 
 // `ranked` holds every job the policy considers: waiting ones, and running ones when preemptive.
-// It is consumed (heap-ordered in place); only as much of the order as needed is sorted, so a
-// decision over thousands of waiting jobs stays cheap when a few devices are free.
+// It is consumed: the running jobs are sorted, the waiting ones heap-ordered in place and popped
+// only as far as the walk reaches, so a decision over thousands of waiting jobs stays cheap when
+// a few devices are free.
 Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const ListOptions& opt = {},
                        ListStats* stats = nullptr);
+
+// The preemptive list schedule of every job, waiting and running, ranked by `rank`, without
+// ranking a running job unless it matters: when the waiting jobs, in rank order, all fit on the
+// free devices (most decisions on a large cluster), the walk would keep every running job where
+// it is, so that is the answer, found in time proportional to the waiting jobs alone. Otherwise
+// the same as list_schedule(s, all ranked, {.preemptive = true}). `scratch` is the caller's
+// buffer, reused across decisions.
+Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
+                                  std::vector<Ranked>& scratch, ListStats* stats = nullptr);
 
 // Same on an order already sorted, with an optional preferred node per position (a search
 // policy's placement genes; -1 or absent: best fit): how a search policy decodes a candidate.

@@ -8,12 +8,12 @@
 namespace ember::sched {
 
 double SearchObjective::value(const Job& j) const {
-  double r = j.estimated_remaining();
+  double r = j.estimated_remaining(now);
   return r == kInf ? 0.0 : 1.0 / std::max(r, 1.0);
 }
 
 double SearchObjective::penalty(const Job& j) const {
-  double r = j.estimated_remaining();
+  double r = j.estimated_remaining(now);
   if (r == kInf || preempt_cost <= 0) return 0.0;
   return value(j) * preempt_cost / (r + preempt_cost);
 }
@@ -91,14 +91,17 @@ void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
 Decision SearchPolicy::decide(const SchedState& s) {
   counters_["decisions"] += 1;
   if (s.waiting.empty()) return {};
-  SearchObjective obj{s.preempt_cost};
+  SearchObjective obj{s.preempt_cost, s.now};
+  auto rank = [&](const Job& j) -> Ranked {
+    if (j.status == JobStatus::kWaiting) return {-obj.value(j) / j.spec.gpus, 1, j.spec.submit, &j};
+    return {-(obj.value(j) + obj.penalty(j)) / j.spec.gpus, 0, j.spec.submit, &j};
+  };
+  if (!searches()) return list_schedule_preemptive(s, rank, ranked_);
   ranked_.clear();
-  for (const Job* j : s.waiting) ranked_.push_back({-obj.value(*j) / j->spec.gpus, 1, j->spec.submit, j});
-  for (const Job* j : s.running)
-    ranked_.push_back({-(obj.value(*j) + obj.penalty(*j)) / j->spec.gpus, 0, j->spec.submit, j});
+  for (const Job* j : s.waiting) ranked_.push_back(rank(*j));
+  for (const Job* j : s.running) ranked_.push_back(rank(*j));
   ListStats stats;
   Decision greedy;
-  if (!searches()) return list_schedule(s, ranked_, {.preemptive = true});
   heap_ = ranked_;
   greedy = list_schedule(s, heap_, {.preemptive = true}, &stats);
   if (!opt_.always) {

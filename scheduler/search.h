@@ -33,6 +33,7 @@ namespace ember::sched {
 
 struct SearchObjective {
   double preempt_cost = 0;
+  double now = 0;  // the decision's time: what running jobs' remaining work is measured at
   double value(const Job& j) const;
   double penalty(const Job& j) const;
   // Change in the objective that `d` makes relative to leaving everything as it is.

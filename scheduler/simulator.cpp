@@ -88,7 +88,33 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
   Cluster cluster(topo);
   std::vector<const Job*> waiting, running;
-  std::vector<Job*> stopping;  // preempted, still holding their devices (opt.stop_delay > 0)
+  std::vector<long> running_pos(n, -1);  // where each running job sits in `running`: O(1) removal
+  std::vector<Job*> stopping;            // preempted, still holding their devices (opt.stop_delay > 0)
+  // Completions, and (with a predictor) the times running jobs outlive their predictions, in
+  // min-heaps of entries that a later start or stop makes stale (`run` counts each job's starts):
+  // each event costs a logarithm of the running jobs, not a walk over all of them.
+  struct Due {
+    double at;
+    JobId id;
+    long run;
+    double estimate;  // outlive entries: the prediction they were made for
+    bool operator>(const Due& o) const { return at != o.at ? at > o.at : id > o.id; }
+  };
+  std::vector<long> runs(n, 0);
+  std::vector<long> start_seq(n, 0);  // when each job's current run began, counted in starts
+  long starts = 0;
+  std::vector<JobId> ending;
+  std::vector<Due> completions, outlives;
+  auto push = [](std::vector<Due>& h, Due d) {
+    h.push_back(d);
+    std::push_heap(h.begin(), h.end(), std::greater<>());
+  };
+  auto pop = [](std::vector<Due>& h) {
+    std::pop_heap(h.begin(), h.end(), std::greater<>());
+    Due d = h.back();
+    h.pop_back();
+    return d;
+  };
   SimResult res;
   res.policy = policy.name();
   res.traits = policy.traits();
@@ -100,15 +126,31 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
   const double window0 = jobs[arrival.front()].spec.submit, window1 = jobs[arrival.back()].spec.submit;
   double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
-  auto remaining = [&](const Job& j) { return truth[j.id] + j.overhead - j.executed; };
-  auto lost_work = [&](const Job& j) {
-    const double every = j.spec.checkpoint_interval >= 0 ? j.spec.checkpoint_interval : opt.checkpoint_interval;
-    return work_lost_to_preemption(j.work(), every);
+  auto current = [&](const Due& d) {
+    const Job& j = jobs[d.id];
+    return j.status == JobStatus::kRunning && runs[d.id] == d.run && (d.estimate < 0 || j.spec.estimate == d.estimate);
   };
+  auto lost_work = [&](const Job& j, double now) {
+    const double every = j.spec.checkpoint_interval >= 0 ? j.spec.checkpoint_interval : opt.checkpoint_interval;
+    return work_lost_to_preemption(j.work(now), every);
+  };
+  // When a running job's work will reach its prediction (the simulator then predicts it again).
+  auto outlive_at = [&](const Job& j) { return j.last_start + j.spec.estimate + j.overhead - j.executed; };
   auto enqueue = [&](Job& j, double at) {
     j.status = JobStatus::kWaiting;
     j.queued_since = at;
     waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), &j, submit_order), &j);
+  };
+  auto add_running = [&](Job& j) {
+    running_pos[j.id] = static_cast<long>(running.size());
+    running.push_back(&j);
+  };
+  auto remove_running = [&](const Job& j) {
+    const long at = running_pos[j.id];
+    running[at] = running.back();
+    running_pos[running[at]->id] = at;
+    running.pop_back();
+    running_pos[j.id] = -1;
   };
   auto features = [](const Job& j) { return SubmitFeatures{j.spec.queue, j.spec.gpus, j.spec.submit}; };
   auto state = [&](double t) {
@@ -124,6 +166,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   double t = window0;
   size_t next = 0, done = 0;
   std::vector<char> drop(n, 0);
+  std::vector<Due> outlived;
   while (done < n) {
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
@@ -131,12 +174,16 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
       enqueue(j, j.spec.submit);
     }
 
-    if (opt.predictor)  // a job that outlived its prediction is predicted again, from what it has run
-      for (const Job* jc : running) {
-        Job& j = jobs[jc->id];
-        if (j.work() >= j.spec.estimate - kEps)
-          j.spec.estimate = opt.predictor->predict_given(features(j), t, j.work());
+    if (opt.predictor) {  // a job that outlived its prediction is predicted again, from what it has run
+      outlived.clear();
+      while (!outlives.empty() && outlives.front().at <= t + kEps) outlived.push_back(pop(outlives));
+      for (const Due& o : outlived) {
+        if (!current(o)) continue;
+        Job& j = jobs[o.id];
+        j.spec.estimate = opt.predictor->predict_given(features(j), t, j.work(t));
+        push(outlives, {outlive_at(j), j.id, runs[j.id], j.spec.estimate});
       }
+    }
     Decision d = policy.decide(state(t));
     ++res.decisions;
     if (!d.empty()) {
@@ -145,8 +192,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
                     policy.name(), "' preempted job ", id, ", which is not running");
         Job& j = jobs[id];
         j.preemptions += 1;
-        j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j);
-        running.erase(std::find(running.begin(), running.end(), &j));
+        j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j, t);
+        j.executed = j.executed_at(t);
+        remove_running(j);
         if (opt.stop_delay > 0) {
           j.status = JobStatus::kPending;  // in neither list, as the daemon's stopping jobs
           j.stopping_until = t + opt.stop_delay;
@@ -178,7 +226,11 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         j.last_start = t;
         if (j.first_start < 0) j.first_start = t;
         drop[j.id] = 1;
-        running.push_back(&j);
+        add_running(j);
+        const long run = ++runs[j.id];
+        start_seq[j.id] = ++starts;
+        push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed), j.id, run, -1});
+        if (opt.predictor) push(outlives, {outlive_at(j), j.id, run, j.spec.estimate});
       }
       if (!d.start.empty()) {
         std::erase_if(waiting, [&](const Job* j) { return drop[j->id]; });
@@ -188,8 +240,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     SchedState after = state(t);
     if (opt.observer) opt.observer(after, d);
 
+    while (!completions.empty() && !current(completions.front())) pop(completions);
     double t_next = next < n ? jobs[arrival[next]].spec.submit : kInf;
-    for (const Job* j : running) t_next = std::min(t_next, t + std::max(0.0, remaining(*j)));
+    if (!completions.empty()) t_next = std::min(t_next, std::max(t, completions.front().at));
     for (const Job* j : stopping) t_next = std::min(t_next, j->stopping_until);
     double wake = policy.next_wakeup(after);
     if (wake > t + kEps) t_next = std::min(t_next, wake);
@@ -202,13 +255,20 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     const int busy = cluster.busy();
     busy_area += busy * std::max(0.0, std::min(t_next, window1) - std::max(t, window0));
     whole_area += busy * dt;
-    for (const Job* jc : running) jobs[jc->id].executed += dt;
     t = t_next;
 
-    bool finished = false;
-    for (const Job* jc : running) {
-      Job& j = jobs[jc->id];
-      if (remaining(j) > kEps) continue;
+    // Jobs ending at the same instant are told to the policy and the predictor in the order they
+    // started (what a history window keeps depends on it).
+    ending.clear();
+    while (!completions.empty() && completions.front().at <= t + kEps) {
+      const Due c = pop(completions);
+      if (current(c)) ending.push_back(c.id);
+    }
+    std::sort(ending.begin(), ending.end(), [&](JobId a, JobId b) { return start_seq[a] < start_seq[b]; });
+    for (JobId id : ending) {
+      Job& j = jobs[id];
+      j.executed = j.executed_at(t);
+      remove_running(j);
       cluster.release(j);
       j.devices.clear();
       j.status = JobStatus::kDone;
@@ -217,9 +277,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
       if (opt.predictor) opt.predictor->observe(features(j), truth[j.id], t);
       policy.forget(j.id);
       ++done;
-      finished = true;
     }
-    if (finished) std::erase_if(running, [](const Job* j) { return j->status == JobStatus::kDone; });
     // Preempted jobs whose exit came: their devices are free and they wait again.
     std::erase_if(stopping, [&](Job* j) {
       if (j->stopping_until > t + kEps) return false;

@@ -48,7 +48,9 @@ struct JobResult {
   double run_time = 0;  // seconds on devices, repeated work included
   int preemptions = 0;
   double jct() const { return finish - submit; }
-  double queue_delay() const { return jct() - run_time; }
+  // Never below 0: an arrival is handled at the event time nearest its submission (within 1 us),
+  // so a job can start a hair before its submit time and run for a hair longer than its JCT.
+  double queue_delay() const { return jct() > run_time ? jct() - run_time : 0.0; }
 };
 
 struct Metrics {

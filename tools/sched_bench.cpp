@@ -100,9 +100,8 @@ int sched_bench(const std::vector<std::string>& args) {
       j.spec = s;
       j.spec.name = std::string("r").append(std::to_string(j.id));
       j.spec.submit = now - 1000;
-      j.executed = u(rng) * s.duration;
       j.status = JobStatus::kRunning;
-      j.last_start = j.first_start = now - j.executed;
+      j.last_start = j.first_start = now - u(rng) * s.duration;  // executed: 0 before this run
       jobs.push_back(std::move(j));
       jobs.back().devices = cluster.allocate(jobs.back(), *p);
     }

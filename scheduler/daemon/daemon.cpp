@@ -169,7 +169,7 @@ SchedState Daemon::state(double now) {
   for (JobRecord* rp : active_jobs()) {
     JobRecord& r = *rp;
     Job& j = r.job;
-    j.executed = r.info.run_seconds();
+    j.executed = r.info.run_seconds();  // before the current run: Job adds the run since last_start
     j.overhead = r.info.lost_seconds();
     if (r.info.state() == proto::QUEUED) {
       j.status = JobStatus::kWaiting;
@@ -178,7 +178,7 @@ SchedState Daemon::state(double now) {
       if (!over_device_limit(r, held)) waiting_.push_back(&j);
     } else if (r.info.state() == proto::RUNNING) {
       j.status = JobStatus::kRunning;
-      j.executed += std::max(0.0, now - r.info.last_start());
+      j.last_start = r.info.last_start();
       running_.push_back(&j);
     }
     // STOPPING jobs are in neither list: their devices stay taken until they exit.

@@ -17,7 +17,7 @@ PolicyFeatures::PolicyFeatures() : predictor_(HistoryOptions{}) {}
 void PolicyFeatures::observe(const Job& j, double now) {
   newest_ = std::max(newest_, now);
   gittins_.add(j);
-  predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, j.work(), newest_);
+  predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, j.work(now), newest_);
 }
 
 void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jobs, std::vector<float>& out) {
@@ -26,7 +26,7 @@ void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jo
   const float free = static_cast<float>(s.cluster->free().total_free() / devices);
   const float waiting = squash(static_cast<double>(s.waiting.size()));
   for (const Job* j : jobs) {
-    const double work = j->work(), a = j->attained();
+    const double work = j->work(s.now), a = j->attained(s.now);
     const double total = predictor_.predict_given({j->spec.queue, j->spec.gpus, j->spec.submit}, newest_, work);
     std::optional<double> index = gittins_.index(*j, a);
     out.insert(out.end(),
@@ -39,7 +39,7 @@ void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jo
 double PolicyFeatures::next_change(const SchedState& s) const {
   double t = kInf;
   for (const Job* j : s.running) {
-    const double a = j->attained(), e = gittins_.next_edge(a);
+    const double a = j->attained(s.now), e = gittins_.next_edge(a);
     if (e < kInf) t = std::min(t, s.now + (e - a) / j->spec.gpus);
   }
   return t;

@@ -34,9 +34,9 @@ class Backfill final : public Policy {
 
     const Job& head = *s.waiting[i];
     std::vector<std::pair<double, int>> ends;  // (estimated end, devices freed)
-    for (const Job* r : s.running) ends.push_back({s.now + r->estimated_remaining(), r->spec.gpus});
+    for (const Job* r : s.running) ends.push_back({s.now + r->estimated_remaining(s.now), r->spec.gpus});
     for (size_t k = 0; k < i; ++k)  // the ones just started
-      ends.push_back({s.now + s.waiting[k]->estimated_remaining(), s.waiting[k]->spec.gpus});
+      ends.push_back({s.now + s.waiting[k]->estimated_remaining(s.now), s.waiting[k]->spec.gpus});
     std::sort(ends.begin(), ends.end());
     double shadow = kInf;
     int avail = free.total_free(), extra = 0;
@@ -51,7 +51,7 @@ class Backfill final : public Policy {
     }
     for (++i; i < s.waiting.size() && free.total_free() > 0; ++i) {
       const Job& j = *s.waiting[i];
-      double end = s.now + j.estimated_remaining();
+      double end = s.now + j.estimated_remaining(s.now);
       bool before_shadow = end <= shadow && end < kInf;
       if (!before_shadow && j.spec.gpus > extra) continue;
       auto p = free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);

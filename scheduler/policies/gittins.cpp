@@ -34,21 +34,21 @@ class Gittins final : public Policy {
 
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    promotions_.apply(s, [&](const Job& j) { return below_top(j); });
-    ranked_.clear();
-    for (const Job* j : s.waiting) ranked_.push_back({key(*j), 1, j->spec.submit, j});
-    for (const Job* j : s.running) ranked_.push_back({key(*j), 0, j->spec.submit, j});
-    return list_schedule(s, ranked_, {.preemptive = true});
+    promotions_.apply(s, [&](const Job& j) { return below_top(j, s.now); });
+    auto rank = [&](const Job& j) -> Ranked {
+      return {key(j, s.now), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+    };
+    return list_schedule_preemptive(s, rank, ranked_);
   }
 
   double next_wakeup(const SchedState& s) const override {
     double t = kInf;
     if (s.waiting.empty()) return t;  // a rank change matters only when someone waits
     for (const Job* j : s.running) {
-      const double a = promotions_.attained(*j), e = history_.next_edge(a);
+      const double a = promotions_.attained(*j, s.now), e = history_.next_edge(a);
       if (e < kInf) t = std::min(t, s.now + (e - a) / j->spec.gpus);
     }
-    return std::min(t, promotions_.next(s, [&](const Job& j) { return below_top(j); }));
+    return std::min(t, promotions_.next(s, [&](const Job& j) { return below_top(j, s.now); }));
   }
 
   void job_finished(const Job& j) override { history_.add(j); }
@@ -64,9 +64,9 @@ class Gittins final : public Policy {
   }
 
  private:
-  bool below_top(const Job& j) const { return history_.bin(promotions_.attained(j)) > 0; }
-  double key(const Job& j) {
-    const double a = promotions_.attained(j);
+  bool below_top(const Job& j, double now) const { return history_.bin(promotions_.attained(j, now)) > 0; }
+  double key(const Job& j, double now) {
+    const double a = promotions_.attained(j, now);
     std::optional<double> index = history_.index(j, a);
     return index ? -*index : static_cast<double>(history_.bin(a));
   }

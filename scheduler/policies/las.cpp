@@ -26,29 +26,29 @@ class Las final : public Policy {
 
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    promotions_.apply(s, [&](const Job& j) { return queue_of(j) > 0; });
-    ranked_.clear();
-    for (const Job* j : s.waiting) ranked_.push_back({static_cast<double>(queue_of(*j)), 1, j->spec.submit, j});
-    for (const Job* j : s.running) ranked_.push_back({static_cast<double>(queue_of(*j)), 0, j->spec.submit, j});
-    return list_schedule(s, ranked_, {.preemptive = true});
+    promotions_.apply(s, [&](const Job& j) { return queue_of(j, s.now) > 0; });
+    auto rank = [&](const Job& j) -> Ranked {
+      return {static_cast<double>(queue_of(j, s.now)), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+    };
+    return list_schedule_preemptive(s, rank, ranked_);
   }
 
   double next_wakeup(const SchedState& s) const override {
     double t = kInf;
     if (s.waiting.empty()) return t;  // demotions matter only when someone waits
     for (const Job* j : s.running) {
-      double a = promotions_.attained(*j);
+      double a = promotions_.attained(*j, s.now);
       auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
       if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / j->spec.gpus);
     }
-    return std::min(t, promotions_.next(s, [&](const Job& j) { return queue_of(j) > 0; }));
+    return std::min(t, promotions_.next(s, [&](const Job& j) { return queue_of(j, s.now) > 0; }));
   }
 
   void forget(JobId id) override { promotions_.forget(id); }
 
  private:
-  int queue_of(const Job& j) const {
-    double a = promotions_.attained(j);
+  int queue_of(const Job& j, double now) const {
+    double a = promotions_.attained(j, now);
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), a) - thresholds_.begin());
   }
 

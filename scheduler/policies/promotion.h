@@ -13,17 +13,18 @@ namespace ember::sched {
 class Promotions {
  public:
   explicit Promotions(double factor) : factor_(factor) {}
-  // Device-seconds attained since the job's latest promotion.
-  double attained(const Job& j) const {
+  // Device-seconds attained by `now` since the job's latest promotion.
+  double attained(const Job& j, double now) const {
     auto it = base_.find(j.id);
-    return j.attained() - (it == base_.end() ? 0.0 : it->second);
+    return j.attained(now) - (it == base_.end() ? 0.0 : it->second);
   }
   // Promotes the waiting jobs that qualify; below(j): whether j ranks below the top.
   template <typename Below>
   void apply(const SchedState& s, const Below& below) {
     if (factor_ <= 0) return;
     for (const Job* j : s.waiting)
-      if (below(*j) && s.now - j->queued_since >= factor_ * j->executed - 1e-9) base_[j->id] = j->attained();
+      if (below(*j) && s.now - j->queued_since >= factor_ * j->executed_at(s.now) - 1e-9)
+        base_[j->id] = j->attained(s.now);
   }
   // The earliest time a waiting job below the top qualifies (+inf: none).
   template <typename Below>
@@ -31,7 +32,7 @@ class Promotions {
     double t = kInf;
     if (factor_ <= 0) return t;
     for (const Job* j : s.waiting)
-      if (below(*j)) t = std::min(t, std::max(s.now, j->queued_since + factor_ * j->executed));
+      if (below(*j)) t = std::min(t, std::max(s.now, j->queued_since + factor_ * j->executed_at(s.now)));
     return t;
   }
   void forget(JobId id) { base_.erase(id); }

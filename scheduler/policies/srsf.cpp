@@ -15,11 +15,10 @@ class Srsf final : public Policy {
   std::string name() const override { return "srsf"; }
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
   Decision decide(const SchedState& s) override {
-    if (s.waiting.empty()) return {};
-    ranked_.clear();
-    for (const Job* j : s.waiting) ranked_.push_back({j->true_remaining() * j->spec.gpus, 1, j->spec.submit, j});
-    for (const Job* j : s.running) ranked_.push_back({j->true_remaining() * j->spec.gpus, 0, j->spec.submit, j});
-    return list_schedule(s, ranked_, {.preemptive = true});
+    auto rank = [&](const Job& j) -> Ranked {
+      return {j.true_remaining(s.now) * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+    };
+    return list_schedule_preemptive(s, rank, ranked_);
   }
 
  private:
