@@ -1,6 +1,7 @@
 #include "scheduler/cluster.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 #include "core/error.h"
@@ -61,7 +62,9 @@ FreeMap::FreeMap(const Topology& topo) : topo_(&topo), free_(topo.num_nodes()), 
   for (int n = 0; n < topo.num_nodes(); ++n) largest = std::max(largest, free_[n] = topo.node(n).gpus);
   if (largest <= kMaxCounted) {
     nodes_at_.assign(largest + 1, 0);
-    for (int f : free_) ++nodes_at_[f];
+    words_ = (free_.size() + 63) / 64;
+    level_bits_.assign(static_cast<size_t>(largest + 1) * words_, 0);
+    for (int n = 0; n < topo.num_nodes(); ++n) move_level(n, -1, free_[n]);
   }
 }
 
@@ -82,6 +85,13 @@ int FreeMap::top_free(int k) const {
   return sum;
 }
 
+int FreeMap::first_at(int level) const {
+  const uint64_t* bits = level_bits_.data() + static_cast<size_t>(level) * words_;
+  for (size_t w = 0; w < words_; ++w)
+    if (bits[w]) return static_cast<int>(w * 64) + std::countr_zero(bits[w]);
+  EMBER_FAIL("free map: no node with ", level, " free devices, though one was counted");
+}
+
 int FreeMap::max_free() const {
   if (!nodes_at_.empty()) {
     int level = static_cast<int>(nodes_at_.size()) - 1;
@@ -95,18 +105,16 @@ int FreeMap::max_free() const {
 
 void FreeMap::take(const Placement& p) {
   for (const Slice& s : p) {
-    count(free_[s.node], -1);
+    move_level(s.node, free_[s.node], free_[s.node] - s.count);
     free_[s.node] -= s.count;
-    count(free_[s.node], +1);
     total_free_ -= s.count;
   }
 }
 
 void FreeMap::give(const Placement& p) {
   for (const Slice& s : p) {
-    count(free_[s.node], -1);
+    move_level(s.node, free_[s.node], free_[s.node] + s.count);
     free_[s.node] += s.count;
-    count(free_[s.node], +1);
     total_free_ += s.count;
   }
 }
@@ -130,11 +138,10 @@ std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
   };
   if (k == 1 && !nodes_at_.empty() && t.uniform_memory()) {
     // The tightest level that has a node is known: its lowest-numbered node is the answer, found
-    // without looking past it (max_free() >= gpus was checked, so the level exists).
+    // from that level's bits (max_free() >= gpus was checked, so the level exists).
     int level = gpus;
     while (nodes_at_[level] == 0) ++level;
-    for (int n = 0; n < t.num_nodes(); ++n)
-      if (free_[n] == level) return Placement{{n, gpus}};
+    return Placement{{first_at(level), gpus}};
   }
   if (k == 1) {
     int n = tightest(gpus, nullptr);

@@ -8,6 +8,7 @@
 // daemon) updates when it applies a policy's decision.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,9 +85,18 @@ class FreeMap {
   std::optional<Placement> place_preferring(int node, int gpus, double mem = 0) const;
 
  private:
-  void count(int level, int delta) {
-    if (!nodes_at_.empty()) nodes_at_[level] += delta;
+  // Node `n` leaves free level `from` for level `to` (from < 0: it enters).
+  void move_level(int n, int from, int to) {
+    if (nodes_at_.empty()) return;
+    if (from >= 0) {
+      --nodes_at_[from];
+      level_bits_[static_cast<size_t>(from) * words_ + n / 64] &= ~(uint64_t{1} << (n % 64));
+    }
+    ++nodes_at_[to];
+    level_bits_[static_cast<size_t>(to) * words_ + n / 64] |= uint64_t{1} << (n % 64);
   }
+  // Lowest-numbered node with exactly `level` free devices (one must exist).
+  int first_at(int level) const;
 
   const Topology* topo_ = nullptr;
   std::vector<int> free_;
@@ -96,6 +106,10 @@ class FreeMap {
   // congested cluster is most placements tried.
   static constexpr int kMaxCounted = 256;
   std::vector<int> nodes_at_;
+  // And which nodes: one bit per node for each level, so that the lowest-numbered node of a level
+  // is found 64 nodes at a time.
+  std::vector<uint64_t> level_bits_;
+  size_t words_ = 0;
 };
 
 // Where a running job's devices are, node by node.

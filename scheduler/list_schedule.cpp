@@ -267,18 +267,33 @@ class Victims {
 // The free devices a decision plans on: the cluster's own until the plan changes them, then a
 // private copy. Copying every node's count at every decision was most of what a decision cost on a
 // large cluster where the new job simply fits.
+// A take is only noted until the map is looked at again: a decision that starts one job and
+// stops never copies at all.
 class PlannedFree {
  public:
   explicit PlannedFree(const FreeMap& cluster) : cluster_(&cluster) {}
-  const FreeMap& get() const { return copy_ ? *copy_ : *cluster_; }
+  const FreeMap& get() {
+    if (!pending_.empty()) edit();
+    return copy_ ? *copy_ : *cluster_;
+  }
   FreeMap& edit() {
     if (!copy_) copy_.emplace(*cluster_);
+    for (const Placement& p : pending_) copy_->take(p);
+    pending_.clear();
+    taken_ = 0;
     return *copy_;
   }
+  void take(const Placement& p) {
+    pending_.push_back(p);
+    for (const Slice& s : p) taken_ += s.count;
+  }
+  int total_free() const { return (copy_ ? *copy_ : *cluster_).total_free() - taken_; }
 
  private:
   const FreeMap* cluster_;
   std::optional<FreeMap> copy_;
+  std::vector<Placement> pending_;
+  int taken_ = 0;  // devices in pending_
 };
 
 // Largest gang that might still be placed: one node's free devices, or for a gang that must span
@@ -304,7 +319,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
     return free.get().best_fit(j.spec.gpus, j.spec.mem_per_gpu);
   };
   auto start = [&](const Job& j, Placement p) {
-    free.edit().take(p);
+    free.take(p);
     d.start.push_back({j.id, std::move(p)});
     if (stats->collect) stats->started.push_back(&j);
   };
@@ -313,17 +328,18 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
     int cap = largest_placeable(free.get());
     if (cap <= 0) return;
     if (!strict) src.restrict(cap);
-    for (size_t pos = from; free.get().total_free() > 0; ++pos) {
+    for (size_t pos = from; free.total_free() > 0; ++pos) {
       if (pos >= src.seq.size() && !src.pull()) break;
       const Job& j = *src.seq[pos];
       if (j.status != JobStatus::kWaiting) continue;
+      if (cap < 0) cap = largest_placeable(free.get());  // after a start, when there is a next job
       if (j.spec.gpus > cap) {
         if (strict) break;
         continue;
       }
       if (auto p = place(pos, j)) {
         start(j, std::move(*p));
-        cap = largest_placeable(free.get());
+        cap = -1;
       } else if (strict) {
         break;
       }
@@ -338,7 +354,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   // Walk the order: a running job keeps its devices, a waiting job starts on free devices or on
   // those of worse-ranked running jobs (preempted), until no device is left to hand out.
   Victims victims(s.cluster->topology(), src.running_worst_first());
-  int remaining = free.get().total_free() + victims.alive_gpus();
+  int remaining = free.total_free() + victims.alive_gpus();
   std::vector<size_t> passed;
   // Past the last waiting job the walk would only confirm running jobs in place (a preempted one
   // it reached would join `passed`, which the unpulled victims below cover in the same order).
@@ -374,11 +390,11 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
   // offer the spare devices to the jobs passed over and to the preempted (which then migrate),
   // in rank order, so that no device idles while a job that fits waits.
   for (size_t pos : passed) {
-    if (free.get().total_free() == 0) break;
+    if (free.total_free() == 0) break;
     if (auto p = place(pos, *src.seq[pos])) start(*src.seq[pos], std::move(*p));
   }
   for (const Job* j : victims.unpulled_preempted()) {
-    if (free.get().total_free() == 0) break;
+    if (free.total_free() == 0) break;
     if (auto p = free.get().best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
   }
   return d;
@@ -393,7 +409,7 @@ std::optional<Decision> start_all_if_they_fit(const SchedState& s, std::span<con
   for (const Ranked& r : waiting_in_order) {
     auto p = free.get().best_fit(r.job->spec.gpus, r.job->spec.mem_per_gpu);
     if (!p) return std::nullopt;
-    if (waiting_in_order.size() > 1) free.edit().take(*p);
+    free.take(*p);
     d.start.push_back({r.job->id, std::move(*p)});
   }
   return d;
