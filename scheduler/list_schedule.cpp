@@ -303,8 +303,76 @@ int largest_placeable(const FreeMap& free) {
   return total > m && free.topology().min_nodes(total) > 1 ? total : m;
 }
 
-Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool strict, const std::vector<int>* pref,
+// Gangs that wait for want of one node while enough devices are free, scattered over nodes:
+// move the running jobs off the node that needs the fewest moved devices, onto free devices
+// elsewhere (each move is a migration: preempted and started again in this decision), and start
+// the gang there. `max_share`: the most devices moved per gang, as a share of its size.
+void defragment(const SchedState& s, const OrderSource& src, const std::vector<size_t>& passed, PlannedFree& free,
+                Decision& d, double max_share) {
+  const Topology& topo = s.cluster->topology();
+  std::set<JobId> touched;
+  for (JobId id : d.preempt) touched.insert(id);
+  for (const Start& st : d.start) touched.insert(st.job);
+  std::vector<std::vector<const Job*>> on_node;
+  for (size_t pos : passed) {
+    const Job& g = *src.seq[pos];
+    if (g.status != JobStatus::kWaiting || touched.count(g.id)) continue;
+    const int need = g.spec.gpus;
+    if (need < 2 || topo.min_nodes(need, g.spec.mem_per_gpu) != 1) continue;
+    if (free.total_free() < need) break;
+    if (on_node.empty()) {
+      on_node.resize(topo.num_nodes());
+      for (const Job* r : s.running) {
+        if (r->devices.empty() || touched.count(r->id)) continue;
+        const int n = topo.node_of(r->devices.front());
+        if (topo.node_of(r->devices.back()) == n) on_node[n].push_back(r);
+      }
+    }
+    const FreeMap& f = free.get();
+    int best = -1, best_moved = 0;
+    std::vector<std::pair<const Job*, Placement>> best_moves;
+    for (int n = 0; n < topo.num_nodes(); ++n) {
+      if (topo.node(n).gpus < need || !topo.eligible(n, g.spec.mem_per_gpu) || f.free(n) >= need) continue;
+      std::vector<const Job*> movers;
+      for (const Job* r : on_node[n])
+        if (!touched.count(r->id)) movers.push_back(r);
+      std::sort(movers.begin(), movers.end(), [](const Job* a, const Job* b) {
+        return a->spec.gpus != b->spec.gpus ? a->spec.gpus < b->spec.gpus : a->id < b->id;
+      });
+      FreeMap trial = f;
+      trial.take({{n, trial.free(n)}});
+      int got = f.free(n), moved = 0;
+      std::vector<std::pair<const Job*, Placement>> moves;
+      for (const Job* r : movers) {
+        if (got >= need) break;
+        auto p = trial.best_fit(r->spec.gpus, r->spec.mem_per_gpu);
+        if (!p) break;
+        trial.take(*p);
+        moves.push_back({r, *p});
+        got += r->spec.gpus;
+        moved += r->spec.gpus;
+      }
+      if (got < need || moved > max_share * need) continue;
+      if (best < 0 || moved < best_moved) best = n, best_moved = moved, best_moves = std::move(moves);
+    }
+    if (best < 0) continue;
+    FreeMap& e = free.edit();
+    for (const auto& [r, p] : best_moves) {
+      d.preempt.push_back(r->id);
+      e.give({{best, r->spec.gpus}});
+      e.take(p);
+      d.start.push_back({r->id, p});
+      touched.insert(r->id);
+    }
+    e.take({{best, need}});
+    d.start.push_back({g.id, {{best, need}}});
+    touched.insert(g.id);
+  }
+}
+
+Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt, const std::vector<int>* pref,
                   ListStats* stats) {
+  const bool preemptive = opt.preemptive, strict = opt.strict;
   ListStats dummy;
   if (!stats) stats = &dummy;
   Decision d;
@@ -397,6 +465,7 @@ Decision run_list(const SchedState& s, OrderSource& src, bool preemptive, bool s
     if (free.total_free() == 0) break;
     if (auto p = free.get().best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
   }
+  if (opt.defrag > 0) defragment(s, src, passed, free, d, opt.defrag);
   return d;
 }
 
@@ -430,17 +499,17 @@ Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const L
     }
   }
   OrderSource src(&ranked);
-  return run_list(s, src, opt.preemptive, opt.strict, nullptr, stats);
+  return run_list(s, src, opt, nullptr, stats);
 }
 
 Decision list_schedule_sorted(const SchedState& s, std::span<const Job* const> order, const ListOptions& opt,
                               const std::vector<int>* preferred_node, ListStats* stats) {
   OrderSource src(order);
-  return run_list(s, src, opt.preemptive, opt.strict, preferred_node, stats);
+  return run_list(s, src, opt, preferred_node, stats);
 }
 
 Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
-                                  std::vector<Ranked>& scratch, ListStats* stats) {
+                                  std::vector<Ranked>& scratch, double defrag, ListStats* stats) {
   if (s.waiting.empty()) return {};
   scratch.clear();
   long want = 0;
@@ -457,7 +526,7 @@ Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranke
     }
   }
   for (const Job* j : s.running) scratch.push_back(rank(*j));
-  return list_schedule(s, scratch, {.preemptive = true}, stats);
+  return list_schedule(s, scratch, {.preemptive = true, .defrag = defrag}, stats);
 }
 
 }  // namespace ember::sched

@@ -31,6 +31,13 @@ struct Ranked {
 struct ListOptions {
   bool preemptive = false;
   bool strict = false;  // non-preemptive only: stop at the first waiting job that does not fit
+  // Preemptive only: defragmenting migrations. A waiting gang that needs one node, passed over
+  // although enough devices are free (scattered over nodes), gets the node from which the fewest
+  // devices must move: the running jobs there are preempted and started again on free devices
+  // elsewhere in the same decision (each pays a preemption), moving at most `defrag` x the gang's
+  // devices (0: never). With nodes, Philly's 8-device jobs otherwise wait while a quarter of the
+  // devices idle in fragments (docs/SCHEDULER.md).
+  double defrag = 0;
 };
 
 // What a preemptive list schedule ran into: enough for a search policy to tell that the greedy
@@ -60,7 +67,7 @@ Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const L
 // the same as list_schedule(s, all ranked, {.preemptive = true}). `scratch` is the caller's
 // buffer, reused across decisions.
 Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
-                                  std::vector<Ranked>& scratch, ListStats* stats = nullptr);
+                                  std::vector<Ranked>& scratch, double defrag = 0, ListStats* stats = nullptr);
 
 // Same on an order already sorted, with an optional preferred node per position (a search
 // policy's placement genes; -1 or absent: best fit): how a search policy decodes a candidate.

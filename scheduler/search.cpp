@@ -71,7 +71,7 @@ Decision SearchProblem::decode(const Candidate& c, ListStats* stats) const {
     o.push_back(order[i]);
   }
   o.insert(o.end(), order.begin() + window_end, order.end());
-  return list_schedule_sorted(*state, o, {.preemptive = true}, &pref, stats);
+  return list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag}, &pref, stats);
 }
 
 void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
@@ -96,14 +96,14 @@ Decision SearchPolicy::decide(const SchedState& s) {
     if (j.status == JobStatus::kWaiting) return {-obj.value(j) / j.spec.gpus, 1, j.spec.submit, &j};
     return {-(obj.value(j) + obj.penalty(j)) / j.spec.gpus, 0, j.spec.submit, &j};
   };
-  if (!searches()) return list_schedule_preemptive(s, rank, ranked_);
+  if (!searches()) return list_schedule_preemptive(s, rank, ranked_, opt_.defrag);
   ranked_.clear();
   for (const Job* j : s.waiting) ranked_.push_back(rank(*j));
   for (const Job* j : s.running) ranked_.push_back(rank(*j));
   ListStats stats;
   Decision greedy;
   heap_ = ranked_;
-  greedy = list_schedule(s, heap_, {.preemptive = true}, &stats);
+  greedy = list_schedule(s, heap_, {.preemptive = true, .defrag = opt_.defrag}, &stats);
   if (!opt_.always) {
     if (!stats.skipped_for_budget && !stats.unplaced) return greedy;
     if (!last_improved_ && stats.passed_over == last_passed_over_ && s.now - last_search_ < opt_.repeat_after)
@@ -116,6 +116,7 @@ Decision SearchPolicy::decide(const SchedState& s) {
   counters_["searches"] += 1;
   SearchProblem p;
   p.state = &s;
+  p.defrag = opt_.defrag;
   p.objective = obj;
   std::sort(ranked_.begin(), ranked_.end());
   const double n = s.cluster->num_devices();
@@ -151,6 +152,7 @@ SearchPolicy::Options read_search_options(ParamReader& r) {
   o.always = r.number("always", 0, 0, 1) != 0;
   o.repeat_after = r.number("repeat_after", o.repeat_after, 0, 1e12);
   o.interval = r.number("interval", o.interval, 0, 1e12);
+  o.defrag = r.number("defrag", o.defrag, 0, 16);
   return o;
 }
 

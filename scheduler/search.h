@@ -47,6 +47,7 @@ struct SearchProblem {
   std::vector<const Job*> order;  // greedy order: every running and waiting job
   size_t fixed = 0;               // order[0, fixed) keeps its rank
   size_t window_end = 0;          // order[fixed, window_end) may be reordered
+  double defrag = 0;              // ListOptions::defrag for every candidate
   // A candidate: a permutation of the window (indices into `order`) and a preferred node for
   // each job in order[0, window_end) (-1: best fit).
   struct Candidate {
@@ -78,6 +79,9 @@ class SearchPolicy : public Policy {
     // at every decision costs 20-80x the simulation time for a JCT change within +-0.5% on the
     // Philly week (bench/RESULTS.md), so the default round is half an hour.
     double interval = 1800;
+    // Defragmenting migrations in the list schedule (ListOptions::defrag): a search policy weighs
+    // what a move costs against what the gang gains, so it makes them by default.
+    double defrag = 1;
   };
   explicit SearchPolicy(Options o) : opt_(o) {}
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
@@ -100,7 +104,7 @@ class SearchPolicy : public Policy {
   std::map<std::string, double> counters_;
 };
 
-// Reads margin/window/always for policy `name`.
+// Reads margin/window/always/repeat_after/interval/defrag for the search policy.
 class ParamReader;
 SearchPolicy::Options read_search_options(ParamReader& r);
 

@@ -26,7 +26,8 @@ namespace {
 
 class Gittins final : public Policy {
  public:
-  Gittins(GittinsHistoryOptions h, double promote) : history_(h), promotions_(promote) {}
+  Gittins(GittinsHistoryOptions h, double promote, double defrag)
+      : history_(h), promotions_(promote), defrag_(defrag) {}
   std::string name() const override { return "gittins"; }
   PolicyTraits traits() const override {
     return {.clairvoyant = false, .preemptive = true, .work_conserving = true, .learns = true};
@@ -38,7 +39,7 @@ class Gittins final : public Policy {
     auto rank = [&](const Job& j) -> Ranked {
       return {key(j, s.now), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
     };
-    return list_schedule_preemptive(s, rank, ranked_);
+    return list_schedule_preemptive(s, rank, ranked_, defrag_);
   }
 
   double next_wakeup(const SchedState& s) const override {
@@ -74,6 +75,7 @@ class Gittins final : public Policy {
   GittinsHistory history_;
   Promotions promotions_;
   std::vector<Ranked> ranked_;
+  double defrag_ = 0;
 };
 
 }  // namespace
@@ -87,8 +89,9 @@ std::unique_ptr<Policy> make_gittins(const PolicyParams& p) {
   h.refresh = r.number("refresh", h.refresh, 0, 10);
   h.by_group = r.number("by_group", 1, 0, 1) != 0;
   double promote = r.number("promote", 8, 0, 1e9);
+  double defrag = r.number("defrag", 0, 0, 16);
   r.finish();
-  return std::make_unique<Gittins>(h, promote);
+  return std::make_unique<Gittins>(h, promote, defrag);
 }
 
 }  // namespace ember::sched

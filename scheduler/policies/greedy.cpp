@@ -11,7 +11,7 @@ namespace {
 
 class Greedy final : public SearchPolicy {
  public:
-  Greedy() : SearchPolicy({}) {}
+  explicit Greedy(Options o) : SearchPolicy(o) {}
   std::string name() const override { return "greedy"; }
   bool searches() const override { return false; }
 
@@ -22,8 +22,11 @@ class Greedy final : public SearchPolicy {
 }  // namespace
 
 std::unique_ptr<Policy> make_greedy(const PolicyParams& p) {
-  ParamReader("greedy", p).finish();
-  return std::make_unique<Greedy>();
+  ParamReader r("greedy", p);
+  SearchPolicy::Options o;
+  o.defrag = r.number("defrag", o.defrag, 0, 16);
+  r.finish();
+  return std::make_unique<Greedy>(o);
 }
 
 }  // namespace ember::sched

@@ -20,7 +20,8 @@ namespace {
 
 class Las final : public Policy {
  public:
-  Las(std::vector<double> thresholds, double promote) : thresholds_(std::move(thresholds)), promotions_(promote) {}
+  Las(std::vector<double> thresholds, double promote, double defrag)
+      : thresholds_(std::move(thresholds)), promotions_(promote), defrag_(defrag) {}
   std::string name() const override { return "las"; }
   PolicyTraits traits() const override { return {.clairvoyant = false, .preemptive = true, .work_conserving = true}; }
 
@@ -30,7 +31,7 @@ class Las final : public Policy {
     auto rank = [&](const Job& j) -> Ranked {
       return {static_cast<double>(queue_of(j, s.now)), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
     };
-    return list_schedule_preemptive(s, rank, ranked_);
+    return list_schedule_preemptive(s, rank, ranked_, defrag_);
   }
 
   double next_wakeup(const SchedState& s) const override {
@@ -55,6 +56,7 @@ class Las final : public Policy {
   std::vector<double> thresholds_;
   Promotions promotions_;
   std::vector<Ranked> ranked_;
+  double defrag_ = 0;
 };
 
 }  // namespace
@@ -63,11 +65,12 @@ std::unique_ptr<Policy> make_las(const PolicyParams& p) {
   ParamReader r("las", p);
   std::vector<double> th = r.numbers("thresholds", {900.0, 9000.0, 90000.0}, 0.0, 1e15);
   double promote = r.number("promote", 8.0, 0.0, 1e9);
+  double defrag = r.number("defrag", 0, 0, 16);
   r.finish();
   for (size_t i = 1; i < th.size(); ++i)
     EMBER_CHECK(th[i] > th[i - 1], "--set las.thresholds: expected increasing device-seconds, got ", th[i - 1],
                 " then ", th[i]);
-  return std::make_unique<Las>(std::move(th), promote);
+  return std::make_unique<Las>(std::move(th), promote, defrag);
 }
 
 }  // namespace ember::sched

@@ -12,24 +12,28 @@ namespace {
 
 class Srsf final : public Policy {
  public:
+  explicit Srsf(double defrag) : defrag_(defrag) {}
   std::string name() const override { return "srsf"; }
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
   Decision decide(const SchedState& s) override {
     auto rank = [&](const Job& j) -> Ranked {
       return {j.true_remaining(s.now) * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
     };
-    return list_schedule_preemptive(s, rank, ranked_);
+    return list_schedule_preemptive(s, rank, ranked_, defrag_);
   }
 
  private:
   std::vector<Ranked> ranked_;
+  double defrag_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Policy> make_srsf(const PolicyParams& p) {
-  ParamReader("srsf", p).finish();
-  return std::make_unique<Srsf>();
+  ParamReader r("srsf", p);
+  const double defrag = r.number("defrag", 0, 0, 16);
+  r.finish();
+  return std::make_unique<Srsf>(defrag);
 }
 
 }  // namespace ember::sched

@@ -48,7 +48,18 @@ TEST_P(Properties, HoldOnRandomTraces) {
     const Config& su = setups[trial % setups.size()];
     std::vector<JobSpec> jobs = random_trace(rng, 30, std::min(su.gpus, 8));
     Topology topo = Topology::uniform(su.gpus, su.node_gpus);
-    auto policy = make_policy(name, {{"sa.iters", "50"}, {"ga.generations", "4"}});
+    // Odd trials with defragmenting migrations in every policy that has them (search policies
+    // make them by default; even trials turn them off there).
+    const std::string defrag = trial % 2 ? "1" : "0";
+    auto policy = make_policy(name, {{"sa.iters", "50"},
+                                     {"ga.generations", "4"},
+                                     {"srsf.defrag", defrag},
+                                     {"las.defrag", defrag},
+                                     {"gittins.defrag", defrag},
+                                     {"greedy.defrag", defrag},
+                                     {"ilp.defrag", defrag},
+                                     {"sa.defrag", defrag},
+                                     {"ga.defrag", defrag}});
     const PolicyTraits traits = policy->traits();
     double last_fcfs_submit = -1;
     std::set<JobId> started_before;
