@@ -47,32 +47,53 @@ HistoryPredictor::HistoryPredictor(HistoryOptions opt) : opt_(opt) {
   EMBER_CHECK(opt_.prior > 0, "history predictor: prior must be > 0 s, got ", opt_.prior);
 }
 
+namespace {
+
+// percentile() of values already sorted, without copying them: the same interpolation.
+double sorted_percentile(const double* v, size_t n, double p) {
+  if (n == 0) return 0;
+  const double pos = p * static_cast<double>(n - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos)), hi = std::min(lo + 1, n - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+const std::array<HistoryPredictor::Group*, 4>& HistoryPredictor::groups_of(const SubmitFeatures& f) {
+  std::string key = std::to_string(f.gpus);
+  key.append(1, '|').append(f.queue);
+  auto it = of_key_.find(key);
+  if (it != of_key_.end()) return it->second;
+  std::array<Group*, 4> g{};
+  const std::array<std::string, 4> names = history_groups(f.queue, f.gpus);
+  for (size_t i = 0; i < names.size(); ++i) g[i] = &groups_[names[i]];
+  return of_key_.emplace(std::move(key), g).first->second;
+}
+
 void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
-  for (const std::string& k : history_groups(f.queue, f.gpus)) {
-    std::deque<double>& g = groups_[k];
-    g.push_back(run_time);
-    if (static_cast<int>(g.size()) > opt_.window) g.pop_front();
+  for (Group* g : groups_of(f)) {
+    g->recent.push_back(run_time);
+    g->sorted.insert(std::upper_bound(g->sorted.begin(), g->sorted.end(), run_time), run_time);
+    if (static_cast<int>(g->recent.size()) > opt_.window) {
+      g->sorted.erase(std::lower_bound(g->sorted.begin(), g->sorted.end(), g->recent.front()));
+      g->recent.pop_front();
+    }
   }
 }
 
 double HistoryPredictor::guess(const SubmitFeatures& f) {
-  for (const std::string& k : history_groups(f.queue, f.gpus)) {
-    auto it = groups_.find(k);
-    if (it == groups_.end() || static_cast<int>(it->second.size()) < opt_.min_samples) continue;
-    scratch_.assign(it->second.begin(), it->second.end());
-    return percentile(scratch_, opt_.quantile);
-  }
+  for (const Group* g : groups_of(f))
+    if (static_cast<int>(g->sorted.size()) >= opt_.min_samples)
+      return sorted_percentile(g->sorted.data(), g->sorted.size(), opt_.quantile);
   return opt_.prior;
 }
 
 double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
-  for (const std::string& k : history_groups(f.queue, f.gpus)) {
-    auto it = groups_.find(k);
-    if (it == groups_.end()) continue;
-    scratch_.clear();
-    for (double v : it->second)
-      if (v > ran) scratch_.push_back(v);
-    if (static_cast<int>(scratch_.size()) >= opt_.min_samples) return percentile(scratch_, opt_.quantile);
+  for (const Group* g : groups_of(f)) {
+    // The run times longer than `ran`: the sorted tail past it.
+    auto first = std::upper_bound(g->sorted.begin(), g->sorted.end(), ran);
+    const size_t n = static_cast<size_t>(g->sorted.end() - first);
+    if (static_cast<int>(n) >= opt_.min_samples) return sorted_percentile(&*first, n, opt_.quantile);
   }
   return 2 * ran;
 }

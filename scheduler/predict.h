@@ -8,6 +8,7 @@
 // leaks the future fails instead of looking clever.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <string>
@@ -75,9 +76,18 @@ class HistoryPredictor final : public DurationPredictor {
   void learn(const SubmitFeatures& f, double run_time) override;
   double guess(const SubmitFeatures& f) override;
   double guess_given(const SubmitFeatures& f, double ran) override;
+  // A group's `window` most recent run times, in arrival order (to drop the oldest) and sorted
+  // (so that a quantile, or one of the times longer than a job has run, is read, not sorted, at
+  // each of the thousands of questions a simulation asks).
+  struct Group {
+    std::deque<double> recent;
+    std::vector<double> sorted;
+  };
+  // A job's groups, most specific first, found once per (queue, gang size).
+  const std::array<Group*, 4>& groups_of(const SubmitFeatures& f);
   HistoryOptions opt_;
-  std::unordered_map<std::string, std::deque<double>> groups_;
-  std::vector<double> scratch_;
+  std::unordered_map<std::string, Group> groups_;  // the map's nodes never move
+  std::unordered_map<std::string, std::array<Group*, 4>> of_key_;
 };
 
 // Built from `--set history.KEY=V` (quantile, window, min_samples, prior); unknown keys are errors.

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <map>
+#include <optional>
+#include <random>
 
 #include "core/error.h"
 #include "scheduler/simulator.h"
@@ -68,6 +71,50 @@ TEST(HistoryPredictor, AJobThatOutlivedItsPredictionGetsTheLongerRunsOfItsGroup)
   for (double r : {100.0, 200.0, 1000.0, 3000.0}) p.observe(f("a", 1, 0), r, 10);
   EXPECT_DOUBLE_EQ(p.predict_given(f("a", 1, 0), 20, 150), 1000);    // median of 200, 1000, 3000
   EXPECT_DOUBLE_EQ(p.predict_given(f("a", 1, 0), 20, 5000), 10000);  // past all history: twice as long
+}
+
+// The predictor keeps each group's window sorted as it learns; its answers must be those of the
+// rule read plainly: the quantile of the window (or of its times longer than the job has run),
+// from the first group with enough of them. Random histories with windows that overflow.
+TEST(HistoryPredictor, AnswersAsTheRuleReadPlainlyOnRandomHistories) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    HistoryOptions o;
+    o.window = 1 + static_cast<int>(rng() % 12);
+    o.min_samples = 1 + static_cast<int>(rng() % o.window);
+    o.quantile = (rng() % 5) / 4.0;
+    HistoryPredictor pred(o);
+    std::map<std::string, std::deque<double>> window;  // the rule's own bookkeeping
+    auto plain = [&](const SubmitFeatures& f, double ran) -> std::optional<double> {
+      for (const std::string& k : history_groups(f.queue, f.gpus)) {
+        std::vector<double> v;
+        for (double x : window[k])
+          if (x > ran) v.push_back(x);
+        if (static_cast<int>(v.size()) >= o.min_samples) return percentile(v, o.quantile);
+      }
+      return std::nullopt;
+    };
+    double t = 0;
+    for (int step = 0; step < 300; ++step) {
+      const SubmitFeatures f{std::string(1, static_cast<char>('a' + rng() % 3)), 1 + static_cast<int>(rng() % 3), t};
+      t += 1;
+      if (rng() % 2) {
+        const double run = static_cast<double>(rng() % 50);  // repeats, so equal times leave the window too
+        pred.observe(f, run, t);
+        for (const std::string& k : history_groups(f.queue, f.gpus)) {
+          window[k].push_back(run);
+          if (static_cast<int>(window[k].size()) > o.window) window[k].pop_front();
+        }
+      } else {
+        const std::optional<double> all = plain(f, -1);
+        ASSERT_DOUBLE_EQ(pred.predict(f), std::max(all ? *all : o.prior, 1.0)) << "trial " << trial;
+        const double ran = static_cast<double>(rng() % 40);
+        const std::optional<double> longer = plain(f, ran);
+        ASSERT_DOUBLE_EQ(pred.predict_given(f, t, ran), std::max(longer ? *longer : 2 * ran, ran + 1))
+            << "trial " << trial;
+      }
+    }
+  }
 }
 
 TEST(HistoryPredictor, ParametersAreChecked) {
