@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "scheduler/params.h"
 
@@ -28,7 +29,80 @@ double SearchObjective::score(const SchedState& s, const Decision& d) const {
   return total;
 }
 
+double SearchProblem::projected_cost(const Decision& d) const {
+  const SchedState& s = *state;
+  const double H = objective.horizon;
+  const Topology& topo = s.cluster->topology();
+  struct Projected {
+    double left;  // seconds of work still to do
+    const Job* job;
+    Placement where;
+  };
+  auto remaining = [&](const Job& j, bool preempted) {
+    const double r = j.estimated_remaining(s.now);
+    return std::min(r, 2 * H) + (preempted ? objective.preempt_cost : 0.0);
+  };
+  FreeMap free = s.cluster->free();
+  std::unordered_map<JobId, const Placement*> starts;
+  for (const Start& st : d.start) starts[st.job] = &st.placement;
+  std::unordered_set<JobId> preempted(d.preempt.begin(), d.preempt.end());
+  std::vector<Projected> run, wait;
+  for (const Job* j : s.running)
+    if (preempted.count(j->id)) {
+      free.give(placement_of(topo, *j));
+      if (!starts.count(j->id)) wait.push_back({remaining(*j, true), j, {}});
+    } else {
+      run.push_back({remaining(*j, false), j, placement_of(topo, *j)});
+    }
+  for (const Start& st : d.start) {
+    const Job* j = nullptr;
+    if (by_id.empty())
+      for (const Job* o : order) by_id[o->id] = o;
+    j = by_id.at(st.job);
+    free.take(st.placement);
+    run.push_back({remaining(*j, preempted.count(j->id) > 0), j, st.placement});
+  }
+  for (const Job* j : s.waiting)
+    if (!starts.count(j->id)) wait.push_back({remaining(*j, false), j, {}});
+  auto work = [](const Projected& p) { return p.left * p.job->spec.gpus; };
+  std::stable_sort(wait.begin(), wait.end(), [&](const Projected& a, const Projected& b) {
+    return work(a) != work(b) ? work(a) < work(b) : a.job->id < b.job->id;
+  });
+  double cost = 0;
+  if (wait.size() > kProjectedWaiting) {
+    cost += H * static_cast<double>(wait.size() - kProjectedWaiting);
+    wait.resize(kProjectedWaiting);
+  }
+  double t = 0;
+  while (true) {
+    for (auto it = wait.begin(); it != wait.end() && free.total_free() > 0;) {
+      if (auto p = free.best_fit(it->job->spec.gpus, it->job->spec.mem_per_gpu)) {
+        free.take(*p);
+        it->where = std::move(*p);
+        run.push_back(std::move(*it));
+        it = wait.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (run.empty()) break;
+    double dt = kInf;
+    for (const Projected& r : run) dt = std::min(dt, r.left);
+    if (t + dt >= H) break;
+    t += dt;
+    for (Projected& r : run) r.left -= dt;
+    std::erase_if(run, [&](const Projected& r) {
+      if (r.left > 1e-9) return false;
+      cost += t;
+      free.give(r.where);
+      return true;
+    });
+  }
+  return cost + H * static_cast<double>(run.size() + wait.size());
+}
+
 double SearchProblem::score(const Candidate& c) const {
+  if (objective.horizon > 0) return -projected_cost(decode(c));
   ListStats st;
   st.collect = true;
   decode(c, &st);
@@ -39,6 +113,7 @@ double SearchProblem::score(const Candidate& c) const {
 }
 
 double SearchProblem::score(const Decision& d) const {
+  if (objective.horizon > 0) return -projected_cost(d);
   if (by_id.empty())
     for (const Job* j : order) by_id[j->id] = j;
   double total = 0;
@@ -92,6 +167,7 @@ Decision SearchPolicy::decide(const SchedState& s) {
   counters_["decisions"] += 1;
   if (s.waiting.empty()) return {};
   SearchObjective obj{s.preempt_cost, s.now};
+  SearchObjective lookahead{s.preempt_cost, s.now, opt_.horizon};
   auto rank = [&](const Job& j) -> Ranked {
     if (j.status == JobStatus::kWaiting) return {-obj.value(j) / j.spec.gpus, 1, j.spec.submit, &j};
     return {-(obj.value(j) + obj.penalty(j)) / j.spec.gpus, 0, j.spec.submit, &j};
@@ -117,7 +193,7 @@ Decision SearchPolicy::decide(const SchedState& s) {
   SearchProblem p;
   p.state = &s;
   p.defrag = opt_.defrag;
-  p.objective = obj;
+  p.objective = lookahead;
   std::sort(ranked_.begin(), ranked_.end());
   const double n = s.cluster->num_devices();
   double cum = 0;
@@ -153,6 +229,7 @@ SearchPolicy::Options read_search_options(ParamReader& r) {
   o.repeat_after = r.number("repeat_after", o.repeat_after, 0, 1e12);
   o.interval = r.number("interval", o.interval, 0, 1e12);
   o.defrag = r.number("defrag", o.defrag, 0, 16);
+  o.horizon = r.number("horizon", o.horizon, 0, 1e9);
   return o;
 }
 

@@ -1,6 +1,7 @@
 // Simulated annealing over the contested jobs' order and the top jobs' nodes (scheduler/search.h),
-// starting from the greedy answer. The temperature starts at a fifth of a typical job's value and
-// cools geometrically a thousandfold over `iters` steps; the best candidate ever seen is kept.
+// starting from the greedy answer. The temperature starts at a fifth of a typical job's value (with
+// a look-ahead horizon: of a typical job's projected seconds) and cools geometrically a
+// thousandfold over `iters` steps; the best candidate ever seen is kept.
 #include <cmath>
 
 #include "scheduler/params.h"
@@ -17,8 +18,12 @@ class Annealing final : public SearchPolicy {
 
  protected:
   std::optional<Decision> improve(const SearchProblem& p, const Decision&, double greedy_score) override {
+    // A typical change of the score: a job's value, or with a look-ahead a job's projected
+    // seconds (swapping two jobs moves each completion by about the other's run time).
     double scale = 0;
-    for (size_t i = 0; i < p.window_end; ++i) scale += p.objective.value(*p.order[i]);
+    const double h = p.objective.horizon;
+    for (size_t i = 0; i < p.window_end; ++i)
+      scale += h > 0 ? std::min(p.order[i]->estimated_remaining(p.objective.now), h) : p.objective.value(*p.order[i]);
     scale /= std::max<size_t>(1, p.window_end);
     if (scale <= 0) return std::nullopt;
     const double t0 = 0.2 * scale, alpha = std::pow(1e-3, 1.0 / std::max(1, iters_));

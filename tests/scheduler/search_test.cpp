@@ -125,6 +125,62 @@ TEST(Search, NeverWorseThanGreedyOnRandomStates) {
   }
 }
 
+// The look-ahead by hand. One node of 2 devices: a (10 s left) runs; b (100 s) and c (5 s) wait.
+TEST(Search, ProjectedCostByHand) {
+  State st(Topology::uniform(2, 0));
+  st.add(1, 10, true);    // a
+  st.add(1, 100, false);  // b
+  st.add(1, 5, false);    // c
+  SchedState s = st.view();
+  SearchProblem p;
+  p.state = &s;
+  for (const Job& j : st.jobs) p.order.push_back(&j);
+  p.objective = {0, s.now, 1e6};
+  const Decision start_c{{}, {{2, {{0, 1}}}}}, start_b{{}, {{1, {{0, 1}}}}};
+  // c ends at 5, a at 10, b (started at 5) at 105.
+  EXPECT_DOUBLE_EQ(p.projected_cost(start_c), 5 + 10 + 105);
+  // b ends at 100, a at 10, c (started at 10) at 15.
+  EXPECT_DOUBLE_EQ(p.projected_cost(start_b), 10 + 15 + 100);
+  // Doing nothing: the projection starts the shortest waiting job at once, as start_c does.
+  EXPECT_DOUBLE_EQ(p.projected_cost({}), 120);
+  EXPECT_GT(p.score(start_c), p.score(start_b));
+  // A horizon of 50 s: b counts 50.
+  p.objective.horizon = 50;
+  EXPECT_DOUBLE_EQ(p.projected_cost(start_c), 5 + 10 + 50);
+  // Preempting a (cost 20: 30 s left) to start b and c: c at 5, a (restarted at 5) at 35, b at 100.
+  p.objective = {20, s.now, 1e6};
+  const Decision preempt_a{{0}, {{1, {{0, 1}}}, {2, {{0, 1}}}}};
+  EXPECT_DOUBLE_EQ(p.projected_cost(preempt_a), 5 + 35 + 100);
+}
+
+TEST(Search, NeverWorseThanGreedyUnderTheLookAhead) {
+  std::mt19937_64 rng(11);
+  const int widths[] = {1, 1, 1, 1, 2, 4, 8};
+  for (int trial = 0; trial < 6; ++trial) {
+    State st(Topology::uniform(32, 8));
+    for (int i = 0; i < 60; ++i) {
+      int g = widths[rng() % 7];
+      double est = 60 + rng() % 20000;
+      auto pl = st.cluster.free().best_fit(g);
+      bool run = pl && st.cluster.free().total_free() > 4 && rng() % 3 != 0;
+      st.add(g, est, run, run ? (rng() % 100) / 100.0 * est : 0);
+    }
+    const double cost = trial % 2 ? 60 : 0, horizon = 7200;
+    SchedState s = st.view(cost);
+    SearchProblem p;
+    p.state = &s;
+    for (const Job& j : st.jobs) p.order.push_back(&j);
+    p.objective = {cost, s.now, horizon};
+    const double greedy = p.projected_cost(make_policy("greedy")->decide(s));
+    for (const char* name : kSearch) {
+      const std::string n(name);
+      Decision d = make_policy(n, {{n + ".always", "1"}, {n + ".horizon", "7200"}, {"sa.iters", "60"}})->decide(s);
+      check_valid(st, d);
+      EXPECT_LE(p.projected_cost(d), greedy + 1e-6) << name << " trial " << trial;
+    }
+  }
+}
+
 TEST(Search, GreedyCandidateDecodesToTheGreedyDecision) {
   std::mt19937_64 rng(3);
   State st(Topology::uniform(32, 8));
@@ -159,6 +215,8 @@ TEST(Search, ParametersAreChecked) {
   EXPECT_THROW(make_policy("sa", {{"sa.iters", "0"}}), Error);
   EXPECT_THROW(make_policy("ga", {{"ga.population", "many"}}), Error);
   EXPECT_THROW(make_policy("ilp", {{"ilp.speed", "2"}}), Error);
+  EXPECT_THROW(make_policy("ga", {{"ga.horizon", "-1"}}), Error);
+  EXPECT_THROW(make_policy("greedy", {{"greedy.horizon", "3600"}}), Error);  // greedy never looks ahead
   EXPECT_THROW(make_policy("las", {{"las.thresholds", "100,50"}}), Error);
   EXPECT_NO_THROW(make_policy("las", {{"sa.iters", "5"}}));  // addressed to another policy
   try {
