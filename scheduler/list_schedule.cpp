@@ -266,9 +266,8 @@ class Victims {
 
 // The free devices a decision plans on: the cluster's own until the plan changes them, then a
 // private copy. Copying every node's count at every decision was most of what a decision cost on a
-// large cluster where the new job simply fits.
-// A take is only noted until the map is looked at again: a decision that starts one job and
-// stops never copies at all.
+// large cluster where the new job simply fits, so a take is only noted until the map is looked at
+// again: a decision that starts one job and stops never copies at all.
 class PlannedFree {
  public:
   explicit PlannedFree(const FreeMap& cluster) : cluster_(&cluster) {}
@@ -329,10 +328,23 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
       }
     }
     const FreeMap& f = free.get();
-    int best = -1, best_moved = 0;
-    std::vector<std::pair<const Job*, Placement>> best_moves;
+    // Candidate nodes by the fewest devices that must move (need - free), a lower bound on what
+    // moves: trying them in that order, the search stops once the bound passes the best found,
+    // which is what trying every node would choose (ties: the lower node).
+    std::vector<std::pair<int, int>> candidates;
     for (int n = 0; n < topo.num_nodes(); ++n) {
       if (topo.node(n).gpus < need || !topo.eligible(n, g.spec.mem_per_gpu) || f.free(n) >= need) continue;
+      int movable = 0;
+      for (const Job* r : on_node[n])
+        if (!touched.count(r->id)) movable += r->spec.gpus;
+      if (f.free(n) + movable >= need && need - f.free(n) <= max_share * need)
+        candidates.push_back({need - f.free(n), n});
+    }
+    std::sort(candidates.begin(), candidates.end());
+    int best = -1, best_moved = 0;
+    std::vector<std::pair<const Job*, Placement>> best_moves;
+    for (const auto& [bound, n] : candidates) {
+      if (best >= 0 && bound > best_moved) break;
       std::vector<const Job*> movers;
       for (const Job* r : on_node[n])
         if (!touched.count(r->id)) movers.push_back(r);
@@ -353,7 +365,8 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
         moved += r->spec.gpus;
       }
       if (got < need || moved > max_share * need) continue;
-      if (best < 0 || moved < best_moved) best = n, best_moved = moved, best_moves = std::move(moves);
+      if (best < 0 || moved < best_moved || (moved == best_moved && n < best))
+        best = n, best_moved = moved, best_moves = std::move(moves);
     }
     if (best < 0) continue;
     FreeMap& e = free.edit();
