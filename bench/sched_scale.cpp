@@ -64,33 +64,46 @@ struct Args {
   int node_gpus = 8;
 };
 
+// A flag's value as a number: the whole of it, or an ember::Error naming the flag.
+double number(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  EMBER_CHECK(used == v.size() && !v.empty(), "", flag, " expects a number, got '", v, "'");
+  return x;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
-    EMBER_CHECK(i + 1 < argc, "sched_scale: ", k, " needs a value");
+    EMBER_CHECK(i + 1 < argc, "", k, " needs a value");
     std::string v = argv[++i];
     if (k == "--like")
       a.like = v;
     else if (k == "--max-jobs")
-      a.max_jobs = std::stol(v);
+      a.max_jobs = static_cast<long>(number(k, v));
     else if (k == "--max-congested")
-      a.max_congested = std::stol(v);
+      a.max_congested = static_cast<long>(number(k, v));
     else if (k == "--policies")
       a.policies = split(v);
     else if (k == "--reps")
-      a.reps = std::stoi(v);
+      a.reps = static_cast<int>(number(k, v));
     else if (k == "--load")
-      a.load = std::stod(v);
+      a.load = number(k, v);
     else if (k == "--node-gpus")
-      a.node_gpus = std::stoi(v);
+      a.node_gpus = static_cast<int>(number(k, v));
     else
-      EMBER_FAIL("sched_scale: unknown flag ", k,
+      EMBER_FAIL("unknown flag ", k,
                  " (expected --like, --max-jobs, --max-congested, --policies, --reps, --load, --node-gpus)");
   }
-  EMBER_CHECK(!a.like.empty(), "sched_scale: --like FILE (the week to draw jobs from) is required");
-  EMBER_CHECK(a.max_jobs >= 10000 && a.reps >= 1 && a.load > 0,
-              "sched_scale: expected --max-jobs >= 10000, --reps >= 1 and --load > 0");
+  EMBER_CHECK(!a.like.empty(), "--like FILE (the week to draw jobs from) is required");
+  EMBER_CHECK(a.max_jobs >= 10000 && a.max_jobs <= 100000000 && a.reps >= 1 && a.load > 0 && a.node_gpus >= 0,
+              "expected --max-jobs in [10000, 1e8], --reps >= 1, --load > 0 and --node-gpus >= 0");
   return a;
 }
 
