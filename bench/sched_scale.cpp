@@ -73,7 +73,7 @@ double number(const std::string& flag, const std::string& v) {
   } catch (const std::exception&) {
     used = 0;
   }
-  EMBER_CHECK(used == v.size() && !v.empty(), "", flag, " expects a number, got '", v, "'");
+  EMBER_CHECK(used == v.size() && !v.empty(), flag, " expects a number, got '", v, "'");
   return x;
 }
 
@@ -81,7 +81,7 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
-    EMBER_CHECK(i + 1 < argc, "", k, " needs a value");
+    EMBER_CHECK(i + 1 < argc, k, " needs a value");
     std::string v = argv[++i];
     if (k == "--like")
       a.like = v;
