@@ -391,6 +391,7 @@ Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt,
   Decision d;
   if (s.waiting.empty()) return d;
   PlannedFree free(s.cluster->free());
+  if (opt.hold && !opt.hold->empty()) free.take(*opt.hold);
   auto place = [&](size_t pos, const Job& j) -> std::optional<Placement> {
     if (pref) {
       size_t o = src.orig[pos];

@@ -38,6 +38,9 @@ struct ListOptions {
   // devices (0: never). With nodes, Philly's 8-device jobs otherwise wait while a quarter of the
   // devices idle in fragments (docs/SCHEDULER.md).
   double defrag = 0;
+  // Devices no job may take in this decision: kept free for a gang that will start there once
+  // the node's other jobs end (a reservation a search policy chose; nullptr: none).
+  const Placement* hold = nullptr;
 };
 
 // What a preemptive list schedule ran into: enough for a search policy to tell that the greedy

@@ -29,7 +29,7 @@ double SearchObjective::score(const SchedState& s, const Decision& d) const {
   return total;
 }
 
-double SearchProblem::projected_cost(const Decision& d) const {
+double SearchProblem::projected_cost(const Decision& d, int hold) const {
   const SchedState& s = *state;
   const double H = objective.horizon;
   const Topology& topo = s.cluster->topology();
@@ -73,11 +73,37 @@ double SearchProblem::projected_cost(const Decision& d) const {
     cost += H * static_cast<double>(wait.size() - kProjectedWaiting);
     wait.resize(kProjectedWaiting);
   }
+  // A reservation: node `hold`'s free devices, and those its jobs free, go to `hold_for` alone.
+  const Job* reserved = hold >= 0 && hold_for && !starts.count(hold_for->id) ? hold_for : nullptr;
+  int held = 0;
+  auto collect = [&] {
+    if (!reserved) return;
+    const int f = free.free(hold);
+    if (f > 0) free.take({{hold, f}});
+    held += f;
+    if (held < reserved->spec.gpus) return;
+    auto it = std::find_if(wait.begin(), wait.end(), [&](const Projected& w) { return w.job == reserved; });
+    if (it != wait.end()) {
+      it->where = {{hold, reserved->spec.gpus}};
+      run.push_back(std::move(*it));
+      wait.erase(it);
+      held -= reserved->spec.gpus;
+    }
+    if (held > 0) free.give({{hold, held}});
+    held = 0;
+    reserved = nullptr;
+  };
   double t = 0;
   while (true) {
+    collect();
     for (auto it = wait.begin(); it != wait.end() && free.total_free() > 0;) {
       if (auto p = free.best_fit(it->job->spec.gpus, it->job->spec.mem_per_gpu)) {
         free.take(*p);
+        if (it->job == reserved) {  // it fits elsewhere first: the reservation ends
+          if (held > 0) free.give({{hold, held}});
+          held = 0;
+          reserved = nullptr;
+        }
         it->where = std::move(*p);
         run.push_back(std::move(*it));
         it = wait.erase(it);
@@ -102,7 +128,7 @@ double SearchProblem::projected_cost(const Decision& d) const {
 }
 
 double SearchProblem::score(const Candidate& c) const {
-  if (objective.horizon > 0) return -projected_cost(decode(c));
+  if (objective.horizon > 0) return -projected_cost(decode(c), c.hold);
   ListStats st;
   st.collect = true;
   decode(c, &st);
@@ -146,12 +172,18 @@ Decision SearchProblem::decode(const Candidate& c, ListStats* stats) const {
     o.push_back(order[i]);
   }
   o.insert(o.end(), order.begin() + window_end, order.end());
-  return list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag}, &pref, stats);
+  Placement held;
+  if (c.hold >= 0 && state->cluster->free().free(c.hold) > 0) held = {{c.hold, state->cluster->free().free(c.hold)}};
+  return list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag, .hold = &held}, &pref, stats);
 }
 
 void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
   const int nodes = state->cluster->topology().num_nodes();
   bool can_swap = c.perm.size() >= 2, can_move = !movable.empty() && nodes > 1;
+  if (hold_for && !hold_nodes.empty() && (rng() % 5 == 0 || (!can_swap && !can_move))) {
+    c.hold = (c.hold >= 0 && rng() % 2 == 0) ? -1 : hold_nodes[rng() % hold_nodes.size()];
+    return;
+  }
   if (!can_swap && !can_move) return;
   if (can_swap && (!can_move || rng() % 10 < 6)) {
     size_t a = rng() % c.perm.size(), b = rng() % c.perm.size();
@@ -210,6 +242,26 @@ Decision SearchPolicy::decide(const SchedState& s) {
     const Job& j = *p.order[i];
     if (j.status == JobStatus::kWaiting && t.min_nodes(j.spec.gpus, j.spec.mem_per_gpu) == 1)
       p.movable.push_back(static_cast<int>(i));
+  }
+  if (opt_.horizon > 0) {  // a reservation is worth weighing only where a projection scores it
+    for (const auto& [id, left] : stats.passed_over) {
+      auto it = std::find_if(p.order.begin(), p.order.end(), [id = id](const Job* j) { return j->id == id; });
+      if (it == p.order.end()) continue;
+      const Job& g = **it;
+      if (g.spec.gpus >= 2 && t.min_nodes(g.spec.gpus, g.spec.mem_per_gpu) == 1) {
+        p.hold_for = &g;
+        break;
+      }
+    }
+    if (p.hold_for) {  // the nodes with the most free devices that could take it
+      std::vector<std::pair<int, int>> nodes;
+      const FreeMap& f = s.cluster->free();
+      for (int n = 0; n < t.num_nodes(); ++n)
+        if (t.node(n).gpus >= p.hold_for->spec.gpus && t.eligible(n, p.hold_for->spec.mem_per_gpu) && f.free(n) > 0)
+          nodes.push_back({-f.free(n), n});
+      std::sort(nodes.begin(), nodes.end());
+      for (size_t i = 0; i < nodes.size() && i < 8; ++i) p.hold_nodes.push_back(nodes[i].second);
+    }
   }
   double greedy_score = p.score(greedy);
   std::optional<Decision> better = improve(p, greedy, greedy_score);

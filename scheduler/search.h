@@ -56,6 +56,7 @@ struct SearchProblem {
   struct Candidate {
     std::vector<int> perm;
     std::vector<int> node;
+    int hold = -1;  // a node of `hold_nodes` whose free devices wait for `hold_for` (-1: none)
   };
   Candidate greedy() const;
   Decision decode(const Candidate& c, ListStats* stats = nullptr) const;
@@ -68,7 +69,12 @@ struct SearchProblem {
   // horizon), seconds from now. A migrated or preempted job's remaining work grows by the
   // preemption cost. Only the `kProjectedWaiting` best waiting jobs are followed (the rest count
   // the horizon), which bounds a projection's cost on a long queue.
-  double projected_cost(const Decision& d) const;
+  double projected_cost(const Decision& d, int hold = -1) const;
+  // With a look-ahead: the best-ranked waiting one-node gang that greedy passed over, and the
+  // nodes where a candidate may hold free devices for it until it fits (a reservation; the
+  // projection keeps it, so the search takes one only when waiting pays).
+  const Job* hold_for = nullptr;
+  std::vector<int> hold_nodes;
   static constexpr size_t kProjectedWaiting = 64;
   // A neighbour: swaps two window jobs or re-homes a job of the top on another node.
   void mutate(Candidate& c, std::mt19937_64& rng) const;

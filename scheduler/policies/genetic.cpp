@@ -73,6 +73,7 @@ class Genetic final : public SearchPolicy {
     c.node = a.node;
     for (size_t k = 0; k < c.node.size(); ++k)
       if (rng_() & 1) c.node[k] = b.node[k];
+    c.hold = (rng_() & 1) ? a.hold : b.hold;
     return c;
   }
 

@@ -153,6 +153,41 @@ TEST(Search, ProjectedCostByHand) {
   EXPECT_DOUBLE_EQ(p.projected_cost(preempt_a), 5 + 35 + 100);
 }
 
+// A reservation, by hand. Two nodes of 2: a (10 s left) runs on node 0, b (100 s) on node 1; a
+// 2-device gang g (50 s) and a one-device s (30 s) wait, one device free on each node.
+TEST(Search, AReservationHoldsANodeForAGangWhenWaitingPays) {
+  State st(Topology::uniform(4, 2));
+  const Job& a = st.add(1, 10, true);
+  Job& b = st.add(1, 100, false);  // best fit would put it beside a: placed by hand on node 1
+  b.status = JobStatus::kRunning;
+  b.devices = st.cluster.allocate(b, {{1, 1}});
+  const Job& g = st.add(2, 50, false);
+  const Job& sj = st.add(1, 30, false);
+  ASSERT_EQ(placement_of(st.cluster.topology(), a), (Placement{{0, 1}}));
+  SchedState s = st.view();
+  SearchProblem p;
+  p.state = &s;
+  p.order = {&st.jobs[0], &st.jobs[1], &sj, &g};
+  p.window_end = p.order.size();
+  p.objective = {0, s.now, 1e6};
+  p.hold_for = &g;
+  p.hold_nodes = {0};
+  // Without one, s takes node 0 (best fit, lower node): g waits for s (30 s), ends at 80.
+  EXPECT_DOUBLE_EQ(p.projected_cost({}, -1), 10 + 30 + 80 + 100);
+  // Holding node 0 sends s to node 1; g starts when a ends (10 s) and ends at 60.
+  EXPECT_DOUBLE_EQ(p.projected_cost({}, 0), 10 + 30 + 60 + 100);
+  // The decision decoded with the hold starts s on node 1 and leaves node 0's device free.
+  SearchProblem::Candidate c = p.greedy();
+  EXPECT_EQ(p.decode(c).start.size(), 1u);
+  EXPECT_EQ(p.decode(c).start[0].placement, (Placement{{0, 1}}));
+  c.hold = 0;
+  const Decision held = p.decode(c);
+  ASSERT_EQ(held.start.size(), 1u);
+  EXPECT_EQ(held.start[0].job, sj.id);
+  EXPECT_EQ(held.start[0].placement, (Placement{{1, 1}}));
+  EXPECT_GT(p.score(c), p.score(p.greedy()));
+}
+
 TEST(Search, NeverWorseThanGreedyUnderTheLookAhead) {
   std::mt19937_64 rng(11);
   const int widths[] = {1, 1, 1, 1, 2, 4, 8};
