@@ -1,7 +1,7 @@
 // bench/sched_scale: how the trace simulator's time grows with the number of jobs and devices.
 // Synthetic traces drawn from a real week (`ember sched make-trace --jobs`: Poisson arrivals, the
-// week's gang sizes and durations) at one offered load, jobs and devices grown together by 10x
-// steps up to a million jobs on 100,000 devices, plus the same traces on 60% of the devices (a
+// week's gang sizes and durations) at one offered load, jobs and devices grown together in steps
+// of about 3x up to a million jobs on 100,000 devices, plus the same traces on 60% of the devices (a
 // congested cluster, where jobs queue and the preemptive policies preempt), each policy in turn.
 // There is no outside program to compare with, so the reference is the growth a good event
 // simulator has, n log n: the `vs n log n` column is each row's seconds per (n log2 n) over the
@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +25,7 @@
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_gen.h"
+#include "tools/flags.h"
 
 using namespace ember;
 using namespace ember::sched;
@@ -36,14 +36,6 @@ double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss / 1024.0;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string x; std::getline(in, x, ',');)
-    if (!x.empty()) out.push_back(x);
-  return out;
 }
 
 std::string fmt(const char* f, double v) {
@@ -64,54 +56,46 @@ struct Args {
   int node_gpus = 8;
 };
 
-// A flag's value as a number: the whole of it, or an ember::Error naming the flag.
-double number(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  EMBER_CHECK(used == v.size() && !v.empty(), flag, " expects a number, got '", v, "'");
-  return x;
-}
-
-Args parse(int argc, char** argv) {
+// The command line, through the `ember` program's own flag parser: a malformed or unknown flag is
+// a UsageError naming it.
+Args parse(const cli::Flags& f) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    EMBER_CHECK(i + 1 < argc, k, " needs a value");
-    std::string v = argv[++i];
-    if (k == "--like")
-      a.like = v;
-    else if (k == "--max-jobs")
-      a.max_jobs = static_cast<long>(number(k, v));
-    else if (k == "--max-congested")
-      a.max_congested = static_cast<long>(number(k, v));
-    else if (k == "--policies")
-      a.policies = split(v);
-    else if (k == "--reps")
-      a.reps = static_cast<int>(number(k, v));
-    else if (k == "--load")
-      a.load = number(k, v);
-    else if (k == "--node-gpus")
-      a.node_gpus = static_cast<int>(number(k, v));
-    else
-      EMBER_FAIL("unknown flag ", k,
-                 " (expected --like, --max-jobs, --max-congested, --policies, --reps, --load, --node-gpus)");
-  }
-  EMBER_CHECK(!a.like.empty(), "--like FILE (the week to draw jobs from) is required");
-  EMBER_CHECK(a.max_jobs >= 10000 && a.max_jobs <= 100000000 && a.reps >= 1 && a.load > 0 && a.node_gpus >= 0,
-              "expected --max-jobs in [10000, 1e8], --reps >= 1, --load > 0 and --node-gpus >= 0");
+  a.like = f.require("like");
+  a.max_jobs = f.integer("max-jobs", a.max_jobs, 10000, 100000000);
+  a.max_congested = f.integer("max-congested", a.max_congested, 0, 100000000);
+  if (f.has("policies")) a.policies = cli::split_commas(f.str("policies"));
+  a.reps = static_cast<int>(f.integer("reps", a.reps, 1, 1000));
+  a.load = f.number("load", a.load, 1e-6, 1e6);
+  a.node_gpus = static_cast<int>(f.integer("node-gpus", a.node_gpus, 0, 1000000));
   return a;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::Flags f;
+  f.add("like", "FILE", "the week whose jobs the traces are drawn from (required)")
+      .add("max-jobs", "N", "largest trace (default 1000000)")
+      .add("max-congested", "N", "largest trace also run on 60% of the devices (default 100000)")
+      .add("policies", "P,...", "policies to run (default: every non-search policy)")
+      .add("reps", "N", "runs per row below 100,000 jobs, median kept (default 3)")
+      .add("load", "L", "offered load on the full cluster (default 0.9)")
+      .add("node-gpus", "K", "devices per node (default 8; 0: one flat pool)")
+      .add("help", "", "show this help");
+  const std::string usage = "usage: sched_scale --like FILE [flags]\n\nflags:\n" + f.help();
+  Args a;
+  try {
+    f.parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (f.has("help")) {
+      std::printf("%s", usage.c_str());
+      return 0;
+    }
+    a = parse(f);
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "sched_scale: %s\n%s", e.what(), usage.c_str());
+    return 2;
+  }
   return bench::guarded_main("sched_scale", [&] {
-    const Args a = parse(argc, argv);
     bench::print_cpu_line();
     const std::vector<JobSpec> like = read_trace(a.like);
     std::printf(

@@ -47,18 +47,6 @@ HistoryPredictor::HistoryPredictor(HistoryOptions opt) : opt_(opt) {
   EMBER_CHECK(opt_.prior > 0, "history predictor: prior must be > 0 s, got ", opt_.prior);
 }
 
-namespace {
-
-// percentile() of values already sorted, without copying them: the same interpolation.
-double sorted_percentile(const double* v, size_t n, double p) {
-  if (n == 0) return 0;
-  const double pos = p * static_cast<double>(n - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos)), hi = std::min(lo + 1, n - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
-}  // namespace
-
 const std::array<HistoryPredictor::Group*, 4>& HistoryPredictor::groups_of(const SubmitFeatures& f) {
   std::string key = std::to_string(f.gpus);
   key.append(1, '|').append(f.queue);
@@ -83,17 +71,15 @@ void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
 
 double HistoryPredictor::guess(const SubmitFeatures& f) {
   for (const Group* g : groups_of(f))
-    if (static_cast<int>(g->sorted.size()) >= opt_.min_samples)
-      return sorted_percentile(g->sorted.data(), g->sorted.size(), opt_.quantile);
+    if (static_cast<int>(g->sorted.size()) >= opt_.min_samples) return sorted_percentile(g->sorted, opt_.quantile);
   return opt_.prior;
 }
 
 double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
   for (const Group* g : groups_of(f)) {
     // The run times longer than `ran`: the sorted tail past it.
-    auto first = std::upper_bound(g->sorted.begin(), g->sorted.end(), ran);
-    const size_t n = static_cast<size_t>(g->sorted.end() - first);
-    if (static_cast<int>(n) >= opt_.min_samples) return sorted_percentile(&*first, n, opt_.quantile);
+    const std::span<const double> longer(std::upper_bound(g->sorted.begin(), g->sorted.end(), ran), g->sorted.end());
+    if (static_cast<int>(longer.size()) >= opt_.min_samples) return sorted_percentile(longer, opt_.quantile);
   }
   return 2 * ran;
 }

@@ -55,12 +55,9 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
       run.push_back({remaining(*j, false), j, placement_of(topo, *j)});
     }
   for (const Start& st : d.start) {
-    const Job* j = nullptr;
-    if (by_id.empty())
-      for (const Job* o : order) by_id[o->id] = o;
-    j = by_id.at(st.job);
+    const Job& j = job(st.job);
     free.take(st.placement);
-    run.push_back({remaining(*j, preempted.count(j->id) > 0), j, st.placement});
+    run.push_back({remaining(j, preempted.count(j.id) > 0), &j, st.placement});
   }
   for (const Job* j : s.waiting)
     if (!starts.count(j->id)) wait.push_back({remaining(*j, false), j, {}});
@@ -140,15 +137,16 @@ double SearchProblem::score(const Candidate& c) const {
 
 double SearchProblem::score(const Decision& d) const {
   if (objective.horizon > 0) return -projected_cost(d);
+  double total = 0;
+  for (const Start& st : d.start) total += objective.value(job(st.job));
+  for (JobId id : d.preempt) total -= objective.value(job(id)) + objective.penalty(job(id));
+  return total;
+}
+
+const Job& SearchProblem::job(JobId id) const {
   if (by_id.empty())
     for (const Job* j : order) by_id[j->id] = j;
-  double total = 0;
-  for (const Start& st : d.start) total += objective.value(*by_id.at(st.job));
-  for (JobId id : d.preempt) {
-    const Job& j = *by_id.at(id);
-    total -= objective.value(j) + objective.penalty(j);
-  }
-  return total;
+  return *by_id.at(id);
 }
 
 SearchProblem::Candidate SearchProblem::greedy() const {

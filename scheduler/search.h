@@ -79,8 +79,10 @@ struct SearchProblem {
   // A neighbour: swaps two window jobs or re-homes a job of the top on another node.
   void mutate(Candidate& c, std::mt19937_64& rng) const;
   std::vector<int> movable;  // positions in [0, window_end) of waiting jobs that fit on one node
-  mutable std::unordered_map<JobId, const Job*> by_id;  // built on demand by score(Decision)
-  mutable std::vector<const Job*> scratch_order;        // decode's buffers, reused
+  // The job of `order` with this id (the map is built on first use).
+  const Job& job(JobId id) const;
+  mutable std::unordered_map<JobId, const Job*> by_id;
+  mutable std::vector<const Job*> scratch_order;  // decode's buffers, reused
   mutable std::vector<int> scratch_pref;
 };
 

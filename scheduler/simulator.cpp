@@ -26,8 +26,12 @@ double process_cpu_seconds() {
 }  // namespace
 
 double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
+  return sorted_percentile(v, p);
+}
+
+double sorted_percentile(std::span<const double> v, double p) {
+  if (v.empty()) return 0;
   double pos = p * (v.size() - 1);
   size_t lo = static_cast<size_t>(std::floor(pos));
   size_t hi = std::min(lo + 1, v.size() - 1);
@@ -91,8 +95,9 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   std::vector<long> running_pos(n, -1);  // where each running job sits in `running`: O(1) removal
   std::vector<Job*> stopping;            // preempted, still holding their devices (opt.stop_delay > 0)
   // Completions, and (with a predictor) the times running jobs outlive their predictions, in
-  // min-heaps of entries that a later start or stop makes stale (`run` counts each job's starts):
-  // each event costs a logarithm of the running jobs, not a walk over all of them.
+  // min-heaps of entries that a later start or stop makes stale (`run`: the start they were made
+  // at, counted over all jobs): each event costs a logarithm of the running jobs, not a walk over
+  // all of them.
   struct Due {
     double at;
     JobId id;
@@ -100,8 +105,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     double estimate;  // outlive entries: the prediction they were made for
     bool operator>(const Due& o) const { return at != o.at ? at > o.at : id > o.id; }
   };
-  std::vector<long> runs(n, 0);
-  std::vector<long> start_seq(n, 0);  // when each job's current run began, counted in starts
+  std::vector<long> start_seq(n, 0);  // the start that began each job's current run
   long starts = 0;
   std::vector<JobId> ending;
   std::vector<Due> completions, outlives;
@@ -128,7 +132,8 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   double busy_area = 0, whole_area = 0;  // device-seconds used inside the arrival window / over the whole run
   auto current = [&](const Due& d) {
     const Job& j = jobs[d.id];
-    return j.status == JobStatus::kRunning && runs[d.id] == d.run && (d.estimate < 0 || j.spec.estimate == d.estimate);
+    return j.status == JobStatus::kRunning && start_seq[d.id] == d.run &&
+           (d.estimate < 0 || j.spec.estimate == d.estimate);
   };
   auto lost_work = [&](const Job& j, double now) {
     const double every = j.spec.checkpoint_interval >= 0 ? j.spec.checkpoint_interval : opt.checkpoint_interval;
@@ -181,7 +186,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         if (!current(o)) continue;
         Job& j = jobs[o.id];
         j.spec.estimate = opt.predictor->predict_given(features(j), t, j.work(t));
-        push(outlives, {outlive_at(j), j.id, runs[j.id], j.spec.estimate});
+        push(outlives, {outlive_at(j), j.id, start_seq[j.id], j.spec.estimate});
       }
     }
     Decision d = policy.decide(state(t));
@@ -227,8 +232,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         if (j.first_start < 0) j.first_start = t;
         drop[j.id] = 1;
         add_running(j);
-        const long run = ++runs[j.id];
-        start_seq[j.id] = ++starts;
+        const long run = start_seq[j.id] = ++starts;
         push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed), j.id, run, -1});
         if (opt.predictor) push(outlives, {outlive_at(j), j.id, run, j.spec.estimate});
       }

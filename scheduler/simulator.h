@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,8 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
 // Linear interpolation between order statistics (p in [0, 1]); the input need not be sorted.
 double percentile(std::vector<double> v, double p);
+// The same of values already sorted (0 for none), without copying them.
+double sorted_percentile(std::span<const double> sorted, double p);
 Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction);
 
 }  // namespace ember::sched

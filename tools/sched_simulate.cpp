@@ -11,6 +11,7 @@
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
+#include "scheduler/trace_gen.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
@@ -161,14 +162,13 @@ int sched_simulate(const std::vector<std::string>& args) {
     // The simulation is one thread; the learned policy's small matrix products only lose to
     // waking a thread team at every decision.
     set_num_threads(1);
-    double first = trace.front().submit, last = trace.back().submit, work = 0;
-    for (const JobSpec& j : trace) work += j.gpus * j.duration;
     std::vector<SimResult> all;
     for (long n : sizes) {
       Topology topo = Topology::uniform(static_cast<int>(n), static_cast<int>(node_gpus), gpu_mem);
       std::cout << "trace " << trace_path << ": " << trace.size() << " jobs; " << n << " devices in "
                 << topo.num_nodes() << " node(s)";
-      if (last > first) std::cout << "; offered load " << work / (n * (last - first)) << " over the arrival window";
+      if (trace.back().submit > trace.front().submit)
+        std::cout << "; offered load " << offered_load(trace, static_cast<int>(n)) << " over the arrival window";
       std::cout << "\n";
       std::vector<SimResult> rs;
       for (const std::string& name : names) {

@@ -73,7 +73,9 @@ class Genetic final : public SearchPolicy {
     c.node = a.node;
     for (size_t k = 0; k < c.node.size(); ++k)
       if (rng_() & 1) c.node[k] = b.node[k];
-    c.hold = (rng_() & 1) ? a.hold : b.hold;
+    // Drawn only when the parents differ, so that without reservations (the look-ahead off) the
+    // random stream, and so every result, is what it was before they existed.
+    c.hold = a.hold == b.hold || (rng_() & 1) ? a.hold : b.hold;
     return c;
   }
 

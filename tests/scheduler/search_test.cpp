@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
 
 #include "core/error.h"
 #include "sched_test_util.h"
@@ -33,6 +34,17 @@ struct State {
       r.devices = cluster.allocate(r, *p);
     }
     return r;
+  }
+  // `count` jobs of random widths and estimates: each runs, part done, where best fit finds room
+  // while more than `keep_free` devices stay free (and two times in three), else it waits.
+  void add_random(std::mt19937_64& rng, std::span<const int> widths, int count, int keep_free) {
+    for (int i = 0; i < count; ++i) {
+      int g = widths[rng() % widths.size()];
+      double est = 60 + rng() % 20000;
+      auto p = cluster.free().best_fit(g);
+      bool run = p && cluster.free().total_free() > keep_free && rng() % 3 != 0;
+      add(g, est, run, run ? (rng() % 100) / 100.0 * est : 0);
+    }
   }
   SchedState view(double cost = 0) {
     waiting.clear();
@@ -106,13 +118,7 @@ TEST(Search, NeverWorseThanGreedyOnRandomStates) {
   const int widths[] = {1, 1, 1, 1, 1, 2, 2, 4, 8, 16};
   for (int trial = 0; trial < 20; ++trial) {
     State st(Topology::uniform(64, 8));
-    for (int i = 0; i < 200; ++i) {
-      int g = widths[rng() % 10];
-      double est = 60 + rng() % 20000;
-      auto p = st.cluster.free().best_fit(g);
-      bool run = p && st.cluster.free().total_free() > 6 && rng() % 3 != 0;
-      st.add(g, est, run, run ? (rng() % 100) / 100.0 * est : 0);
-    }
+    st.add_random(rng, widths, 200, 6);
     const double cost = trial % 2 ? 60 : 0;
     SchedState s = st.view(cost);
     SearchObjective obj{cost};
@@ -193,13 +199,7 @@ TEST(Search, NeverWorseThanGreedyUnderTheLookAhead) {
   const int widths[] = {1, 1, 1, 1, 2, 4, 8};
   for (int trial = 0; trial < 6; ++trial) {
     State st(Topology::uniform(32, 8));
-    for (int i = 0; i < 60; ++i) {
-      int g = widths[rng() % 7];
-      double est = 60 + rng() % 20000;
-      auto pl = st.cluster.free().best_fit(g);
-      bool run = pl && st.cluster.free().total_free() > 4 && rng() % 3 != 0;
-      st.add(g, est, run, run ? (rng() % 100) / 100.0 * est : 0);
-    }
+    st.add_random(rng, widths, 60, 4);
     const double cost = trial % 2 ? 60 : 0, horizon = 7200;
     SchedState s = st.view(cost);
     SearchProblem p;
