@@ -19,7 +19,11 @@ namespace ember::sched {
 struct Ranked {
   double k1 = 0, k2 = 0, k3 = 0;
   const Job* job = nullptr;
+  // Compared before k1: a class a wrapper puts the policy's own keys under (the team level's
+  // guaranteed jobs ahead of borrowing ones, scheduler/teams.h); 0 for a policy on its own.
+  int k0 = 0;
   bool operator<(const Ranked& o) const {
+    if (k0 != o.k0) return k0 < o.k0;
     if (k1 != o.k1) return k1 < o.k1;
     if (k2 != o.k2) return k2 < o.k2;
     if (k3 != o.k3) return k3 < o.k3;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "scheduler/fairness.h"
 
 namespace ember::sched {
 namespace {
@@ -116,6 +117,17 @@ std::string format_summary(const SimResult& r) {
   o << "  simulated in     " << num(r.wall_seconds) << " s wall, " << num(r.cpu_seconds) << " s CPU (" << r.decisions
     << " decisions)\n";
   for (const auto& [k, v] : r.counters) o << "  " << pad(k, 16, true) << " " << num(v) << "\n";
+  if (r.fairness) {
+    const Fairness& f = *r.fairness;
+    o << "  team rho         max " << num(f.max_rho) << ", min " << num(f.min_rho) << ", Jain " << num(f.jain)
+      << " (avg JCT shared / alone on the team's share)\n"
+      << "  job rho          p50 " << num(f.job_rho_p50) << ", p90 " << num(f.job_rho_p90) << ", max "
+      << num(f.job_rho_max) << "\n";
+    if (f.under_share_teams > 0)
+      o << "  under-share rho  max " << num(f.under_share_max_rho) << " over the " << f.under_share_teams
+        << " team(s) whose demand is below their share\n";
+    o << format_teams({r});
+  }
   return o.str();
 }
 
@@ -125,6 +137,9 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   for (const Column& c : columns()) head.push_back(c.header);
   const std::string ys = yardstick >= 0 ? rs[yardstick].policy : "";
   if (yardstick >= 0) head.insert(head.end(), {"avg/" + ys, "p99/" + ys});
+  bool fair = false;
+  for (const SimResult& r : rs) fair = fair || r.fairness;
+  if (fair) head.insert(head.end(), {"max rho", "Jain"});
   head.push_back("pred err");
   head.push_back("sim CPU s");
   rows.push_back(head);
@@ -144,6 +159,10 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
       row.push_back(y.avg_jct > 0 ? num(r.metrics.avg_jct / y.avg_jct) : "-");
       row.push_back(y.p99_jct > 0 ? num(r.metrics.p99_jct / y.p99_jct) : "-");
     }
+    if (fair) {
+      row.push_back(r.fairness ? num(r.fairness->max_rho) : "-");
+      row.push_back(r.fairness ? num(r.fairness->jain) : "-");
+    }
     row.push_back(r.prediction_error >= 0 ? num(r.prediction_error) : "-");
     row.push_back(num(r.cpu_seconds));
     rows.push_back(row);
@@ -160,6 +179,40 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   bool predicted = false;
   for (const SimResult& r : rs) predicted = predicted || r.prediction_error >= 0;
   if (predicted) o << "(pred err: median |log(predicted / true duration)| over the jobs; 0.69 is a factor of 2)\n";
+  if (fair)
+    o << "(rho: a team's average JCT over its average JCT alone on its guaranteed share; Jain's index over the "
+         "teams' rho)\n";
+  return o.str();
+}
+
+std::string format_teams(const std::vector<SimResult>& rs) {
+  const Fairness* first = nullptr;
+  for (const SimResult& r : rs)
+    if (r.fairness && !first) first = r.fairness.get();
+  if (!first) return "";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"team", "share", "demand", "jobs", "alone JCT s"};
+  for (const SimResult& r : rs)
+    if (r.fairness) head.push_back("rho " + r.policy);
+  rows.push_back(head);
+  for (size_t t = 0; t < first->teams.size(); ++t) {
+    const TeamFairness& tf = first->teams[t];
+    std::vector<std::string> row = {tf.team, std::to_string(tf.share), num(tf.demand), std::to_string(tf.jobs),
+                                    num(tf.alone_avg_jct)};
+    for (const SimResult& r : rs)
+      if (r.fairness) row.push_back(t < r.fairness->teams.size() ? num(r.fairness->teams[t].rho) : "-");
+    rows.push_back(row);
+  }
+  std::vector<size_t> w(head.size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  std::ostringstream o;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) o << (i ? "  " : "") << pad(row[i], w[i], i < 1);
+    o << "\n";
+  }
+  o << "(alone JCT: the team's jobs alone on its share, or on its widest gang when that is wider, under the first "
+       "row's policy)\n";
   return o.str();
 }
 
@@ -182,7 +235,24 @@ std::string to_json(const std::vector<SimResult>& rs) {
       o << (first ? "" : ", ") << json_string(k) << ": " << exact(v);
       first = false;
     }
-    o << "}}" << (i + 1 < rs.size() ? "," : "") << "\n";
+    o << "}";
+    if (r.fairness) {
+      const Fairness& f = *r.fairness;
+      o << ", \"fairness\": {\"max_rho\": " << exact(f.max_rho) << ", \"min_rho\": " << exact(f.min_rho)
+        << ", \"jain\": " << exact(f.jain) << ", \"job_rho_p50\": " << exact(f.job_rho_p50)
+        << ", \"job_rho_p90\": " << exact(f.job_rho_p90) << ", \"job_rho_max\": " << exact(f.job_rho_max)
+        << ", \"under_share_teams\": " << f.under_share_teams
+        << ", \"under_share_max_rho\": " << exact(f.under_share_max_rho) << ", \"teams\": [";
+      for (size_t k = 0; k < f.teams.size(); ++k) {
+        const TeamFairness& t = f.teams[k];
+        o << (k ? ", " : "") << "{\"team\": " << json_string(t.team) << ", \"share\": " << t.share
+          << ", \"alone_gpus\": " << t.alone_gpus << ", \"demand\": " << exact(t.demand) << ", \"jobs\": " << t.jobs
+          << ", \"avg_jct\": " << exact(t.avg_jct) << ", \"avg_slowdown\": " << exact(t.avg_slowdown)
+          << ", \"alone_avg_jct\": " << exact(t.alone_avg_jct) << ", \"rho\": " << exact(t.rho) << "}";
+      }
+      o << "]}";
+    }
+    o << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
   }
   o << "]\n";
   return o.str();
@@ -192,13 +262,14 @@ std::string to_csv(const std::vector<SimResult>& rs) {
   std::ostringstream o;
   o << "policy,clairvoyant,preemptive,gpus,jobs,preempt_cost";
   for (const Column& c : columns()) o << "," << c.key;
-  o << ",decisions,sim_seconds,sim_cpu_seconds,knows,prediction_error\n";
+  o << ",decisions,sim_seconds,sim_cpu_seconds,knows,prediction_error,max_rho,jain\n";
   for (const SimResult& r : rs) {
     o << r.policy << "," << (r.traits.clairvoyant ? "true" : "false") << "," << (r.traits.preemptive ? "true" : "false")
       << "," << r.gpus << "," << r.jobs.size() << "," << exact(r.preempt_cost);
     for (const Column& c : columns()) o << "," << exact(r.metrics.*c.field);
     o << "," << r.decisions << "," << exact(r.wall_seconds) << "," << exact(r.cpu_seconds) << "," << r.knows << ","
-      << (r.prediction_error >= 0 ? exact(r.prediction_error) : "") << "\n";
+      << (r.prediction_error >= 0 ? exact(r.prediction_error) : "") << ","
+      << (r.fairness ? exact(r.fairness->max_rho) : "") << "," << (r.fairness ? exact(r.fairness->jain) : "") << "\n";
   }
   return o.str();
 }

@@ -16,6 +16,9 @@ std::string format_summary(const SimResult& r);
 // `yardstick` >= 0 (the clairvoyant SRSF when comparing), two more columns give the average and p99
 // JCT as ratios to that row, the measure of how close a policy that lacks durations comes.
 std::string format_table(const std::vector<SimResult>& rs, int baseline = -1, int yardstick = -1);
+// Per team (rows) its share, demand, jobs and alone JCT, and each result's rho (columns), for the
+// results that carry fairness; empty when none does.
+std::string format_teams(const std::vector<SimResult>& rs);
 std::string to_json(const std::vector<SimResult>& rs);
 std::string to_csv(const std::vector<SimResult>& rs);
 // Empirical CDF of JCT per result on a log time axis.

@@ -298,6 +298,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     const Job& j = jobs[i];
     JobResult& r = res.jobs[i];
     r.name = j.spec.name;
+    r.queue = j.spec.queue;
     r.submit = j.spec.submit;
     r.duration = truth[i];
     r.gpus = j.spec.gpus;

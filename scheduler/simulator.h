@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct SimOptions {
 
 struct JobResult {
   std::string name;
+  std::string queue;  // team
   double submit = 0, duration = 0;
   int gpus = 0;
   double first_start = 0, finish = 0;
@@ -63,6 +65,8 @@ struct Metrics {
   double max_slowdown = 0;  // JCT / duration; jobs of zero duration are left out
 };
 
+struct Fairness;  // scheduler/fairness.h
+
 struct SimResult {
   std::string policy;
   PolicyTraits traits;
@@ -76,6 +80,8 @@ struct SimResult {
   double wall_seconds = 0;  // host time the simulation took
   double cpu_seconds = 0;   // CPU time of the process meanwhile (steadier than wall time on a shared machine)
   std::map<std::string, double> counters;
+  // Between teams, when the caller measured it (measure_fairness); shown by the reports.
+  std::shared_ptr<const Fairness> fairness;
 };
 
 // Throws ember::Error when a job can never fit the cluster, when the policy returns an invalid

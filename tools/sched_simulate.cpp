@@ -7,9 +7,11 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "scheduler/fairness.h"
 #include "scheduler/predict.h"
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
+#include "scheduler/teams.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_gen.h"
 #include "tools/command.h"
@@ -27,12 +29,22 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 constexpr const char* kPredSuffix = "+pred";
+constexpr const char* kQuotaSuffix = "+quota";
 
 bool predicted_run(const std::string& n) {
   return n.ends_with(kPredSuffix);
 }
+// The run's name less +pred: what the results call the policy before the suffix is added back.
 std::string base_policy(const std::string& n) {
   return predicted_run(n) ? n.substr(0, n.size() - std::string(kPredSuffix).size()) : n;
+}
+bool quota_run(const std::string& n) {
+  return base_policy(n).ends_with(kQuotaSuffix);
+}
+// The registered policy a run builds: the name less +pred and +quota.
+std::string inner_policy(const std::string& n) {
+  const std::string b = base_policy(n);
+  return quota_run(n) ? b.substr(0, b.size() - std::string(kQuotaSuffix).size()) : b;
 }
 
 bool known_policy(const std::string& n) {
@@ -44,11 +56,14 @@ bool known_policy(const std::string& n) {
 
 // --compare's runs: every policy, then the clairvoyant orderings again with predicted durations
 // in place of the true ones (what a real scheduler could do). Under --estimates predicted every
-// clairvoyant run is a predicted one anyway.
-std::vector<std::string> compare_runs(bool predict_all) {
+// clairvoyant run is a predicted one anyway. With team quotas, the ranking policies run inside
+// the teams too.
+std::vector<std::string> compare_runs(bool predict_all, bool quotas) {
   std::vector<std::string> runs = policy_names();
   if (!predict_all)
     for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
+  if (quotas)
+    for (const char* n : {"fcfs", "sjf", "las", "gittins", "srsf"}) runs.push_back(std::string(n) + kQuotaSuffix);
   return runs;
 }
 
@@ -78,6 +93,11 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("estimates", "SOURCE",
            "trace (default: the trace's estimates, else its durations) or predicted (every policy that uses "
            "durations gets a prediction from finished jobs instead; a name ending in +pred does that for one)")
+      .add("quota", "FILE|auto",
+           "team quotas: a file of 'TEAM DEVICES' lines, or auto (shares planned from the trace's own demand by "
+           "a linear program); runs named P+quota run policy P inside the teams, and every run reports "
+           "fairness between teams")
+      .add("min-share", "N", "with --quota auto: devices every team is guaranteed at least (default 1)")
       .add("set", "POLICY.KEY=V", "policy parameter, e.g. las.thresholds=3600,36000 (repeatable)", true)
       .add("out", "FILE.json", "write the results as a JSON list")
       .add("csv", "FILE", "write the results table as CSV")
@@ -99,16 +119,22 @@ int sched_simulate(const std::vector<std::string>& args) {
     const std::string source = f.str("estimates", "trace");
     if (source != "trace" && source != "predicted")
       throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
+    const bool quotas = f.has("quota");
+    const std::string quota_source = f.str("quota", "");
+    const long min_share = f.integer("min-share", 1, 0, 1'000'000);
+    if (f.has("min-share") && quota_source != "auto") throw UsageError("--min-share goes with --quota auto");
     std::vector<std::string> names =
-        f.has("compare") ? compare_runs(source == "predicted") : split_commas(f.str("policy"));
+        f.has("compare") ? compare_runs(source == "predicted", quotas) : split_commas(f.str("policy"));
     if (f.has("with")) {
       if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
       for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
     }
-    for (const std::string& n : names)
-      if (!known_policy(base_policy(n)))
-        throw UsageError("--policy: unknown policy '" + base_policy(n) + "': expected one of " + join(policy_names()) +
-                         " (a name may end in " + kPredSuffix + ")");
+    for (const std::string& n : names) {
+      if (!known_policy(inner_policy(n)))
+        throw UsageError("--policy: unknown policy '" + inner_policy(n) + "': expected one of " + join(policy_names()) +
+                         " (a name may end in " + kQuotaSuffix + ", " + kPredSuffix + " or both, in that order)");
+      if (quota_run(n) && !quotas) throw UsageError("--policy " + n + ": runs inside team quotas, which need --quota");
+    }
     const double preempt_cost = f.number("preempt-cost", 0, 0, 1e12);
     const double stop_delay = f.number("stop-delay", 0, 0, 1e9);
     const double restart_delay = f.number("restart-delay", 0, 0, 1e9);
@@ -141,16 +167,22 @@ int sched_simulate(const std::vector<std::string>& args) {
       size_t eq = kv.find('='), dot = kv.find('.');
       if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || eq + 1 == kv.size())
         throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
-      if (!known_policy(kv.substr(0, dot)) && kv.substr(0, dot) != "history")
-        throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) + "' (or the predictor, history)");
+      if (!known_policy(kv.substr(0, dot)) && kv.substr(0, dot) != "history" && kv.substr(0, dot) != "quota")
+        throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) +
+                         "' (or the predictor, history, or the team level, quota)");
       params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    for (const auto& [k, v] : params)
+      if (k.starts_with("quota.") && !quotas)
+        throw UsageError("--set " + k + ": the team level runs only with --quota");
     // Build every policy once up front so that a bad parameter fails before any long run. Under
     // --estimates predicted, the ones that read durations get predictions (only they have
     // anything to predict).
     for (std::string& n : names) {
       try {
-        const bool clairvoyant = make_policy(base_policy(n), params)->traits().clairvoyant;
+        std::unique_ptr<Policy> p = make_policy(inner_policy(n), params);
+        const bool clairvoyant = p->traits().clairvoyant;
+        if (quota_run(n)) make_team_quotas(std::move(p), Shares{{"", 0}}, quota_options(params));  // checks it ranks
         if (source == "predicted" && !predicted_run(n) && clairvoyant) n += kPredSuffix;
         if (predicted_run(n)) make_predictor("history", params);
       } catch (const ember::Error& e) {
@@ -159,6 +191,20 @@ int sched_simulate(const std::vector<std::string>& args) {
     }
 
     std::vector<JobSpec> trace = read_trace(trace_path, topt);
+    // The team shares for a cluster of `n` devices.
+    auto shares_for = [&](int n) -> Shares {
+      Shares s;
+      if (quota_source == "auto") {
+        s = plan_shares(team_demand(trace), n, static_cast<int>(min_share));
+      } else {
+        s = read_shares(quota_source, n);
+        check_teams(trace, s, "quota file '" + quota_source + "'");
+      }
+      return s;
+    };
+    if (quotas) {
+      for (long n : sizes) shares_for(static_cast<int>(n));  // fails before any long run
+    }
     // The simulation is one thread; the learned policy's small matrix products only lose to
     // waking a thread team at every decision.
     set_num_threads(1);
@@ -170,9 +216,10 @@ int sched_simulate(const std::vector<std::string>& args) {
       if (trace.back().submit > trace.front().submit)
         std::cout << "; offered load " << offered_load(trace, static_cast<int>(n)) << " over the arrival window";
       std::cout << "\n";
-      std::vector<SimResult> rs;
-      for (const std::string& name : names) {
-        std::unique_ptr<Policy> p = make_policy(base_policy(name), params);
+      const Shares shares = quotas ? shares_for(static_cast<int>(n)) : Shares{};
+      auto run = [&](const std::vector<JobSpec>& jobs, const Topology& on, const std::string& name) {
+        std::unique_ptr<Policy> p = make_policy(inner_policy(name), params);
+        if (quota_run(name)) p = make_team_quotas(std::move(p), shares, quota_options(params));
         std::unique_ptr<DurationPredictor> predictor;
         SimOptions so;
         so.preempt_cost = preempt_cost;
@@ -181,8 +228,29 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
-        rs.push_back(simulate(trace, topo, *p, so));
-        if (predicted_run(name)) rs.back().policy += kPredSuffix;
+        SimResult r = simulate(jobs, on, *p, so);
+        if (predicted_run(name)) r.policy += kPredSuffix;
+        return r;
+      };
+      // Each team alone on its share, under the run's policy without the team level: what rho
+      // compares with. A policy and its +quota run share these runs.
+      std::map<std::string, SimResult> alone_runs;
+      std::vector<SimResult> rs;
+      for (const std::string& name : names) {
+        rs.push_back(run(trace, topo, name));
+        if (!quotas) continue;
+        const std::string alone_name = inner_policy(name) + (predicted_run(name) ? kPredSuffix : "");
+        rs.back().fairness = std::make_shared<Fairness>(
+            measure_fairness(trace, rs.back(), shares, [&](const std::vector<JobSpec>& jobs, int gpus) {
+              const std::string key = alone_name + "|" + jobs.front().queue + "|" + std::to_string(gpus);
+              auto it = alone_runs.find(key);
+              if (it == alone_runs.end())
+                it = alone_runs
+                         .emplace(key,
+                                  run(jobs, Topology::uniform(gpus, static_cast<int>(node_gpus), gpu_mem), alone_name))
+                         .first;
+              return it->second;
+            }));
       }
       if (rs.size() == 1) {
         std::cout << format_summary(rs[0]);
@@ -193,6 +261,7 @@ int sched_simulate(const std::vector<std::string>& args) {
           if (rs[i].policy == "srsf") yardstick = static_cast<int>(i);
         }
         std::cout << format_table(rs, base, yardstick);
+        if (quotas) std::cout << "\n" << format_teams(rs);
       }
       std::cout << "\n";
       for (SimResult& r : rs) all.push_back(std::move(r));

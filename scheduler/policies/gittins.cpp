@@ -16,15 +16,15 @@
 
 #include <algorithm>
 
-#include "scheduler/list_schedule.h"
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
 #include "scheduler/policies/promotion.h"
+#include "scheduler/ranking.h"
 
 namespace ember::sched {
 namespace {
 
-class Gittins final : public Policy {
+class Gittins final : public RankingPolicy {
  public:
   Gittins(GittinsHistoryOptions h, double promote, double defrag)
       : history_(h), promotions_(promote), defrag_(defrag) {}
@@ -33,13 +33,17 @@ class Gittins final : public Policy {
     return {.clairvoyant = false, .preemptive = true, .work_conserving = true, .learns = true};
   }
 
+  void prepare(const SchedState& s) override {
+    promotions_.apply(s, [&](const Job& j) { return below_top(j, s.now); });
+  }
+  Ranked rank(const Job& j, double now) override {
+    return {key(j, now), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+  }
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    promotions_.apply(s, [&](const Job& j) { return below_top(j, s.now); });
-    auto rank = [&](const Job& j) -> Ranked {
-      return {key(j, s.now), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
-    };
-    return list_schedule_preemptive(s, rank, ranked_, defrag_);
+    prepare(s);
+    return list_schedule_preemptive(
+        s, [&](const Job& j) { return rank(j, s.now); }, ranked_, defrag_);
   }
 
   double next_wakeup(const SchedState& s) const override {

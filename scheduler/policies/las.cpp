@@ -10,28 +10,32 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "scheduler/list_schedule.h"
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
 #include "scheduler/policies/promotion.h"
+#include "scheduler/ranking.h"
 
 namespace ember::sched {
 namespace {
 
-class Las final : public Policy {
+class Las final : public RankingPolicy {
  public:
   Las(std::vector<double> thresholds, double promote, double defrag)
       : thresholds_(std::move(thresholds)), promotions_(promote), defrag_(defrag) {}
   std::string name() const override { return "las"; }
   PolicyTraits traits() const override { return {.clairvoyant = false, .preemptive = true, .work_conserving = true}; }
 
+  void prepare(const SchedState& s) override {
+    promotions_.apply(s, [&](const Job& j) { return queue_of(j, s.now) > 0; });
+  }
+  Ranked rank(const Job& j, double now) override {
+    return {static_cast<double>(queue_of(j, now)), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+  }
   Decision decide(const SchedState& s) override {
     if (s.waiting.empty()) return {};
-    promotions_.apply(s, [&](const Job& j) { return queue_of(j, s.now) > 0; });
-    auto rank = [&](const Job& j) -> Ranked {
-      return {static_cast<double>(queue_of(j, s.now)), j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
-    };
-    return list_schedule_preemptive(s, rank, ranked_, defrag_);
+    prepare(s);
+    return list_schedule_preemptive(
+        s, [&](const Job& j) { return rank(j, s.now); }, ranked_, defrag_);
   }
 
   double next_wakeup(const SchedState& s) const override {

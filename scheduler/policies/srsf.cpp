@@ -3,23 +3,24 @@
 // live daemon only has estimates), and preempts a running job whenever better-ranked waiting jobs
 // need its devices. Remaining service only shrinks while a job runs and grows when it is
 // preempted (the preemption cost is added to its work), so two jobs never take turns forever.
-#include "scheduler/list_schedule.h"
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
+#include "scheduler/ranking.h"
 
 namespace ember::sched {
 namespace {
 
-class Srsf final : public Policy {
+class Srsf final : public RankingPolicy {
  public:
   explicit Srsf(double defrag) : defrag_(defrag) {}
   std::string name() const override { return "srsf"; }
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
+  Ranked rank(const Job& j, double now) override {
+    return {j.true_remaining(now) * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+  }
   Decision decide(const SchedState& s) override {
-    auto rank = [&](const Job& j) -> Ranked {
-      return {j.true_remaining(s.now) * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
-    };
-    return list_schedule_preemptive(s, rank, ranked_, defrag_);
+    return list_schedule_preemptive(
+        s, [&](const Job& j) { return rank(j, s.now); }, ranked_, defrag_);
   }
 
  private:

@@ -1,0 +1,271 @@
+#include "scheduler/teams.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "scheduler/lp.h"
+#include "scheduler/params.h"
+#include "scheduler/ranking.h"
+
+namespace ember::sched {
+
+Shares parse_shares(const std::string& text, const std::string& name, int capacity) {
+  Shares shares;
+  std::istringstream in(text);
+  std::string line;
+  long total = 0;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string team, count, extra;
+    if (!(words >> team)) continue;
+    EMBER_CHECK(words >> count && !(words >> extra), name, ":", no,
+                ": expected 'TEAM DEVICES' (a team name and its guaranteed device count), got '", line, "'");
+    int n = 0;
+    auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+    EMBER_CHECK(ec == std::errc() && end == count.data() + count.size() && n >= 0, name, ":", no, ": team '", team,
+                "': expected a whole number of devices >= 0, got '", count, "'");
+    EMBER_CHECK(shares.emplace(team, n).second, name, ":", no, ": team '", team, "' has a share already");
+    total += n;
+  }
+  EMBER_CHECK(!shares.empty(), name, ": no teams (expected lines of 'TEAM DEVICES')");
+  EMBER_CHECK(total <= capacity, name, ": the shares add up to ", total, " devices but the cluster has ", capacity,
+              "; a guarantee the cluster cannot keep is none");
+  return shares;
+}
+
+Shares read_shares(const std::string& path, int capacity) {
+  std::ifstream in(path, std::ios::binary);
+  EMBER_CHECK(in, "quota file '", path, "': cannot open it");
+  std::ostringstream text;
+  text << in.rdbuf();
+  EMBER_CHECK(!in.bad(), "quota file '", path, "': read error");
+  return parse_shares(text.str(), "quota file '" + path + "'", capacity);
+}
+
+void check_teams(const std::vector<JobSpec>& jobs, const Shares& shares, const std::string& source) {
+  for (const JobSpec& j : jobs) {
+    if (shares.count(j.queue)) continue;
+    std::string known;
+    for (const auto& [t, n] : shares) known += (known.empty() ? "" : ", ") + t;
+    EMBER_FAIL("job '", j.name, "' belongs to team '", j.queue, "', which has no share in ", source,
+               " (teams there: ", known, "); give it one, 0 for a team that only borrows");
+  }
+}
+
+std::map<std::string, double> team_demand(const std::vector<JobSpec>& history) {
+  std::map<std::string, double> demand;
+  if (history.empty()) return demand;
+  double first = kInf, last = -kInf, end = -kInf;
+  for (const JobSpec& j : history) {
+    EMBER_CHECK(j.duration >= 0, "team demand: job '", j.name,
+                "' has no duration; the static level plans from the run times of past jobs");
+    first = std::min(first, j.submit), last = std::max(last, j.submit), end = std::max(end, j.submit + j.duration);
+  }
+  double window = last > first ? last - first : end - first;
+  if (window <= 0) window = 1;
+  for (const JobSpec& j : history) demand[j.queue] += j.gpus * j.duration / window;
+  return demand;
+}
+
+Shares plan_shares(const std::map<std::string, double>& demand, int capacity, int min_share) {
+  EMBER_CHECK(!demand.empty(), "team shares: no teams to plan for");
+  EMBER_CHECK(min_share >= 0 && capacity >= 0, "team shares: expected a capacity and minimum share >= 0, got ",
+              capacity, " and ", min_share);
+  const long floor_total = static_cast<long>(min_share) * static_cast<long>(demand.size());
+  EMBER_CHECK(floor_total <= capacity, "team shares: ", demand.size(), " teams with at least ", min_share,
+              " device(s) each need ", floor_total, " but the cluster has ", capacity);
+  std::vector<std::string> teams;
+  std::vector<double> d;
+  for (const auto& [t, v] : demand) {
+    EMBER_CHECK(v >= 0 && std::isfinite(v), "team shares: team '", t, "' has demand ", v, "; expected >= 0");
+    teams.push_back(t), d.push_back(v);
+  }
+  const int n = static_cast<int>(teams.size());
+  // share[t] >= min_share, satisfied[t] <= min(share[t], demand[t]), sum(share) <= capacity,
+  // satisfied[t] >= z * demand[t].
+  auto build = [&](LinearProgram& lp, std::vector<int>& s, std::vector<int>& u, int& z) {
+    for (int t = 0; t < n; ++t) {
+      s.push_back(lp.add_var(min_share, capacity));
+      u.push_back(lp.add_var(0, d[t]));
+      lp.add_row({{u[t], 1}, {s[t], -1}}, -kInf, 0);
+    }
+    std::vector<std::pair<int, double>> all;
+    for (int t = 0; t < n; ++t) all.push_back({s[t], 1});
+    lp.add_row(all, -kInf, capacity);
+    z = lp.add_var(0, 1);
+    for (int t = 0; t < n; ++t)
+      if (d[t] > 0) lp.add_row({{u[t], 1}, {z, -d[t]}}, 0, kInf);
+  };
+  LinearProgram most;
+  std::vector<int> s, u;
+  int z = -1;
+  build(most, s, u, z);
+  for (int t = 0; t < n; ++t) most.set_objective(u[t], 1);
+  const double satisfied = most.maximize("team shares (most demand satisfied)").objective;
+
+  LinearProgram fair;
+  s.clear(), u.clear();
+  build(fair, s, u, z);
+  std::vector<std::pair<int, double>> sum_u;
+  for (int t = 0; t < n; ++t) sum_u.push_back({u[t], 1});
+  fair.add_row(sum_u, satisfied - 1e-7 * (1 + satisfied), kInf);
+  fair.set_objective(z, 1);
+  const std::vector<double> x = fair.maximize("team shares (fairest split)").x;
+
+  std::vector<double> share(n);
+  double used = 0, total_demand = 0;
+  for (int t = 0; t < n; ++t) {
+    share[t] = std::max<double>(min_share, x[u[t]]);
+    used += share[t], total_demand += d[t];
+  }
+  const double left = std::max(0.0, capacity - used);
+  for (int t = 0; t < n; ++t) share[t] += left * (total_demand > 0 ? d[t] / total_demand : 1.0 / n);
+  // Whole devices by largest remainder (ties: team name order), never above the capacity.
+  Shares out;
+  std::vector<std::pair<double, int>> rem;
+  long given = 0;
+  for (int t = 0; t < n; ++t) {
+    const int whole = static_cast<int>(std::floor(share[t] + 1e-9));
+    out[teams[t]] = whole;
+    given += whole;
+    rem.push_back({share[t] - whole, t});
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; k < rem.size() && given < capacity; ++k, ++given) ++out[teams[rem[k].second]];
+  return out;
+}
+
+namespace {
+
+class TeamQuotas final : public Policy {
+ public:
+  TeamQuotas(std::unique_ptr<Policy> inner, RankingPolicy* ranking, Shares shares, QuotaOptions opt)
+      : inner_(std::move(inner)), ranking_(ranking), shares_(std::move(shares)), opt_(opt) {
+    for (const auto& [team, n] : shares_) {
+      index_.emplace(team, static_cast<int>(share_.size()));
+      share_.push_back(n);
+    }
+  }
+  std::string name() const override { return inner_->name() + "+quota"; }
+  PolicyTraits traits() const override {
+    PolicyTraits t = inner_->traits();
+    t.preemptive = true;  // reclaiming lent devices preempts
+    t.work_conserving = true;
+    return t;
+  }
+
+  Decision decide(const SchedState& s) override {
+    reclaim_at_ = kInf;
+    if (s.waiting.empty()) return {};
+    ranking_->prepare(s);
+    const bool preemptive = inner_->traits().preemptive;
+    ranked_.clear();
+    for (const Job* j : s.running) {
+      Ranked r = preemptive ? ranking_->rank(*j, s.now) : Ranked{j->last_start, 0, 0, j};
+      r.k0 = 0;
+      ranked_.push_back(r);
+    }
+    for (const Job* j : s.waiting) {
+      Ranked r = ranking_->rank(*j, s.now);
+      r.k0 = preemptive ? 0 : 1;
+      ranked_.push_back(r);
+    }
+    // Each team's jobs in the policy's order (a non-preemptive policy's running jobs first): those
+    // that fit within the team's share are guaranteed, the rest borrow. Classes, best first:
+    // 0 guaranteed (for a non-preemptive policy: 0 running, 1 waiting), 2 borrowing and running,
+    // 3 guaranteed but waiting for less than the grace, 4 borrowing and waiting (5 likewise).
+    // A job ranked ahead of a running one may take its devices, so a guaranteed job reclaims lent
+    // devices only once it has waited the grace; before that it still goes first on free ones.
+    std::sort(ranked_.begin(), ranked_.end());
+    used_.assign(share_.size(), 0);
+    borrowing_.clear();
+    for (Ranked& r : ranked_) {
+      const Job& j = *r.job;
+      const int t = team_of(j);
+      if (used_[t] + j.spec.gpus <= share_[t]) {
+        used_[t] += j.spec.gpus;
+        if (j.status == JobStatus::kWaiting && j.queued_since + opt_.grace > s.now) {
+          r.k0 = 3;
+          reclaim_at_ = std::min(reclaim_at_, j.queued_since + opt_.grace);
+        }
+      } else if (j.status == JobStatus::kRunning) {
+        r.k0 = 2;
+        borrowing_.push_back(j.id);
+      } else {
+        r.k0 += 4;
+      }
+    }
+    Decision d = list_schedule(s, ranked_, {.preemptive = true, .defrag = opt_.defrag});
+    std::sort(borrowing_.begin(), borrowing_.end());
+    for (JobId id : d.preempt)
+      ++(std::binary_search(borrowing_.begin(), borrowing_.end(), id) ? reclaims_ : within_team_);
+    return d;
+  }
+
+  double next_wakeup(const SchedState& s) const override {
+    const double t = inner_->next_wakeup(s);
+    return reclaim_at_ > s.now ? std::min(t, reclaim_at_) : t;
+  }
+  void job_finished(const Job& j) override { inner_->job_finished(j); }
+  void forget(JobId id) override { inner_->forget(id); }
+  std::map<std::string, double> counters() const override {
+    std::map<std::string, double> c = inner_->counters();
+    c["borrowed_preempted"] = static_cast<double>(reclaims_);
+    c["guaranteed_preempted"] = static_cast<double>(within_team_);
+    return c;
+  }
+
+ private:
+  int team_of(const Job& j) const {
+    auto it = index_.find(j.spec.queue);
+    if (it != index_.end()) return it->second;
+    std::string known;
+    for (const auto& [t, n] : shares_) known += (known.empty() ? "" : ", ") + t;
+    EMBER_FAIL("policy '", name(), "': job '", j.spec.name, "' belongs to team '", j.spec.queue,
+               "', which has no share (teams: ", known, ")");
+  }
+
+  std::unique_ptr<Policy> inner_;
+  RankingPolicy* ranking_;
+  Shares shares_;
+  QuotaOptions opt_;
+  std::unordered_map<std::string, int> index_;
+  std::vector<int> share_, used_;
+  std::vector<Ranked> ranked_;
+  std::vector<JobId> borrowing_;
+  long reclaims_ = 0, within_team_ = 0;
+  double reclaim_at_ = kInf;  // when the first guaranteed job's grace ends
+};
+
+}  // namespace
+
+QuotaOptions quota_options(const PolicyParams& params) {
+  ParamReader r("quota", params);
+  QuotaOptions o;
+  o.grace = r.number("grace", o.grace, 0, 1e9);
+  o.defrag = r.number("defrag", o.defrag, 0, 16);
+  r.finish();
+  return o;
+}
+
+std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares shares, QuotaOptions opt) {
+  EMBER_CHECK(inner != nullptr, "team quotas: no policy to run inside the teams");
+  auto* ranking = dynamic_cast<RankingPolicy*>(inner.get());
+  EMBER_CHECK(ranking != nullptr, "policy '", inner->name(),
+              "' cannot run inside team quotas: it does not rank jobs (the ones that do: fcfs, sjf, priority, las, "
+              "gittins, srsf)");
+  EMBER_CHECK(!shares.empty(), "team quotas: no teams");
+  for (const auto& [t, n] : shares)
+    EMBER_CHECK(n >= 0, "team quotas: team '", t, "' has share ", n, "; expected >= 0 devices");
+  EMBER_CHECK(opt.grace >= 0 && opt.defrag >= 0, "team quotas: grace and defrag must be >= 0, got ", opt.grace, " and ",
+              opt.defrag);
+  return std::make_unique<TeamQuotas>(std::move(inner), ranking, std::move(shares), opt);
+}
+
+}  // namespace ember::sched

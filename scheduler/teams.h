@@ -1,0 +1,65 @@
+// Teams sharing one cluster (Philly's virtual clusters, Slurm accounts): hierarchical quotas.
+//
+// Static level: each team gets a guaranteed share of the devices, read from a quota file or
+// planned from its historic demand by a linear program (plan_shares). Dynamic level: a team's
+// idle share is lent to the others, and taken back by preemption (through the job's checkpoint,
+// as any preemption) when the owner's jobs arrive (TeamQuotas). Inside a team, any ordering
+// policy (fcfs, sjf, priority, las, gittins, srsf) decides which of its jobs go first.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/job.h"
+#include "scheduler/policy.h"
+
+namespace ember::sched {
+
+// Team (a job's JobSpec::queue) -> guaranteed devices.
+using Shares = std::map<std::string, int>;
+
+// A quota file: one team per line, "TEAM DEVICES" (whitespace between; '#' starts a comment).
+// Throws ember::Error naming the file and line for a malformed line, a repeated team, a negative
+// share, or shares adding up to more than `capacity` devices.
+Shares read_shares(const std::string& path, int capacity);
+Shares parse_shares(const std::string& text, const std::string& name, int capacity);
+
+// Every job's team has a share; else an ember::Error naming the job, its team and the teams known.
+void check_teams(const std::vector<JobSpec>& jobs, const Shares& shares, const std::string& source);
+
+// Each team's demand: the devices its jobs would keep busy on average over the arrival window
+// (device-seconds / window length; the whole span of the jobs when they all arrive at once).
+std::map<std::string, double> team_demand(const std::vector<JobSpec>& history);
+
+// The static level. Shares that maximise the satisfied demand, sum(min(share, demand)), within
+// `capacity` devices and at least `min_share` per team; among those, the ones that maximise the
+// smallest satisfied fraction min(share / demand) (a second program over the first's optimum),
+// so an oversubscribed cluster is shared in proportion to demand. Devices left over go out in
+// proportion to demand, and shares are rounded to whole devices by largest remainder. Throws
+// ember::Error when the minimum shares alone exceed the capacity.
+Shares plan_shares(const std::map<std::string, double>& demand, int capacity, int min_share);
+
+struct QuotaOptions {
+  // Seconds a guaranteed job waits before it may preempt borrowing jobs for its devices (it goes
+  // first on free devices at once). 0: lent devices are taken back as soon as the owner asks.
+  double grace = 0;
+  // Defragmenting migrations for guaranteed gangs that fit by count but find no node
+  // (ListOptions::defrag): a share is devices, and a gang needs them on one node.
+  double defrag = 1;
+};
+// From `--set quota.grace=S,quota.defrag=X`; unknown quota.* keys are errors.
+QuotaOptions quota_options(const PolicyParams& params);
+
+// The dynamic level around a ranking policy (scheduler/ranking.h): per team, the policy's order
+// is walked and the jobs whose devices fit within the team's share are guaranteed, the rest
+// borrow. Guaranteed jobs of every team rank ahead of every borrowing one, so a preemptive list
+// schedule takes lent devices back for a team's guaranteed jobs. Borrowing jobs already running
+// rank ahead of borrowing ones waiting: they are never preempted for each other, only reclaimed.
+// A non-preemptive inner policy's running guaranteed jobs rank ahead of its waiting ones, so only
+// a reclaim ever preempts under it. Named "<inner>+quota". Throws ember::Error when `inner` does
+// not rank (search, backfill, learned policies), and at a decision when a job's team has no share.
+std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares shares, QuotaOptions opt = {});
+
+}  // namespace ember::sched

@@ -1,0 +1,291 @@
+// Team quotas: the quota file, the static level's linear program on hand cases, the dynamic
+// level's lending and reclaiming, and the fairness measures on schedules worked out by hand.
+#include "scheduler/teams.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/error.h"
+#include "sched_test_util.h"
+#include "scheduler/fairness.h"
+#include "scheduler/lp.h"
+#include "scheduler/policies/policies.h"
+#include "scheduler/report.h"
+
+namespace ember::sched {
+namespace {
+
+using testing::job;
+
+JobSpec team_job(const std::string& name, const std::string& team, double submit, int gpus, double duration) {
+  JobSpec j = job(name, submit, gpus, duration);
+  j.queue = team;
+  return j;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+SimResult run_quota(const std::string& inner, const std::vector<JobSpec>& jobs, int gpus, const Shares& shares,
+                    QuotaOptions opt = {}) {
+  auto p = make_team_quotas(make_policy(inner), shares, opt);
+  return simulate(jobs, Topology::uniform(gpus, 0), *p);
+}
+
+TEST(Shares, FileLinesCommentsAndBlankLines) {
+  Shares s = parse_shares("# team shares\nvision 8\n\n  speech\t4   # the ASR group\nborrower 0\n", "q", 16);
+  EXPECT_EQ(s, (Shares{{"vision", 8}, {"speech", 4}, {"borrower", 0}}));
+}
+
+TEST(Shares, BadFilesNameTheLineAndWhatWasExpected) {
+  EXPECT_NE(error_of([] { parse_shares("vision\n", "q.txt", 8); }).find("q.txt:1: expected 'TEAM DEVICES'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_shares("vision 4 extra\n", "q.txt", 8); }).find("q.txt:1: expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_shares("a 1\nvision four\n", "q.txt", 8);
+            }).find("q.txt:2: team 'vision': expected a whole number of devices >= 0, got 'four'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_shares("vision -2\n", "q.txt", 8); }).find("got '-2'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_shares("vision 2.5\n", "q.txt", 8); }).find("got '2.5'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_shares("a 1\na 2\n", "q.txt", 8); }).find("q.txt:2: team 'a' has a share already"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_shares("a 6\nb 6\n", "q.txt", 8);
+            }).find("the shares add up to 12 devices but the cluster has 8"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_shares("# nothing\n", "q.txt", 8); }).find("no teams"), std::string::npos);
+  EXPECT_NE(error_of([] { read_shares("/nonexistent/quota", 8); }).find("cannot open"), std::string::npos);
+}
+
+TEST(Shares, UnknownTeamNamesTheJobAndTheTeams) {
+  std::vector<JobSpec> jobs = {team_job("j1", "vision", 0, 1, 10), team_job("j2", "nlp", 0, 1, 10)};
+  const std::string e = error_of([&] { check_teams(jobs, {{"vision", 2}, {"speech", 2}}, "quota file 'q'"); });
+  EXPECT_NE(e.find("job 'j2' belongs to team 'nlp', which has no share in quota file 'q' (teams there: speech, "
+                   "vision)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Shares, DemandIsDeviceSecondsOverTheArrivalWindow) {
+  // Window 0..100 s: a keeps 2 devices busy for 50 s (1 on average), b 4 for 100 s (4).
+  std::vector<JobSpec> jobs = {team_job("1", "a", 0, 2, 50), team_job("2", "b", 100, 4, 100)};
+  auto d = team_demand(jobs);
+  EXPECT_DOUBLE_EQ(d["a"], 1.0);
+  EXPECT_DOUBLE_EQ(d["b"], 4.0);
+}
+
+TEST(LinearProgramTest, SolvesAHandCaseAndRefusesAnInfeasibleOne) {
+  if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
+  // max 3x + 2y s.t. x + y <= 4, x + 3y <= 6, x <= 3: optimum x = 3, y = 1, value 11.
+  LinearProgram lp;
+  int x = lp.add_var(0, 3, 3), y = lp.add_var(0, kInf, 2);
+  lp.add_row({{x, 1}, {y, 1}}, -kInf, 4);
+  lp.add_row({{x, 1}, {y, 3}}, -kInf, 6);
+  auto s = lp.maximize("hand case");
+  EXPECT_NEAR(s.x[x], 3, 1e-9);
+  EXPECT_NEAR(s.x[y], 1, 1e-9);
+  EXPECT_NEAR(s.objective, 11, 1e-9);
+  LinearProgram bad;
+  int z = bad.add_var(0, 1, 1);
+  bad.add_row({{z, 1}}, 2, kInf);
+  EXPECT_NE(error_of([&] { bad.maximize("the impossible"); }).find("the impossible: the linear program is infeasible"),
+            std::string::npos);
+}
+
+TEST(PlanShares, HandCases) {
+  if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
+  // Room for everyone: each gets its demand, the 8 left over go in proportion to demand.
+  EXPECT_EQ(plan_shares({{"a", 2}, {"b", 6}}, 16, 1), (Shares{{"a", 4}, {"b", 12}}));
+  // Oversubscribed: the fairest split of the most satisfied demand is proportional.
+  EXPECT_EQ(plan_shares({{"a", 10}, {"b", 30}}, 20, 1), (Shares{{"a", 5}, {"b", 15}}));
+  // A minimum share lifts a team above its demand; the rest goes to the other.
+  EXPECT_EQ(plan_shares({{"a", 0.1}, {"b", 100}}, 10, 2), (Shares{{"a", 2}, {"b", 8}}));
+  // A team with no demand keeps its minimum.
+  EXPECT_EQ(plan_shares({{"a", 0}, {"b", 5}}, 10, 1), (Shares{{"a", 1}, {"b", 9}}));
+  EXPECT_NE(error_of([] {
+              plan_shares({{"a", 1}, {"b", 1}, {"c", 1}}, 5, 2);
+            }).find("3 teams with at least 2 device(s) each need 6 but the cluster has 5"),
+            std::string::npos);
+}
+
+TEST(PlanShares, WholeDevicesAddUpToTheCapacityAndKeepTheMinimum) {
+  if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::map<std::string, double> demand;
+    const int teams = 1 + static_cast<int>(rng() % 8);
+    for (int t = 0; t < teams; ++t)
+      demand[std::string(1, static_cast<char>('a' + t))] = std::uniform_real_distribution<>(0, 40)(rng);
+    const int capacity = teams * 2 + static_cast<int>(rng() % 100);
+    Shares s = plan_shares(demand, capacity, 2);
+    int total = 0;
+    for (const auto& [t, n] : s) {
+      EXPECT_GE(n, 2);
+      total += n;
+    }
+    EXPECT_EQ(total, capacity) << "trial " << trial;
+    double sum_demand = 0;
+    for (const auto& [t, d] : demand) sum_demand += d;
+    if (sum_demand <= capacity - 2 * teams) {  // room for all: nobody gets less than it asks for
+      for (const auto& [t, d] : demand) EXPECT_GE(s[t] + 1e-9, std::floor(d)) << t;
+    }
+  }
+}
+
+// Shares 2 + 2 on 4 devices. Team a alone asks for 4 devices at t=0; team b asks for 2 at t=10.
+std::vector<JobSpec> lend_and_reclaim() {
+  return {team_job("a1", "a", 0, 1, 100), team_job("a2", "a", 0, 1, 100), team_job("a3", "a", 0, 1, 100),
+          team_job("a4", "a", 0, 1, 100), team_job("b1", "b", 10, 1, 50), team_job("b2", "b", 10, 1, 50)};
+}
+
+TEST(TeamQuotas, LendsIdleShareAndTakesItBackWhenTheOwnerArrives) {
+  for (const char* inner : {"fcfs", "sjf", "priority", "las", "gittins", "srsf"}) {
+    SCOPED_TRACE(inner);
+    SimResult r = run_quota(inner, lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}});
+    auto jct = testing::jcts(r);
+    auto pre = testing::preemptions(r);
+    // b's jobs start on arrival, on devices lent to a: exactly what b's share alone would give.
+    EXPECT_DOUBLE_EQ(jct["b1"], 50);
+    EXPECT_DOUBLE_EQ(jct["b2"], 50);
+    // Two of a's jobs borrowed b's share and were preempted for it; they finish after b's jobs.
+    int preempted = 0;
+    for (const char* a : {"a1", "a2", "a3", "a4"}) preempted += pre[a];
+    EXPECT_EQ(preempted, 2);
+    EXPECT_EQ(r.counters.at("borrowed_preempted"), 2);
+    EXPECT_EQ(r.counters.at("guaranteed_preempted"), 0);
+    EXPECT_EQ(r.policy, std::string(inner) + "+quota");
+    EXPECT_TRUE(r.traits.preemptive);
+  }
+}
+
+// The promise, checked after every decision on random traces: on a flat pool without stop
+// delays, no team is left with a waiting job that would fit within its share beside what the
+// team runs (guaranteed jobs of all teams fit the cluster together, and borrowers give way).
+TEST(TeamQuotas, NoTeamWaitsWithinItsShare) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::vector<std::string> inners = {"fcfs", "sjf", "priority", "las", "gittins", "srsf"};
+    const std::string inner = inners[trial % inners.size()];
+    SCOPED_TRACE(inner + " trial " + std::to_string(trial));
+    std::vector<JobSpec> jobs;
+    double t = 0;
+    for (int i = 0; i < 60; ++i) {
+      t += std::exponential_distribution<>(1.0 / 20)(rng);
+      const std::string team(1, static_cast<char>('a' + rng() % 3));
+      jobs.push_back(team_job(std::to_string(i), team, std::round(t), 1 + static_cast<int>(rng() % 4),
+                              std::round(std::exponential_distribution<>(1.0 / 100)(rng)) + 1));
+    }
+    const int devices = 8;
+    const int sa = static_cast<int>(rng() % 5), sb = static_cast<int>(rng() % (devices - sa + 1));
+    const Shares shares = {{"a", sa}, {"b", sb}, {"c", devices - sa - sb}};
+    auto p = make_team_quotas(make_policy(inner), shares);
+    SimOptions o;
+    int checked = 0;
+    o.observer = [&](const SchedState& st, const Decision&) {
+      std::map<std::string, int> used;
+      for (const Job* j : st.running) used[j->spec.queue] += j->spec.gpus;
+      for (const Job* j : st.waiting) {
+        ASSERT_GT(used[j->spec.queue] + j->spec.gpus, shares.at(j->spec.queue))
+            << "job " << j->spec.name << " of team " << j->spec.queue << " waits at t=" << st.now;
+        ++checked;
+      }
+    };
+    SimResult r = simulate(jobs, Topology::uniform(devices, 0), *p, o);
+    for (const JobResult& j : r.jobs) EXPECT_GE(j.finish, j.submit + j.duration - 1e-6);
+    EXPECT_GT(checked, 0);
+  }
+}
+
+TEST(TeamQuotas, AGuaranteedJobWaitsTheGraceBeforeItReclaims) {
+  SimResult r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 5, .defrag = 0});
+  auto jct = testing::jcts(r);
+  EXPECT_DOUBLE_EQ(jct["b1"], 55);  // waited 5 s, then took the devices back
+  EXPECT_DOUBLE_EQ(jct["b2"], 55);
+  // A grace longer than the borrowers need: they finish at t=100 and nobody is preempted.
+  r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 1000, .defrag = 0});
+  jct = testing::jcts(r);
+  EXPECT_DOUBLE_EQ(jct["b1"], 140);
+  EXPECT_EQ(r.counters.at("borrowed_preempted"), 0);
+}
+
+TEST(TeamQuotas, ATeamWithoutAShareOnlyBorrowsAndAJobWiderThanItsShareToo) {
+  // c has share 0: its job runs on idle devices and gives them up to a's guaranteed job.
+  std::vector<JobSpec> jobs = {team_job("c1", "c", 0, 2, 100), team_job("a1", "a", 10, 2, 10)};
+  SimResult r = run_quota("fcfs", jobs, 2, {{"a", 2}, {"c", 0}});
+  auto jct = testing::jcts(r);
+  EXPECT_DOUBLE_EQ(jct["a1"], 10);
+  EXPECT_DOUBLE_EQ(jct["c1"], 110);
+}
+
+TEST(TeamQuotas, NonRankingPoliciesAndUnknownTeamsAreErrors) {
+  EXPECT_NE(error_of([] {
+              make_team_quotas(make_policy("greedy"), {{"a", 1}});
+            }).find("policy 'greedy' cannot run inside team quotas: it does not rank jobs"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              make_team_quotas(make_policy("fcfs-backfill"), {{"a", 1}});
+            }).find("does not rank"),
+            std::string::npos);
+  std::vector<JobSpec> jobs = {team_job("x", "nlp", 0, 1, 10)};
+  EXPECT_NE(error_of([&] {
+              run_quota("las", jobs, 2, {{"a", 1}});
+            }).find("job 'x' belongs to team 'nlp', which has no share (teams: a)"),
+            std::string::npos);
+  PolicyParams bad = {{"quota.graec", "1"}};
+  EXPECT_NE(error_of([&] { quota_options(bad); }).find("graec"), std::string::npos);
+}
+
+TEST(Fairness, FinishTimeFairnessAndJainOnAHandSchedule) {
+  // Two devices, shares 1 + 1, strict FCFS: a's two jobs (submitted first) run at 0-100, b's at
+  // 100-200. Alone on one device each team's jobs finish at 100 and 200: average 150.
+  std::vector<JobSpec> jobs = {team_job("a1", "a", 0, 1, 100), team_job("a2", "a", 0, 1, 100),
+                               team_job("b1", "b", 0, 1, 100), team_job("b2", "b", 0, 1, 100)};
+  const Shares shares = {{"a", 1}, {"b", 1}};
+  SimResult shared = testing::run("fcfs", jobs, 2);
+  int alone_runs = 0;
+  Fairness f = measure_fairness(jobs, shared, shares, [&](const std::vector<JobSpec>& team, int gpus) {
+    ++alone_runs;
+    EXPECT_EQ(gpus, 1);
+    return testing::run("fcfs", team, gpus);
+  });
+  EXPECT_EQ(alone_runs, 2);
+  ASSERT_EQ(f.teams.size(), 2u);
+  EXPECT_EQ(f.teams[0].team, "a");
+  EXPECT_DOUBLE_EQ(f.teams[0].avg_jct, 100);
+  EXPECT_DOUBLE_EQ(f.teams[0].alone_avg_jct, 150);
+  EXPECT_NEAR(f.teams[0].rho, 2.0 / 3, 1e-12);
+  EXPECT_NEAR(f.teams[1].rho, 4.0 / 3, 1e-12);
+  EXPECT_NEAR(f.max_rho, 4.0 / 3, 1e-12);
+  EXPECT_NEAR(f.min_rho, 2.0 / 3, 1e-12);
+  EXPECT_NEAR(f.jain, 0.9, 1e-12);  // (2/3 + 4/3)^2 / (2 (4/9 + 16/9))
+  // Per job: a1 100/100, a2 100/200, b1 200/100, b2 200/200.
+  EXPECT_DOUBLE_EQ(f.job_rho_max, 2.0);
+  EXPECT_DOUBLE_EQ(f.job_rho_p50, 1.0);
+  // Demand: every job arrives at once, so the window is the whole span (200 s); each team's 200
+  // device-seconds keep 1 device busy, its share, so no team is under its share.
+  EXPECT_EQ(f.under_share_teams, 0);
+  EXPECT_EQ(format_table({shared}).find("max rho"), std::string::npos);
+  shared.fairness = std::make_shared<Fairness>(f);
+  const std::string table = format_table({shared});
+  EXPECT_NE(table.find("max rho"), std::string::npos);
+  EXPECT_NE(format_teams({shared}).find("rho fcfs"), std::string::npos);
+  EXPECT_NE(to_json({shared}).find("\"fairness\": {\"max_rho\": 1.3333333333333333"), std::string::npos);
+  // A wide gang: its team's alone cluster is as wide as the gang.
+  std::vector<JobSpec> wide = {team_job("w", "a", 0, 2, 10), team_job("n", "b", 0, 1, 10)};
+  Fairness g =
+      measure_fairness(wide, testing::run("fcfs", wide, 3), shares,
+                       [&](const std::vector<JobSpec>& team, int gpus) { return testing::run("fcfs", team, gpus); });
+  EXPECT_EQ(g.teams[0].alone_gpus, 2);
+  EXPECT_EQ(g.teams[1].alone_gpus, 1);
+}
+
+}  // namespace
+}  // namespace ember::sched
