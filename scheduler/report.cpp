@@ -139,7 +139,7 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   if (yardstick >= 0) head.insert(head.end(), {"avg/" + ys, "p99/" + ys});
   bool fair = false;
   for (const SimResult& r : rs) fair = fair || r.fairness;
-  if (fair) head.insert(head.end(), {"max rho", "Jain"});
+  if (fair) head.insert(head.end(), {"max rho", "under-share rho", "Jain"});
   head.push_back("pred err");
   head.push_back("sim CPU s");
   rows.push_back(head);
@@ -161,6 +161,7 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
     }
     if (fair) {
       row.push_back(r.fairness ? num(r.fairness->max_rho) : "-");
+      row.push_back(r.fairness && r.fairness->under_share_teams > 0 ? num(r.fairness->under_share_max_rho) : "-");
       row.push_back(r.fairness ? num(r.fairness->jain) : "-");
     }
     row.push_back(r.prediction_error >= 0 ? num(r.prediction_error) : "-");
@@ -180,8 +181,8 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   for (const SimResult& r : rs) predicted = predicted || r.prediction_error >= 0;
   if (predicted) o << "(pred err: median |log(predicted / true duration)| over the jobs; 0.69 is a factor of 2)\n";
   if (fair)
-    o << "(rho: a team's average JCT over its average JCT alone on its guaranteed share; Jain's index over the "
-         "teams' rho)\n";
+    o << "(rho: a team's average JCT over its average JCT alone on its guaranteed share; under-share rho: the "
+         "largest over the teams whose demand is below their share; Jain's index over the teams' rho)\n";
   return o.str();
 }
 

@@ -73,25 +73,41 @@ std::map<std::string, double> team_demand(const std::vector<JobSpec>& history) {
   return demand;
 }
 
-Shares plan_shares(const std::map<std::string, double>& demand, int capacity, int min_share) {
+Shares uniform_minimum(const std::map<std::string, double>& demand, int devices) {
+  Shares m;
+  for (const auto& [t, v] : demand) m[t] = devices;
+  return m;
+}
+
+Shares widest_gangs(const std::vector<JobSpec>& jobs) {
+  Shares m;
+  for (const JobSpec& j : jobs) m[j.queue] = std::max(m[j.queue], j.gpus);
+  return m;
+}
+
+Shares plan_shares(const std::map<std::string, double>& demand, int capacity, const Shares& minimum) {
   EMBER_CHECK(!demand.empty(), "team shares: no teams to plan for");
-  EMBER_CHECK(min_share >= 0 && capacity >= 0, "team shares: expected a capacity and minimum share >= 0, got ",
-              capacity, " and ", min_share);
-  const long floor_total = static_cast<long>(min_share) * static_cast<long>(demand.size());
-  EMBER_CHECK(floor_total <= capacity, "team shares: ", demand.size(), " teams with at least ", min_share,
-              " device(s) each need ", floor_total, " but the cluster has ", capacity);
+  EMBER_CHECK(capacity >= 0, "team shares: expected a capacity >= 0, got ", capacity);
   std::vector<std::string> teams;
   std::vector<double> d;
+  std::vector<int> least;
+  long floor_total = 0;
   for (const auto& [t, v] : demand) {
     EMBER_CHECK(v >= 0 && std::isfinite(v), "team shares: team '", t, "' has demand ", v, "; expected >= 0");
-    teams.push_back(t), d.push_back(v);
+    auto it = minimum.find(t);
+    const int m = it == minimum.end() ? 0 : it->second;
+    EMBER_CHECK(m >= 0, "team shares: team '", t, "' has minimum share ", m, "; expected >= 0");
+    teams.push_back(t), d.push_back(v), least.push_back(m);
+    floor_total += m;
   }
+  EMBER_CHECK(floor_total <= capacity, "team shares: the minimum shares of the ", demand.size(), " teams add up to ",
+              floor_total, " devices but the cluster has ", capacity);
   const int n = static_cast<int>(teams.size());
-  // share[t] >= min_share, satisfied[t] <= min(share[t], demand[t]), sum(share) <= capacity,
+  // share[t] >= least[t], satisfied[t] <= min(share[t], demand[t]), sum(share) <= capacity,
   // satisfied[t] >= z * demand[t].
   auto build = [&](LinearProgram& lp, std::vector<int>& s, std::vector<int>& u, int& z) {
     for (int t = 0; t < n; ++t) {
-      s.push_back(lp.add_var(min_share, capacity));
+      s.push_back(lp.add_var(least[t], capacity));
       u.push_back(lp.add_var(0, d[t]));
       lp.add_row({{u[t], 1}, {s[t], -1}}, -kInf, 0);
     }
@@ -121,7 +137,7 @@ Shares plan_shares(const std::map<std::string, double>& demand, int capacity, in
   std::vector<double> share(n);
   double used = 0, total_demand = 0;
   for (int t = 0; t < n; ++t) {
-    share[t] = std::max<double>(min_share, x[u[t]]);
+    share[t] = std::max<double>(least[t], x[u[t]]);
     used += share[t], total_demand += d[t];
   }
   const double left = std::max(0.0, capacity - used);

@@ -34,12 +34,16 @@ void check_teams(const std::vector<JobSpec>& jobs, const Shares& shares, const s
 std::map<std::string, double> team_demand(const std::vector<JobSpec>& history);
 
 // The static level. Shares that maximise the satisfied demand, sum(min(share, demand)), within
-// `capacity` devices and at least `min_share` per team; among those, the ones that maximise the
+// `capacity` devices and at least `minimum` for each team (absent: 0); among those, the ones that maximise the
 // smallest satisfied fraction min(share / demand) (a second program over the first's optimum),
 // so an oversubscribed cluster is shared in proportion to demand. Devices left over go out in
 // proportion to demand, and shares are rounded to whole devices by largest remainder. Throws
 // ember::Error when the minimum shares alone exceed the capacity.
-Shares plan_shares(const std::map<std::string, double>& demand, int capacity, int min_share);
+Shares plan_shares(const std::map<std::string, double>& demand, int capacity, const Shares& minimum);
+// Minimums: `devices` for every team of `demand`; or each team's widest gang in `jobs`, so that
+// every job can be guaranteed (a job wider than its team's share only ever borrows).
+Shares uniform_minimum(const std::map<std::string, double>& demand, int devices);
+Shares widest_gangs(const std::vector<JobSpec>& jobs);
 
 struct QuotaOptions {
   // Seconds a guaranteed job waits before it may preempt borrowing jobs for its devices (it goes

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "scheduler/daemon/daemon.h"
+#include "scheduler/teams.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
@@ -29,6 +30,9 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("max-queued", "N", "refuse submissions while N jobs are queued (default 1000)")
       .add("config", "FILE",
            "groups and per-user limits (proto/daemon_config.proto, text format; docs/SCHEDULER.md, Security)")
+      .add("quota", "FILE",
+           "team quotas: 'TEAM DEVICES' lines; the policy runs inside the teams, idle shares are lent and reclaimed "
+           "through checkpoints, jobs of other teams are refused (docs/SCHEDULER.md, Teams)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
   const std::string usage =
@@ -61,11 +65,16 @@ int sched_serve(const std::vector<std::string>& args) {
     o.max_queued = static_cast<int>(f.integer("max-queued", 1000, 1, 10000000));
     o.quiet = f.has("quiet");
     o.config = f.str("config", "");
+    o.quota = f.str("quota", "");
     try {
-      (void)sched::make_policy(o.policy, o.params);
+      auto p = sched::make_policy(o.policy, o.params);
+      if (!o.quota.empty()) sched::make_team_quotas(std::move(p), {{"", 0}}, sched::quota_options(o.params));
     } catch (const Error& e) {
       throw UsageError(e.what());
     }
+    for (const auto& [k, v] : o.params)
+      if (k.starts_with("quota.") && o.quota.empty())
+        throw UsageError("--set " + k + ": the team level runs only with --quota");
     return sched::serve(o);
   });
 }

@@ -97,7 +97,9 @@ int sched_simulate(const std::vector<std::string>& args) {
            "team quotas: a file of 'TEAM DEVICES' lines, or auto (shares planned from the trace's own demand by "
            "a linear program); runs named P+quota run policy P inside the teams, and every run reports "
            "fairness between teams")
-      .add("min-share", "N", "with --quota auto: devices every team is guaranteed at least (default 1)")
+      .add("min-share", "N|gang",
+           "with --quota auto: devices every team is guaranteed at least, or gang: each team's widest gang, so "
+           "that every job can be guaranteed (default gang)")
       .add("set", "POLICY.KEY=V", "policy parameter, e.g. las.thresholds=3600,36000 (repeatable)", true)
       .add("out", "FILE.json", "write the results as a JSON list")
       .add("csv", "FILE", "write the results table as CSV")
@@ -121,7 +123,8 @@ int sched_simulate(const std::vector<std::string>& args) {
       throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
     const bool quotas = f.has("quota");
     const std::string quota_source = f.str("quota", "");
-    const long min_share = f.integer("min-share", 1, 0, 1'000'000);
+    const bool min_gang = f.str("min-share", "gang") == "gang";
+    const long min_share = min_gang ? 0 : f.integer("min-share", 1, 0, 1'000'000);
     if (f.has("min-share") && quota_source != "auto") throw UsageError("--min-share goes with --quota auto");
     std::vector<std::string> names =
         f.has("compare") ? compare_runs(source == "predicted", quotas) : split_commas(f.str("policy"));
@@ -195,7 +198,15 @@ int sched_simulate(const std::vector<std::string>& args) {
     auto shares_for = [&](int n) -> Shares {
       Shares s;
       if (quota_source == "auto") {
-        s = plan_shares(team_demand(trace), n, static_cast<int>(min_share));
+        const std::map<std::string, double> demand = team_demand(trace);
+        try {
+          s = plan_shares(demand, n,
+                          min_gang ? widest_gangs(trace) : uniform_minimum(demand, static_cast<int>(min_share)));
+        } catch (const ember::Error& e) {
+          if (!min_gang) throw;
+          throw ember::Error(std::string(e.what()) +
+                             " (--min-share gang: each team's minimum is its widest gang; give --min-share N instead)");
+        }
       } else {
         s = read_shares(quota_source, n);
         check_teams(trace, s, "quota file '" + quota_source + "'");

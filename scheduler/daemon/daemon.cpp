@@ -58,6 +58,10 @@ Daemon::Daemon(const DaemonOptions& o)
   EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
   EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
   policy_ = make_policy(o.policy, o.params);
+  if (!o.quota.empty()) {
+    shares_ = read_shares(o.quota, cluster_.num_devices());
+    policy_ = make_team_quotas(std::move(policy_), shares_, quota_options(o.params));
+  }
   // Everything the daemon creates is its own alone (the database holds every user's commands
   // and environments); the folders users must reach are opened up explicitly below. Jobs get the
   // umask the daemon was started with.

@@ -40,6 +40,10 @@ struct DaemonOptions {
   int max_queued = 1000;  // admission: queued jobs beyond this are refused
   bool quiet = false;     // no event lines on stdout
   std::string config;     // proto/daemon_config.proto in text format: groups and per-user limits ("" = defaults)
+  // Team quotas (scheduler/teams.h): a file of "TEAM DEVICES" lines. The policy then runs inside
+  // the teams (a job's team is its spec's queue), idle shares are lent and reclaimed through the
+  // borrowers' checkpoints, and a job of a team without a share is refused. "" = no teams.
+  std::string quota;
 };
 
 // Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /

@@ -20,6 +20,7 @@
 #include "scheduler/daemon/record.h"
 #include "scheduler/daemon/store.h"
 #include "scheduler/daemon/supervisor.h"
+#include "scheduler/teams.h"
 
 namespace ember::sched::daemon_impl {
 
@@ -133,6 +134,9 @@ class Daemon {
   Pool pool_;
   Cluster cluster_;
   std::unique_ptr<Policy> policy_;
+  Shares shares_;  // team quotas (empty: none)
+  // Throws ember::Error naming the job when its team has no share (quotas only).
+  void check_team(const proto::JobSpec& spec, const std::string& what) const;
   std::unique_ptr<Store> store_;
   std::string state_dir_;
   int lock_fd_ = -1, listen_fd_ = -1;

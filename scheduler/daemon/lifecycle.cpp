@@ -31,6 +31,11 @@ void Daemon::recover() {
     last_submit_ = std::max(last_submit_, r.info.submit_time());
     auto [it, ok] = jobs_.emplace(id, std::move(r));
     JobRecord& j = it->second;
+    // A queued or running job of a team the quota file no longer has: the daemon cannot place it
+    // in any share, and guessing one would change what its owner was promised.
+    const proto::JobState st = j.info.state();
+    if (st == proto::QUEUED || st == proto::RUNNING || st == proto::STOPPING)
+      check_team(j.info.spec(), detail::concat("job ", id, " (", j.info.spec().name(), ") in ", state_dir_));
     track(j);
     if (j.info.state() == proto::QUEUED) {
       j.job.status = JobStatus::kWaiting;

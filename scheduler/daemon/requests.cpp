@@ -113,6 +113,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   access_.check_may_submit(who);
   proto::JobSpec spec = spec_in;
   validate_spec(spec, "'" + spec.name() + "'");
+  check_team(spec, "job '" + spec.name() + "'");
   const int g = spec_devices(spec);
   const Topology& t = cluster_.topology();
   if (t.min_nodes(g, spec.memory_gib()) < 0) {
@@ -166,6 +167,14 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   track(jobs_.emplace(id, std::move(r)).first->second);
   schedule();  // before answering: the caller's next status sees the decision
   return id;
+}
+
+void Daemon::check_team(const proto::JobSpec& spec, const std::string& what) const {
+  if (shares_.empty() || shares_.count(spec.queue())) return;
+  std::string known;
+  for (const auto& [t, n] : shares_) known += (known.empty() ? "" : ", ") + t;
+  EMBER_FAIL(what, ": team '", spec.queue(), "' has no share in the quota file '", opt_.quota, "' (teams: ", known,
+             "); submit with --team TEAM");
 }
 
 void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {

@@ -102,17 +102,24 @@ TEST(LinearProgramTest, SolvesAHandCaseAndRefusesAnInfeasibleOne) {
 
 TEST(PlanShares, HandCases) {
   if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
+  auto plan = [](const std::map<std::string, double>& demand, int capacity, int least) {
+    return plan_shares(demand, capacity, uniform_minimum(demand, least));
+  };
   // Room for everyone: each gets its demand, the 8 left over go in proportion to demand.
-  EXPECT_EQ(plan_shares({{"a", 2}, {"b", 6}}, 16, 1), (Shares{{"a", 4}, {"b", 12}}));
+  EXPECT_EQ(plan({{"a", 2}, {"b", 6}}, 16, 1), (Shares{{"a", 4}, {"b", 12}}));
   // Oversubscribed: the fairest split of the most satisfied demand is proportional.
-  EXPECT_EQ(plan_shares({{"a", 10}, {"b", 30}}, 20, 1), (Shares{{"a", 5}, {"b", 15}}));
+  EXPECT_EQ(plan({{"a", 10}, {"b", 30}}, 20, 1), (Shares{{"a", 5}, {"b", 15}}));
   // A minimum share lifts a team above its demand; the rest goes to the other.
-  EXPECT_EQ(plan_shares({{"a", 0.1}, {"b", 100}}, 10, 2), (Shares{{"a", 2}, {"b", 8}}));
+  EXPECT_EQ(plan({{"a", 0.1}, {"b", 100}}, 10, 2), (Shares{{"a", 2}, {"b", 8}}));
+  // Per-team minimums: a's widest gang is 4 devices although its demand is small.
+  std::vector<JobSpec> jobs = {team_job("1", "a", 0, 4, 1), team_job("2", "b", 0, 1, 10), team_job("3", "a", 5, 2, 1)};
+  EXPECT_EQ(widest_gangs(jobs), (Shares{{"a", 4}, {"b", 1}}));
+  EXPECT_EQ(plan_shares({{"a", 0.1}, {"b", 100}}, 10, widest_gangs(jobs)), (Shares{{"a", 4}, {"b", 6}}));
   // A team with no demand keeps its minimum.
-  EXPECT_EQ(plan_shares({{"a", 0}, {"b", 5}}, 10, 1), (Shares{{"a", 1}, {"b", 9}}));
-  EXPECT_NE(error_of([] {
-              plan_shares({{"a", 1}, {"b", 1}, {"c", 1}}, 5, 2);
-            }).find("3 teams with at least 2 device(s) each need 6 but the cluster has 5"),
+  EXPECT_EQ(plan({{"a", 0}, {"b", 5}}, 10, 1), (Shares{{"a", 1}, {"b", 9}}));
+  EXPECT_NE(error_of([&] {
+              plan({{"a", 1}, {"b", 1}, {"c", 1}}, 5, 2);
+            }).find("the minimum shares of the 3 teams add up to 6 devices but the cluster has 5"),
             std::string::npos);
 }
 
@@ -125,7 +132,7 @@ TEST(PlanShares, WholeDevicesAddUpToTheCapacityAndKeepTheMinimum) {
     for (int t = 0; t < teams; ++t)
       demand[std::string(1, static_cast<char>('a' + t))] = std::uniform_real_distribution<>(0, 40)(rng);
     const int capacity = teams * 2 + static_cast<int>(rng() % 100);
-    Shares s = plan_shares(demand, capacity, 2);
+    Shares s = plan_shares(demand, capacity, uniform_minimum(demand, 2));
     int total = 0;
     for (const auto& [t, n] : s) {
       EXPECT_GE(n, 2);

@@ -1,0 +1,80 @@
+// The daemon with team quotas, real processes on CPU virtual devices: a team's idle share is lent,
+// and taken back through the borrower's checkpoint (SIGTERM, exit 75) when the owner submits;
+// the borrower resumes and ends bit-identical to an uninterrupted run. Jobs of a team without a
+// share are refused, and so is a quota file the pool cannot honour.
+#include <gtest/gtest.h>
+
+#include "daemon_fixture.h"
+
+using namespace daemon_test;
+
+namespace {
+
+TEST_F(DaemonTest, ALentDeviceIsReclaimedThroughTheBorrowersCheckpoint) {
+  const std::string want = reference(20);
+  write_file(dir_ + "/quota.txt", "# two teams, one device each\nvision 1\nspeech 1\n");
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--quota", dir_ + "/quota.txt"});
+
+  JobSpec own = gated("vision-own", 1, "own-gate");
+  own.set_queue("vision");
+  const int64_t a = submit(own);
+  ASSERT_TRUE(wait_for([&] { return job(a).state() == ember::proto::RUNNING; }));
+  // vision's second job borrows speech's idle device.
+  JobSpec borrow = trainer("vision-borrow", 20, "gate", 10);
+  borrow.set_queue("vision");
+  const int64_t b = submit(borrow);
+  ASSERT_TRUE(wait_for([&] { return log_of(b).find("waiting for gate at step 10") != std::string::npos; }));
+  EXPECT_EQ(job(b).state(), ember::proto::RUNNING);
+
+  // speech's job takes its share back: the borrower is preempted, not vision's own job.
+  JobSpec owner = trainer("speech-job", 3, "", -1);
+  owner.set_queue("speech");
+  const int64_t c = submit(owner);
+  ASSERT_TRUE(wait_for([&] { return job(b).preemptions() == 1; }));
+  ASSERT_TRUE(wait_for([&] { return finished(c); }));
+  EXPECT_EQ(job(c).state(), ember::proto::DONE) << job(c).reason();
+  EXPECT_EQ(job(a).state(), ember::proto::RUNNING);
+  EXPECT_EQ(job(a).preemptions(), 0);
+
+  // The borrower gets the device again once speech is done, and resumes where it stopped.
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(b); }));
+  JobInfo jb = job(b);
+  EXPECT_EQ(jb.state(), ember::proto::DONE) << jb.reason();
+  EXPECT_EQ(jb.attempts(), 2);
+  EXPECT_NE(log_of(b).find("preempted at step 10"), std::string::npos) << log_of(b);
+  EXPECT_NE(log_of(b).find("resumed from step 10"), std::string::npos) << log_of(b);
+  EXPECT_EQ(read_file(dir_ + "/vision-borrow.txt"), want) << "resumed run differs from the uninterrupted one";
+  write_file(dir_ + "/own-gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(a); }));
+  EXPECT_EQ(job(a).state(), ember::proto::DONE) << job(a).reason();
+
+  // A team the quota file does not name is refused at submission, through the client too.
+  JobSpec stranger = gated("stranger", 1, "never");
+  stranger.set_queue("nlp");
+  Request q;
+  *q.mutable_submit()->mutable_spec() = stranger;
+  Response r = ember::sched::call_daemon(state_, q, 10);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("team 'nlp' has no share in the quota file"), std::string::npos) << r.error();
+  Result cr = cli({"submit", "--team", "nlp", "--", "/bin/true"});
+  EXPECT_NE(cr.status, 0);
+  EXPECT_NE(cr.out.find("team 'nlp' has no share"), std::string::npos) << cr.out;
+  cr = cli({"submit", "--team", "speech", "--queue", "vision", "--", "/bin/true"});
+  EXPECT_EQ(cr.status, 2) << cr.out;
+  EXPECT_NE(cr.out.find("give one of --queue and --team"), std::string::npos) << cr.out;
+}
+
+TEST_F(DaemonTest, AQuotaFileThePoolCannotHonourIsRefused) {
+  write_file(dir_ + "/quota.txt", "vision 2\nspeech 2\n");
+  Result r =
+      run({EMBER_EXE, "sched", "serve", "--state", state_, "--devices", "cpu:3", "--quota", dir_ + "/quota.txt"});
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("the shares add up to 4 devices but the cluster has 3"), std::string::npos) << r.out;
+  r = run({EMBER_EXE, "sched", "serve", "--state", state_, "--devices", "cpu:3", "--policy", "greedy", "--quota",
+           dir_ + "/quota.txt"});
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot run inside team quotas"), std::string::npos) << r.out;
+}
+
+}  // namespace
