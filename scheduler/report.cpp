@@ -117,6 +117,17 @@ std::string format_summary(const SimResult& r) {
   o << "  simulated in     " << num(r.wall_seconds) << " s wall, " << num(r.cpu_seconds) << " s CPU (" << r.decisions
     << " decisions)\n";
   for (const auto& [k, v] : r.counters) o << "  " << pad(k, 16, true) << " " << num(v) << "\n";
+  if (r.admission) {
+    const AdmissionStats& a = *r.admission;
+    o << "  admission        target " << num(a.target) << " s: " << a.admitted << " admitted ("
+      << num(a.fraction_admitted) << "), " << a.refused << " refused, " << a.deferrals << " deferral(s); "
+      << num(a.slo_attainment) << " of the admitted started within the target\n"
+      << "  start estimates  look-ahead |error| / actual p50 " << num(a.error_median) << ", p90 " << num(a.error_p90)
+      << " (median " << num(a.abs_error_median) << " s); M/G/c p50 " << num(a.queueing_error_median) << ", p90 "
+      << num(a.queueing_error_p90) << "\n"
+      << "  delayed jobs     " << a.delayed << " waited a minute or more: look-ahead error p50 "
+      << num(a.delayed_error_median) << ", p90 " << num(a.delayed_error_p90) << "\n";
+  }
   if (r.fairness) {
     const Fairness& f = *r.fairness;
     o << "  team rho         max " << num(f.max_rho) << ", min " << num(f.min_rho) << ", Jain " << num(f.jain)
@@ -140,6 +151,10 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   bool fair = false;
   for (const SimResult& r : rs) fair = fair || r.fairness;
   if (fair) head.insert(head.end(), {"max rho", "under-share rho", "Jain"});
+  bool admitting = false;
+  for (const SimResult& r : rs) admitting = admitting || r.admission;
+  if (admitting)
+    head.insert(head.end(), {"admitted", "SLO met", "est err p50", "est err p90", "delayed err p50", "M/G/c err p50"});
   head.push_back("pred err");
   head.push_back("sim CPU s");
   rows.push_back(head);
@@ -164,6 +179,15 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
       row.push_back(r.fairness && r.fairness->under_share_teams > 0 ? num(r.fairness->under_share_max_rho) : "-");
       row.push_back(r.fairness ? num(r.fairness->jain) : "-");
     }
+    if (admitting) {
+      const std::optional<AdmissionStats>& a = r.admission;
+      row.push_back(a ? num(a->fraction_admitted) : "-");
+      row.push_back(a ? num(a->slo_attainment) : "-");
+      row.push_back(a ? num(a->error_median) : "-");
+      row.push_back(a ? num(a->error_p90) : "-");
+      row.push_back(a ? num(a->delayed_error_median) : "-");
+      row.push_back(a ? num(a->queueing_error_median) : "-");
+    }
     row.push_back(r.prediction_error >= 0 ? num(r.prediction_error) : "-");
     row.push_back(num(r.cpu_seconds));
     rows.push_back(row);
@@ -180,6 +204,10 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
   bool predicted = false;
   for (const SimResult& r : rs) predicted = predicted || r.prediction_error >= 0;
   if (predicted) o << "(pred err: median |log(predicted / true duration)| over the jobs; 0.69 is a factor of 2)\n";
+  if (admitting)
+    o << "(admission: target start delay " << num(rs.front().admission ? rs.front().admission->target : 0)
+      << " s; est err: |estimate - actual start delay| / max(actual, 60 s) of the admitted jobs, look-ahead; M/G/c: "
+         "the queueing formula's)\n";
   if (fair)
     o << "(rho: a team's average JCT over its average JCT alone on its guaranteed share; under-share rho: the "
          "largest over the teams whose demand is below their share; Jain's index over the teams' rho)\n";
@@ -237,6 +265,19 @@ std::string to_json(const std::vector<SimResult>& rs) {
       first = false;
     }
     o << "}";
+    if (r.admission) {
+      const AdmissionStats& a = *r.admission;
+      o << ", \"admission\": {\"target\": " << exact(a.target) << ", \"admitted\": " << a.admitted
+        << ", \"refused\": " << a.refused << ", \"deferrals\": " << a.deferrals
+        << ", \"fraction_admitted\": " << exact(a.fraction_admitted)
+        << ", \"slo_attainment\": " << exact(a.slo_attainment) << ", \"error_median\": " << exact(a.error_median)
+        << ", \"error_p90\": " << exact(a.error_p90) << ", \"delayed\": " << a.delayed
+        << ", \"delayed_error_median\": " << exact(a.delayed_error_median)
+        << ", \"delayed_error_p90\": " << exact(a.delayed_error_p90)
+        << ", \"queueing_error_median\": " << exact(a.queueing_error_median)
+        << ", \"queueing_error_p90\": " << exact(a.queueing_error_p90)
+        << ", \"abs_error_median\": " << exact(a.abs_error_median) << "}";
+    }
     if (r.fairness) {
       const Fairness& f = *r.fairness;
       o << ", \"fairness\": {\"max_rho\": " << exact(f.max_rho) << ", \"min_rho\": " << exact(f.min_rho)

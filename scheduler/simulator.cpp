@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "core/error.h"
+#include "scheduler/admission.h"
 
 namespace ember::sched {
 namespace {
@@ -45,6 +46,7 @@ Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction
   std::vector<double> jct;
   double first = kInf, last = -kInf, delay = 0, pre = 0;
   for (const JobResult& j : jobs) {
+    if (j.refused) continue;
     jct.push_back(j.jct());
     first = std::min(first, j.submit);
     last = std::max(last, j.finish);
@@ -52,9 +54,10 @@ Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction
     pre += j.preemptions;
     if (j.duration > 0) m.max_slowdown = std::max(m.max_slowdown, j.jct() / j.duration);
   }
+  if (jct.empty()) return m;
   double sum = 0;
   for (double x : jct) sum += x;
-  const double n = static_cast<double>(jobs.size());
+  const double n = static_cast<double>(jct.size());
   m.avg_jct = sum / n;
   m.p50_jct = percentile(jct, 0.50);
   m.p99_jct = percentile(std::move(jct), 0.99);
@@ -62,6 +65,40 @@ Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction
   m.avg_queue_delay = delay / n;
   m.preemptions_per_job = pre / n;
   return m;
+}
+
+AdmissionStats admission_stats(const std::vector<JobResult>& jobs, double target) {
+  AdmissionStats a;
+  a.target = target;
+  std::vector<double> err, qerr, abs_err, delayed_err;
+  long met = 0;
+  for (const JobResult& j : jobs) {
+    a.deferrals += j.deferrals;
+    if (j.refused) {
+      ++a.refused;
+      continue;
+    }
+    if (j.admitted_at < 0) continue;
+    ++a.admitted;
+    const double actual = std::max(0.0, j.first_start - j.admitted_at);
+    met += actual <= target + kEps;
+    const double scale = std::max(actual, 60.0);
+    err.push_back(std::abs(j.estimate_lookahead - actual) / scale);
+    qerr.push_back(std::abs(j.estimate_queueing - actual) / scale);
+    abs_err.push_back(std::abs(j.estimate_lookahead - actual));
+    if (actual >= 60) delayed_err.push_back(err.back());
+  }
+  a.delayed = static_cast<long>(delayed_err.size());
+  a.delayed_error_median = percentile(delayed_err, 0.5);
+  a.delayed_error_p90 = percentile(delayed_err, 0.9);
+  a.fraction_admitted = jobs.empty() ? 0 : static_cast<double>(a.admitted) / jobs.size();
+  a.slo_attainment = a.admitted ? static_cast<double>(met) / a.admitted : 0;
+  a.error_median = percentile(err, 0.5);
+  a.error_p90 = percentile(err, 0.9);
+  a.queueing_error_median = percentile(qerr, 0.5);
+  a.queueing_error_p90 = percentile(qerr, 0.9);
+  a.abs_error_median = percentile(abs_err, 0.5);
+  return a;
 }
 
 SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Policy& policy, const SimOptions& opt) {
@@ -172,12 +209,48 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
   size_t next = 0, done = 0;
   std::vector<char> drop(n, 0);
   std::vector<Due> outlived;
+  // Admission control's bookkeeping: deferred jobs' next submissions (a min-heap), and per job.
+  std::vector<Due> resubmits;
+  std::vector<char> refused(opt.admission ? n : 0, 0);
+  std::vector<int> deferrals(opt.admission ? n : 0, 0);
+  std::vector<double> admitted_at(opt.admission ? n : 0, -1), est_q(admitted_at), est_l(admitted_at);
+  std::vector<double> first_submit(n);
+  for (size_t i = 0; i < n; ++i) first_submit[i] = jobs[i].spec.submit;
+  // Puts an arriving job to admission control; false when it does not join the queue now.
+  auto admit = [&](Job& j) {
+    if (!opt.admission) return true;
+    opt.admission->arrived(j, t);
+    const AdmissionAnswer a = opt.admission->decide(state(t), j, deferrals[j.id]);
+    if (a.verdict == Verdict::kAdmit) {
+      admitted_at[j.id] = t;
+      est_q[j.id] = a.estimate.queueing;
+      est_l[j.id] = a.estimate.lookahead;
+      return true;
+    }
+    if (a.verdict == Verdict::kDefer) {
+      ++deferrals[j.id];
+      push(resubmits, {a.resubmit_at, j.id, 0, -1});
+    } else {
+      refused[j.id] = 1;
+      j.status = JobStatus::kDone;
+      policy.forget(j.id);
+      opt.admission->forget(j.id);
+      ++done;
+    }
+    return false;
+  };
   while (done < n) {
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
       if (opt.predictor) j.spec.estimate = predicted[j.id] = opt.predictor->predict(features(j));
-      enqueue(j, j.spec.submit);
+      if (admit(j)) enqueue(j, j.spec.submit);
     }
+    while (!resubmits.empty() && resubmits.front().at <= t + kEps) {
+      Job& j = jobs[pop(resubmits).id];
+      j.spec.submit = t;  // a new submission: it queues from now
+      if (admit(j)) enqueue(j, t);
+    }
+    if (done == n) break;
 
     if (opt.predictor) {  // a job that outlived its prediction is predicted again, from what it has run
       outlived.clear();
@@ -229,7 +302,10 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         j.status = JobStatus::kRunning;
         j.overhead += opt.start_delay;
         j.last_start = t;
-        if (j.first_start < 0) j.first_start = t;
+        if (j.first_start < 0) {
+          j.first_start = t;
+          if (opt.admission && admitted_at[j.id] >= 0) opt.admission->started(est_l[j.id], t - admitted_at[j.id]);
+        }
         drop[j.id] = 1;
         add_running(j);
         const long run = start_seq[j.id] = ++starts;
@@ -246,6 +322,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
     while (!completions.empty() && !current(completions.front())) pop(completions);
     double t_next = next < n ? jobs[arrival[next]].spec.submit : kInf;
+    if (!resubmits.empty()) t_next = std::min(t_next, resubmits.front().at);
     if (!completions.empty()) t_next = std::min(t_next, std::max(t, completions.front().at));
     for (const Job* j : stopping) t_next = std::min(t_next, j->stopping_until);
     double wake = policy.next_wakeup(after);
@@ -279,6 +356,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
       j.finish = t;
       policy.job_finished(j);
       if (opt.predictor) opt.predictor->observe(features(j), truth[j.id], t);
+      if (opt.admission) opt.admission->finished(j, truth[j.id], t);
       policy.forget(j.id);
       ++done;
     }
@@ -299,14 +377,22 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     JobResult& r = res.jobs[i];
     r.name = j.spec.name;
     r.queue = j.spec.queue;
-    r.submit = j.spec.submit;
+    r.submit = first_submit[i];
     r.duration = truth[i];
     r.gpus = j.spec.gpus;
     r.first_start = j.first_start;
     r.finish = j.finish;
     r.run_time = j.executed;
     r.preemptions = j.preemptions;
+    if (opt.admission) {
+      r.refused = refused[i] != 0;
+      r.deferrals = deferrals[i];
+      r.admitted_at = admitted_at[i];
+      r.estimate_queueing = est_q[i];
+      r.estimate_lookahead = est_l[i];
+    }
   }
+  if (opt.admission) res.admission = admission_stats(res.jobs, opt.admission->options().target);
   const double window = window1 - window0;
   double busy_fraction;
   if (window > 0) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "scheduler/predict.h"
 
 namespace ember::sched {
+
+class AdmissionControl;  // scheduler/admission.h
 
 struct SimOptions {
   double preempt_cost = 0;
@@ -38,6 +41,11 @@ struct SimOptions {
   // its submission, from the jobs finished by then (told to it as they finish), and its duration
   // reads as unknown (-1), so SRSF ranks by predicted remaining time and SJF by predicted length.
   DurationPredictor* predictor = nullptr;
+  // When set, each arrival is first put to admission control (scheduler/admission.h): admitted
+  // jobs join the queue with their start estimates recorded, deferred ones arrive again when told
+  // (a new submission: they queue from then, their JCT still counts from the first), refused ones
+  // never run. It learns from every arrival and finish.
+  AdmissionControl* admission = nullptr;
   // Called after every applied decision with the state it left (tests check invariants here).
   std::function<void(const SchedState&, const Decision&)> observer;
 };
@@ -45,6 +53,11 @@ struct SimOptions {
 struct JobResult {
   std::string name;
   std::string queue;  // team
+  // Admission control: refused jobs never ran (no start, no finish, left out of the metrics).
+  bool refused = false;
+  int deferrals = 0;
+  double admitted_at = -1;                                 // when it was admitted (its last submission)
+  double estimate_queueing = -1, estimate_lookahead = -1;  // start delay estimates at admission
   double submit = 0, duration = 0;
   int gpus = 0;
   double first_start = 0, finish = 0;
@@ -67,6 +80,22 @@ struct Metrics {
 
 struct Fairness;  // scheduler/fairness.h
 
+// What admission control did over a run, and how good its estimates were. Relative errors are
+// |estimate - actual| / max(actual, 60 s): a start within the minute counts as immediate.
+struct AdmissionStats {
+  double target = 0;
+  long admitted = 0, refused = 0, deferrals = 0;
+  double fraction_admitted = 0;
+  double slo_attainment = 0;               // admitted jobs that started within the target of their admission
+  double error_median = 0, error_p90 = 0;  // the decision's estimate (look-ahead)
+  double queueing_error_median = 0, queueing_error_p90 = 0;  // the M/G/c estimate
+  double abs_error_median = 0;                               // seconds, look-ahead
+  // The same over the admitted jobs that waited a minute or more (the rest are mostly estimated
+  // exactly, at 0, which the medians above include).
+  long delayed = 0;
+  double delayed_error_median = 0, delayed_error_p90 = 0;
+};
+
 struct SimResult {
   std::string policy;
   PolicyTraits traits;
@@ -82,6 +111,7 @@ struct SimResult {
   std::map<std::string, double> counters;
   // Between teams, when the caller measured it (measure_fairness); shown by the reports.
   std::shared_ptr<const Fairness> fairness;
+  std::optional<AdmissionStats> admission;
 };
 
 // Throws ember::Error when a job can never fit the cluster, when the policy returns an invalid
@@ -94,5 +124,6 @@ double percentile(std::vector<double> v, double p);
 // The same of values already sorted (0 for none), without copying them.
 double sorted_percentile(std::span<const double> sorted, double p);
 Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction);
+AdmissionStats admission_stats(const std::vector<JobResult>& jobs, double target);
 
 }  // namespace ember::sched

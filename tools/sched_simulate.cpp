@@ -7,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "scheduler/admission.h"
 #include "scheduler/fairness.h"
 #include "scheduler/predict.h"
 #include "scheduler/report.h"
@@ -100,6 +101,11 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("min-share", "N|gang",
            "with --quota auto: devices every team is guaranteed at least, or gang: each team's widest gang, so "
            "that every job can be guaranteed (default gang)")
+      .add("admit-target", "S",
+           "admission control: each arrival gets a start-delay estimate; jobs over S seconds are deferred (told "
+           "when to resubmit) or refused, and the table reports the estimates' errors and the SLO attainment")
+      .add("admit-mode", "M", "with --admit-target: defer (default; refused after --admit-defers) or refuse")
+      .add("admit-defers", "N", "with --admit-target: deferrals before a job is refused (default 3)")
       .add("set", "POLICY.KEY=V", "policy parameter, e.g. las.thresholds=3600,36000 (repeatable)", true)
       .add("out", "FILE.json", "write the results as a JSON list")
       .add("csv", "FILE", "write the results table as CSV")
@@ -121,6 +127,16 @@ int sched_simulate(const std::vector<std::string>& args) {
     const std::string source = f.str("estimates", "trace");
     if (source != "trace" && source != "predicted")
       throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
+    const bool admission = f.has("admit-target");
+    AdmissionOptions admit_opt;
+    admit_opt.target = f.number("admit-target", 3600, 0, 1e12);
+    const std::string admit_mode = f.str("admit-mode", "defer");
+    if (admit_mode != "defer" && admit_mode != "refuse")
+      throw UsageError("--admit-mode: expected defer or refuse, got '" + admit_mode + "'");
+    admit_opt.refuse = admit_mode == "refuse";
+    admit_opt.max_defers = static_cast<int>(f.integer("admit-defers", 3, 0, 1000));
+    if (!admission && (f.has("admit-mode") || f.has("admit-defers")))
+      throw UsageError("--admit-mode and --admit-defers go with --admit-target");
     const bool quotas = f.has("quota");
     const std::string quota_source = f.str("quota", "");
     const bool min_gang = f.str("min-share", "gang") == "gang";
@@ -228,7 +244,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         std::cout << "; offered load " << offered_load(trace, static_cast<int>(n)) << " over the arrival window";
       std::cout << "\n";
       const Shares shares = quotas ? shares_for(static_cast<int>(n)) : Shares{};
-      auto run = [&](const std::vector<JobSpec>& jobs, const Topology& on, const std::string& name) {
+      auto run = [&](const std::vector<JobSpec>& jobs, const Topology& on, const std::string& name, bool admitting) {
         std::unique_ptr<Policy> p = make_policy(inner_policy(name), params);
         if (quota_run(name)) p = make_team_quotas(std::move(p), shares, quota_options(params));
         std::unique_ptr<DurationPredictor> predictor;
@@ -239,6 +255,8 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
+        std::unique_ptr<AdmissionControl> control;
+        if (admitting) so.admission = (control = std::make_unique<AdmissionControl>(admit_opt, p.get())).get();
         SimResult r = simulate(jobs, on, *p, so);
         if (predicted_run(name)) r.policy += kPredSuffix;
         return r;
@@ -248,7 +266,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       std::map<std::string, SimResult> alone_runs;
       std::vector<SimResult> rs;
       for (const std::string& name : names) {
-        rs.push_back(run(trace, topo, name));
+        rs.push_back(run(trace, topo, name, admission));
         if (!quotas) continue;
         const std::string alone_name = inner_policy(name) + (predicted_run(name) ? kPredSuffix : "");
         rs.back().fairness = std::make_shared<Fairness>(
@@ -257,8 +275,8 @@ int sched_simulate(const std::vector<std::string>& args) {
               auto it = alone_runs.find(key);
               if (it == alone_runs.end())
                 it = alone_runs
-                         .emplace(key,
-                                  run(jobs, Topology::uniform(gpus, static_cast<int>(node_gpus), gpu_mem), alone_name))
+                         .emplace(key, run(jobs, Topology::uniform(gpus, static_cast<int>(node_gpus), gpu_mem),
+                                           alone_name, false))
                          .first;
               return it->second;
             }));
