@@ -43,7 +43,11 @@ AdmissionControl::AdmissionControl(AdmissionOptions opt, Policy* policy) : opt_(
 void AdmissionControl::arrived(const Job& j, double t) {
   arrivals_.push_back(t);
   if (static_cast<int>(arrivals_.size()) > opt_.history) arrivals_.pop_front();
-  if (!predicted_.count(j.id)) predicted_[j.id] = predictor_.predict({j.spec.queue, j.spec.gpus, t});
+  // A clock that stepped back (the daemon's is the wall clock) asks as of the newest finish.
+  if (opt_.use_estimates && j.spec.estimate > 0)
+    predicted_[j.id] = j.spec.estimate;
+  else if (!predicted_.count(j.id))
+    predicted_[j.id] = predictor_.predict({j.spec.queue, j.spec.gpus, std::max(t, newest_)});
 }
 
 double AdmissionControl::remaining(const Job& x, double now) const {
@@ -62,7 +66,8 @@ void AdmissionControl::started(double estimate, double delay) {
 }
 
 void AdmissionControl::finished(const Job& j, double run_time, double t) {
-  predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, run_time, t);
+  newest_ = std::max(newest_, t);
+  predictor_.observe({j.spec.queue, j.spec.gpus, std::min(j.spec.submit, newest_)}, run_time, newest_);
   predicted_.erase(j.id);
   const int gpus = j.spec.gpus;
   finished_.push_back({gpus, run_time});
@@ -195,6 +200,12 @@ std::string format_delay(double seconds) {
   if (seconds < 1) return "now";
   if (seconds < 60) {
     std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  } else if (seconds < 600) {
+    const long s = std::lround(seconds);
+    if (s % 60)
+      std::snprintf(buf, sizeof buf, "%ld min %ld s", s / 60, s % 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ld min", s / 60);
   } else if (seconds < 3600) {
     std::snprintf(buf, sizeof buf, "%.0f min", std::round(seconds / 60));
   } else {

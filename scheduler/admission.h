@@ -45,6 +45,9 @@ struct AdmissionOptions {
   // its look-ahead estimate, scaled by this quantile of actual / estimated delay over the recently
   // started admitted jobs, is within the target: the estimates' own record sets the margin.
   double slo = 0.95;
+  // Take a job's own estimate (JobSpec::estimate, the daemon's `--expected`) as its run time when it
+  // has one. Off in the simulator, where the estimate column defaults to the true duration.
+  bool use_estimates = false;
 };
 
 struct StartEstimate {
@@ -102,11 +105,12 @@ class AdmissionControl {
   std::unordered_map<JobId, double> predicted_;  // run time predicted at each live job's arrival
   std::deque<double> ratios_;                    // actual / max(estimate, 60 s) of recent starts
   double calibration_ = 1;                       // their `slo` quantile (1 before any start)
+  double newest_ = -kInf;                        // the newest finish told
   // Seconds `x` still has to run at `now` by its prediction (a job past it: as long as it has run).
   double remaining(const Job& x, double now) const;
 };
 
-// "2 h 10 min", "35 min", "40 s", "now": how the daemon tells a submitter.
+// "2 h 10 min", "35 min", "2 min 30 s", "40 s", "now": how the daemon tells a submitter.
 std::string format_delay(double seconds);
 
 }  // namespace ember::sched

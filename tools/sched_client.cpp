@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "scheduler/admission.h"
 #include "scheduler/daemon/job_spec.h"
 #include "scheduler/daemon/record.h"
 #include "scheduler/daemon/wire.h"
@@ -147,7 +148,10 @@ int sched_submit(const std::vector<std::string>& all_args) {
     proto::Request req;
     *req.mutable_submit()->mutable_spec() = spec;
     proto::Response r = call(f, req);
-    std::cout << "submitted job " << r.job() << " (" << spec.name() << ")\n";
+    std::cout << "submitted job " << r.job() << " (" << spec.name() << "): "
+              << (r.expected_start_s() < 1 ? std::string("started")
+                                           : "expected start in ~" + format_delay(r.expected_start_s()))
+              << "\n";
     return 0;
   });
 }

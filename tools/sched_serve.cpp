@@ -33,6 +33,9 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("quota", "FILE",
            "team quotas: 'TEAM DEVICES' lines; the policy runs inside the teams, idle shares are lent and reclaimed "
            "through checkpoints, jobs of other teams are refused (docs/SCHEDULER.md, Teams)")
+      .add("admit-target", "S",
+           "refuse a submission whose estimated start delay is over S seconds, telling when to resubmit (default: "
+           "admit all; every submission is still told its estimate)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
   const std::string usage =
@@ -66,6 +69,7 @@ int sched_serve(const std::vector<std::string>& args) {
     o.quiet = f.has("quiet");
     o.config = f.str("config", "");
     o.quota = f.str("quota", "");
+    o.admit_target = f.has("admit-target") ? f.number("admit-target", 0, 0, 1e12) : -1;
     try {
       auto p = sched::make_policy(o.policy, o.params);
       if (!o.quota.empty()) sched::make_team_quotas(std::move(p), {{"", 0}}, sched::quota_options(o.params));

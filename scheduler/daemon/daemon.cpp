@@ -62,6 +62,10 @@ Daemon::Daemon(const DaemonOptions& o)
     shares_ = read_shares(o.quota, cluster_.num_devices());
     policy_ = make_team_quotas(std::move(policy_), shares_, quota_options(o.params));
   }
+  // A submission over the target is refused with the time to resubmit (a defer the client acts on).
+  admission_ = std::make_unique<AdmissionControl>(
+      AdmissionOptions{.target = o.admit_target >= 0 ? o.admit_target : kInf, .max_defers = 1, .use_estimates = true},
+      policy_.get());
   // Everything the daemon creates is its own alone (the database holds every user's commands
   // and environments); the folders users must reach are opened up explicitly below. Jobs get the
   // umask the daemon was started with.

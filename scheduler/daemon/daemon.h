@@ -44,6 +44,10 @@ struct DaemonOptions {
   // the teams (a job's team is its spec's queue), idle shares are lent and reclaimed through the
   // borrowers' checkpoints, and a job of a team without a share is refused. "" = no teams.
   std::string quota;
+  // Admission control (scheduler/admission.h): every submission is answered with an estimate of
+  // its start delay; with a target >= 0 seconds, one estimated over it is refused with the time to
+  // resubmit. < 0: every job is admitted.
+  double admit_target = -1;
 };
 
 // Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /

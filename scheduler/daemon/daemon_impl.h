@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "scheduler/admission.h"
 #include "scheduler/daemon/access.h"
 #include "scheduler/daemon/daemon.h"
 #include "scheduler/daemon/pool.h"
@@ -135,6 +136,10 @@ class Daemon {
   Cluster cluster_;
   std::unique_ptr<Policy> policy_;
   Shares shares_;  // team quotas (empty: none)
+  std::unique_ptr<AdmissionControl> admission_;
+  // Admitted jobs not yet started: their start estimate and when they were admitted (calibration).
+  std::map<int64_t, std::pair<double, double>> estimates_;
+  double last_estimate_ = 0;  // the latest submission's start estimate, for its answer
   // Throws ember::Error naming the job when its team has no share (quotas only).
   void check_team(const proto::JobSpec& spec, const std::string& what) const;
   std::unique_ptr<Store> store_;

@@ -191,8 +191,13 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
   if (r.info.state() == proto::DONE) {
     r.job.finish = now;
     policy_->job_finished(r.job);
+    admission_->finished(r.job, std::max(0.0, r.info.run_seconds() - r.info.lost_seconds()), now);
   }
-  if (r.job.status == JobStatus::kDone) policy_->forget(r.job.id);
+  if (r.job.status == JobStatus::kDone) {
+    policy_->forget(r.job.id);
+    admission_->forget(r.job.id);
+    estimates_.erase(r.job.id);
+  }
   save(r, r.info.reason());
   dirty_ = true;
 }
@@ -228,6 +233,10 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
   if (r.info.first_start() == 0) r.info.set_first_start(now);
   r.job.last_start = now;
   if (r.job.first_start < 0) r.job.first_start = now;
+  if (auto it = estimates_.find(r.job.id); it != estimates_.end()) {
+    admission_->started(it->second.first, now - it->second.second);
+    estimates_.erase(it);
+  }
   r.job.status = JobStatus::kRunning;
   r.info.clear_devices();
   r.info.clear_device_names();

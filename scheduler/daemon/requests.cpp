@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -78,6 +79,7 @@ proto::Response Daemon::handle(const proto::Request& req, const Identity& who) {
   switch (req.body_case()) {
     case proto::Request::kSubmit:
       resp.set_job(submit(req.submit().spec(), who));
+      resp.set_expected_start_s(last_estimate_);
       break;
     case proto::Request::kStatus:
       status(req.status(), resp, who);
@@ -147,6 +149,17 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
       !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
       spec.command(), "' is not an executable file",
       spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
+  // Admission: where the policy would put the job now, and whether that meets the target.
+  const double now0 = wall_now();
+  Job probe;
+  probe.id = std::numeric_limits<int64_t>::max();
+  probe.spec = to_sched_spec(spec, std::max(now0, last_submit_));
+  probe.status = JobStatus::kWaiting;
+  const AdmissionAnswer verdict = admission_->decide(state(now0), probe, 0);
+  if (verdict.verdict != Verdict::kAdmit)
+    EMBER_FAIL("job '", spec.name(), "' would start in ~", format_delay(verdict.estimate.decision()),
+               ", over the daemon's start-delay target of ", format_delay(opt_.admit_target),
+               " (--admit-target); resubmit in ~", format_delay(verdict.resubmit_at - now0));
   JobRecord r;
   *r.info.mutable_spec() = spec;
   r.info.set_owner_uid(who.uid);
@@ -164,8 +177,12 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   store_->insert(r, "submitted");
   const int64_t id = r.info.id();
   say("job ", id, " (", spec.name(), ") submitted by ", who.name, ": ", g, " device(s)");
-  track(jobs_.emplace(id, std::move(r)).first->second);
+  JobRecord& rec = jobs_.emplace(id, std::move(r)).first->second;
+  track(rec);
+  admission_->arrived(rec.job, now);
+  estimates_[id] = {verdict.estimate.decision(), now};
   schedule();  // before answering: the caller's next status sees the decision
+  last_estimate_ = rec.info.state() == proto::QUEUED ? verdict.estimate.decision() : 0.0;
   return id;
 }
 

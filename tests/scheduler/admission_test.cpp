@@ -187,6 +187,8 @@ TEST(Admission, BadOptionsAreErrors) {
   EXPECT_EQ(format_delay(0.2), "now");
   EXPECT_EQ(format_delay(40), "40 s");
   EXPECT_EQ(format_delay(35 * 60), "35 min");
+  EXPECT_EQ(format_delay(150), "2 min 30 s");
+  EXPECT_EQ(format_delay(120), "2 min");
   EXPECT_EQ(format_delay(2 * 3600 + 10 * 60), "2 h 10 min");
 }
 
