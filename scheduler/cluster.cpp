@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <functional>
 
 #include "core/error.h"
@@ -26,6 +27,52 @@ Topology::Topology(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
   int acc = 0;
   for (int s : sizes) prefix_by_size_.push_back(acc += s);
+  int types = 1;
+  for (const NodeSpec& n : nodes_) {
+    EMBER_CHECK(n.type >= 0, "cluster: negative device type");
+    types = std::max(types, n.type + 1);
+  }
+  type_names_.resize(types);
+  type_devices_.assign(types, 0);
+  for (const NodeSpec& n : nodes_) type_devices_[n.type] += n.gpus;
+}
+
+Topology Topology::typed(const std::vector<DeviceType>& types, int node_gpus, double mem_per_gpu) {
+  EMBER_CHECK(!types.empty(), "cluster: expected at least one device type");
+  std::vector<NodeSpec> nodes;
+  for (size_t t = 0; t < types.size(); ++t) {
+    EMBER_CHECK(types[t].count > 0, "cluster: device type '", types[t].name, "' has ", types[t].count,
+                " devices, expected at least 1");
+    const int per = node_gpus <= 0 || node_gpus > types[t].count ? types[t].count : node_gpus;
+    for (int left = types[t].count; left > 0; left -= per)
+      nodes.push_back({std::min(left, per), mem_per_gpu, static_cast<int>(t)});
+  }
+  Topology topo(std::move(nodes));
+  for (size_t t = 0; t < types.size(); ++t) topo.type_names_[t] = types[t].name;
+  return topo;
+}
+
+std::vector<DeviceType> Topology::parse_types(const std::string& spec) {
+  std::vector<DeviceType> types;
+  size_t at = 0;
+  while (at <= spec.size()) {
+    size_t comma = spec.find(',', at);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string part = spec.substr(at, comma - at);
+    const size_t colon = part.find(':');
+    EMBER_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < part.size(), "device types '", spec,
+                "': expected NAME:COUNT,... (e.g. h200:64,a100:128), got '", part, "'");
+    const std::string name = part.substr(0, colon), count = part.substr(colon + 1);
+    char* end = nullptr;
+    const long n = std::strtol(count.c_str(), &end, 10);
+    EMBER_CHECK(end == count.c_str() + count.size() && n >= 1 && n <= 10'000'000, "device types '", spec, "': type '",
+                name, "' needs a whole number of devices >= 1, got '", count, "'");
+    for (const DeviceType& d : types)
+      EMBER_CHECK(d.name != name, "device types '", spec, "': type '", name, "' appears twice");
+    types.push_back({name, static_cast<int>(n)});
+    at = comma + 1;
+  }
+  return types;
 }
 
 Topology Topology::uniform(int gpus, int node_gpus, double mem_per_gpu) {

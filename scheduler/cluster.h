@@ -20,6 +20,13 @@ namespace ember::sched {
 struct NodeSpec {
   int gpus = 0;
   double mem_per_gpu = 0;  // GiB on each device; 0: unlimited/unknown, fits any job
+  int type = 0;            // device type (Topology::type_name): h200, a100, ...; one type per node
+};
+
+// One device type of a heterogeneous cluster: `count` devices called `name`.
+struct DeviceType {
+  std::string name;
+  int count = 0;
 };
 
 // `count` devices of node `node`.
@@ -37,6 +44,15 @@ class Topology {
   // `gpus` devices in nodes of `node_gpus` (the last node takes the remainder); node_gpus <= 0
   // or >= gpus makes one node, that is a flat pool where placement never blocks a job.
   static Topology uniform(int gpus, int node_gpus, double mem_per_gpu = 0);
+  // Several device types, each in nodes of `node_gpus` (as uniform); nodes of the first type first.
+  static Topology typed(const std::vector<DeviceType>& types, int node_gpus, double mem_per_gpu = 0);
+  // "h200:64,a100:128,v100:128": throws ember::Error naming the part that is not NAME:COUNT, a
+  // repeated name or a count < 1.
+  static std::vector<DeviceType> parse_types(const std::string& spec);
+
+  int num_types() const { return static_cast<int>(type_names_.size()); }
+  const std::string& type_name(int t) const { return type_names_[t]; }
+  int devices_of_type(int t) const { return type_devices_[t]; }
 
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   int num_devices() const { return total_; }
@@ -55,6 +71,8 @@ class Topology {
  private:
   int node_of_slow(int device) const;
   std::vector<NodeSpec> nodes_;
+  std::vector<std::string> type_names_ = {""};
+  std::vector<int> type_devices_;
   std::vector<int> first_;
   int stride_ = 0;                   // every node but the last has this many devices (0: sizes vary)
   std::vector<int> prefix_by_size_;  // prefix sums of node sizes, largest first

@@ -26,6 +26,7 @@ struct JobSpec {
   double estimate = -1;    // the submitter's expected run time in seconds (<0: none given)
   int priority = 0;        // larger runs first under the priority policy
   std::string queue;       // team or virtual cluster
+  std::string model;       // model family, for per-device-type speeds (scheduler/speeds.h); "" = any
   // Seconds of work between the job's checkpoints: a preemption loses the work since the last one.
   // 0: the job checkpoints when it is stopped (nothing lost); < 0: the driver's default.
   double checkpoint_interval = -1;
@@ -58,11 +59,15 @@ struct Job {
   double first_start = -1;
   double finish = -1;
   std::vector<int> devices;  // global device indices held while running
+  // Seconds of work per second on its current devices: 1, or the speed of its model on the
+  // slowest device type it holds in a heterogeneous cluster (the simulator's, scheduler/speeds.h).
+  // Work is counted in seconds on the reference type, the trace's durations.
+  double rate = 1;
 
-  // Seconds run on its gang by `now`, repeated work included.
+  // Seconds run on its gang by `now`, repeated work included (reference-type seconds).
   double executed_at(double now) const {
     if (status != JobStatus::kRunning || last_start < 0 || now <= last_start) return executed;
-    return executed + (now - last_start);
+    return executed + (now - last_start) * rate;
   }
   // GPU-seconds consumed: what least-attained-service policies rank by.
   double attained(double now) const { return executed_at(now) * spec.gpus; }

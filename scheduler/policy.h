@@ -6,6 +6,7 @@
 // preemptions first, then the starts, and rejects (ember::Error) any start that does not fit.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -17,12 +18,18 @@
 
 namespace ember::sched {
 
+// Seconds of a job's work one second on a device of `type` (Topology::type_name) does: its speed
+// relative to the reference type (scheduler/speeds.h).
+using SpeedFn = std::function<double(const JobSpec& job, int type)>;
+
 struct SchedState {
   double now = 0;
   const Cluster* cluster = nullptr;
   std::span<const Job* const> waiting;  // submission order (submit time, then id)
   std::span<const Job* const> running;
   double preempt_cost = 0;  // seconds one preemption is expected to cost the preempted job
+  // Per device type speeds on a heterogeneous cluster (nullptr: every device runs at 1).
+  const SpeedFn* speed = nullptr;
 };
 
 struct Start {

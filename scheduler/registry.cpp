@@ -23,6 +23,9 @@ const std::vector<Entry>& entries() {
       {"ilp", make_ilp},
 #endif
       {"sa", make_annealing}, {"ga", make_genetic},
+#ifdef EMBER_HAVE_CBC
+      {"gavel", make_gavel},  {"gavel-blind", make_gavel_blind},
+#endif
   };
   return e;
 }

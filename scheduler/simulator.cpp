@@ -177,7 +177,16 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     return work_lost_to_preemption(j.work(now), every);
   };
   // When a running job's work will reach its prediction (the simulator then predicts it again).
-  auto outlive_at = [&](const Job& j) { return j.last_start + j.spec.estimate + j.overhead - j.executed; };
+  auto outlive_at = [&](const Job& j) { return j.last_start + (j.spec.estimate + j.overhead - j.executed) / j.rate; };
+  // Wall seconds each job held devices (its work is counted in reference-type seconds, `executed`).
+  std::vector<double> wall_run(n, 0);
+  auto rate_on = [&](const Job& j, const Placement& p) {
+    if (!opt.speed) return 1.0;
+    double r = kInf;
+    for (const Slice& sl : p) r = std::min(r, opt.speed(j.spec, topo.node(sl.node).type));
+    EMBER_CHECK(r > 0 && r < kInf, "simulate: job '", j.spec.name, "' has speed ", r, " on its devices");
+    return r;
+  };
   auto enqueue = [&](Job& j, double at) {
     j.status = JobStatus::kWaiting;
     j.queued_since = at;
@@ -202,6 +211,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     st.waiting = waiting;
     st.running = running;
     st.preempt_cost = opt.preempt_cost;
+    st.speed = opt.speed ? &opt.speed : nullptr;
     return st;
   };
 
@@ -272,6 +282,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         j.preemptions += 1;
         j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j, t);
         j.executed = j.executed_at(t);
+        wall_run[j.id] += t - j.last_start;
         remove_running(j);
         if (opt.stop_delay > 0) {
           j.status = JobStatus::kPending;  // in neither list, as the daemon's stopping jobs
@@ -302,6 +313,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         j.status = JobStatus::kRunning;
         j.overhead += opt.start_delay;
         j.last_start = t;
+        j.rate = rate_on(j, st.placement);
         if (j.first_start < 0) {
           j.first_start = t;
           if (opt.admission && admitted_at[j.id] >= 0) opt.admission->started(est_l[j.id], t - admitted_at[j.id]);
@@ -309,7 +321,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
         drop[j.id] = 1;
         add_running(j);
         const long run = start_seq[j.id] = ++starts;
-        push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed), j.id, run, -1});
+        push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed) / j.rate, j.id, run, -1});
         if (opt.predictor) push(outlives, {outlive_at(j), j.id, run, j.spec.estimate});
       }
       if (!d.start.empty()) {
@@ -349,6 +361,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     for (JobId id : ending) {
       Job& j = jobs[id];
       j.executed = j.executed_at(t);
+      wall_run[j.id] += t - j.last_start;
       remove_running(j);
       cluster.release(j);
       j.devices.clear();
@@ -382,7 +395,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     r.gpus = j.spec.gpus;
     r.first_start = j.first_start;
     r.finish = j.finish;
-    r.run_time = j.executed;
+    r.run_time = opt.speed ? wall_run[i] : j.executed;
     r.preemptions = j.preemptions;
     if (opt.admission) {
       r.refused = refused[i] != 0;

@@ -46,6 +46,9 @@ struct SimOptions {
   // (a new submission: they queue from then, their JCT still counts from the first), refused ones
   // never run. It learns from every arrival and finish.
   AdmissionControl* admission = nullptr;
+  // A heterogeneous cluster's speeds (scheduler/speeds.h): a job runs at the speed of its model
+  // on the slowest device type it holds, and the policies see the same function. Empty: 1.
+  SpeedFn speed;
   // Called after every applied decision with the state it left (tests check invariants here).
   std::function<void(const SchedState&, const Decision&)> observer;
 };

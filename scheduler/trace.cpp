@@ -32,6 +32,7 @@ const std::vector<Field>& fields() {
       {"priority", {"priority"}, false},
       {"queue", {"vc", "queue", "team", "user"}, false},
       {"mem", {"mem_per_gpu", "gpu_mem", "mem"}, false},
+      {"model", {"model", "model_name", "model_type"}, false},
   };
   return f;
 }
@@ -201,6 +202,7 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
       j.priority = static_cast<int>(pr);
     }
     if (const std::string* c = cell("queue")) j.queue = *c;
+    if (const std::string* c = cell("model")) j.model = *c;
     if (const std::string* c = cell("mem"); c && !c->empty()) {
       j.mem_per_gpu = to_number(*c, where, colname("mem"), "GiB per device");
       EMBER_CHECK(j.mem_per_gpu >= 0, where, ": column '", colname("mem"), "': expected GiB >= 0, got '", *c, "'");

@@ -13,7 +13,8 @@
 
 namespace ember::sched {
 
-// Job field -> CSV column name. Fields: id, submit, gpus, duration, estimate, priority, queue, mem.
+// Job field -> CSV column name. Fields: id, submit, gpus, duration, estimate, priority, queue, mem,
+// model.
 struct ColumnMap {
   std::map<std::string, std::string> columns;
   // "submit=arrival,gpus=num_gpu": throws ember::Error on an unknown field or a malformed pair.

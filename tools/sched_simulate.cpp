@@ -12,6 +12,7 @@
 #include "scheduler/predict.h"
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
+#include "scheduler/speeds.h"
 #include "scheduler/teams.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_gen.h"
@@ -59,8 +60,11 @@ bool known_policy(const std::string& n) {
 // in place of the true ones (what a real scheduler could do). Under --estimates predicted every
 // clairvoyant run is a predicted one anyway. With team quotas, the ranking policies run inside
 // the teams too.
-std::vector<std::string> compare_runs(bool predict_all, bool quotas) {
-  std::vector<std::string> runs = policy_names();
+std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed) {
+  std::vector<std::string> runs;
+  // The Gavel pair is about device types: on one type it is max-min time slicing, slow to compare.
+  for (const std::string& n : policy_names())
+    if (typed || !n.starts_with("gavel")) runs.push_back(n);
   if (!predict_all)
     for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
   if (quotas)
@@ -73,7 +77,12 @@ std::vector<std::string> compare_runs(bool predict_all, bool quotas) {
 int sched_simulate(const std::vector<std::string>& args) {
   Flags f;
   f.add("trace", "FILE", "job trace (CSV, see docs/SCHEDULER.md)")
-      .add("gpus", "N[,N...]", "devices in the cluster; several sizes run one after the other")
+      .add("gpus", "N[,N...]|TYPE:N,...",
+           "devices in the cluster, several sizes run one after the other; or one cluster of several device "
+           "types, e.g. h200:64,a100:128,v100:128 (speeds from --speeds)")
+      .add("speeds", "FILE",
+           "with device types: speeds per model and type, CSV 'model,TYPE,...' (default: the built-in table, "
+           "docs/SCHEDULER.md); jobs without a model column get one of its models by a hash of their name")
       .add("policy", "P[,P...]", "policy or policies to run")
       .add("compare", "", "run every policy; the table shows each metric's ratio to fcfs")
       .add("with", "P[,P...]", "more runs for --compare, e.g. learned:FILE")
@@ -122,7 +131,22 @@ int sched_simulate(const std::vector<std::string>& args) {
     }
     const std::string trace_path = f.require("trace");
     if (!f.has("gpus")) throw UsageError("--gpus is required");
-    std::vector<long> sizes = f.integers("gpus", 1, 10'000'000);
+    const bool typed = f.str("gpus").find(':') != std::string::npos;
+    std::vector<DeviceType> types;
+    std::vector<long> sizes;
+    if (typed) {
+      try {
+        types = Topology::parse_types(f.str("gpus"));
+      } catch (const ember::Error& e) {
+        throw UsageError(std::string("--gpus: ") + e.what());
+      }
+      long total = 0;
+      for (const DeviceType& t : types) total += t.count;
+      sizes.push_back(total);
+    } else {
+      sizes = f.integers("gpus", 1, 10'000'000);
+      if (f.has("speeds")) throw UsageError("--speeds goes with device types in --gpus (TYPE:N,...)");
+    }
     if (f.has("policy") == f.has("compare")) throw UsageError("give exactly one of --policy and --compare");
     const std::string source = f.str("estimates", "trace");
     if (source != "trace" && source != "predicted")
@@ -143,7 +167,8 @@ int sched_simulate(const std::vector<std::string>& args) {
     const long min_share = min_gang ? 0 : f.integer("min-share", 1, 0, 1'000'000);
     if (f.has("min-share") && quota_source != "auto") throw UsageError("--min-share goes with --quota auto");
     std::vector<std::string> names =
-        f.has("compare") ? compare_runs(source == "predicted", quotas) : split_commas(f.str("policy"));
+        f.has("compare") ? compare_runs(source == "predicted", quotas, typed) : split_commas(f.str("policy"));
+    if (typed && quotas) throw UsageError("--quota on a cluster of device types is not supported yet");
     if (f.has("with")) {
       if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
       for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
@@ -210,6 +235,8 @@ int sched_simulate(const std::vector<std::string>& args) {
     }
 
     std::vector<JobSpec> trace = read_trace(trace_path, topt);
+    const SpeedTable speeds = typed && f.has("speeds") ? SpeedTable::read(f.str("speeds")) : SpeedTable::defaults();
+    if (typed) speeds.assign_models(trace);
     // The team shares for a cluster of `n` devices.
     auto shares_for = [&](int n) -> Shares {
       Shares s;
@@ -237,9 +264,16 @@ int sched_simulate(const std::vector<std::string>& args) {
     set_num_threads(1);
     std::vector<SimResult> all;
     for (long n : sizes) {
-      Topology topo = Topology::uniform(static_cast<int>(n), static_cast<int>(node_gpus), gpu_mem);
-      std::cout << "trace " << trace_path << ": " << trace.size() << " jobs; " << n << " devices in "
-                << topo.num_nodes() << " node(s)";
+      Topology topo = typed ? Topology::typed(types, static_cast<int>(node_gpus), gpu_mem)
+                            : Topology::uniform(static_cast<int>(n), static_cast<int>(node_gpus), gpu_mem);
+      SpeedFn speed;
+      if (typed) {
+        speeds.check_types(topo);
+        speed = [&speeds, &topo](const JobSpec& j, int t) { return speeds.speed(j.model, topo.type_name(t)); };
+      }
+      std::cout << "trace " << trace_path << ": " << trace.size() << " jobs; " << n << " devices";
+      if (typed) std::cout << " (" << f.str("gpus") << ")";
+      std::cout << " in " << topo.num_nodes() << " node(s)";
       if (trace.back().submit > trace.front().submit)
         std::cout << "; offered load " << offered_load(trace, static_cast<int>(n)) << " over the arrival window";
       std::cout << "\n";
@@ -254,6 +288,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.restart_delay = restart_delay;
         so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
+        so.speed = speed;
         if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
         std::unique_ptr<AdmissionControl> control;
         if (admitting) so.admission = (control = std::make_unique<AdmissionControl>(admit_opt, p.get())).get();
