@@ -319,11 +319,17 @@ std::string to_csv(const std::vector<SimResult>& rs) {
 std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
   static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  const double W = 760, H = 480, left = 70, right = 170, top = 40, bottom = 50;
-  const double pw = W - left - right, ph = H - top - bottom;
+  // With fairness, a second panel below the CDFs: each team's rho, one bar per result.
+  const SimResult* teams = nullptr;
+  for (const SimResult& r : rs)
+    if (r.fairness && !teams) teams = &r;
+  const double W = 760, H0 = 480, bars_h = teams ? 300 : 0, H = H0 + bars_h, left = 70, right = 170, top = 40,
+               bottom = 50;
+  const double pw = W - left - right, ph = H0 - top - bottom;
   double lo = kInf, hi = 0;
   for (const SimResult& r : rs)
     for (const JobResult& j : r.jobs) {
+      if (j.refused) continue;
       double x = std::max(j.jct(), 1.0);
       lo = std::min(lo, x), hi = std::max(hi, x);
     }
@@ -353,7 +359,7 @@ std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
   }
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"black\"/>\n";
-  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 12
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << H0 - 12
     << "\" text-anchor=\"middle\">job completion time (s, log scale)</text>\n";
   o << "<text transform=\"translate(18," << top + ph / 2
     << ") rotate(-90)\" text-anchor=\"middle\">fraction of jobs</text>\n";
@@ -373,6 +379,41 @@ std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
     o << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
       << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + pw + 42 << "\" y=\"" << ly + 4
       << "\">" << xml_escape(rs[i].policy) << "</text>\n";
+  }
+  if (teams) {
+    // rho per team: bars grouped by team, a dashed line at 1 (as good as alone on the share).
+    const double y0 = H0 + 20, bh = bars_h - 80;
+    double most = 1.0;
+    for (const SimResult& r : rs)
+      if (r.fairness)
+        for (const TeamFairness& t : r.fairness->teams) most = std::max(most, t.rho);
+    most = std::ceil(most * 2) / 2;
+    auto BY = [&](double v) { return y0 + bh - v / most * bh; };
+    const size_t nt = teams->fairness->teams.size();
+    std::vector<size_t> with;
+    for (size_t i = 0; i < rs.size(); ++i)
+      if (rs[i].fairness) with.push_back(i);
+    const double group = pw / std::max<size_t>(nt, 1), bw = group * 0.8 / std::max<size_t>(with.size(), 1);
+    o << "<text x=\"" << W / 2 << "\" y=\"" << y0 - 4
+      << "\" text-anchor=\"middle\">rho per team: average JCT shared / alone on its share</text>\n";
+    o << "<rect x=\"" << left << "\" y=\"" << y0 << "\" width=\"" << pw << "\" height=\"" << bh
+      << "\" fill=\"none\" stroke=\"black\"/>\n";
+    for (double v = 0; v <= most + 1e-9; v += 0.5)
+      o << "<text x=\"" << left - 6 << "\" y=\"" << BY(v) + 4 << "\" text-anchor=\"end\">" << v << "</text>\n";
+    o << "<line x1=\"" << left << "\" y1=\"" << BY(1) << "\" x2=\"" << left + pw << "\" y2=\"" << BY(1)
+      << "\" stroke=\"black\" stroke-dasharray=\"4,3\"/>\n";
+    for (size_t t = 0; t < nt; ++t) {
+      const double gx = left + group * t + group * 0.1;
+      for (size_t k = 0; k < with.size(); ++k) {
+        const Fairness& f = *rs[with[k]].fairness;
+        if (t >= f.teams.size()) continue;
+        const double v = f.teams[t].rho;
+        o << "<rect x=\"" << gx + bw * k << "\" y=\"" << BY(v) << "\" width=\"" << bw * 0.9 << "\" height=\""
+          << y0 + bh - BY(v) << "\" fill=\"" << colors[with[k] % 10] << "\"/>\n";
+      }
+      o << "<text x=\"" << gx + group * 0.4 << "\" y=\"" << y0 + bh + 14
+        << "\" text-anchor=\"middle\" font-size=\"10\">" << xml_escape(teams->fairness->teams[t].team) << "</text>\n";
+    }
   }
   o << "</svg>\n";
   return o.str();

@@ -18,6 +18,12 @@ namespace {
 
 using testing::job;
 
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
 JobSpec team_job(const std::string& name, const std::string& team, double submit, int gpus, double duration) {
   JobSpec j = job(name, submit, gpus, duration);
   j.queue = team;
@@ -284,6 +290,10 @@ TEST(Fairness, FinishTimeFairnessAndJainOnAHandSchedule) {
   const std::string table = format_table({shared});
   EXPECT_NE(table.find("max rho"), std::string::npos);
   EXPECT_NE(format_teams({shared}).find("rho fcfs"), std::string::npos);
+  const std::string svg = to_svg({shared}, "teams");
+  EXPECT_NE(svg.find("rho per team"), std::string::npos);
+  EXPECT_EQ(count_of(svg, "<rect x="), 1u + 1u + 2u);  // the CDF frame, the bar frame, a bar per team
+  EXPECT_NE(svg.find(">b</text>"), std::string::npos);
   EXPECT_NE(to_json({shared}).find("\"fairness\": {\"max_rho\": 1.3333333333333333"), std::string::npos);
   // A wide gang: its team's alone cluster is as wide as the gang.
   std::vector<JobSpec> wide = {team_job("w", "a", 0, 2, 10), team_job("n", "b", 0, 1, 10)};
