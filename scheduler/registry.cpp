@@ -17,7 +17,7 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
       {"fcfs", make_fcfs},    {"fcfs-backfill", make_backfill},
       {"sjf", make_sjf},      {"priority", make_priority},
-      {"las", make_las},      {"gittins", make_gittins},
+      {"las", make_las},      {"gittins", make_gittins}, {"themis", make_themis},
       {"srsf", make_srsf},    {"greedy", make_greedy},
 #ifdef EMBER_HAVE_CBC
       {"ilp", make_ilp},

@@ -68,7 +68,8 @@ std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed)
   if (!predict_all)
     for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
   if (quotas)
-    for (const char* n : {"fcfs", "sjf", "las", "gittins", "srsf"}) runs.push_back(std::string(n) + kQuotaSuffix);
+    for (const char* n : {"fcfs", "sjf", "las", "gittins", "themis", "srsf"})
+      runs.push_back(std::string(n) + kQuotaSuffix);
   return runs;
 }
 

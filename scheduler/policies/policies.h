@@ -20,6 +20,7 @@ std::unique_ptr<Policy> make_greedy(const PolicyParams& p);
 std::unique_ptr<Policy> make_ilp(const PolicyParams& p);
 std::unique_ptr<Policy> make_annealing(const PolicyParams& p);
 std::unique_ptr<Policy> make_genetic(const PolicyParams& p);
+std::unique_ptr<Policy> make_themis(const PolicyParams& p);
 std::unique_ptr<Policy> make_gavel(const PolicyParams& p);
 std::unique_ptr<Policy> make_gavel_blind(const PolicyParams& p);
 

@@ -256,6 +256,29 @@ TEST(TeamQuotas, NonRankingPoliciesAndUnknownTeamsAreErrors) {
   EXPECT_NE(error_of([&] { quota_options(bad); }).find("graec"), std::string::npos);
 }
 
+// Themis ranks the team that sharing hurts most first. One device: a1 runs from 0 to 100; b1
+// (team b) arrives at 5, a2 and a3 (team a) at 10. When a1 ends, team a has 180 s in the system
+// and none run, team b 95 s: a's rho estimate is higher, so a2 goes before b1, which LAS (both
+// in its first queue, b1 older) would start first.
+TEST(Themis, TheTeamSharingHurtsMostGoesFirst) {
+  std::vector<JobSpec> jobs = {team_job("a1", "a", 0, 1, 100), team_job("b1", "b", 5, 1, 50),
+                               team_job("a2", "a", 10, 1, 50), team_job("a3", "a", 10, 1, 50)};
+  SimResult themis = testing::run("themis", jobs, 1);
+  SimResult las = testing::run("las", jobs, 1);
+  auto start = [](const SimResult& r, const std::string& name) {
+    for (const JobResult& j : r.jobs)
+      if (j.name == name) return j.first_start;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(start(themis, "a2"), 100);
+  EXPECT_GT(start(themis, "b1"), 100);
+  EXPECT_DOUBLE_EQ(start(las, "b1"), 100);
+  EXPECT_EQ(themis.policy, "themis");
+  EXPECT_FALSE(themis.traits.clairvoyant);
+  // It ranks, so it runs inside team quotas too.
+  EXPECT_EQ(make_team_quotas(make_policy("themis"), {{"a", 1}})->name(), "themis+quota");
+}
+
 TEST(Fairness, FinishTimeFairnessAndJainOnAHandSchedule) {
   // Two devices, shares 1 + 1, strict FCFS: a's two jobs (submitted first) run at 0-100, b's at
   // 100-200. Alone on one device each team's jobs finish at 100 and 200: average 150.
