@@ -9,7 +9,7 @@
 
 namespace ember::sched {
 
-Topology::Topology(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {
+Topology::Topology(std::vector<NodeSpec> nodes, std::vector<std::string> type_names) : nodes_(std::move(nodes)) {
   EMBER_CHECK(!nodes_.empty(), "cluster: expected at least one node");
   std::vector<int> sizes;
   for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -32,8 +32,9 @@ Topology::Topology(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {
     EMBER_CHECK(n.type >= 0, "cluster: negative device type");
     types = std::max(types, n.type + 1);
   }
-  type_names_.resize(types);
-  type_devices_.assign(types, 0);
+  type_names_ = std::move(type_names);
+  type_names_.resize(std::max<size_t>(types, type_names_.size()));
+  type_devices_.assign(type_names_.size(), 0);
   for (const NodeSpec& n : nodes_) type_devices_[n.type] += n.gpus;
 }
 
@@ -47,9 +48,9 @@ Topology Topology::typed(const std::vector<DeviceType>& types, int node_gpus, do
     for (int left = types[t].count; left > 0; left -= per)
       nodes.push_back({std::min(left, per), mem_per_gpu, static_cast<int>(t)});
   }
-  Topology topo(std::move(nodes));
-  for (size_t t = 0; t < types.size(); ++t) topo.type_names_[t] = types[t].name;
-  return topo;
+  std::vector<std::string> names;
+  for (const DeviceType& t : types) names.push_back(t.name);
+  return Topology(std::move(nodes), std::move(names));
 }
 
 std::vector<DeviceType> Topology::parse_types(const std::string& spec) {

@@ -40,7 +40,8 @@ using Placement = std::vector<Slice>;
 class Topology {
  public:
   Topology() = default;
-  explicit Topology(std::vector<NodeSpec> nodes);
+  // `type_names`: the names of NodeSpec::type 0, 1, ... (missing ones are "").
+  explicit Topology(std::vector<NodeSpec> nodes, std::vector<std::string> type_names = {});
   // `gpus` devices in nodes of `node_gpus` (the last node takes the remainder); node_gpus <= 0
   // or >= gpus makes one node, that is a flat pool where placement never blocks a job.
   static Topology uniform(int gpus, int node_gpus, double mem_per_gpu = 0);

@@ -99,6 +99,7 @@ int sched_submit(const std::vector<std::string>& all_args) {
            "seconds of work between the job's checkpoints, when it does not checkpoint on SIGTERM")
       .add("priority", "P", "priority (larger first under --policy priority)")
       .add("queue", "Q", "queue or team")
+      .add("model", "M", "the job's model family, for a pool of device types (the speed table's rows)")
       .add("team", "T", "the job's team, for a daemon with team quotas (the same field as --queue)")
       .add("checkpoint-dir", "DIR", "the job's checkpoint folder (EMBER_CHECKPOINT_DIR)")
       .add("max-restarts", "R", "restarts after a failure (default 0)")
@@ -128,6 +129,7 @@ int sched_submit(const std::vector<std::string>& all_args) {
     if (f.has("queue") && f.has("team")) throw UsageError("give one of --queue and --team: they name the same field");
     if (f.has("queue")) spec.set_queue(f.str("queue"));
     if (f.has("team")) spec.set_queue(f.str("team"));
+    if (f.has("model")) spec.set_model(f.str("model"));
     if (f.has("checkpoint-dir")) spec.set_checkpoint_dir(f.str("checkpoint-dir"));
     if (f.has("max-restarts")) spec.set_max_restarts(static_cast<int>(f.integer("max-restarts", 0, 0, 1000000)));
     for (const std::string& kv : f.all("env")) {

@@ -36,6 +36,9 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("admit-target", "S",
            "refuse a submission whose estimated start delay is over S seconds, telling when to resubmit (default: "
            "admit all; every submission is still told its estimate)")
+      .add("speeds", "FILE",
+           "with typed devices (--devices cpu:N@TYPE,...): speeds per model and type, CSV 'model,TYPE,...' "
+           "(default: the built-in table)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
   const std::string usage =
@@ -69,6 +72,7 @@ int sched_serve(const std::vector<std::string>& args) {
     o.quiet = f.has("quiet");
     o.config = f.str("config", "");
     o.quota = f.str("quota", "");
+    o.speeds = f.str("speeds", "");
     o.admit_target = f.has("admit-target") ? f.number("admit-target", 0, 0, 1e12) : -1;
     try {
       auto p = sched::make_policy(o.policy, o.params);

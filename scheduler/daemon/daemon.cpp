@@ -58,6 +58,16 @@ Daemon::Daemon(const DaemonOptions& o)
   EMBER_CHECK(o.grace_s >= 0, "--grace: expected seconds >= 0, got ", o.grace_s);
   EMBER_CHECK(o.max_queued >= 1, "--max-queued: expected at least 1, got ", o.max_queued);
   policy_ = make_policy(o.policy, o.params);
+  EMBER_CHECK(o.speeds.empty() || pool_.typed(),
+              "--speeds: the pool has one device type; give types with --devices "
+              "cpu:N@TYPE,...");
+  if (pool_.typed()) {
+    speeds_ = o.speeds.empty() ? SpeedTable::defaults() : SpeedTable::read(o.speeds);
+    speeds_.check_types(cluster_.topology());
+    speed_fn_ = [this](const JobSpec& j, int t) {
+      return j.model.empty() ? 1.0 : speeds_.speed(j.model, cluster_.topology().type_name(t));
+    };
+  }
   if (!o.quota.empty()) {
     shares_ = read_shares(o.quota, cluster_.num_devices());
     policy_ = make_team_quotas(std::move(policy_), shares_, quota_options(o.params));
@@ -200,6 +210,7 @@ SchedState Daemon::state(double now) {
   s.waiting = waiting_;
   s.running = running_;
   s.preempt_cost = opt_.preempt_cost;
+  s.speed = speed_fn_ ? &speed_fn_ : nullptr;
   return s;
 }
 

@@ -48,6 +48,9 @@ struct DaemonOptions {
   // its start delay; with a target >= 0 seconds, one estimated over it is refused with the time to
   // resubmit. < 0: every job is admitted.
   double admit_target = -1;
+  // A pool of device types (--devices cpu:N@TYPE,...): the speed table the policies read (CSV as
+  // `sched simulate --speeds`; "" = the built-in one). A job's spec names its model.
+  std::string speeds;
 };
 
 // Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /

@@ -21,6 +21,7 @@
 #include "scheduler/daemon/record.h"
 #include "scheduler/daemon/store.h"
 #include "scheduler/daemon/supervisor.h"
+#include "scheduler/speeds.h"
 #include "scheduler/teams.h"
 
 namespace ember::sched::daemon_impl {
@@ -137,6 +138,8 @@ class Daemon {
   std::unique_ptr<Policy> policy_;
   Shares shares_;  // team quotas (empty: none)
   std::unique_ptr<AdmissionControl> admission_;
+  SpeedTable speeds_;  // a typed pool's speeds
+  SpeedFn speed_fn_;   // empty: one device type
   // Admitted jobs not yet started: their start estimate and when they were admitted (calibration).
   std::map<int64_t, std::pair<double, double>> estimates_;
   double last_estimate_ = 0;  // the latest submission's start estimate, for its answer

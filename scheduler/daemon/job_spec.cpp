@@ -113,6 +113,7 @@ JobSpec to_sched_spec(const proto::JobSpec& spec, double submit_time) {
   s.estimate = spec.has_expected_seconds() ? spec.expected_seconds() : -1;
   s.priority = spec.priority();
   s.queue = spec.queue();
+  s.model = spec.model();
   s.checkpoint_interval = spec.checkpoint_interval_s();
   return s;
 }

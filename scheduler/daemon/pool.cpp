@@ -84,6 +84,26 @@ Pool make_pool(const std::string& spec, double cpu_memory_gib) {
     if (!gpus.empty()) return gpu_pool(gpus);
     return cpu_pool(spec, std::to_string(usable_cores().size()) + "x1", cpu_memory_gib);
   }
+  if (spec.rfind("cpu:", 0) == 0 && spec.find('@') != std::string::npos) {
+    // Typed virtual devices: "cpu:1@slow,1@fast".
+    std::vector<std::pair<long, std::string>> parts;
+    long total = 0;
+    std::stringstream ss(spec.substr(4));
+    for (std::string item; std::getline(ss, item, ',');) {
+      const size_t at = item.find('@');
+      EMBER_CHECK(at != std::string::npos && at + 1 < item.size(), "--devices ", spec,
+                  ": expected cpu:N@TYPE,M@TYPE,..., got '", item, "'");
+      const std::string type = item.substr(at + 1);
+      for (const auto& p : parts) EMBER_CHECK(p.second != type, "--devices ", spec, ": type '", type, "' listed twice");
+      parts.push_back({parse_count(item.substr(0, at), spec), type});
+      total += parts.back().first;
+    }
+    Pool p = cpu_pool(spec, std::to_string(total), cpu_memory_gib);
+    size_t d = 0;
+    for (const auto& [n, type] : parts)
+      for (long k = 0; k < n; ++k) p.devices[d++].type = type;
+    return p;
+  }
   if (spec.rfind("cpu:", 0) == 0) return cpu_pool(spec, spec.substr(4), cpu_memory_gib);
   if (spec == "gpu" || spec.rfind("gpu:", 0) == 0) {
     auto gpus = query_gpus();
@@ -109,12 +129,16 @@ Pool make_pool(const std::string& spec, double cpu_memory_gib) {
 Topology Pool::topology() const {
   EMBER_CHECK(!devices.empty(), "device pool is empty");
   std::vector<NodeSpec> nodes;
+  std::vector<std::string> types;
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (i == 0 || devices[i].memory_gib != devices[i - 1].memory_gib || devices[i].node != devices[i - 1].node)
-      nodes.push_back({0, devices[i].memory_gib});
+    auto t = std::find(types.begin(), types.end(), devices[i].type);
+    if (t == types.end()) t = types.insert(types.end(), devices[i].type);
+    if (i == 0 || devices[i].memory_gib != devices[i - 1].memory_gib || devices[i].node != devices[i - 1].node ||
+        devices[i].type != devices[i - 1].type)
+      nodes.push_back({0, devices[i].memory_gib, static_cast<int>(t - types.begin())});
     nodes.back().gpus += 1;
   }
-  return Topology(std::move(nodes));
+  return Topology(std::move(nodes), std::move(types));
 }
 
 std::string Pool::describe() const {
@@ -130,6 +154,11 @@ std::string Pool::describe() const {
   if (cpu()) {
     os << devices.size() << " CPU device(s) of " << devices[0].cores.size() << " core(s) each";
     if (devices[0].memory_gib > 0) os << ", " << devices[0].memory_gib << " GiB each";
+    if (typed()) {
+      os << ", types:";
+      for (size_t i = 0; i < devices.size(); ++i)
+        if (i == 0 || devices[i].type != devices[i - 1].type) os << " " << devices[i].type;
+    }
   } else {
     os << devices.size() << " GPU(s):";
     for (const PoolDevice& d : devices) os << " " << d.name << " (" << d.memory_gib << " GiB)";

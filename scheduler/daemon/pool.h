@@ -18,12 +18,14 @@ struct PoolDevice {
   double memory_gib = 0;   // 0: unknown/unlimited
   std::vector<int> cores;  // CPU devices: the cores its job is pinned to
   std::string node;        // the Slurm node it is on (--backend slurm); "": this machine
+  std::string type;        // device type (cpu:N@TYPE,...); "": untyped
 };
 
 struct Pool {
   std::vector<PoolDevice> devices;  // in topology order: device i is global device i
   Topology topology() const;
   bool cpu() const { return !devices.empty() && devices[0].cuda_index < 0; }
+  bool typed() const { return !devices.empty() && !devices[0].type.empty(); }
   std::string describe() const;  // "4 CPU devices of 2 cores each" / "8 GPUs (80 GiB)"
 };
 
@@ -31,7 +33,9 @@ struct Pool {
 // an error when there is none), "gpu:0,2,3" (those GPUs), "cpu:N" (N devices sharing the cores
 // this process may use, split evenly; with more devices than cores, cores are shared) or
 // "cpu:NxC" (N devices of C cores). `cpu_memory_gib` is what each CPU device offers (0: any job
-// fits). Throws ember::Error naming the spec for anything else.
+// fits). "cpu:N@TYPE,M@TYPE,..." makes typed virtual devices (N of TYPE, then M of the next...)
+// sharing the cores as cpu:N would: a heterogeneous pool for the policies that know device types
+// (gavel), on a machine of one kind. Throws ember::Error naming the spec for anything else.
 Pool make_pool(const std::string& spec, double cpu_memory_gib = 0);
 
 // The GPUs nvidia-smi reports as (index, memory GiB); empty when there is no nvidia-smi or no GPU.

@@ -116,6 +116,14 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   proto::JobSpec spec = spec_in;
   validate_spec(spec, "'" + spec.name() + "'");
   check_team(spec, "job '" + spec.name() + "'");
+  if (speed_fn_ && !spec.model().empty()) {
+    const auto& known = speeds_.models();
+    if (std::find(known.begin(), known.end(), spec.model()) == known.end()) {
+      std::string list;
+      for (const std::string& m : known) list += (list.empty() ? "" : ", ") + m;
+      EMBER_FAIL("job '", spec.name(), "': model '", spec.model(), "' is not in the speed table (models: ", list, ")");
+    }
+  }
   const int g = spec_devices(spec);
   const Topology& t = cluster_.topology();
   if (t.min_nodes(g, spec.memory_gib()) < 0) {
