@@ -1,6 +1,7 @@
 // `ember sched simulate`: runs policies over a job trace on one or more cluster sizes and reports
 // JCT, makespan, utilisation, queueing, preemptions and slowdown, optionally as JSON, CSV and an
 // SVG of the JCT distributions.
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -108,6 +109,9 @@ int sched_simulate(const std::vector<std::string>& args) {
            "team quotas: a file of 'TEAM DEVICES' lines, or auto (shares planned from the trace's own demand by "
            "a linear program); runs named P+quota run policy P inside the teams, and every run reports "
            "fairness between teams")
+      .add("guarantee", "F",
+           "with --quota auto: the fraction of the cluster planned as guaranteed shares (default 1); the rest "
+           "is nobody's and goes by the policy's order alone")
       .add("min-share", "N|gang",
            "with --quota auto: devices every team is guaranteed at least, or gang: each team's widest gang, so "
            "that every job can be guaranteed (default gang)")
@@ -167,6 +171,8 @@ int sched_simulate(const std::vector<std::string>& args) {
     const bool min_gang = f.str("min-share", "gang") == "gang";
     const long min_share = min_gang ? 0 : f.integer("min-share", 1, 0, 1'000'000);
     if (f.has("min-share") && quota_source != "auto") throw UsageError("--min-share goes with --quota auto");
+    const double guarantee = f.number("guarantee", 1, 0.01, 1);
+    if (f.has("guarantee") && quota_source != "auto") throw UsageError("--guarantee goes with --quota auto");
     std::vector<std::string> names =
         f.has("compare") ? compare_runs(source == "predicted", quotas, typed) : split_commas(f.str("policy"));
     if (typed && quotas) throw UsageError("--quota on a cluster of device types is not supported yet");
@@ -244,7 +250,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       if (quota_source == "auto") {
         const std::map<std::string, double> demand = team_demand(trace);
         try {
-          s = plan_shares(demand, n,
+          s = plan_shares(demand, static_cast<int>(std::floor(n * guarantee + 1e-9)),
                           min_gang ? widest_gangs(trace) : uniform_minimum(demand, static_cast<int>(min_share)));
         } catch (const ember::Error& e) {
           if (!min_gang) throw;
