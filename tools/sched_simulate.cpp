@@ -99,7 +99,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("gpu-mem", "GIB", "memory of every device, checked against a mem_per_gpu column (default 0: unlimited)")
       .add("columns", "MAP",
            "column names for other CSVs: field=column,... (fields: id, submit, gpus, duration, "
-           "estimate, priority, queue, mem)")
+           "estimate, priority, queue, mem, model)")
       .add("time-unit", "U", "unit of the trace's times: s, ms, min or h (default s)")
       .add("no-estimates", "", "without an estimate column, give jobs no estimate (default: the true duration)")
       .add("estimates", "SOURCE",
