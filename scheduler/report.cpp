@@ -97,6 +97,23 @@ std::string pad(const std::string& s, size_t w, bool left = false) {
   return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
 }
 
+// Rows as columns two spaces apart, each as wide as its widest cell; the first `text_columns`
+// left-aligned, the rest (numbers) right-aligned.
+std::string aligned(const std::vector<std::vector<std::string>>& rows, size_t text_columns) {
+  std::vector<size_t> w;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], row[i].size());
+    }
+  std::string o;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) o += (i ? "  " : "") + pad(row[i], w[i], i < text_columns);
+    o += "\n";
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string format_summary(const SimResult& r) {
@@ -192,14 +209,8 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline, int yar
     row.push_back(num(r.cpu_seconds));
     rows.push_back(row);
   }
-  std::vector<size_t> w(head.size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
   std::ostringstream o;
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) o << (i ? "  " : "") << pad(row[i], w[i], i < 2);
-    o << "\n";
-  }
+  o << aligned(rows, 2);
   if (baseline >= 0) o << "(ratio to " << rs[baseline].policy << " in parentheses)\n";
   bool predicted = false;
   for (const SimResult& r : rs) predicted = predicted || r.prediction_error >= 0;
@@ -232,14 +243,8 @@ std::string format_teams(const std::vector<SimResult>& rs) {
       if (r.fairness) row.push_back(t < r.fairness->teams.size() ? num(r.fairness->teams[t].rho) : "-");
     rows.push_back(row);
   }
-  std::vector<size_t> w(head.size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
   std::ostringstream o;
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) o << (i ? "  " : "") << pad(row[i], w[i], i < 1);
-    o << "\n";
-  }
+  o << aligned(rows, 1);
   o << "(alone JCT: the team's jobs alone on its share, or on its widest gang when that is wider, under the first "
        "row's policy)\n";
   return o.str();

@@ -173,7 +173,6 @@ class Gavel final : public Policy {
       d.preempt.push_back(j->id);
       free.give(placement_of(topo, *j));
     }
-    std::vector<char> keep(0);
     for (const Claim& c : claims(s, s.waiting, types)) {
       auto it = chosen.find(c.job->id);
       if (it == chosen.end() || it->second != c.type) continue;
@@ -184,16 +183,13 @@ class Gavel final : public Policy {
       chosen.erase(it);
     }
     // Preempted jobs chosen for another type move there now.
-    for (JobId id : d.preempt) {
-      auto it = chosen.find(id);
-      if (it == chosen.end()) continue;
-      const Job* j = nullptr;
-      for (const Job* r : s.running)
-        if (r->id == id) j = r;
+    for (const Job* j : s.running) {
+      auto it = chosen.find(j->id);
+      if (it == chosen.end() || it->second == type_of(topo, *j)) continue;
       std::optional<Placement> p = place_on_type(free, it->second, j->spec.gpus);
       if (!p) continue;
       free.take(*p);
-      d.start.push_back({id, *p});
+      d.start.push_back({j->id, *p});
     }
     return d;
   }

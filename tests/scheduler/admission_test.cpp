@@ -15,16 +15,8 @@
 namespace ember::sched {
 namespace {
 
+using testing::error_of;
 using testing::job;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Queueing, ErlangCAndMeanWaitsHaveTheirClosedForms) {
   // M/M/1: an arrival waits with probability rho; W_q = rho / (mu - lambda).

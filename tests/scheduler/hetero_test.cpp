@@ -13,16 +13,8 @@
 namespace ember::sched {
 namespace {
 
+using testing::error_of;
 using testing::job;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(DeviceTypes, ParsedIntoNodesOfOneTypeEach) {
   auto types = Topology::parse_types("h200:16,a100:12,v100:8");

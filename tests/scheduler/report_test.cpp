@@ -23,17 +23,11 @@ std::vector<SimResult> two_runs() {
   return {run("fcfs", jobs, 4), run("sjf", jobs, 4)};
 }
 
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
-
 TEST(Report, JsonHasTheIssueKeys) {
   std::string js = to_json(two_runs());
   for (const char* key : {"policy", "clairvoyant", "gpus", "jobs", "avg_jct", "p50_jct", "p99_jct", "makespan",
                           "busy_fraction", "avg_queue_delay", "preemptions_per_job", "max_slowdown"})
-    EXPECT_EQ(count(js, std::string("\"") + key + "\":"), 2u) << key;
+    EXPECT_EQ(testing::count_of(js, std::string("\"") + key + "\":"), 2u) << key;
   EXPECT_NE(js.find("\"policy\": \"fcfs\", \"clairvoyant\": false"), std::string::npos);
   EXPECT_NE(js.find("\"policy\": \"sjf\", \"clairvoyant\": true"), std::string::npos);
   EXPECT_NE(js.find("\"gpus\": 4, \"jobs\": 3"), std::string::npos);
@@ -51,7 +45,7 @@ TEST(Report, CsvRows) {
   EXPECT_FALSE(std::getline(in, extra));
   EXPECT_EQ(header.rfind("policy,clairvoyant,preemptive,gpus,jobs,preempt_cost,avg_jct,", 0), 0u);
   EXPECT_EQ(row1.rfind("fcfs,false,false,4,3,0,", 0), 0u);
-  EXPECT_EQ(count(header, ","), count(row2, ","));
+  EXPECT_EQ(testing::count_of(header, ","), testing::count_of(row2, ","));
 }
 
 TEST(Report, TableShowsRatiosToTheBaseline) {
@@ -65,7 +59,7 @@ TEST(Report, TableShowsRatiosToTheBaseline) {
 TEST(Report, SvgHasOneCurvePerPolicy) {
   std::string svg = to_svg(two_runs(), "a <title> & more");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
-  EXPECT_EQ(count(svg, "<polyline"), 2u);
+  EXPECT_EQ(testing::count_of(svg, "<polyline"), 2u);
   EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
   EXPECT_NE(svg.find(">sjf</text>"), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);

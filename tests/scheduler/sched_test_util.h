@@ -2,10 +2,12 @@
 // policy over them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 
@@ -36,6 +38,23 @@ inline std::map<std::string, double> jcts(const SimResult& r) {
   std::map<std::string, double> m;
   for (const JobResult& j : r.jobs) m[j.name] = j.jct();
   return m;
+}
+
+// The message of the ember::Error that `f` throws; "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// How often `what` occurs in `s`.
+inline size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
 }
 
 inline std::map<std::string, int> preemptions(const SimResult& r) {

@@ -9,18 +9,10 @@
 namespace ember::sched {
 namespace {
 
+using testing::error_of;
 using testing::jcts;
 using testing::job;
 using testing::run;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Simulator, Percentile) {
   EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.5), 2);

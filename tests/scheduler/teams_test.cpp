@@ -16,27 +16,14 @@
 namespace ember::sched {
 namespace {
 
+using testing::count_of;
+using testing::error_of;
 using testing::job;
-
-size_t count_of(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 
 JobSpec team_job(const std::string& name, const std::string& team, double submit, int gpus, double duration) {
   JobSpec j = job(name, submit, gpus, duration);
   j.queue = team;
   return j;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 SimResult run_quota(const std::string& inner, const std::vector<JobSpec>& jobs, int gpus, const Shares& shares,
