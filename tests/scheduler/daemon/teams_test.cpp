@@ -65,6 +65,23 @@ TEST_F(DaemonTest, ALentDeviceIsReclaimedThroughTheBorrowersCheckpoint) {
   EXPECT_NE(cr.out.find("give one of --queue and --team"), std::string::npos) << cr.out;
 }
 
+TEST_F(DaemonTest, ARestartedDaemonWhoseQuotaFileLostALiveJobsTeamRefusesToStart) {
+  write_file(dir_ + "/quota.txt", "vision 1\nspeech 1\n");
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--quota", dir_ + "/quota.txt"});
+  JobSpec j = gated("speech-job", 1, "gate");
+  j.set_queue("speech");
+  const int64_t id = submit(j);
+  ASSERT_TRUE(wait_for([&] { return job(id).state() == ember::proto::RUNNING; }));
+  kill_daemon();
+  write_file(dir_ + "/quota.txt", "vision 2\n");
+  Result r = run({EMBER_EXE, "sched", "serve", "--state", state_, "--devices", "cpu:2", "--policy", "fcfs", "--quota",
+                  dir_ + "/quota.txt"});
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("job " + std::to_string(id) + " (speech-job)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("team 'speech' has no share in the quota file"), std::string::npos) << r.out;
+  write_file(dir_ + "/gate", "");  // the orphaned job ends
+}
+
 TEST_F(DaemonTest, AQuotaFileThePoolCannotHonourIsRefused) {
   write_file(dir_ + "/quota.txt", "vision 2\nspeech 2\n");
   Result r =
