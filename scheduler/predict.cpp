@@ -17,7 +17,7 @@ void DurationPredictor::observe(const SubmitFeatures& f, double run_time, double
   EMBER_CHECK(finish >= f.submit, "predictor ", name(), ": a job finished at t=", finish,
               " before its submission at t=", f.submit);
   newest_finish_ = finish;
-  learn(f, run_time);
+  learn(f, run_time, finish);
 }
 
 void DurationPredictor::check_asked_at(double t) const {
@@ -35,7 +35,7 @@ double DurationPredictor::predict_given(const SubmitFeatures& f, double now, dou
   check_asked_at(now);
   EMBER_CHECK(now >= f.submit && ran >= 0, "predictor ", name(), ": a job submitted at t=", f.submit,
               " cannot have run ", ran, " s by t=", now);
-  return std::max(guess_given(f, ran), ran + 1.0);
+  return std::max(guess_given(f, now, ran), ran + 1.0);
 }
 
 HistoryPredictor::HistoryPredictor(HistoryOptions opt) : opt_(opt) {
@@ -58,7 +58,8 @@ const std::array<HistoryPredictor::Group*, 4>& HistoryPredictor::groups_of(const
   return of_key_.emplace(std::move(key), g).first->second;
 }
 
-void HistoryPredictor::learn(const SubmitFeatures& f, double run_time) {
+void HistoryPredictor::learn(const SubmitFeatures& f, double run_time, double finish) {
+  (void)finish;
   for (Group* g : groups_of(f)) {
     g->recent.push_back(run_time);
     g->sorted.insert(std::upper_bound(g->sorted.begin(), g->sorted.end(), run_time), run_time);
@@ -75,7 +76,8 @@ double HistoryPredictor::guess(const SubmitFeatures& f) {
   return opt_.prior;
 }
 
-double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
+double HistoryPredictor::guess_given(const SubmitFeatures& f, double now, double ran) {
+  (void)now;
   for (const Group* g : groups_of(f)) {
     // The run times longer than `ran`: the sorted tail past it.
     const std::span<const double> longer(std::upper_bound(g->sorted.begin(), g->sorted.end(), ran), g->sorted.end());
@@ -84,8 +86,7 @@ double HistoryPredictor::guess_given(const SubmitFeatures& f, double ran) {
   return 2 * ran;
 }
 
-std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const PolicyParams& params) {
-  EMBER_CHECK(name == "history", "unknown duration predictor '", name, "': expected history");
+HistoryOptions history_options(const PolicyParams& params) {
   ParamReader r("history", params);
   HistoryOptions o;
   o.quantile = r.number("quantile", o.quantile, 0, 1);
@@ -93,7 +94,7 @@ std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const
   o.min_samples = static_cast<int>(r.number("min_samples", o.min_samples, 1, 1e6));
   o.prior = r.number("prior", o.prior, 1e-3, 1e12);
   r.finish();
-  return std::make_unique<HistoryPredictor>(o);
+  return o;
 }
 
 double median_abs_log_error(const std::vector<double>& predicted, const std::vector<double>& actual) {

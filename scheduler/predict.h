@@ -11,6 +11,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,12 +42,12 @@ class DurationPredictor {
   double predict_given(const SubmitFeatures& f, double now, double ran);
 
  protected:
-  virtual void learn(const SubmitFeatures& f, double run_time) = 0;
+  virtual void learn(const SubmitFeatures& f, double run_time, double finish) = 0;
   virtual double guess(const SubmitFeatures& f) = 0;
   // The default doubles what the job has run so far: with nothing known but that it has outlived
   // its prediction, as long again is the median of a scale-free guess.
-  virtual double guess_given(const SubmitFeatures& f, double ran) {
-    (void)f;
+  virtual double guess_given(const SubmitFeatures& f, double now, double ran) {
+    (void)f, (void)now;
     return 2 * ran;
   }
 
@@ -72,10 +73,6 @@ class HistoryPredictor final : public DurationPredictor {
   explicit HistoryPredictor(HistoryOptions opt = {});
   std::string name() const override { return "history"; }
 
- private:
-  void learn(const SubmitFeatures& f, double run_time) override;
-  double guess(const SubmitFeatures& f) override;
-  double guess_given(const SubmitFeatures& f, double ran) override;
   // A group's `window` most recent run times, in arrival order (to drop the oldest) and sorted
   // (so that a quantile, or one of the times longer than a job has run, is read, not sorted, at
   // each of the thousands of questions a simulation asks).
@@ -83,6 +80,18 @@ class HistoryPredictor final : public DurationPredictor {
     std::deque<double> recent;
     std::vector<double> sorted;
   };
+  // The job's groups, most specific first (queue and gang size, queue, gang size, every job), as
+  // they stand: what a model over these statistics (learned/quantile_predictor.h) reads.
+  std::array<const Group*, 4> groups(const SubmitFeatures& f) {
+    const auto& g = groups_of(f);
+    return {g[0], g[1], g[2], g[3]};
+  }
+  const HistoryOptions& options() const { return opt_; }
+
+ private:
+  void learn(const SubmitFeatures& f, double run_time, double finish) override;
+  double guess(const SubmitFeatures& f) override;
+  double guess_given(const SubmitFeatures& f, double now, double ran) override;
   // A job's groups, most specific first, found once per (queue, gang size).
   const std::array<Group*, 4>& groups_of(const SubmitFeatures& f);
   HistoryOptions opt_;
@@ -91,7 +100,12 @@ class HistoryPredictor final : public DurationPredictor {
 };
 
 // Built from `--set history.KEY=V` (quantile, window, min_samples, prior); unknown keys are errors.
+HistoryOptions history_options(const PolicyParams& params);
+
+// The predictors by name: `history` (above) or `quantile` (learned/quantile_predictor.h), each
+// with its `--set NAME.KEY=V` parameters; unknown names and keys are errors. In registry.cpp.
 std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const PolicyParams& params = {});
+std::vector<std::string> predictor_names();
 
 // Median over jobs of |log(predicted / actual)|: 0 is perfect, log 2 = 0.69 means "within a factor
 // of two" for the median job. Pairs with a non-positive value are left out.

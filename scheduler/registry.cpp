@@ -1,9 +1,11 @@
-// Names the built-in policies and builds them; the --compare order runs from the simple baselines
-// to the clairvoyant yardstick and the search policies.
+// Names the built-in policies and duration predictors and builds them; the --compare order runs
+// from the simple baselines to the clairvoyant yardstick and the search policies.
 #include "core/error.h"
 #include "scheduler/learned/learned_policy.h"
+#include "scheduler/learned/quantile_predictor.h"
 #include "scheduler/policies/policies.h"
 #include "scheduler/policy.h"
+#include "scheduler/predict.h"
 
 namespace ember::sched {
 namespace {
@@ -15,16 +17,17 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
-      {"fcfs", make_fcfs},    {"fcfs-backfill", make_backfill},
-      {"sjf", make_sjf},      {"priority", make_priority},
-      {"las", make_las},      {"gittins", make_gittins}, {"themis", make_themis},
-      {"srsf", make_srsf},    {"greedy", make_greedy},
+      {"fcfs", make_fcfs},     {"fcfs-backfill", make_backfill},
+      {"sjf", make_sjf},       {"priority", make_priority},
+      {"las", make_las},       {"gittins", make_gittins},
+      {"themis", make_themis}, {"srsf", make_srsf},
+      {"greedy", make_greedy},
 #ifdef EMBER_HAVE_CBC
       {"ilp", make_ilp},
 #endif
-      {"sa", make_annealing}, {"ga", make_genetic},
+      {"sa", make_annealing},  {"ga", make_genetic},
 #ifdef EMBER_HAVE_CBC
-      {"gavel", make_gavel},  {"gavel-blind", make_gavel_blind},
+      {"gavel", make_gavel},   {"gavel-blind", make_gavel_blind},
 #endif
   };
   return e;
@@ -56,6 +59,18 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams&
   std::string known;
   for (const std::string& k : policy_names()) known += (known.empty() ? "" : ", ") + k;
   EMBER_FAIL("unknown policy '", name, "': expected one of ", known, " or learned:FILE");
+}
+
+std::vector<std::string> predictor_names() {
+  return {"history", "quantile"};
+}
+
+std::unique_ptr<DurationPredictor> make_predictor(const std::string& name, const PolicyParams& params) {
+  if (name == "quantile") return learned::make_quantile_predictor(params);
+  EMBER_CHECK(name == "history", "unknown duration predictor '", name, "': expected history or quantile");
+  for (const auto& [k, v] : params)
+    EMBER_CHECK(!k.starts_with("quantile."), "--set ", k, ": the history predictor has no quantile.* parameters");
+  return std::make_unique<HistoryPredictor>(history_options(params));
 }
 
 }  // namespace ember::sched

@@ -19,8 +19,8 @@ sub_units=(scheduler/parallel scheduler/learned core/ops core/ops.h core/autogra
 # What each unit may include besides system and third-party headers: units, whole folders with
 # every unit inside them (an entry ending in /), or single headers (an entry ending in .h).
 # Units not listed here (tools, tests, bench, include) may include everything. The job scheduler
-# needs nothing of the tensor engine except through the learned policy (scheduler/learned/, a
-# policy network trained with it), whose one header the policy registry names.
+# needs nothing of the tensor engine except through scheduler/learned/ (a policy network and a
+# duration predictor trained with it), whose two factories' headers the registry names.
 # Ops and autograd include each other: an op records a node, and the engine sums gradients and
 # makes zeros with ops. The CUDA glue (cuDNN, cross-device copies) stages through Tensor members
 # that record, so it may turn recording off (grad_mode.h) but may not reach the graph.
@@ -35,7 +35,7 @@ declare -A allowed=(
   [data]="core/ data proto"
   [models]="core/ layers models proto"
   [interop]="core/ layers data models proto interop"
-  [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h"
+  [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h scheduler/learned/quantile_predictor.h"
   [scheduler/learned]="core/ layers scheduler scheduler/learned proto"
   [scheduler/parallel]="core/ layers scheduler/parallel"
   [examples]="core/ layers data models interop scheduler scheduler/parallel proto ember"

@@ -105,6 +105,10 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("estimates", "SOURCE",
            "trace (default: the trace's estimates, else its durations) or predicted (every policy that uses "
            "durations gets a prediction from finished jobs instead; a name ending in +pred does that for one)")
+      .add("predictor", "NAME",
+           "what predicts durations for +pred runs: history (default: recent run times of the job's queue and "
+           "gang size) or quantile (a quantile regressor over those statistics, trained with Ember on the jobs "
+           "finished so far, refitted as the trace runs)")
       .add("quota", "FILE|auto",
            "team quotas: a file of 'TEAM DEVICES' lines, or auto (shares planned from the trace's own demand by "
            "a linear program); runs named P+quota run policy P inside the teams, and every run reports "
@@ -156,6 +160,12 @@ int sched_simulate(const std::vector<std::string>& args) {
     const std::string source = f.str("estimates", "trace");
     if (source != "trace" && source != "predicted")
       throw UsageError("--estimates: expected trace or predicted, got '" + source + "'");
+    const std::string predictor_name = f.str("predictor", "history");
+    {
+      const std::vector<std::string> known = predictor_names();
+      if (std::find(known.begin(), known.end(), predictor_name) == known.end())
+        throw UsageError("--predictor: expected history or quantile, got '" + predictor_name + "'");
+    }
     const bool admission = f.has("admit-target");
     AdmissionOptions admit_opt;
     admit_opt.target = f.number("admit-target", 3600, 0, 1e12);
@@ -218,11 +228,15 @@ int sched_simulate(const std::vector<std::string>& args) {
       size_t eq = kv.find('='), dot = kv.find('.');
       if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || eq + 1 == kv.size())
         throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
-      if (!known_policy(kv.substr(0, dot)) && kv.substr(0, dot) != "history" && kv.substr(0, dot) != "quota")
+      if (!known_policy(kv.substr(0, dot)) && kv.substr(0, dot) != "history" && kv.substr(0, dot) != "quantile" &&
+          kv.substr(0, dot) != "quota")
         throw UsageError("--set " + kv + ": unknown policy '" + kv.substr(0, dot) +
-                         "' (or the predictor, history, or the team level, quota)");
+                         "' (or a predictor, history or quantile, or the team level, quota)");
       params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    for (const auto& [k, v] : params)
+      if (k.starts_with("quantile.") && predictor_name != "quantile")
+        throw UsageError("--set " + k + ": quantile.* parameters go with --predictor quantile");
     for (const auto& [k, v] : params)
       if (k.starts_with("quota.") && !quotas)
         throw UsageError("--set " + k + ": the team level runs only with --quota");
@@ -235,7 +249,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         const bool clairvoyant = p->traits().clairvoyant;
         if (quota_run(n)) make_team_quotas(std::move(p), Shares{{"", 0}}, quota_options(params));  // checks it ranks
         if (source == "predicted" && !predicted_run(n) && clairvoyant) n += kPredSuffix;
-        if (predicted_run(n)) make_predictor("history", params);
+        if (predicted_run(n)) make_predictor(predictor_name, params);
       } catch (const ember::Error& e) {
         throw UsageError(e.what());
       }
@@ -296,7 +310,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
         so.speed = speed;
-        if (predicted_run(name)) so.predictor = (predictor = make_predictor("history", params)).get();
+        if (predicted_run(name)) so.predictor = (predictor = make_predictor(predictor_name, params)).get();
         std::unique_ptr<AdmissionControl> control;
         if (admitting) so.admission = (control = std::make_unique<AdmissionControl>(admit_opt, p.get())).get();
         SimResult r = simulate(jobs, on, *p, so);

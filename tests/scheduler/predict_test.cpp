@@ -130,25 +130,47 @@ TEST(MedianAbsLogError, HandValues) {
   EXPECT_THROW(median_abs_log_error({1, 2}, {1}), Error);
 }
 
-// Records what it was asked; answers with the mean run time of the queue's finished jobs, so that
-// every finish moves later answers.
-class Recorder final : public DurationPredictor {
+// Answers with the mean run time of the queue's finished jobs, so that every finish moves later
+// answers.
+class QueueMean final : public DurationPredictor {
  public:
-  std::string name() const override { return "recorder"; }
-  std::map<double, std::vector<double>> answers;  // submit time -> predictions made for it
+  std::string name() const override { return "queue-mean"; }
 
  private:
-  void learn(const SubmitFeatures& x, double run_time) override {
+  void learn(const SubmitFeatures& x, double run_time, double) override {
     sum_[x.queue] += run_time;
     count_[x.queue] += 1;
   }
+  double guess(const SubmitFeatures& x) override { return count_[x.queue] ? sum_[x.queue] / count_[x.queue] : 100; }
+  std::map<std::string, double> sum_, count_;
+};
+
+// Passes everything to another predictor and records the predictions made at submission.
+class Recorder final : public DurationPredictor {
+ public:
+  explicit Recorder(std::unique_ptr<DurationPredictor> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "recorder of " + inner_->name(); }
+  std::map<double, std::vector<double>> answers;  // submit time -> predictions made for it
+
+ private:
+  void learn(const SubmitFeatures& x, double run_time, double finish) override { inner_->observe(x, run_time, finish); }
   double guess(const SubmitFeatures& x) override {
-    double p = count_[x.queue] ? sum_[x.queue] / count_[x.queue] : 100;
+    const double p = inner_->predict(x);
     answers[x.submit].push_back(p);
     return p;
   }
-  std::map<std::string, double> sum_, count_;
+  double guess_given(const SubmitFeatures& x, double now, double ran) override {
+    return inner_->predict_given(x, now, ran);
+  }
+  std::unique_ptr<DurationPredictor> inner_;
 };
+
+// The predictors the causality test runs: one whose every answer moves with each finish, and the
+// two built in (the quantile one refitted every 8 finishes, so that it trains many times).
+std::unique_ptr<DurationPredictor> inner_predictor(const std::string& name) {
+  if (name == "queue-mean") return std::make_unique<QueueMean>();
+  return make_predictor(name, name == "quantile" ? PolicyParams{{"quantile.refit", "8"}} : PolicyParams{});
+}
 
 // 120 jobs, one every 30 s, of 1, 2 or 4 GPUs, 30 s to 3 h, in three queues (a fixed LCG).
 std::vector<JobSpec> random_trace() {
@@ -170,40 +192,42 @@ std::vector<JobSpec> random_trace() {
 // predictions (a leak of true durations to the policy would reorder the unfinished jobs' starts).
 TEST(PredictedEstimates, NoPredictionReadsAJobThatHadNotFinished) {
   std::vector<JobSpec> trace = random_trace();
-  for (const char* policy : {"srsf", "sjf"}) {
-    auto first = make_policy(policy);
-    Recorder r1;
-    SimOptions o1;
-    o1.predictor = &r1;
-    SimResult a = simulate(trace, Topology::uniform(4, 0), *first, o1);
-    EXPECT_EQ(a.knows, "predictions");
-    ASSERT_GE(a.prediction_error, 0);
-    const double cut = trace[trace.size() / 2].submit;
-    std::vector<JobSpec> changed = trace;
-    int touched = 0;
-    for (size_t i = 0; i < changed.size(); ++i) {
-      if (a.jobs[i].finish <= cut) continue;
-      changed[i].duration = 1e6 + 997.0 * ((i * 37) % 101);  // outlasts the cut, in another order
-      ++touched;
+  for (const char* predictor : {"queue-mean", "history", "quantile"})
+    for (const char* policy : {"srsf", "sjf"}) {
+      SCOPED_TRACE(predictor);
+      auto first = make_policy(policy);
+      Recorder r1(inner_predictor(predictor));
+      SimOptions o1;
+      o1.predictor = &r1;
+      SimResult a = simulate(trace, Topology::uniform(4, 0), *first, o1);
+      EXPECT_EQ(a.knows, "predictions");
+      ASSERT_GE(a.prediction_error, 0);
+      const double cut = trace[trace.size() / 2].submit;
+      std::vector<JobSpec> changed = trace;
+      int touched = 0;
+      for (size_t i = 0; i < changed.size(); ++i) {
+        if (a.jobs[i].finish <= cut) continue;
+        changed[i].duration = 1e6 + 997.0 * ((i * 37) % 101);  // outlasts the cut, in another order
+        ++touched;
+      }
+      ASSERT_GT(touched, 0);
+      auto second = make_policy(policy);
+      Recorder r2(inner_predictor(predictor));
+      SimOptions o2;
+      o2.predictor = &r2;
+      SimResult b = simulate(changed, Topology::uniform(4, 0), *second, o2);
+      for (const auto& [t, ps] : r1.answers) {
+        if (t > cut) break;
+        EXPECT_EQ(r2.answers[t], ps) << policy << ": predictions for jobs submitted at t=" << t << " changed";
+      }
+      int started = 0;
+      for (size_t i = 0; i < trace.size(); ++i) {
+        if (std::min(a.jobs[i].first_start, b.jobs[i].first_start) >= cut) continue;
+        EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start) << policy << ": job " << trace[i].name;
+        ++started;
+      }
+      EXPECT_GT(started, 10);
     }
-    ASSERT_GT(touched, 0);
-    auto second = make_policy(policy);
-    Recorder r2;
-    SimOptions o2;
-    o2.predictor = &r2;
-    SimResult b = simulate(changed, Topology::uniform(4, 0), *second, o2);
-    for (const auto& [t, ps] : r1.answers) {
-      if (t > cut) break;
-      EXPECT_EQ(r2.answers[t], ps) << policy << ": predictions for jobs submitted at t=" << t << " changed";
-    }
-    int started = 0;
-    for (size_t i = 0; i < trace.size(); ++i) {
-      if (std::min(a.jobs[i].first_start, b.jobs[i].first_start) >= cut) continue;
-      EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start) << policy << ": job " << trace[i].name;
-      ++started;
-    }
-    EXPECT_GT(started, 10);
-  }
 }
 
 TEST(PredictedEstimates, ThePolicySeesNoDuration) {
