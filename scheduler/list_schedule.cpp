@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/error.h"
+
 namespace ember::sched {
 namespace {
 
@@ -522,15 +524,15 @@ Decision list_schedule_sorted(const SchedState& s, std::span<const Job* const> o
   return run_list(s, src, opt, preferred_node, stats);
 }
 
-Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
-                                  std::vector<Ranked>& scratch, double defrag, ListStats* stats) {
+Decision list_schedule_preemptive_batch(const SchedState& s, const BatchRank& rank, std::vector<Ranked>& scratch,
+                                        double defrag, ListStats* stats) {
   if (s.waiting.empty()) return {};
   scratch.clear();
+  rank(s.waiting, scratch);
+  EMBER_CHECK(scratch.size() == s.waiting.size(), "list_schedule_preemptive: the rank gave ", scratch.size(),
+              " keys for ", s.waiting.size(), " waiting jobs");
   long want = 0;
-  for (const Job* j : s.waiting) {
-    scratch.push_back(rank(*j));
-    want += j->spec.gpus;
-  }
+  for (const Job* j : s.waiting) want += j->spec.gpus;
   if (want <= s.cluster->free().total_free()) {
     std::sort(scratch.begin(), scratch.end());
     if (std::optional<Decision> d = start_all_if_they_fit(s, scratch)) {
@@ -539,8 +541,20 @@ Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranke
       return std::move(*d);
     }
   }
-  for (const Job* j : s.running) scratch.push_back(rank(*j));
+  rank(s.running, scratch);
+  EMBER_CHECK(scratch.size() == s.waiting.size() + s.running.size(), "list_schedule_preemptive: the rank gave ",
+              scratch.size() - s.waiting.size(), " keys for ", s.running.size(), " running jobs");
   return list_schedule(s, scratch, {.preemptive = true, .defrag = defrag}, stats);
+}
+
+Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
+                                  std::vector<Ranked>& scratch, double defrag, ListStats* stats) {
+  return list_schedule_preemptive_batch(
+      s,
+      [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
+        for (const Job* j : jobs) out.push_back(rank(*j));
+      },
+      scratch, defrag, stats);
 }
 
 }  // namespace ember::sched

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "scheduler/policy.h"
@@ -75,6 +76,13 @@ Decision list_schedule(const SchedState& s, std::vector<Ranked>& ranked, const L
 // buffer, reused across decisions.
 Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranked(const Job&)>& rank,
                                   std::vector<Ranked>& scratch, double defrag = 0, ListStats* stats = nullptr);
+
+// Same with a rank that scores jobs a batch at a time (a network's forward pass): it appends one
+// Ranked per job of `jobs` to `out`, in their order; called once for the waiting jobs and, when
+// they do not all fit, once more for the running ones.
+using BatchRank = std::function<void(std::span<const Job* const> jobs, std::vector<Ranked>& out)>;
+Decision list_schedule_preemptive_batch(const SchedState& s, const BatchRank& rank, std::vector<Ranked>& scratch,
+                                        double defrag = 0, ListStats* stats = nullptr);
 
 // Same on an order already sorted, with an optional preferred node per position (a search
 // policy's placement genes; -1 or absent: best fit): how a search policy decodes a candidate.

@@ -23,6 +23,18 @@ void LearnedPolicy::explore(uint64_t seed, Episode* episode, double temperature)
   temperature_ = temperature;
 }
 
+std::vector<float> LearnedPolicy::scores(const SchedState& s, std::span<const Job* const> jobs) {
+  rows_.clear();
+  features_.rows(s, jobs, rows_);
+  NoGradGuard guard;
+  return net_->forward(from_vector(rows_, {static_cast<int64_t>(jobs.size()), kFeatures})).to_vector<float>();
+}
+
+// Higher score first, then Ranked's ties: running ahead of waiting, submission, id.
+Ranked LearnedPolicy::rank(const Job& j, double key) {
+  return {-key, j.status == JobStatus::kRunning ? 0.0 : 1.0, j.spec.submit, &j};
+}
+
 Decision LearnedPolicy::decide(const SchedState& s) {
   DecisionRecord rec;
   rec.time = s.now;
@@ -31,25 +43,29 @@ Decision LearnedPolicy::decide(const SchedState& s) {
     if (episode_) episode_->decisions.push_back(std::move(rec));
     return {};
   }
+  if (!episode_) {
+    // Deciding: the running jobs are scored only when the waiting ones do not all fit on the free
+    // devices (in most decisions they do, and then the running jobs stay where they are whatever
+    // their scores). The same decision as the full walk below, at a fraction of the rows.
+    return list_schedule_preemptive_batch(
+        s,
+        [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
+          const std::vector<float> score = scores(s, jobs);
+          for (size_t i = 0; i < jobs.size(); ++i) out.push_back(rank(*jobs[i], score[i]));
+        },
+        ranked_);
+  }
   jobs_.assign(s.waiting.begin(), s.waiting.end());
   jobs_.insert(jobs_.end(), s.running.begin(), s.running.end());
   const int64_t n = static_cast<int64_t>(jobs_.size());
-  rows_.clear();
-  features_.rows(s, jobs_, rows_);
-  std::vector<float> score;
-  {
-    NoGradGuard guard;
-    score = net_->forward(from_vector(rows_, {n, kFeatures})).to_vector<float>();
-  }
+  const std::vector<float> score = scores(s, jobs_);
   std::vector<double> key(score.begin(), score.end());
   if (episode_) {  // Gumbel-max: sorting score / T + Gumbel noise draws a Plackett-Luce order
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (double& k : key) k = k / temperature_ - std::log(-std::log(std::max(u(rng_), 1e-300)));
   }
-  // Higher score first, then Ranked's ties: running ahead of waiting, submission, id.
   ranked_.clear();
-  for (int64_t i = 0; i < n; ++i)
-    ranked_.push_back({-key[i], jobs_[i]->status == JobStatus::kRunning ? 0.0 : 1.0, jobs_[i]->spec.submit, jobs_[i]});
+  for (int64_t i = 0; i < n; ++i) ranked_.push_back(rank(*jobs_[i], key[i]));
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return ranked_[a] < ranked_[b]; });

@@ -52,6 +52,9 @@ class LearnedPolicy final : public Policy {
   void forget(JobId id) override { features_.forget(id); }
 
  private:
+  // The network's score of each of `jobs` (features from this decision's state).
+  std::vector<float> scores(const SchedState& s, std::span<const Job* const> jobs);
+  static Ranked rank(const Job& j, double key);
   std::shared_ptr<PolicyNet> net_;
   std::string label_;
   PolicyFeatures features_;

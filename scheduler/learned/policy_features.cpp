@@ -18,21 +18,42 @@ void PolicyFeatures::observe(const Job& j, double now) {
   newest_ = std::max(newest_, now);
   gittins_.add(j);
   predictor_.observe({j.spec.queue, j.spec.gpus, j.spec.submit}, j.work(now), newest_);
+  ++observes_;
 }
 
-void PolicyFeatures::rows(const SchedState& s, const std::vector<const Job*>& jobs, std::vector<float>& out) {
+void PolicyFeatures::rows(const SchedState& s, std::span<const Job* const> jobs, std::vector<float>& out) {
   newest_ = std::max(newest_, s.now);
   const double devices = std::max(1, s.cluster->topology().num_devices());
   const float free = static_cast<float>(s.cluster->free().total_free() / devices);
   const float waiting = squash(static_cast<double>(s.waiting.size()));
+  auto full_row = [&](const Job& j, double a) {
+    const double work = j.work(s.now);
+    const double total = predictor_.predict_given({j.spec.queue, j.spec.gpus, j.spec.submit}, newest_, work);
+    std::optional<double> index = gittins_.index(j, a);
+    return std::array<float, kFeatures>{squash(a),
+                                        static_cast<float>(std::log2(j.spec.gpus) / 6),
+                                        squash(s.now - j.queued_since),
+                                        j.status == JobStatus::kRunning ? 1.0f : 0.0f,
+                                        squash(j.preemptions),
+                                        squash(total * j.spec.gpus),
+                                        index && *index > 0 ? squash(1 / *index) : 2.0f,
+                                        squash((total - work) * j.spec.gpus),
+                                        free,
+                                        waiting};
+  };
   for (const Job* j : jobs) {
-    const double work = j->work(s.now), a = j->attained(s.now);
-    const double total = predictor_.predict_given({j->spec.queue, j->spec.gpus, j->spec.submit}, newest_, work);
-    std::optional<double> index = gittins_.index(*j, a);
-    out.insert(out.end(),
-               {squash(a), static_cast<float>(std::log2(j->spec.gpus) / 6), squash(s.now - j->queued_since),
-                j->status == JobStatus::kRunning ? 1.0f : 0.0f, squash(j->preemptions), squash(total * j->spec.gpus),
-                index && *index > 0 ? squash(1 / *index) : 2.0f, squash((total - work) * j->spec.gpus), free, waiting});
+    const double a = j->attained(s.now);
+    if (j->status == JobStatus::kRunning) {
+      const auto row = full_row(*j, a);
+      out.insert(out.end(), row.begin(), row.end());
+      continue;
+    }
+    Still& c = still_[j->id];
+    if (c.version != observes_ + 1 || c.attained != a) c = {observes_ + 1, a, full_row(*j, a)};
+    c.row[2] = squash(s.now - j->queued_since);
+    c.row[8] = free;
+    c.row[9] = waiting;
+    out.insert(out.end(), c.row.begin(), c.row.end());
   }
 }
 

@@ -6,6 +6,10 @@
 // [0, 2] (log1p(x) / 10 and the like) so that one network serves any trace's scale.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "scheduler/gittins.h"
@@ -22,16 +26,29 @@ class PolicyFeatures {
   PolicyFeatures();
   // A job finished (the driver's job_finished): both histories learn from it.
   void observe(const Job& j, double now);
-  void forget(JobId id) { gittins_.forget(id); }
+  void forget(JobId id) {
+    gittins_.forget(id);
+    still_.erase(id);
+  }
   // kFeatures floats per job of `jobs`, appended to `out` in that order.
-  void rows(const SchedState& s, const std::vector<const Job*>& jobs, std::vector<float>& out);
+  void rows(const SchedState& s, std::span<const Job* const> jobs, std::vector<float>& out);
   // The next time a job's Gittins feature changes (a running job crossing a bin edge).
   double next_change(const SchedState& s) const;
 
  private:
+  // A waiting job's features that stay as they are until the next finish is told: its attained
+  // service and preemptions do not move while it waits, and the histories move only at finishes.
+  // Kept per job so that a decision computes them once per wait, not once per decision.
+  struct Still {
+    uint64_t version = 0;  // observes_ when computed
+    double attained = 0;
+    std::array<float, kFeatures> row{};  // the waiting time, free and waiting slots are filled per decision
+  };
   GittinsHistory gittins_;
   HistoryPredictor predictor_;
   double newest_ = 0;  // the latest time told, so that a finish is never put before a decision
+  uint64_t observes_ = 0;
+  std::unordered_map<JobId, Still> still_;
 };
 
 }  // namespace ember::sched::learned

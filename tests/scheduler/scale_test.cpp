@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "core/error.h"
 #include "scheduler/cluster.h"
 #include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
@@ -147,11 +148,23 @@ TEST(PreemptiveListSchedule, RankingTheRunningJobsOnlyWhenNeededDecidesTheSame) 
     const Decision full = list_schedule(s, all, {.preemptive = true});
     const Decision lazy = list_schedule_preemptive(
         s, [&](const Job& j) { return sc.rank(j); }, scratch);
-    ASSERT_EQ(lazy.preempt, full.preempt) << "seed " << seed;
-    ASSERT_EQ(lazy.start.size(), full.start.size()) << "seed " << seed;
-    for (size_t i = 0; i < full.start.size(); ++i) {
-      ASSERT_EQ(lazy.start[i].job, full.start[i].job) << "seed " << seed;
-      ASSERT_EQ(lazy.start[i].placement, full.start[i].placement) << "seed " << seed;
+    // The batch form (a network scoring many jobs at once) asks for the running jobs' ranks only
+    // on the way that walks them.
+    size_t asked = 0;
+    const Decision batch = list_schedule_preemptive_batch(
+        s,
+        [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
+          asked += jobs.size();
+          for (const Job* j : jobs) out.push_back(sc.rank(*j));
+        },
+        scratch);
+    for (const Decision* d : {&lazy, &batch}) {
+      ASSERT_EQ(d->preempt, full.preempt) << "seed " << seed;
+      ASSERT_EQ(d->start.size(), full.start.size()) << "seed " << seed;
+      for (size_t i = 0; i < full.start.size(); ++i) {
+        ASSERT_EQ(d->start[i].job, full.start[i].job) << "seed " << seed;
+        ASSERT_EQ(d->start[i].placement, full.start[i].placement) << "seed " << seed;
+      }
     }
     // Which way it went: every waiting job fitting on the free devices is the way that ranks no
     // running job.
@@ -160,9 +173,20 @@ TEST(PreemptiveListSchedule, RankingTheRunningJobsOnlyWhenNeededDecidesTheSame) 
     const bool all_fit =
         want <= s.cluster->free().total_free() && full.preempt.empty() && full.start.size() == s.waiting.size();
     (all_fit ? fast : walked) += 1;
+    if (!s.waiting.empty()) EXPECT_EQ(asked, s.waiting.size() + (all_fit ? 0 : s.running.size())) << "seed " << seed;
   }
   EXPECT_GT(fast, 20);  // both ways were exercised
   EXPECT_GT(walked, 20);
+}
+
+TEST(PreemptiveListSchedule, ABatchRankThatLosesJobsIsAnError) {
+  Scene sc(3, 4, 3, 1.0);
+  const SchedState s = sc.state();
+  ASSERT_FALSE(s.waiting.empty());
+  std::vector<Ranked> scratch;
+  EXPECT_THROW(list_schedule_preemptive_batch(
+                   s, [](std::span<const Job* const>, std::vector<Ranked>&) {}, scratch),
+               Error);
 }
 
 TEST(Job, ARunningJobsRunTimeCountsFromItsStart) {
