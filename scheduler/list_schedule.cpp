@@ -304,6 +304,85 @@ int largest_placeable(const FreeMap& free) {
   return total > m && free.topology().min_nodes(total) > 1 ? total : m;
 }
 
+// A gang that must span k > 1 nodes and waits although enough devices are free: the k eligible
+// nodes with the most free devices (the fewest to move; ties: the lower nodes) are cleared of
+// one-node jobs, smallest first, onto free devices on the other nodes, until they hold the gang;
+// at most `max_share` x its devices move, else nothing is done.
+void defragment_spanning(const Job& g, int k, const std::vector<std::vector<const Job*>>& on_node,
+                         std::set<JobId>& touched, PlannedFree& free, Decision& d, double max_share) {
+  const Topology& topo = free.get().topology();
+  const FreeMap& f = free.get();
+  const int need = g.spec.gpus;
+  std::vector<std::pair<int, int>> by_free;  // (-free, node)
+  for (int n = 0; n < topo.num_nodes(); ++n)
+    if (topo.eligible(n, g.spec.mem_per_gpu)) by_free.push_back({-f.free(n), n});
+  if (static_cast<int>(by_free.size()) < k) return;
+  std::partial_sort(by_free.begin(), by_free.begin() + k, by_free.end());
+  std::vector<int> chosen;
+  std::vector<char> in_chosen(topo.num_nodes(), 0);
+  int got = 0, room = 0;
+  for (int i = 0; i < k; ++i) {
+    const int n = by_free[i].second;
+    chosen.push_back(n);
+    in_chosen[n] = 1;
+    got += f.free(n);
+    room += topo.node(n).gpus;
+  }
+  if (room < need || need - got > max_share * need) return;
+  // The movers: one-node jobs on the chosen nodes, smallest first, each onto free devices elsewhere.
+  std::vector<const Job*> movers;
+  for (int n : chosen)
+    for (const Job* r : on_node[n])
+      if (!touched.count(r->id)) movers.push_back(r);
+  std::sort(movers.begin(), movers.end(), [](const Job* a, const Job* b) {
+    return a->spec.gpus != b->spec.gpus ? a->spec.gpus < b->spec.gpus : a->id < b->id;
+  });
+  FreeMap trial = f;
+  for (int n : chosen)
+    if (trial.free(n) > 0) trial.take({{n, trial.free(n)}});
+  std::vector<int> freed(topo.num_nodes(), 0);
+  std::vector<std::pair<const Job*, Placement>> moves;
+  int moved = 0;
+  for (const Job* r : movers) {
+    if (got >= need) break;
+    auto p = trial.best_fit(r->spec.gpus, r->spec.mem_per_gpu);
+    if (!p) continue;
+    trial.take(*p);
+    moves.push_back({r, *p});
+    freed[topo.node_of(r->devices.front())] += r->spec.gpus;
+    got += r->spec.gpus;
+    moved += r->spec.gpus;
+  }
+  if (got < need || moved > max_share * need) return;
+  Placement gang;
+  int left = need;
+  for (int n : chosen) {
+    const int c = std::min(left, f.free(n) + freed[n]);
+    if (c > 0) gang.push_back({n, c});
+    left -= c;
+  }
+  FreeMap& e = free.edit();
+  for (const auto& [r, p] : moves) {
+    e.give({{topo.node_of(r->devices.front()), r->spec.gpus}});
+    e.take(p);
+  }
+  if (!placement_problem(e, gang, need, g.spec.mem_per_gpu).empty()) {  // undo: leave the gang waiting
+    for (const auto& [r, p] : moves) {
+      e.give(p);
+      e.take({{topo.node_of(r->devices.front()), r->spec.gpus}});
+    }
+    return;
+  }
+  for (const auto& [r, p] : moves) {
+    d.preempt.push_back(r->id);
+    d.start.push_back({r->id, p});
+    touched.insert(r->id);
+  }
+  e.take(gang);
+  d.start.push_back({g.id, gang});
+  touched.insert(g.id);
+}
+
 // Gangs that wait for want of one node while enough devices are free, scattered over nodes:
 // move the running jobs off the node that needs the fewest moved devices, onto free devices
 // elsewhere (each move is a migration: preempted and started again in this decision), and start
@@ -318,8 +397,8 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
   for (size_t pos : passed) {
     const Job& g = *src.seq[pos];
     if (g.status != JobStatus::kWaiting || touched.count(g.id)) continue;
-    const int need = g.spec.gpus;
-    if (need < 2 || topo.min_nodes(need, g.spec.mem_per_gpu) != 1) continue;
+    const int need = g.spec.gpus, k = topo.min_nodes(need, g.spec.mem_per_gpu);
+    if (need < 2 || k < 1) continue;
     if (free.total_free() < need) break;
     if (on_node.empty()) {
       on_node.resize(topo.num_nodes());
@@ -328,6 +407,10 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
         const int n = topo.node_of(r->devices.front());
         if (topo.node_of(r->devices.back()) == n) on_node[n].push_back(r);
       }
+    }
+    if (k > 1) {
+      defragment_spanning(g, k, on_node, touched, free, d, max_share);
+      continue;
     }
     const FreeMap& f = free.get();
     // Candidate nodes by the fewest devices that must move (need - free), a lower bound on what

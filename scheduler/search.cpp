@@ -172,7 +172,13 @@ Decision SearchProblem::decode(const Candidate& c, ListStats* stats) const {
   o.insert(o.end(), order.begin() + window_end, order.end());
   Placement held;
   if (c.hold >= 0 && state->cluster->free().free(c.hold) > 0) held = {{c.hold, state->cluster->free().free(c.hold)}};
-  return list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag, .hold = &held}, &pref, stats);
+  Decision d = list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag, .hold = &held}, &pref, stats);
+  // A reservation for a gang that fits in the held devices now is a start there, not a wait.
+  if (!held.empty() && hold_for && hold_for->status == JobStatus::kWaiting && held[0].count >= hold_for->spec.gpus &&
+      state->cluster->topology().eligible(c.hold, hold_for->spec.mem_per_gpu) &&
+      std::none_of(d.start.begin(), d.start.end(), [&](const Start& st) { return st.job == hold_for->id; }))
+    d.start.push_back({hold_for->id, {{c.hold, hold_for->spec.gpus}}});
+  return d;
 }
 
 void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "scheduler/params.h"
@@ -27,6 +28,9 @@ namespace ember::sched {
 namespace {
 
 #ifdef EMBER_HAVE_CBC
+
+// Later start times the look-ahead program offers (a geometric grid up to half the horizon).
+constexpr int kGridPoints = 7;
 
 struct Row {
   std::vector<int> cols;
@@ -91,6 +95,21 @@ class Ilp final : public SearchPolicy {
       if (!committed(i)) vmax = std::max(vmax, p.objective.value(*p.order[i]) + p.objective.penalty(*p.order[i]));
     if (vmax <= 0) return std::nullopt;
     const double scale = 1000.0 / vmax;
+    // With a look-ahead the program optimises the projection's objective (search.h): each job's
+    // min(completion, horizon), here as the seconds of the horizon it saves, horizon - min(start +
+    // remaining, horizon), for starting now or at one of the later times of `grid`, with the
+    // devices counted at each of those times (no arrivals and no preemption after this decision,
+    // as in the projection; a preempted job restarts later with the preemption cost added).
+    const double H = p.objective.horizon;
+    const bool look = H > 0;
+    const double hscale = look ? 1000.0 / H : 0.0;
+    auto remaining = [&](const Job& j, bool preempted) {
+      return std::min(j.estimated_remaining(s.now), 2 * H) + (preempted ? p.objective.preempt_cost : 0.0);
+    };
+    auto saved = [&](double start, double r) { return (H - std::min(start + r, H)) * hscale; };
+    std::vector<double> grid;  // later start times: H/128, H/64, ..., H/2
+    if (look)
+      for (int k = kGridPoints; k >= 1; --k) grid.push_back(H / std::pow(2.0, k));
 
     Cbc_Model* m = Cbc_newModel();
     struct Guard {
@@ -119,12 +138,13 @@ class Ilp final : public SearchPolicy {
     for (size_t i = 0; i < q_end; ++i) {
       const Job& j = *p.order[i];
       const int g = j.spec.gpus;
-      const double v = committed(i) ? 0.0 : p.objective.value(j) * scale;
-      if (j.status == JobStatus::kRunning) {
+      const bool running = j.status == JobStatus::kRunning;
+      const double v = committed(i) ? 0.0 : look ? saved(0, remaining(j, false)) : p.objective.value(j) * scale;
+      if (running) {
         // A committed job's value is a constant: leaving it out of the objective keeps the
         // relative gap about the contested jobs, whose values are a sliver of the total.
         if (committed(i)) continue;  // its devices are not in `cap`
-        cols[i].keep = add_col(1, v + p.objective.penalty(j) * scale, true);
+        cols[i].keep = add_col(1, look ? v : v + p.objective.penalty(j) * scale, true);
         for (const Slice& sl : held[i]) node_rows[sl.node].add(cols[i].keep, sl.count);
         global.add(cols[i].keep, g);
         continue;
@@ -171,6 +191,53 @@ class Ilp final : public SearchPolicy {
         }
         extra_rows.push_back(sum), extra_sense.push_back('E'), extra_rhs.push_back(0);
         extra_rows.push_back(span), extra_sense.push_back('L'), extra_rhs.push_back(0);
+      }
+    }
+    if (look) {
+      // Each contested job may instead start at a later time of the grid (a running one restarts
+      // there, preemption cost added); at most one start per job.
+      std::vector<std::vector<int>> later(q_end);
+      for (size_t i = 0; i < q_end; ++i) {
+        const Job& j = *p.order[i];
+        const bool running = j.status == JobStatus::kRunning;
+        if (committed(i) || (cols[i].keep < 0 && cols[i].z < 0 && cols[i].x.empty())) continue;
+        Row once;
+        for (const auto& [n, c] : cols[i].x) once.add(c, 1);
+        if (cols[i].keep >= 0) once.add(cols[i].keep, 1);
+        if (cols[i].z >= 0) once.add(cols[i].z, 1);
+        for (double t0 : grid) {
+          const int c = add_col(1, saved(t0, remaining(j, running)), true);
+          later[i].push_back(c);
+          once.add(c, 1);
+        }
+        extra_rows.push_back(once), extra_sense.push_back('L'), extra_rhs.push_back(1);
+      }
+      // The devices in use at each grid time: the running jobs the program cannot touch (a
+      // constant), the jobs it keeps or starts now that are still running then, and the later
+      // starts whose run covers it.
+      const int devices = s.cluster->num_devices();
+      std::unordered_set<JobId> in_program;
+      for (size_t i = 0; i < q_end; ++i)
+        if (cols[i].keep >= 0) in_program.insert(p.order[i]->id);
+      for (size_t k = 0; k < grid.size(); ++k) {
+        const double at = grid[k];
+        double fixed_use = 0;
+        for (const Job* j : s.running)
+          if (!in_program.count(j->id) && remaining(*j, false) > at) fixed_use += j->spec.gpus;
+        Row use;
+        for (size_t i = 0; i < q_end; ++i) {
+          const Job& j = *p.order[i];
+          const int g = j.spec.gpus;
+          if (remaining(j, false) > at) {
+            if (cols[i].keep >= 0) use.add(cols[i].keep, g);
+            if (cols[i].z >= 0) use.add(cols[i].z, g);
+            for (const auto& [n, c] : cols[i].x) use.add(c, g);
+          }
+          const double r = remaining(j, j.status == JobStatus::kRunning);
+          for (size_t l = 0; l < later[i].size() && grid[l] <= at; ++l)
+            if (grid[l] + r > at) use.add(later[i][l], g);
+        }
+        extra_rows.push_back(use), extra_sense.push_back('L'), extra_rhs.push_back(devices - fixed_use);
       }
     }
     {

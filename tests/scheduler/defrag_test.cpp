@@ -67,6 +67,61 @@ TEST(Defrag, MovesTheFewestDevicesToFreeANodeForTheGang) {
   EXPECT_FALSE(t.decide(0.25).empty());
 }
 
+// A gang that must span nodes: four nodes of 4 devices; nodes 0 and 1 run one one-device job
+// each (3 free), nodes 2 and 3 two each (2 free). A gang of 8 needs two whole nodes: 10 devices
+// are free but no two nodes hold 8. The two nodes with the most free devices (0 and 1) are
+// cleared, their jobs moved onto nodes 2 and 3.
+TEST(Defrag, ClearsTheNodesWithTheMostFreeDevicesForAGangThatSpansNodes) {
+  Cluster cluster(Topology::uniform(16, 4));
+  std::vector<Job> jobs(7);
+  std::vector<const Job*> running, waiting;
+  const int node_of[] = {0, 1, 2, 2, 3, 3};
+  for (int i = 0; i < 7; ++i) {
+    jobs[i].id = i;
+    jobs[i].spec.name = std::string("j").append(std::to_string(i));
+    jobs[i].spec.gpus = i == 6 ? 8 : 1;
+    if (i == 6) {
+      jobs[i].status = JobStatus::kWaiting;
+      waiting.push_back(&jobs[i]);
+      continue;
+    }
+    jobs[i].status = JobStatus::kRunning;
+    jobs[i].devices = cluster.allocate(jobs[i], {{node_of[i], 1}});
+    running.push_back(&jobs[i]);
+  }
+  SchedState s;
+  s.cluster = &cluster;
+  s.waiting = waiting;
+  s.running = running;
+  auto decide = [&](double defrag) {
+    std::vector<Ranked> scratch;
+    return list_schedule_preemptive(
+        s,
+        [](const Job& j) {
+          return Ranked{j.spec.gpus == 8 ? 1.0 : 0.0, 0, 0, &j};
+        },
+        scratch, defrag);
+  };
+  EXPECT_TRUE(decide(0).empty()) << "without migrations the gang waits";
+  const Decision d = decide(1);
+  EXPECT_EQ(d.preempt, (std::vector<JobId>{0, 1}));
+  ASSERT_EQ(d.start.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(d.start[i].job, i);
+    ASSERT_EQ(d.start[i].placement.size(), 1u);
+    EXPECT_GE(d.start[i].placement[0].node, 2) << "a moved job lands off the gang's nodes";
+  }
+  EXPECT_EQ(d.start[2].job, 6);
+  EXPECT_EQ(d.start[2].placement, (Placement{{0, 4}, {1, 4}}));
+  // The decision applies: every start fits once the moved jobs have left.
+  Cluster after(cluster.topology());
+  for (int i = 2; i < 6; ++i) after.allocate(jobs[i], {{node_of[i], 1}});
+  for (const Start& st : d.start) EXPECT_NO_THROW(after.allocate(jobs[st.job], st.placement));
+  // Two devices moved for a gang of 8: a share of 0.25; a smaller bound forbids it.
+  EXPECT_TRUE(decide(0.2).empty());
+  EXPECT_FALSE(decide(0.25).empty());
+}
+
 TEST(Defrag, TheGangStartsAtOnceAndTheMovedJobsPayAPreemption) {
   using testing::job;
   // 16 one-device jobs, one a second, fill node 0 then node 1 (best fit); the first four of each

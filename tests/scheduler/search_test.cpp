@@ -216,6 +216,36 @@ TEST(Search, NeverWorseThanGreedyUnderTheLookAhead) {
   }
 }
 
+// Where the completion rate and the look-ahead disagree, every search follows the look-ahead, ilp
+// included (its program counts min(completion, horizon) at later start times too). Four devices;
+// waiting: a (4 devices, 100 s), b (1 device, 50 s), c, d, e (1 device, 1000 s each). Greedy
+// starts b, c, d, e (rate 1/50 + 3/1000 = 0.023) and a waits for them: completions 50, 1000 x 3,
+// 1100, sum 4150 s. Starting a alone (rate 0.01) gives 100, then 150 and 1100 x 3: 3550 s.
+TEST(Search, EverySearchFollowsTheLookAheadWhereTheCompletionRateDisagrees) {
+  State st(Topology::uniform(4, 0));
+  const JobId a = st.add(4, 100, false).id;
+  st.add(1, 50, false);
+  for (int k = 0; k < 3; ++k) st.add(1, 1000, false);
+  SchedState s = st.view();
+  SearchProblem p;
+  p.state = &s;
+  for (const Job& j : st.jobs) p.order.push_back(&j);
+  p.objective = {0, s.now, 12800};
+  const Decision greedy = make_policy("greedy")->decide(s);
+  ASSERT_EQ(greedy.start.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.projected_cost(greedy), 4150);
+  for (const char* name : kSearch) {
+    const std::string n(name);
+    // Without the look-ahead the completion rate keeps greedy's answer.
+    EXPECT_EQ(make_policy(n)->decide(s).start.size(), 4u) << name;
+    const Decision d = make_policy(n, {{n + ".horizon", "12800"}})->decide(s);
+    check_valid(st, d);
+    ASSERT_EQ(d.start.size(), 1u) << name;
+    EXPECT_EQ(d.start[0].job, a) << name;
+    EXPECT_DOUBLE_EQ(p.projected_cost(d), 3550) << name;
+  }
+}
+
 TEST(Search, GreedyCandidateDecodesToTheGreedyDecision) {
   std::mt19937_64 rng(3);
   State st(Topology::uniform(32, 8));
