@@ -70,25 +70,42 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
     cost += H * static_cast<double>(wait.size() - kProjectedWaiting);
     wait.resize(kProjectedWaiting);
   }
-  // A reservation: node `hold`'s free devices, and those its jobs free, go to `hold_for` alone.
+  // A reservation: the option's nodes' free devices, and those their jobs free, go to `hold_for`
+  // alone; once they hold it, it starts there and the rest go back.
   const Job* reserved = hold >= 0 && hold_for && !starts.count(hold_for->id) ? hold_for : nullptr;
-  int held = 0;
+  std::vector<std::pair<int, int>> held;  // (node, devices held there)
+  int held_total = 0;
+  auto release = [&] {
+    for (const auto& [n, c] : held)
+      if (c > 0) free.give({{n, c}});
+    held.clear();
+    held_total = 0;
+    reserved = nullptr;
+  };
+  if (reserved)
+    for (int n : hold_options[static_cast<size_t>(hold)]) held.push_back({n, 0});
   auto collect = [&] {
     if (!reserved) return;
-    const int f = free.free(hold);
-    if (f > 0) free.take({{hold, f}});
-    held += f;
-    if (held < reserved->spec.gpus) return;
+    for (auto& [n, c] : held) {
+      const int f = free.free(n);
+      if (f > 0) free.take({{n, f}});
+      c += f;
+      held_total += f;
+    }
+    if (held_total < reserved->spec.gpus) return;
     auto it = std::find_if(wait.begin(), wait.end(), [&](const Projected& w) { return w.job == reserved; });
     if (it != wait.end()) {
-      it->where = {{hold, reserved->spec.gpus}};
+      int left = reserved->spec.gpus;
+      for (auto& [n, c] : held) {
+        const int use = std::min(left, c);
+        if (use > 0) it->where.push_back({n, use});
+        c -= use;
+        left -= use;
+      }
       run.push_back(std::move(*it));
       wait.erase(it);
-      held -= reserved->spec.gpus;
     }
-    if (held > 0) free.give({{hold, held}});
-    held = 0;
-    reserved = nullptr;
+    release();
   };
   double t = 0;
   while (true) {
@@ -96,11 +113,7 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
     for (auto it = wait.begin(); it != wait.end() && free.total_free() > 0;) {
       if (auto p = free.best_fit(it->job->spec.gpus, it->job->spec.mem_per_gpu)) {
         free.take(*p);
-        if (it->job == reserved) {  // it fits elsewhere first: the reservation ends
-          if (held > 0) free.give({{hold, held}});
-          held = 0;
-          reserved = nullptr;
-        }
+        if (it->job == reserved) release();  // it fits elsewhere first: the reservation ends
         it->where = std::move(*p);
         run.push_back(std::move(*it));
         it = wait.erase(it);
@@ -170,22 +183,35 @@ Decision SearchProblem::decode(const Candidate& c, ListStats* stats) const {
     o.push_back(order[i]);
   }
   o.insert(o.end(), order.begin() + window_end, order.end());
-  Placement held;
-  if (c.hold >= 0 && state->cluster->free().free(c.hold) > 0) held = {{c.hold, state->cluster->free().free(c.hold)}};
+  const Placement held = held_now(c.hold);
   Decision d = list_schedule_sorted(*state, o, {.preemptive = true, .defrag = defrag, .hold = &held}, &pref, stats);
   // A reservation for a gang that fits in the held devices now is a start there, not a wait.
-  if (!held.empty() && hold_for && hold_for->status == JobStatus::kWaiting && held[0].count >= hold_for->spec.gpus &&
-      state->cluster->topology().eligible(c.hold, hold_for->spec.mem_per_gpu) &&
-      std::none_of(d.start.begin(), d.start.end(), [&](const Start& st) { return st.job == hold_for->id; }))
-    d.start.push_back({hold_for->id, {{c.hold, hold_for->spec.gpus}}});
+  if (!held.empty() && hold_for && hold_for->status == JobStatus::kWaiting &&
+      std::none_of(d.start.begin(), d.start.end(), [&](const Start& st) { return st.job == hold_for->id; })) {
+    Placement gang;
+    int left = hold_for->spec.gpus;
+    for (const Slice& sl : held)
+      if (left > 0) gang.push_back({sl.node, std::min(left, sl.count)}), left -= gang.back().count;
+    if (left == 0 &&
+        placement_problem(state->cluster->free(), gang, hold_for->spec.gpus, hold_for->spec.mem_per_gpu).empty())
+      d.start.push_back({hold_for->id, std::move(gang)});
+  }
   return d;
+}
+
+Placement SearchProblem::held_now(int hold) const {
+  Placement held;
+  if (hold < 0) return held;
+  for (int n : hold_options.at(static_cast<size_t>(hold)))
+    if (const int f = state->cluster->free().free(n); f > 0) held.push_back({n, f});
+  return held;
 }
 
 void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
   const int nodes = state->cluster->topology().num_nodes();
   bool can_swap = c.perm.size() >= 2, can_move = !movable.empty() && nodes > 1;
-  if (hold_for && !hold_nodes.empty() && (rng() % 5 == 0 || (!can_swap && !can_move))) {
-    c.hold = (c.hold >= 0 && rng() % 2 == 0) ? -1 : hold_nodes[rng() % hold_nodes.size()];
+  if (hold_for && !hold_options.empty() && (rng() % 5 == 0 || (!can_swap && !can_move))) {
+    c.hold = (c.hold >= 0 && rng() % 2 == 0) ? -1 : static_cast<int>(rng() % hold_options.size());
     return;
   }
   if (!can_swap && !can_move) return;
@@ -252,19 +278,31 @@ Decision SearchPolicy::decide(const SchedState& s) {
       auto it = std::find_if(p.order.begin(), p.order.end(), [id = id](const Job* j) { return j->id == id; });
       if (it == p.order.end()) continue;
       const Job& g = **it;
-      if (g.spec.gpus >= 2 && t.min_nodes(g.spec.gpus, g.spec.mem_per_gpu) == 1) {
+      if (g.spec.gpus >= 2 && t.min_nodes(g.spec.gpus, g.spec.mem_per_gpu) >= 1) {
         p.hold_for = &g;
         break;
       }
     }
-    if (p.hold_for) {  // the nodes with the most free devices that could take it
+    if (p.hold_for) {
+      // The nodes that could take part of it, most free devices first: a one-node gang may be
+      // held for on each of the first 8 that could take it whole; a gang that spans k nodes on
+      // each run of k consecutive ones of that order (up to 8 runs) that could hold it together.
+      const int need = p.hold_for->spec.gpus, k = t.min_nodes(need, p.hold_for->spec.mem_per_gpu);
       std::vector<std::pair<int, int>> nodes;
       const FreeMap& f = s.cluster->free();
       for (int n = 0; n < t.num_nodes(); ++n)
-        if (t.node(n).gpus >= p.hold_for->spec.gpus && t.eligible(n, p.hold_for->spec.mem_per_gpu) && f.free(n) > 0)
+        if (t.eligible(n, p.hold_for->spec.mem_per_gpu) && f.free(n) > 0 && (k > 1 || t.node(n).gpus >= need))
           nodes.push_back({-f.free(n), n});
       std::sort(nodes.begin(), nodes.end());
-      for (size_t i = 0; i < nodes.size() && i < 8; ++i) p.hold_nodes.push_back(nodes[i].second);
+      for (size_t i = 0; i + k <= nodes.size() && p.hold_options.size() < 8; ++i) {
+        std::vector<int> option;
+        int room = 0;
+        for (int m = 0; m < k; ++m) {
+          option.push_back(nodes[i + m].second);
+          room += t.node(nodes[i + m].second).gpus;
+        }
+        if (room >= need) p.hold_options.push_back(std::move(option));
+      }
     }
   }
   double greedy_score = p.score(greedy);

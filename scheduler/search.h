@@ -56,7 +56,7 @@ struct SearchProblem {
   struct Candidate {
     std::vector<int> perm;
     std::vector<int> node;
-    int hold = -1;  // a node of `hold_nodes` whose free devices wait for `hold_for` (-1: none)
+    int hold = -1;  // an index into `hold_options`: nodes whose free devices wait for `hold_for` (-1: none)
   };
   Candidate greedy() const;
   Decision decode(const Candidate& c, ListStats* stats = nullptr) const;
@@ -69,12 +69,17 @@ struct SearchProblem {
   // horizon), seconds from now. A migrated or preempted job's remaining work grows by the
   // preemption cost. Only the `kProjectedWaiting` best waiting jobs are followed (the rest count
   // the horizon), which bounds a projection's cost on a long queue.
+  // `hold`: an index into `hold_options`, whose nodes keep their free devices, and those their jobs
+  // free, for `hold_for` alone until it fits there (-1: no reservation).
   double projected_cost(const Decision& d, int hold = -1) const;
-  // With a look-ahead: the best-ranked waiting one-node gang that greedy passed over, and the
-  // nodes where a candidate may hold free devices for it until it fits (a reservation; the
-  // projection keeps it, so the search takes one only when waiting pays).
+  // With a look-ahead: the best-ranked waiting gang that greedy passed over, and the sets of
+  // nodes (each as many as the gang must span at least) where a candidate may hold free devices
+  // for it until it fits (a reservation; the projection keeps it, so the search takes one only
+  // when waiting pays).
   const Job* hold_for = nullptr;
-  std::vector<int> hold_nodes;
+  std::vector<std::vector<int>> hold_options;
+  // The devices that option `hold` holds now: each of its nodes' free devices.
+  Placement held_now(int hold) const;
   static constexpr size_t kProjectedWaiting = 64;
   // A neighbour: swaps two window jobs or re-homes a job of the top on another node.
   void mutate(Candidate& c, std::mt19937_64& rng) const;

@@ -177,7 +177,7 @@ TEST(Search, AReservationHoldsANodeForAGangWhenWaitingPays) {
   p.window_end = p.order.size();
   p.objective = {0, s.now, 1e6};
   p.hold_for = &g;
-  p.hold_nodes = {0};
+  p.hold_options = {{0}};
   // Without one, s takes node 0 (best fit, lower node): g waits for s (30 s), ends at 80.
   EXPECT_DOUBLE_EQ(p.projected_cost({}, -1), 10 + 30 + 80 + 100);
   // Holding node 0 sends s to node 1; g starts when a ends (10 s) and ends at 60.
@@ -191,6 +191,41 @@ TEST(Search, AReservationHoldsANodeForAGangWhenWaitingPays) {
   ASSERT_EQ(held.start.size(), 1u);
   EXPECT_EQ(held.start[0].job, sj.id);
   EXPECT_EQ(held.start[0].placement, (Placement{{1, 1}}));
+  EXPECT_GT(p.score(c), p.score(p.greedy()));
+}
+
+// A reservation for a gang that spans nodes. Four nodes of 2 devices: a (10 s left) and b (20 s)
+// hold one device each of nodes 0 and 1, c and d (5000 s) nodes 2 and 3. Waiting: g (4 devices,
+// 50 s: it needs two whole nodes) and s1, s2 (1 device, 1000 s each).
+TEST(Search, AReservationHoldsNodesForAGangThatSpansThem) {
+  State st(Topology::uniform(8, 2));
+  const int node_of[] = {0, 1, 2, 3};
+  const double left[] = {10, 20, 5000, 5000};
+  for (int i = 0; i < 4; ++i) {
+    Job& r = st.add(i < 2 ? 1 : 2, left[i], false);
+    r.status = JobStatus::kRunning;
+    r.devices = st.cluster.allocate(r, {{node_of[i], i < 2 ? 1 : 2}});
+  }
+  const Job& g = st.add(4, 50, false);
+  st.add(1, 1000, false);
+  st.add(1, 1000, false);
+  SchedState s = st.view();
+  SearchProblem p;
+  p.state = &s;
+  for (const Job& j : st.jobs) p.order.push_back(&j);
+  p.window_end = p.order.size();
+  p.objective = {0, s.now, 1e6};
+  p.hold_for = &g;
+  p.hold_options = {{0, 1}};
+  // Without one, s1 and s2 take the free devices of nodes 0 and 1, and g waits for them: it ends
+  // at 1050.
+  EXPECT_DOUBLE_EQ(p.projected_cost({}, -1), 10 + 20 + 1000 + 1000 + 1050 + 5000 + 5000);
+  // Holding nodes 0 and 1: g starts when b ends (20 s) and ends at 70; s1 and s2 follow.
+  EXPECT_DOUBLE_EQ(p.projected_cost({}, 0), 10 + 20 + 70 + 1070 + 1070 + 5000 + 5000);
+  SearchProblem::Candidate c = p.greedy();
+  EXPECT_EQ(p.decode(c).start.size(), 2u);  // s1 and s2 on nodes 0 and 1
+  c.hold = 0;
+  EXPECT_TRUE(p.decode(c).empty());  // nowhere else to go: both wait
   EXPECT_GT(p.score(c), p.score(p.greedy()));
 }
 
