@@ -31,10 +31,14 @@ double DurationPredictor::predict(const SubmitFeatures& f) {
   return std::max(guess(f), 1.0);
 }
 
-double DurationPredictor::predict_given(const SubmitFeatures& f, double now, double ran) {
+void DurationPredictor::check_given(const SubmitFeatures& f, double now, double ran) const {
   check_asked_at(now);
   EMBER_CHECK(now >= f.submit && ran >= 0, "predictor ", name(), ": a job submitted at t=", f.submit,
               " cannot have run ", ran, " s by t=", now);
+}
+
+double DurationPredictor::predict_given(const SubmitFeatures& f, double now, double ran) {
+  check_given(f, now, ran);
   return std::max(guess_given(f, now, ran), ran + 1.0);
 }
 
@@ -76,9 +80,18 @@ double HistoryPredictor::guess(const SubmitFeatures& f) {
   return opt_.prior;
 }
 
+double HistoryPredictor::predict_given(const Groups& groups, const SubmitFeatures& f, double now, double ran) {
+  check_given(f, now, ran);
+  return std::max(given_in(groups, ran), ran + 1.0);
+}
+
 double HistoryPredictor::guess_given(const SubmitFeatures& f, double now, double ran) {
   (void)now;
-  for (const Group* g : groups_of(f)) {
+  return given_in(groups(f), ran);
+}
+
+double HistoryPredictor::given_in(const Groups& groups, double ran) const {
+  for (const Group* g : groups) {
     // The run times longer than `ran`: the sorted tail past it.
     const std::span<const double> longer(std::upper_bound(g->sorted.begin(), g->sorted.end(), ran), g->sorted.end());
     if (static_cast<int>(longer.size()) >= opt_.min_samples) return sorted_percentile(longer, opt_.quantile);

@@ -51,8 +51,11 @@ class DurationPredictor {
     return 2 * ran;
   }
 
+ protected:
+  void check_asked_at(double t) const;                                      // the no-future rule
+  void check_given(const SubmitFeatures& f, double now, double ran) const;  // and predict_given's arguments
+
  private:
-  void check_asked_at(double t) const;  // the no-future rule
   double newest_finish_ = -kInf;
 };
 
@@ -82,16 +85,22 @@ class HistoryPredictor final : public DurationPredictor {
   };
   // The job's groups, most specific first (queue and gang size, queue, gang size, every job), as
   // they stand: what a model over these statistics (learned/quantile_predictor.h) reads.
-  std::array<const Group*, 4> groups(const SubmitFeatures& f) {
+  using Groups = std::array<const Group*, 4>;  // the pointers stay valid for the predictor's life
+  Groups groups(const SubmitFeatures& f) {
     const auto& g = groups_of(f);
     return {g[0], g[1], g[2], g[3]};
   }
+  // predict_given for a job whose groups the caller looked up once (groups(f)): the same answer
+  // and checks without the lookup, for a caller asking about every running job at every decision.
+  using DurationPredictor::predict_given;
+  double predict_given(const Groups& groups, const SubmitFeatures& f, double now, double ran);
   const HistoryOptions& options() const { return opt_; }
 
  private:
   void learn(const SubmitFeatures& f, double run_time, double finish) override;
   double guess(const SubmitFeatures& f) override;
   double guess_given(const SubmitFeatures& f, double now, double ran) override;
+  double given_in(const Groups& groups, double ran) const;
   // A job's groups, most specific first, found once per (queue, gang size).
   const std::array<Group*, 4>& groups_of(const SubmitFeatures& f);
   HistoryOptions opt_;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "core/copy.h"
 #include "core/cpu/loops.h"
@@ -17,6 +18,29 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
     parallel_for(0, nbytes, kParallelGrain * 32,
                  [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, static_cast<size_t>(e - b)); });
     return;
+  }
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && dst.numel() > 0) {
+    // One contiguous block of the source repeated along leading dims of stride 0 (a bias broadcast
+    // over rows, as addmm copies it): a memcpy per repetition. The elementwise walk below sets up
+    // a run per row, which for rows of a few dozen elements costs more than the copying.
+    const Shape& shape = dst.shape();
+    const Shape& stride = src.strides();
+    int64_t k = dst.dim(), block = 1;
+    while (k > 0 && (shape[k - 1] == 1 || stride[k - 1] == block)) block *= shape[--k];
+    bool repeated = k > 0;
+    for (int64_t i = 0; i < k && repeated; ++i) repeated = stride[i] == 0 || shape[i] == 1;
+    const size_t bytes = static_cast<size_t>(block) * dst.itemsize();
+    const int64_t reps = dst.numel() / block;
+    char* d = static_cast<char*>(dst.raw_data());
+    const char* s = static_cast<const char*>(src.raw_data());
+    const bool overlaps = s + bytes > d && s < d + reps * static_cast<int64_t>(bytes);
+    if (repeated && bytes >= 64 && !overlaps) {  // a block worth a call, and no aliasing
+      parallel_for(0, reps, std::max<int64_t>(1, kParallelGrain * 32 / static_cast<int64_t>(bytes)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t r = b; r < e; ++r) std::memcpy(d + r * bytes, s, bytes);
+                   });
+      return;
+    }
   }
   if (dst.dtype() == src.dtype()) {
     // Same dtype: move raw bits (a round trip through float would canonicalise float16 NaNs).

@@ -46,7 +46,19 @@ Decision LearnedPolicy::decide(const SchedState& s) {
   if (!episode_) {
     // Deciding: the running jobs are scored only when the waiting ones do not all fit on the free
     // devices (in most decisions they do, and then the running jobs stay where they are whatever
-    // their scores). The same decision as the full walk below, at a fraction of the rows.
+    // their scores). The same decision as the full walk below, at a fraction of the rows. When
+    // the waiting jobs want more devices than are free, the running ones will be needed: one
+    // forward pass scores them all (a pass costs about as much again in fixed overhead as in rows).
+    long want = 0;
+    for (const Job* j : s.waiting) want += j->spec.gpus;
+    if (want > s.cluster->free().total_free()) {
+      jobs_.assign(s.waiting.begin(), s.waiting.end());
+      jobs_.insert(jobs_.end(), s.running.begin(), s.running.end());
+      const std::vector<float> score = scores(s, jobs_);
+      ranked_.clear();
+      for (size_t i = 0; i < jobs_.size(); ++i) ranked_.push_back(rank(*jobs_[i], score[i]));
+      return list_schedule(s, ranked_, {.preemptive = true});
+    }
     return list_schedule_preemptive_batch(
         s,
         [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
@@ -55,8 +67,12 @@ Decision LearnedPolicy::decide(const SchedState& s) {
         },
         ranked_);
   }
+  // Exploring: the jobs in id order, so that each job's Gumbel draw does not depend on the order
+  // the driver keeps its running jobs in (the simulator removes them by swapping, and a change
+  // there once changed every trained network without changing a single deterministic decision).
   jobs_.assign(s.waiting.begin(), s.waiting.end());
   jobs_.insert(jobs_.end(), s.running.begin(), s.running.end());
+  std::sort(jobs_.begin(), jobs_.end(), [](const Job* a, const Job* b) { return a->id < b->id; });
   const int64_t n = static_cast<int64_t>(jobs_.size());
   const std::vector<float> score = scores(s, jobs_);
   std::vector<double> key(score.begin(), score.end());

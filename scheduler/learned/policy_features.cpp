@@ -26,9 +26,9 @@ void PolicyFeatures::rows(const SchedState& s, std::span<const Job* const> jobs,
   const double devices = std::max(1, s.cluster->topology().num_devices());
   const float free = static_cast<float>(s.cluster->free().total_free() / devices);
   const float waiting = squash(static_cast<double>(s.waiting.size()));
-  auto full_row = [&](const Job& j, double a) {
+  auto full_row = [&](const Job& j, double a, const HistoryPredictor::Groups& groups) {
     const double work = j.work(s.now);
-    const double total = predictor_.predict_given({j.spec.queue, j.spec.gpus, j.spec.submit}, newest_, work);
+    const double total = predictor_.predict_given(groups, {j.spec.queue, j.spec.gpus, j.spec.submit}, newest_, work);
     std::optional<double> index = gittins_.index(j, a);
     return std::array<float, kFeatures>{squash(a),
                                         static_cast<float>(std::log2(j.spec.gpus) / 6),
@@ -43,13 +43,18 @@ void PolicyFeatures::rows(const SchedState& s, std::span<const Job* const> jobs,
   };
   for (const Job* j : jobs) {
     const double a = j->attained(s.now);
+    Still& c = still_[j->id];
+    if (!c.groups[0]) c.groups = predictor_.groups({j->spec.queue, j->spec.gpus, j->spec.submit});
     if (j->status == JobStatus::kRunning) {
-      const auto row = full_row(*j, a);
+      const auto row = full_row(*j, a, c.groups);
       out.insert(out.end(), row.begin(), row.end());
       continue;
     }
-    Still& c = still_[j->id];
-    if (c.version != observes_ + 1 || c.attained != a) c = {observes_ + 1, a, full_row(*j, a)};
+    if (c.version != observes_ + 1 || c.attained != a) {
+      c.version = observes_ + 1;
+      c.attained = a;
+      c.row = full_row(*j, a, c.groups);
+    }
     c.row[2] = squash(s.now - j->queued_since);
     c.row[8] = free;
     c.row[9] = waiting;

@@ -36,11 +36,13 @@ class PolicyFeatures {
   double next_change(const SchedState& s) const;
 
  private:
-  // A waiting job's features that stay as they are until the next finish is told: its attained
-  // service and preemptions do not move while it waits, and the histories move only at finishes.
-  // Kept per job so that a decision computes them once per wait, not once per decision.
+  // Per job: its history groups, looked up once; and while it waits, the features that stay as
+  // they are until the next finish is told (its attained service and preemptions do not move
+  // while it waits, and the histories move only at finishes), computed once per wait, not once
+  // per decision.
   struct Still {
-    uint64_t version = 0;  // observes_ when computed
+    HistoryPredictor::Groups groups{};
+    uint64_t version = 0;  // observes_ + 1 when `row` was computed (0: never)
     double attained = 0;
     std::array<float, kFeatures> row{};  // the waiting time, free and waiting slots are filled per decision
   };

@@ -134,6 +134,31 @@ TEST(Tensor, CopyCastsAndBroadcasts) {
   EXPECT_EQ(d.to_vector<double>()[0], 1.5);
 }
 
+// A row repeated over leading dims (a bias broadcast, as addmm copies it) goes by one memcpy per
+// row when the row is at least 64 bytes: checked against the values for rows on both sides of
+// that size, leading dims of size 1 and a middle broadcast dim, and a source that is a row of
+// the destination itself (which must not take the memcpy path's aliasing).
+TEST(Tensor, CopyOfARepeatedRowFillsEveryRow) {
+  for (int64_t n : {3, 15, 16, 17, 40}) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Int64}) {
+      std::vector<double> row(n);
+      for (int64_t i = 0; i < n; ++i) row[i] = static_cast<double>(i * 3 - 7);
+      const Tensor src = from_vector(row, {n}, TensorOptions{.dtype = dt});
+      for (const Shape& shape : {Shape{5, n}, Shape{1, 4, n}, Shape{3, 1, n}, Shape{2, 3, n}}) {
+        Tensor d = zeros(shape, {.dtype = dt});
+        d.copy_(src);
+        const std::vector<double> got = d.to_vector<double>();
+        for (size_t k = 0; k < got.size(); ++k)
+          ASSERT_EQ(got[k], row[k % n]) << "n " << n << " dtype " << dtype_name(dt) << " element " << k;
+      }
+    }
+  }
+  // Every row of m becomes its own first row, read through a broadcast view of that row.
+  Tensor m = arange(0, 64).reshape({4, 16});
+  m.copy_(m.narrow(0, 0, 1).expand({4, 16}));
+  for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(m[r].to_vector<float>(), m[0].to_vector<float>());
+}
+
 // Float -> integer truncates toward zero and saturates at the integer's bounds, NaN -> 0
 // (core/float_to_int.h): a plain C++ conversion is undefined out of range, and gave different
 // integers at different CPU levels. Long enough for the vectorised loops, and strided too.

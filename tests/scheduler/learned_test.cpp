@@ -12,6 +12,7 @@
 #include "core/ops/creation.h"
 #include "layers/checkpoint.h"
 #include "layers/linear.h"
+#include "scheduler/cluster.h"
 #include "scheduler/learned/learned_policy.h"
 #include "scheduler/learned/policy_features.h"
 #include "scheduler/learned/policy_net.h"
@@ -157,6 +158,51 @@ TEST(LearnedPolicy, ExplorationNeedsAPositiveTemperature) {
   LearnedPolicy p(std::make_shared<PolicyNet>(1));
   Episode e;
   EXPECT_THROW(p.explore(1, &e, 0), Error);
+}
+
+// Exploring, what is drawn for each job must not depend on the order the driver lists its running
+// jobs in: the same seed on the same state, listed two ways, records the same rows and the same
+// order and decides the same.
+TEST(LearnedPolicy, ExplorationDoesNotDependOnTheOrderOfTheRunningJobs) {
+  Cluster cluster(Topology::uniform(4, 0));
+  std::vector<Job> jobs(5);
+  for (int i = 0; i < 5; ++i) {
+    jobs[i].id = i;
+    jobs[i].spec.name = std::string("j").append(std::to_string(i));
+    jobs[i].spec.gpus = 1;
+    jobs[i].spec.submit = i;
+  }
+  std::vector<const Job*> running, waiting;
+  for (int i = 0; i < 3; ++i) {
+    jobs[i].status = JobStatus::kRunning;
+    jobs[i].executed = 100.0 * (i + 1);  // different attained service: different scores
+    jobs[i].devices = cluster.allocate(jobs[i], {{0, 1}});
+    running.push_back(&jobs[i]);
+  }
+  for (int i = 3; i < 5; ++i) {
+    jobs[i].status = JobStatus::kWaiting;
+    waiting.push_back(&jobs[i]);
+  }
+  auto explore = [&](std::vector<const Job*> listed, Episode& e) {
+    LearnedPolicy p(std::make_shared<PolicyNet>(1));
+    p.explore(9, &e, 1.0);
+    SchedState s;
+    s.now = 500;
+    s.cluster = &cluster;
+    s.running = listed;
+    s.waiting = waiting;
+    return p.decide(s);
+  };
+  Episode a, b;
+  const Decision da = explore(running, a);
+  const Decision db = explore({running[2], running[0], running[1]}, b);
+  EXPECT_EQ(a.features, b.features);
+  ASSERT_EQ(a.decisions.size(), 1u);
+  ASSERT_EQ(b.decisions.size(), 1u);
+  EXPECT_EQ(a.decisions[0].order, b.decisions[0].order);
+  EXPECT_EQ(da.preempt, db.preempt);
+  ASSERT_EQ(da.start.size(), db.start.size());
+  for (size_t i = 0; i < da.start.size(); ++i) EXPECT_EQ(da.start[i].job, db.start[i].job);
 }
 
 TEST(LearnedPolicy, RunsInTheSimulatorAndKnowsOnlyHistory) {

@@ -112,6 +112,8 @@ TEST(HistoryPredictor, AnswersAsTheRuleReadPlainlyOnRandomHistories) {
         const std::optional<double> longer = plain(f, ran);
         ASSERT_DOUBLE_EQ(pred.predict_given(f, t, ran), std::max(longer ? *longer : 2 * ran, ran + 1))
             << "trial " << trial;
+        // The same through groups looked up once (the learned policy's features ask that way).
+        ASSERT_EQ(pred.predict_given(pred.groups(f), f, t, ran), pred.predict_given(f, t, ran)) << "trial " << trial;
       }
     }
   }
