@@ -3,7 +3,9 @@
 // threads, beside the same model, batch, optimizer and thread count in libtorch measured in the
 // same run (when libtorch was found at configure time); and the DataLoader alone on MNIST-format
 // data (Fashion-MNIST from Debian), augmentation off. Rates are medians of several timed runs
-// after warm-up. Ratio = Ember rate / libtorch rate: above 1.00 Ember is faster.
+// after warm-up. Ratio = Ember rate / libtorch rate: above 1.00 Ember is faster. libtorch inside
+// this process runs at about half its standalone speed; bench/compare_torch.sh runs each engine in
+// its own process, alternating, and is the comparison to quote.
 //   train [--reps N] [--models mnist_cnn,mlp_gan,dcgan] [--threads 1,2] [--data DIR] [--no-loader]
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/ember_steps.h"
 #include "bench/train_torch.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -34,49 +37,6 @@ std::vector<std::string> split(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(item);
   return out;
-}
-
-// A GAN pair owned together (modules cannot move, so they live behind shared_ptrs).
-template <class G, class D>
-std::function<void()> ember_gan_step(int batch, bool logits) {
-  auto g = std::make_shared<G>();
-  auto d = std::make_shared<D>();
-  auto og = std::make_shared<optim::Adam>(g->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
-  auto od = std::make_shared<optim::Adam>(d->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
-  Tensor real = rand({batch, 1, 28, 28}) * 2.0 - 1.0;
-  Tensor ones_t = ones({batch, 1}), zeros_t = zeros({batch, 1});
-  auto loss = [logits](const Tensor& out, const Tensor& t) {
-    return logits ? nn::binary_cross_entropy_with_logits(out, t) : nn::binary_cross_entropy(out, t);
-  };
-  return [=] {
-    Tensor fake = (*g)(randn({batch, models::kNoiseDim}));
-    Tensor ld = loss((*d)(real), ones_t) + loss((*d)(fake.detach()), zeros_t);
-    od->zero_grad();
-    ld.backward();
-    od->step();
-    Tensor lg = loss((*d)(fake), ones_t);
-    og->zero_grad();
-    lg.backward();
-    og->step();
-  };
-}
-
-std::function<void()> ember_train_step(const std::string& model, int batch) {
-  manual_seed(0);
-  if (model == "mnist_cnn") {
-    auto net = std::make_shared<models::MnistCnn>();
-    auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions{.lr = 1e-3});
-    Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
-    return [=] {
-      Tensor loss = cross_entropy((*net)(x), y);
-      opt->zero_grad();
-      loss.backward();
-      opt->step();
-    };
-  }
-  if (model == "mlp_gan") return ember_gan_step<models::MlpGenerator, models::MlpDiscriminator>(batch, false);
-  if (model == "dcgan") return ember_gan_step<models::DcganGenerator, models::DcganDiscriminator>(batch, true);
-  return {};
 }
 
 // Steps per timed run, so that one run lasts about a second on this kind of machine.
@@ -141,14 +101,16 @@ int main(int argc, char** argv) {
 
     print_cpu_line();
     std::printf("bench/train: median of %d runs after a warm-up run; %s\n\n", reps,
-                torch_available() ? "libtorch measured in the same run" : "libtorch not found at build time");
+                torch_available() ? "libtorch measured in this process, where it runs at about half its standalone "
+                                    "speed: bench/compare_torch.sh gives the honest ratio"
+                                  : "libtorch not found at build time");
     Table t{{"model", "batch", "threads", "Ember", "libtorch", "ratio"}, {}};
     for (const auto& m : model_list) {
       const int batch = 64, steps = steps_per_run(m);
       const bool per_sample = m == "mnist_cnn";
       for (int th : thread_list) {
         set_num_threads(th);
-        double er = rate(ember_train_step(m, batch), steps, reps) * (per_sample ? batch : 1);
+        double er = rate(ember_train_step(m), steps, reps) * (per_sample ? batch : 1);
         double tr = 0;
         if (torch_available()) {
           tr = rate(torch_train_step(m, batch, th), steps, reps) * (per_sample ? batch : 1);

@@ -11,6 +11,7 @@
 #include "bench_util.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "ember_steps.h"
 #include "layers/nn.h"
 #include "models/lstm.h"
 #ifdef EMBER_WITH_LIBTORCH
@@ -20,43 +21,6 @@
 using namespace ember;
 
 namespace {
-
-struct LmShape {
-  int64_t vocab = 10000, embed = 128, hidden = 128, seq = 100, batch = 32;
-};
-struct BiShape {
-  int64_t vocab = 100, embed = 32, hidden = 64, seq = 50, batch = 32, classes = 4;
-};
-
-std::function<void()> ember_lm_step(const LmShape& s) {
-  manual_seed(1);
-  auto lm = std::make_shared<models::LstmLanguageModel>(
-      models::LstmLmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden});
-  auto opt = std::make_shared<optim::Adam>(lm->parameters(), optim::AdamOptions{.lr = 1e-3});
-  Tensor x = randint(0, s.vocab, {s.batch, s.seq}), y = randint(0, s.vocab, {s.batch * s.seq});
-  return [=] {
-    Tensor loss = cross_entropy((*lm)(x).reshape({s.batch * s.seq, s.vocab}), y);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-  };
-}
-
-std::function<void()> ember_bilstm_step(const BiShape& s) {
-  manual_seed(1);
-  auto clf = std::make_shared<models::BiLstmClassifier>(
-      models::BiLstmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden, .classes = s.classes});
-  auto opt = std::make_shared<optim::Adam>(clf->parameters(), optim::AdamOptions{.lr = 1e-3});
-  Tensor x = randint(1, s.vocab, {s.batch, s.seq}), y = randint(0, s.classes, {s.batch});
-  // Every sequence full length: the libtorch side runs the same unpacked batch.
-  std::vector<int64_t> lengths(static_cast<size_t>(s.batch), s.seq);
-  return [=] {
-    Tensor loss = cross_entropy(clf->forward(x, lengths), y);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-  };
-}
 
 double seconds(const std::function<void()>& f, int steps) {
   auto a = std::chrono::steady_clock::now();
@@ -77,12 +41,15 @@ int main(int argc, char** argv) {
       return 0;
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-    const LmShape lm;
-    const BiShape bi;
+    const bench::LstmLmShape lm;
+    const bench::BiLstmShape bi;
     bench::print_cpu_line();
     std::printf("bench/train_text: %d reps of %d training steps each (median), after 2 warm-up steps\n", reps, steps);
 #ifdef EMBER_WITH_LIBTORCH
-    std::printf("reference: libtorch %s, built and run in this process\n", bench::torch_side::version());
+    std::printf(
+        "reference: libtorch %s, run in this process, where it runs slower than standalone: "
+        "bench/compare_torch.sh gives the honest ratio\n",
+        bench::torch_side::version());
 #else
     std::printf("reference: none (libtorch was not found at configure time)\n");
 #endif
@@ -95,20 +62,16 @@ int main(int argc, char** argv) {
       std::function<std::function<void()>()> ember, torch;
     };
     std::vector<Case> cases{
-        {"LSTM LM (V 10k, E 128, H 128, T 100, B 32)", lm.batch, [&] { return ember_lm_step(lm); },
+        {"LSTM LM (V 10k, E 128, H 128, T 100, B 32)", lm.batch, [&] { return bench::ember_train_step("lstm_lm"); },
 #ifdef EMBER_WITH_LIBTORCH
-         [&] {
-           return bench::torch_side::make_lstm_lm_step({lm.vocab, lm.embed, lm.hidden, lm.seq, lm.batch}, 1);
-         }
+         [&] { return bench::torch_side::make_lstm_lm_step(lm, 1); }
 #else
          nullptr
 #endif
         },
-        {"BiLSTM (E 32 -> H 64 x2, T 50, B 32)", bi.batch, [&] { return ember_bilstm_step(bi); },
+        {"BiLSTM (E 32 -> H 64 x2, T 50, B 32)", bi.batch, [&] { return bench::ember_train_step("bilstm"); },
 #ifdef EMBER_WITH_LIBTORCH
-         [&] {
-           return bench::torch_side::make_bilstm_step({bi.vocab, bi.embed, bi.hidden, bi.seq, bi.batch, bi.classes}, 1);
-         }
+         [&] { return bench::torch_side::make_bilstm_step(bi, 1); }
 #else
          nullptr
 #endif

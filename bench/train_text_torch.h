@@ -6,14 +6,12 @@
 #include <functional>
 #include <memory>
 
+#include "bench/workloads.h"
+
 namespace ember::bench::torch_side {
 
-struct LstmLmShape {
-  int64_t vocab = 10000, embed = 128, hidden = 128, seq = 100, batch = 32;
-};
-struct BiLstmShape {
-  int64_t vocab = 100, embed = 32, hidden = 64, seq = 50, batch = 32, classes = 4;
-};
+using bench::BiLstmShape;
+using bench::LstmLmShape;
 
 // A training step (forward, cross-entropy, backward, Adam) on fixed random data, built once.
 std::function<void()> make_lstm_lm_step(const LstmLmShape& s, uint64_t seed);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Ember against standalone libtorch on the training workloads of bench/workloads.h, each engine in
+# a process of its own, alternating: every round runs, for each workload and thread count T,
+# bench/step_rate (Ember at T threads) and bench/torch_ref at every thread count t <= T (libtorch
+# the way a careful user runs it: its best setting up to T, torch::set_num_threads(t) with OpenMP
+# and OpenBLAS threads matched). Each process times 3 runs after a warm-up (bench/step_rate_main.h);
+# the table gives the median over rounds of those medians, the min-max over rounds, and Ember's
+# rate over libtorch's best (> 1: Ember is faster).
+#   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2]
+set -euo pipefail
+build=build
+rounds=3
+workloads=mnist_cnn,mlp_gan,dcgan,lstm_lm,bilstm
+threads=1,2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "compare_torch.sh: unknown flag $1" >&2; exit 2 ;;
+    *) build=$1; shift ;;
+  esac
+done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "compare_torch.sh: --rounds expects a positive number" >&2; exit 2; }
+for p in step_rate torch_ref; do
+  if [[ ! -x "$build/bench/$p" ]]; then
+    echo "compare_torch.sh: $build/bench/$p is missing (torch_ref is built only when libtorch was found)" >&2
+    exit 1
+  fi
+done
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+IFS=, read -r -a wl <<< "$workloads"
+IFS=, read -r -a th <<< "$threads"
+for ((r = 1; r <= rounds; r++)); do
+  for w in "${wl[@]}"; do
+    for t in "${th[@]}"; do
+      echo "round $r/$rounds: $w, $t thread(s)" >&2
+      echo "ember $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" --threads "$t")" >> "$out"
+      for ((u = 1; u <= t; u++)); do
+        echo "torch $(OMP_NUM_THREADS=$u OPENBLAS_NUM_THREADS=$u "$build/bench/torch_ref" --workload "$w" --threads "$u")" >> "$out"
+      done
+    done
+  done
+done
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+level=$("$build/tools/ember" info 2>/dev/null | grep -m1 'level in use' | sed 's/  */ /g' || true)
+python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" <<'PY'
+import statistics, sys
+path, cpu, level, rounds, workloads, threads = sys.argv[1:]
+per = {"mnist_cnn": 64, "mlp_gan": 64, "dcgan": 64, "lstm_lm": 32, "bilstm": 32}  # bench/workloads.h
+runs = {}
+for line in open(path):
+    engine, w, t, med, lo, hi = line.split()
+    runs.setdefault((engine, w, int(t)), []).append(float(med))
+print(f"CPU: {cpu}; {level or 'capability level: see ember info'}")
+print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
+print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")
+hdr = ["workload", "threads", "Ember", "libtorch best (its threads)", "ratio"]
+rows = []
+for w in workloads.split(","):
+    for t in (int(x) for x in threads.split(",")):
+        e = runs.get(("ember", w, t))
+        if not e:
+            continue
+        k = per[w]
+        best = None
+        for u in range(1, t + 1):
+            v = runs.get(("torch", w, u))
+            if v and (best is None or statistics.median(v) > statistics.median(best[1])):
+                best = (u, v)
+        em = statistics.median(e) * k
+        cell = f"{em:,.0f} [{min(e) * k:,.0f}-{max(e) * k:,.0f}]"
+        if best:
+            tm = statistics.median(best[1]) * k
+            tcell = f"{tm:,.0f} [{min(best[1]) * k:,.0f}-{max(best[1]) * k:,.0f}] ({best[0]})"
+            ratio = f"{em / tm:.2f}"
+        else:
+            tcell, ratio = "-", "-"
+        rows.append([w, str(t), cell, tcell, ratio])
+widths = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
+print("  ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)))
+for r in rows:
+    print("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(r)))
+PY

@@ -1,0 +1,97 @@
+#include "bench/ember_steps.h"
+
+#include <memory>
+#include <vector>
+
+#include "bench/workloads.h"
+#include "core/ops.h"
+#include "layers/nn.h"
+#include "models/gan.h"
+#include "models/lstm.h"
+#include "models/mnist_cnn.h"
+
+namespace ember::bench {
+namespace {
+
+// A GAN pair owned together (modules cannot move, so they live behind shared_ptrs).
+template <class G, class D>
+std::function<void()> ember_gan_step(int batch, bool logits) {
+  auto g = std::make_shared<G>();
+  auto d = std::make_shared<D>();
+  auto og = std::make_shared<optim::Adam>(g->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
+  auto od = std::make_shared<optim::Adam>(d->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
+  Tensor real = rand({batch, 1, 28, 28}) * 2.0 - 1.0;
+  Tensor ones_t = ones({batch, 1}), zeros_t = zeros({batch, 1});
+  auto loss = [logits](const Tensor& out, const Tensor& t) {
+    return logits ? nn::binary_cross_entropy_with_logits(out, t) : nn::binary_cross_entropy(out, t);
+  };
+  return [=] {
+    Tensor fake = (*g)(randn({batch, models::kNoiseDim}));
+    Tensor ld = loss((*d)(real), ones_t) + loss((*d)(fake.detach()), zeros_t);
+    od->zero_grad();
+    ld.backward();
+    od->step();
+    Tensor lg = loss((*d)(fake), ones_t);
+    og->zero_grad();
+    lg.backward();
+    og->step();
+  };
+}
+
+std::function<void()> image_step(const std::string& model, int batch) {
+  manual_seed(0);
+  if (model == "mnist_cnn") {
+    auto net = std::make_shared<models::MnistCnn>();
+    auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions{.lr = 1e-3});
+    Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
+    return [=] {
+      Tensor loss = cross_entropy((*net)(x), y);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+    };
+  }
+  if (model == "mlp_gan") return ember_gan_step<models::MlpGenerator, models::MlpDiscriminator>(batch, false);
+  if (model == "dcgan") return ember_gan_step<models::DcganGenerator, models::DcganDiscriminator>(batch, true);
+  return {};
+}
+
+std::function<void()> ember_lm_step(const LstmLmShape& s) {
+  manual_seed(1);
+  auto lm = std::make_shared<models::LstmLanguageModel>(
+      models::LstmLmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden});
+  auto opt = std::make_shared<optim::Adam>(lm->parameters(), optim::AdamOptions{.lr = 1e-3});
+  Tensor x = randint(0, s.vocab, {s.batch, s.seq}), y = randint(0, s.vocab, {s.batch * s.seq});
+  return [=] {
+    Tensor loss = cross_entropy((*lm)(x).reshape({s.batch * s.seq, s.vocab}), y);
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+  };
+}
+
+std::function<void()> ember_bilstm_step(const BiLstmShape& s) {
+  manual_seed(1);
+  auto clf = std::make_shared<models::BiLstmClassifier>(
+      models::BiLstmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden, .classes = s.classes});
+  auto opt = std::make_shared<optim::Adam>(clf->parameters(), optim::AdamOptions{.lr = 1e-3});
+  Tensor x = randint(1, s.vocab, {s.batch, s.seq}), y = randint(0, s.classes, {s.batch});
+  // Every sequence full length: the libtorch side runs the same unpacked batch.
+  std::vector<int64_t> lengths(static_cast<size_t>(s.batch), s.seq);
+  return [=] {
+    Tensor loss = cross_entropy(clf->forward(x, lengths), y);
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+  };
+}
+
+}  // namespace
+
+std::function<void()> ember_train_step(const std::string& workload) {
+  if (workload == "lstm_lm") return ember_lm_step(LstmLmShape{});
+  if (workload == "bilstm") return ember_bilstm_step(BiLstmShape{});
+  return image_step(workload, 64);
+}
+
+}  // namespace ember::bench

@@ -1,0 +1,14 @@
+// Ember's side of the training benchmarks: one training step of each workload of
+// bench/workloads.h, built once on fixed random data (the models, batches and optimizers that
+// bench/train, bench/train_text and bench/step_rate time).
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace ember::bench {
+
+// An empty function for a name that is not a workload.
+std::function<void()> ember_train_step(const std::string& workload);
+
+}  // namespace ember::bench

@@ -1,0 +1,24 @@
+// bench/torch_ref: libtorch's training steps per second on one workload of bench/workloads.h (the
+// same models, batches and optimizers as Ember's side), in a process that links nothing of Ember:
+// libtorch measured inside Ember's process ran at about half its standalone speed.
+// bench/compare_torch.sh alternates it with bench/step_rate. Output: bench/step_rate_main.h.
+//   torch_ref --workload W [--threads N] [--reps N]
+#include <string>
+
+#include "bench/step_rate_main.h"
+#include "bench/train_text_torch.h"
+#include "bench/train_torch.h"
+
+int main(int argc, char** argv) {
+  return ember::bench::step_rate_main(
+      "torch_ref", argc, argv, [](const ember::bench::Workload& w, int threads) -> std::function<void()> {
+        namespace side = ember::bench::torch_side;
+        const std::string name = w.name;
+        if (name == "lstm_lm" || name == "bilstm") {
+          side::set_threads(threads);
+          return name == "lstm_lm" ? side::make_lstm_lm_step(ember::bench::LstmLmShape{}, 1)
+                                   : side::make_bilstm_step(ember::bench::BiLstmShape{}, 1);
+        }
+        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
+      });
+}
