@@ -4,8 +4,9 @@
 # bench/step_rate (Ember at T threads) and bench/torch_ref at every thread count t <= T (libtorch
 # the way a careful user runs it: its best setting up to T, torch::set_num_threads(t) with OpenMP
 # and OpenBLAS threads matched). Each process times 3 runs after a warm-up (bench/step_rate_main.h);
-# the table gives the median over rounds of those medians, the min-max over rounds, and Ember's
-# rate over libtorch's best (> 1: Ember is faster).
+# the table gives the median over rounds of those medians, the min-max over rounds, Ember's rate
+# over libtorch's best (> 1: Ember is faster), and Ember's GFLOP/s (bench/workloads.h counts the
+# FLOP) against the machine's SGEMM rate at the same thread count (bench/sgemm_rate, OpenBLAS).
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2]
 set -euo pipefail
 build=build
@@ -23,7 +24,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "compare_torch.sh: --rounds expects a positive number" >&2; exit 2; }
-for p in step_rate torch_ref; do
+for p in step_rate torch_ref sgemm_rate; do
   if [[ ! -x "$build/bench/$p" ]]; then
     echo "compare_torch.sh: $build/bench/$p is missing (torch_ref is built only when libtorch was found)" >&2
     exit 1
@@ -33,6 +34,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 IFS=, read -r -a wl <<< "$workloads"
 IFS=, read -r -a th <<< "$threads"
+for t in "${th[@]}"; do
+  echo "sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
+done
 for ((r = 1; r <= rounds; r++)); do
   for w in "${wl[@]}"; do
     for t in "${th[@]}"; do
@@ -49,15 +53,20 @@ level=$("$build/tools/ember" info 2>/dev/null | grep -m1 'level in use' | sed 's
 python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" <<'PY'
 import statistics, sys
 path, cpu, level, rounds, workloads, threads = sys.argv[1:]
-per = {"mnist_cnn": 64, "mlp_gan": 64, "dcgan": 64, "lstm_lm": 32, "bilstm": 32}  # bench/workloads.h
-runs = {}
+runs, per, gflop, sgemm = {}, {}, {}, {}
 for line in open(path):
-    engine, w, t, med, lo, hi = line.split()
-    runs.setdefault((engine, w, int(t)), []).append(float(med))
+    f = line.split()
+    if f[0] == "sgemm":  # "sgemm sgemm <threads> <n> <GFLOP/s>"
+        sgemm[int(f[2])] = float(f[4])
+        continue
+    engine, w, t, med = f[0], f[1], int(f[2]), float(f[3])
+    per[w], gflop[w] = int(f[6]), float(f[7])
+    runs.setdefault((engine, w, t), []).append(med)
 print(f"CPU: {cpu}; {level or 'capability level: see ember info'}")
 print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
+print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(f"{v:.0f} GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm.items())))
 print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")
-hdr = ["workload", "threads", "Ember", "libtorch best (its threads)", "ratio"]
+hdr = ["workload", "threads", "Ember", "libtorch best (its threads)", "ratio", "Ember GFLOP/s", "of SGEMM"]
 rows = []
 for w in workloads.split(","):
     for t in (int(x) for x in threads.split(",")):
@@ -78,7 +87,9 @@ for w in workloads.split(","):
             ratio = f"{em / tm:.2f}"
         else:
             tcell, ratio = "-", "-"
-        rows.append([w, str(t), cell, tcell, ratio])
+        steps = statistics.median(e)
+        rows.append([w, str(t), cell, tcell, ratio, f"{steps * gflop[w]:.1f}",
+                     f"{steps * gflop[w] / sgemm[t]:.0%}" if t in sgemm else "-"])
 widths = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
 print("  ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)))
 for r in rows:

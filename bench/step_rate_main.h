@@ -1,6 +1,6 @@
 // The main of bench/step_rate (Ember) and bench/torch_ref (libtorch): one workload of
 // bench/workloads.h at one thread count, timed in a process of its own, printed as one line
-//   <workload> <threads> <median steps/s> <min> <max>
+//   <workload> <threads> <median steps/s> <min> <max> <samples per step> <GFLOP per step>
 // over --reps timed runs of the workload's steps after one warm-up run. Plain C++: each side
 // supplies the step and includes only its own engine.
 #pragma once
@@ -55,7 +55,8 @@ inline int step_rate_main(const char* program, int argc, char** argv,
     if (r > 0) rates.push_back(w->steps_per_run / sec);  // run 0 warms up
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("%s %d %.6g %.6g %.6g\n", w->name, threads, rates[rates.size() / 2], rates.front(), rates.back());
+  std::printf("%s %d %.6g %.6g %.6g %d %.6g\n", w->name, threads, rates[rates.size() / 2], rates.front(), rates.back(),
+              w->samples_per_step, w->gflop_per_step);
   return 0;
 }
 
