@@ -11,7 +11,7 @@
 set -euo pipefail
 build=build
 rounds=3
-workloads=mnist_cnn,mlp_gan,dcgan,lstm_lm,bilstm
+workloads=mnist_cnn,mlp_gan,dcgan,lstm_lm,lstm_classifier,bilstm
 threads=1,2
 while [[ $# -gt 0 ]]; do
   case "$1" in

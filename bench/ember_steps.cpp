@@ -86,10 +86,30 @@ std::function<void()> ember_bilstm_step(const BiLstmShape& s) {
   };
 }
 
+// Embedding -> LSTM -> a dense layer over the vocabulary on the last step (h_n), cross-entropy.
+std::function<void()> ember_lstm_classifier_step(const LstmClassifierShape& s) {
+  manual_seed(1);
+  auto embed = std::make_shared<nn::Embedding>(s.vocab, s.embed);
+  auto lstm = std::make_shared<nn::LSTM>(s.embed, s.hidden, nn::LSTMOptions{.batch_first = true});
+  auto head = std::make_shared<nn::Linear>(s.hidden, s.vocab);
+  std::vector<Tensor> params = embed->parameters();
+  for (const auto& m : std::vector<std::shared_ptr<nn::Module>>{lstm, head})
+    for (const Tensor& p : m->parameters()) params.push_back(p);
+  auto opt = std::make_shared<optim::Adam>(params, optim::AdamOptions{.lr = 1e-3});
+  Tensor x = randint(0, s.vocab, {s.batch, s.seq}), y = randint(0, s.vocab, {s.batch});
+  return [=] {
+    Tensor loss = cross_entropy(head->forward(lstm->forward(embed->forward(x)).h_n[0]), y);
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+  };
+}
+
 }  // namespace
 
 std::function<void()> ember_train_step(const std::string& workload) {
   if (workload == "lstm_lm") return ember_lm_step(LstmLmShape{});
+  if (workload == "lstm_classifier") return ember_lstm_classifier_step(LstmClassifierShape{});
   if (workload == "bilstm") return ember_bilstm_step(BiLstmShape{});
   return image_step(workload, 64);
 }

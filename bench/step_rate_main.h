@@ -40,10 +40,11 @@ inline int step_rate_main(const char* program, int argc, char** argv,
   }
   const Workload* w = find_workload(workload);
   if (!w || threads < 1 || reps < 1) {
-    std::fprintf(stderr,
-                 "%s: expected --workload one of mnist_cnn, mlp_gan, dcgan, lstm_lm, bilstm (got '%s'), --threads "
-                 ">= 1, --reps >= 1\n",
-                 program, workload.c_str());
+    std::fprintf(
+        stderr,
+        "%s: expected --workload one of mnist_cnn, mlp_gan, dcgan, lstm_lm, lstm_classifier, bilstm (got '%s'), "
+        "--threads >= 1, --reps >= 1\n",
+        program, workload.c_str());
     return 2;
   }
   const std::function<void()> step = make(*w, threads);

@@ -10,15 +10,14 @@
 #include "bench/train_torch.h"
 
 int main(int argc, char** argv) {
-  return ember::bench::step_rate_main(
-      "torch_ref", argc, argv, [](const ember::bench::Workload& w, int threads) -> std::function<void()> {
-        namespace side = ember::bench::torch_side;
-        const std::string name = w.name;
-        if (name == "lstm_lm" || name == "bilstm") {
-          side::set_threads(threads);
-          return name == "lstm_lm" ? side::make_lstm_lm_step(ember::bench::LstmLmShape{}, 1)
-                                   : side::make_bilstm_step(ember::bench::BiLstmShape{}, 1);
-        }
-        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
-      });
+  return ember::bench::step_rate_main("torch_ref", argc, argv,
+                                      [](const ember::bench::Workload& w, int threads) -> std::function<void()> {
+                                        namespace side = ember::bench::torch_side;
+                                        const std::string name = w.name;
+                                        side::set_threads(threads);
+                                        if (name == "lstm_lm") return side::make_lstm_lm_step({}, 1);
+                                        if (name == "lstm_classifier") return side::make_lstm_classifier_step({}, 1);
+                                        if (name == "bilstm") return side::make_bilstm_step({}, 1);
+                                        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
+                                      });
 }

@@ -11,11 +11,13 @@
 namespace ember::bench::torch_side {
 
 using bench::BiLstmShape;
+using bench::LstmClassifierShape;
 using bench::LstmLmShape;
 
 // A training step (forward, cross-entropy, backward, Adam) on fixed random data, built once.
 std::function<void()> make_lstm_lm_step(const LstmLmShape& s, uint64_t seed);
 std::function<void()> make_bilstm_step(const BiLstmShape& s, uint64_t seed);
+std::function<void()> make_lstm_classifier_step(const LstmClassifierShape& s, uint64_t seed);
 void set_threads(int n);
 const char* version();
 
