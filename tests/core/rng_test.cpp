@@ -30,6 +30,37 @@ TEST(Rng, PhiloxKnownAnswers) {
   EXPECT_EQ(p.v[3], 0x24126ea1u);
 }
 
+// Element i of a draw is a function of its own Philox block alone (core/philox.h; the CPU kernel
+// computes blocks sixteen at a time): uniform and Bernoulli take block i/2 (one word per float32,
+// two per float64), normal block i (Box-Muller), randint block i/2 (two words). Checked bit for bit
+// against one block per element, across sizes that end inside a batch of blocks and cross the
+// threads' ranges, from a fresh generator (offset 0) of a seed with both halves set.
+TEST(Rng, EachElementIsThePhiloxBlockItNamesAlone) {
+  const uint64_t seed = 0x0123456789abcdefull;
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 5001, 20000}) {
+    Generator g1(seed), g2(seed), g3(seed), g4(seed), g5(seed), g6(seed);
+    const std::vector<float> u = rand({n}, {}, &g1).to_vector<float>();
+    const std::vector<double> ud = rand({n}, {.dtype = DType::Float64}, &g2).to_vector<double>();
+    const std::vector<float> z = randn({n}, {}, &g3).to_vector<float>();
+    const std::vector<double> zd = randn({n}, {.dtype = DType::Float64}, &g4).to_vector<double>();
+    const std::vector<int64_t> k = randint(-5, 1000, {n}, {.dtype = DType::Int64}, &g5).to_vector<int64_t>();
+    const std::vector<float> bern = bernoulli({n}, 0.3, {}, &g6).to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const Philox4x32 half = philox_block(seed, static_cast<uint64_t>(i / 2)), own = philox_block(seed, i);
+      const int w = 2 * static_cast<int>(i % 2);
+      ASSERT_EQ(u[i], uint_to_unit_float(half.v[w])) << "n " << n << " i " << i;
+      ASSERT_EQ(ud[i], uints_to_unit_double(half.v[w], half.v[w + 1])) << "n " << n << " i " << i;
+      const float u1 = uint_to_unit_float(own.v[0]), u2 = uint_to_unit_float(own.v[1]);
+      ASSERT_EQ(z[i], std::sqrt(-2.0f * std::log(1.0f - u1)) * std::cos(6.2831853071795864f * u2)) << "i " << i;
+      const double d1 = uints_to_unit_double(own.v[0], own.v[1]), d2 = uints_to_unit_double(own.v[2], own.v[3]);
+      ASSERT_EQ(zd[i], std::sqrt(-2.0 * std::log(1.0 - d1)) * std::cos(2.0 * M_PI * d2)) << "i " << i;
+      const uint64_t x = (static_cast<uint64_t>(half.v[w]) << 32) | half.v[w + 1];
+      ASSERT_EQ(k[i], -5 + static_cast<int64_t>(x % 1005)) << "i " << i;
+      ASSERT_EQ(bern[i], static_cast<double>(uint_to_unit_float(half.v[w])) < 0.3 ? 1.0f : 0.0f) << "i " << i;
+    }
+  }
+}
+
 TEST(Rng, SameSeedSameNumbers) {
   manual_seed(42);
   std::vector<float> a = randn({1000}).to_vector<float>();
