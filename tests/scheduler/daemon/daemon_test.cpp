@@ -440,7 +440,7 @@ INSTANTIATE_TEST_SUITE_P(Daemon, EveryPolicy, ::testing::ValuesIn(ember::sched::
 // train-policy` drives the daemon, which feeds it finished jobs, until every job is done.
 TEST_F(DaemonTest, APolicyTrainedOnTheSixtyJobTraceRunsTheDaemon) {
   const std::string trace =
-      (fs::path(__FILE__).parent_path() / "../../../../shared/data/traces/tiresias_60_job.csv").lexically_normal();
+      (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
   if (!fs::exists(trace)) GTEST_SKIP() << "no " << trace;
   const std::string net = dir_ + "/policy.ckpt";
   Result t = run({EMBER_EXE, "sched", "train-policy", "--trace", trace, "--out", net, "--gpus", "8", "--window", "20",

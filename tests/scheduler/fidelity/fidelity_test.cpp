@@ -31,7 +31,7 @@ class Fidelity : public DaemonTest, public ::testing::WithParamInterface<std::st
 
 TEST_P(Fidelity, DaemonAndSimulatorAgreeOnTheSixtyJobTrace) {
   const std::string path =
-      (fs::path(__FILE__).parent_path() / "../../../../shared/data/traces/tiresias_60_job.csv").lexically_normal();
+      (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   const std::vector<sched::JobSpec> trace = sched::read_trace(path);
   ASSERT_EQ(trace.size(), 60u);
