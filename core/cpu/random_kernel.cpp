@@ -2,6 +2,10 @@
 #include <cmath>
 #include <cstdint>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "core/copy.h"
 #include "core/parallel.h"
 #include "core/philox.h"
@@ -13,10 +17,10 @@ namespace {
 
 // Philox blocks are computed kLanes at a time, one array per word, and each block once for all
 // the elements it feeds (a block per element, one word of four used per float32, cost the DCGAN's
-// dropout 15% of a training step). The layout lets a compiler vectorise the ten rounds across
-// blocks; GCC 12 does not (no vpmuludq in the avx512 object), so today the gain is the halved
-// block count. The words are those of philox_block (core/philox.h): the same values as one block
-// per element, and as the CUDA kernels (Rng.EachElementIsThePhiloxBlockItNamesAlone).
+// dropout 15% of a training step). With AVX2 the ten rounds run eight blocks per instruction
+// (GCC 12 does not vectorise the scalar loop: no vpmuludq in its avx512 object). The words are
+// those of philox_block (core/philox.h) on every path: the same values as one block per element,
+// and as the CUDA kernels (Rng.EachElementIsThePhiloxBlockItNamesAlone runs at every level).
 constexpr int kLanes = 16;
 
 struct Lanes {
@@ -35,6 +39,40 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
     c3[l] = 0;
   }
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+#if defined(__AVX2__)
+  // Eight blocks per register. _mm256_mul_epu32 multiplies the even 32-bit lanes into 64-bit
+  // products; the odd lanes go through a shift by 32 first, and blends put the halves back.
+  for (int g = 0; g < kLanes; g += 8) {
+    __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c0 + g));
+    __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c1 + g));
+    __m256i x2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c2 + g));
+    __m256i x3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c3 + g));
+    const __m256i m0 = _mm256_set1_epi32(static_cast<int>(M0)), m1 = _mm256_set1_epi32(static_cast<int>(M1));
+    uint32_t r0 = k0, r1 = k1;
+    auto mulhilo = [](__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
+      const __m256i even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+      lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+      hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    };
+    for (int r = 0; r < 10; ++r) {
+      __m256i hi0, lo0, hi1, lo1;
+      mulhilo(x0, m0, hi0, lo0);
+      mulhilo(x2, m1, hi1, lo1);
+      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32(static_cast<int>(r0)));
+      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32(static_cast<int>(r1)));
+      x0 = n0;
+      x1 = lo1;
+      x2 = n2;
+      x3 = lo0;
+      r0 += W0;
+      r1 += W1;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[0] + g), x0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[1] + g), x1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[2] + g), x2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[3] + g), x3);
+  }
+#else
   for (int r = 0; r < 10; ++r) {
     for (int l = 0; l < kLanes; ++l) {
       const uint64_t p0 = static_cast<uint64_t>(M0) * c0[l], p1 = static_cast<uint64_t>(M1) * c2[l];
@@ -54,6 +92,7 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
     out.w[2][l] = c2[l];
     out.w[3][l] = c3[l];
   }
+#endif
 }
 
 // Calls f(i, words, first word) for each element i in [b, e), where element i takes block
