@@ -7,17 +7,21 @@
 # the table gives the median over rounds of those medians, the min-max over rounds, Ember's rate
 # over libtorch's best (> 1: Ember is faster), and Ember's GFLOP/s (bench/workloads.h counts the
 # FLOP) against the machine's SGEMM rate at the same thread count (bench/sgemm_rate, OpenBLAS).
-#   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2]
+# With --batch 16,64,256 every workload runs at each batch size (the scaling table); without it, at
+# its own batch (bench/workloads.h).
+#   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
 set -euo pipefail
 build=build
 rounds=3
 workloads=mnist_cnn,mlp_gan,dcgan,lstm_lm,lstm_classifier,bilstm
 threads=1,2
+batches=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --batch) batches=$2; shift 2 ;;
     -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare_torch.sh: unknown flag $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
@@ -34,16 +38,19 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 IFS=, read -r -a wl <<< "$workloads"
 IFS=, read -r -a th <<< "$threads"
+IFS=, read -r -a bs <<< "$batches"
 for t in "${th[@]}"; do
   echo "sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
 done
 for ((r = 1; r <= rounds; r++)); do
   for w in "${wl[@]}"; do
-    for t in "${th[@]}"; do
-      echo "round $r/$rounds: $w, $t thread(s)" >&2
-      echo "ember $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" --threads "$t")" >> "$out"
-      for ((u = 1; u <= t; u++)); do
-        echo "torch $(OMP_NUM_THREADS=$u OPENBLAS_NUM_THREADS=$u "$build/bench/torch_ref" --workload "$w" --threads "$u")" >> "$out"
+    for b in "${bs[@]}"; do
+      for t in "${th[@]}"; do
+        echo "round $r/$rounds: $w, batch $b (0: its own), $t thread(s)" >&2
+        echo "ember $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" --threads "$t" --batch "$b")" >> "$out"
+        for ((u = 1; u <= t; u++)); do
+          echo "torch $(OMP_NUM_THREADS=$u OPENBLAS_NUM_THREADS=$u "$build/bench/torch_ref" --workload "$w" --threads "$u" --batch "$b")" >> "$out"
+        done
       done
     done
   done
@@ -59,24 +66,24 @@ for line in open(path):
     if f[0] == "sgemm":  # "sgemm sgemm <threads> <n> <GFLOP/s>"
         sgemm[int(f[2])] = float(f[4])
         continue
-    engine, w, t, med = f[0], f[1], int(f[2]), float(f[3])
-    per[w], gflop[w] = int(f[6]), float(f[7])
-    runs.setdefault((engine, w, t), []).append(med)
+    engine, w, t, med, batch = f[0], f[1], int(f[2]), float(f[3]), int(f[6])
+    per[(w, batch)], gflop[(w, batch)] = batch, float(f[7])
+    runs.setdefault((engine, w, batch, t), []).append(med)
 print(f"CPU: {cpu}; {level or 'capability level: see ember info'}")
 print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
 print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(f"{v:.0f} GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm.items())))
 print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")
-hdr = ["workload", "threads", "Ember", "libtorch best (its threads)", "ratio", "Ember GFLOP/s", "of SGEMM"]
+hdr = ["workload", "batch", "threads", "Ember", "libtorch best (its threads)", "ratio", "Ember GFLOP/s", "of SGEMM"]
 rows = []
-for w in workloads.split(","):
+for w, batch in sorted({(key[1], key[2]) for key in runs}, key=lambda x: (workloads.split(",").index(x[0]), x[1])):
     for t in (int(x) for x in threads.split(",")):
-        e = runs.get(("ember", w, t))
+        e = runs.get(("ember", w, batch, t))
         if not e:
             continue
-        k = per[w]
+        k = per[(w, batch)]
         best = None
         for u in range(1, t + 1):
-            v = runs.get(("torch", w, u))
+            v = runs.get(("torch", w, batch, u))
             if v and (best is None or statistics.median(v) > statistics.median(best[1])):
                 best = (u, v)
         em = statistics.median(e) * k
@@ -88,10 +95,10 @@ for w in workloads.split(","):
         else:
             tcell, ratio = "-", "-"
         steps = statistics.median(e)
-        rows.append([w, str(t), cell, tcell, ratio, f"{steps * gflop[w]:.1f}",
-                     f"{steps * gflop[w] / sgemm[t]:.0%}" if t in sgemm else "-"])
+        rows.append([w, str(batch), str(t), cell, tcell, ratio, f"{steps * gflop[(w, batch)]:.1f}",
+                     f"{steps * gflop[(w, batch)] / sgemm[t]:.0%}" if t in sgemm else "-"])
 widths = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
 print("  ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)))
 for r in rows:
-    print("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(r)))
+    print("  ".join(c.ljust(widths[i]) if i < 3 else c.rjust(widths[i]) for i, c in enumerate(r)))
 PY

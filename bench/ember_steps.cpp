@@ -107,11 +107,15 @@ std::function<void()> ember_lstm_classifier_step(const LstmClassifierShape& s) {
 
 }  // namespace
 
-std::function<void()> ember_train_step(const std::string& workload) {
-  if (workload == "lstm_lm") return ember_lm_step(LstmLmShape{});
-  if (workload == "lstm_classifier") return ember_lstm_classifier_step(LstmClassifierShape{});
-  if (workload == "bilstm") return ember_bilstm_step(BiLstmShape{});
-  return image_step(workload, 64);
+std::function<void()> ember_train_step(const std::string& workload, int batch) {
+  auto with = [batch](auto shape) {
+    if (batch > 0) shape.batch = batch;
+    return shape;
+  };
+  if (workload == "lstm_lm") return ember_lm_step(with(LstmLmShape{}));
+  if (workload == "lstm_classifier") return ember_lstm_classifier_step(with(LstmClassifierShape{}));
+  if (workload == "bilstm") return ember_bilstm_step(with(BiLstmShape{}));
+  return image_step(workload, batch > 0 ? batch : 64);
 }
 
 }  // namespace ember::bench

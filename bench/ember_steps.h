@@ -8,7 +8,8 @@
 
 namespace ember::bench {
 
-// An empty function for a name that is not a workload.
-std::function<void()> ember_train_step(const std::string& workload);
+// An empty function for a name that is not a workload. `batch` 0: the workload's own
+// (bench/workloads.h); otherwise that batch (the scaling table).
+std::function<void()> ember_train_step(const std::string& workload, int batch = 0);
 
 }  // namespace ember::bench

@@ -17,11 +17,12 @@
 
 namespace ember::bench {
 
-// `make` builds one training step of the workload with the engine's math threads set to `threads`.
+// `make` builds one training step of the workload at `batch` with the engine's math threads set to
+// `threads`.
 inline int step_rate_main(const char* program, int argc, char** argv,
-                          const std::function<std::function<void()>(const Workload&, int threads)>& make) {
+                          const std::function<std::function<void()>(const Workload&, int threads, int batch)>& make) {
   std::string workload;
-  int threads = 1, reps = 3;
+  int threads = 1, reps = 3, batch = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -31,23 +32,29 @@ inline int step_rate_main(const char* program, int argc, char** argv,
       threads = std::atoi(argv[++i]);
     } else if (a == "--reps" && has_value) {
       reps = std::atoi(argv[++i]);
+    } else if (a == "--batch" && has_value) {
+      batch = std::atoi(argv[++i]);
     } else {
       const bool help = a == "--help" || a == "-h";
-      std::fprintf(help ? stdout : stderr, "%susage: %s --workload W [--threads N] [--reps N]\n",
+      std::fprintf(help ? stdout : stderr, "%susage: %s --workload W [--threads N] [--reps N] [--batch N]\n",
                    help ? "" : (std::string(program) + ": bad argument '" + a + "'\n").c_str(), program);
       return help ? 0 : 2;
     }
   }
   const Workload* w = find_workload(workload);
-  if (!w || threads < 1 || reps < 1) {
+  if (!w || threads < 1 || reps < 1 || batch < 0 || batch > 65536) {
     std::fprintf(
         stderr,
         "%s: expected --workload one of mnist_cnn, mlp_gan, dcgan, lstm_lm, lstm_classifier, bilstm (got '%s'), "
-        "--threads >= 1, --reps >= 1\n",
+        "--threads >= 1, --reps >= 1, --batch in [0, 65536] (0, the default: the workload's own)\n",
         program, workload.c_str());
     return 2;
   }
-  const std::function<void()> step = make(*w, threads);
+  // A batch other than the workload's scales its samples and FLOP per step (every layer's work is
+  // linear in the batch); it keeps the steps per timed run, so a large batch runs longer.
+  const int samples = batch > 0 ? batch : w->samples_per_step;
+  const double gflop = w->gflop_per_step * samples / w->samples_per_step;
+  const std::function<void()> step = make(*w, threads, samples);
   std::vector<double> rates;
   for (int r = 0; r <= reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -57,7 +64,7 @@ inline int step_rate_main(const char* program, int argc, char** argv,
   }
   std::sort(rates.begin(), rates.end());
   std::printf("%s %d %.6g %.6g %.6g %d %.6g\n", w->name, threads, rates[rates.size() / 2], rates.front(), rates.back(),
-              w->samples_per_step, w->gflop_per_step);
+              samples, gflop);
   return 0;
 }
 

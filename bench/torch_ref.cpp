@@ -2,7 +2,7 @@
 // same models, batches and optimizers as Ember's side), in a process that links nothing of Ember:
 // libtorch measured inside Ember's process ran at about half its standalone speed.
 // bench/compare_torch.sh alternates it with bench/step_rate. Output: bench/step_rate_main.h.
-//   torch_ref --workload W [--threads N] [--reps N]
+//   torch_ref --workload W [--threads N] [--reps N] [--batch N]
 #include <string>
 
 #include "bench/step_rate_main.h"
@@ -10,14 +10,14 @@
 #include "bench/train_torch.h"
 
 int main(int argc, char** argv) {
-  return ember::bench::step_rate_main("torch_ref", argc, argv,
-                                      [](const ember::bench::Workload& w, int threads) -> std::function<void()> {
-                                        namespace side = ember::bench::torch_side;
-                                        const std::string name = w.name;
-                                        side::set_threads(threads);
-                                        if (name == "lstm_lm") return side::make_lstm_lm_step({}, 1);
-                                        if (name == "lstm_classifier") return side::make_lstm_classifier_step({}, 1);
-                                        if (name == "bilstm") return side::make_bilstm_step({}, 1);
-                                        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
-                                      });
+  return ember::bench::step_rate_main(
+      "torch_ref", argc, argv, [](const ember::bench::Workload& w, int threads, int batch) -> std::function<void()> {
+        namespace side = ember::bench::torch_side;
+        const std::string name = w.name;
+        side::set_threads(threads);
+        if (name == "lstm_lm") return side::make_lstm_lm_step({}, 1);
+        if (name == "lstm_classifier") return side::make_lstm_classifier_step({}, 1);
+        if (name == "bilstm") return side::make_bilstm_step({}, 1);
+        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
+      });
 }
