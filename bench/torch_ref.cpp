@@ -15,9 +15,14 @@ int main(int argc, char** argv) {
         namespace side = ember::bench::torch_side;
         const std::string name = w.name;
         side::set_threads(threads);
-        if (name == "lstm_lm") return side::make_lstm_lm_step({}, 1);
-        if (name == "lstm_classifier") return side::make_lstm_classifier_step({}, 1);
-        if (name == "bilstm") return side::make_bilstm_step({}, 1);
-        return ember::bench::torch_train_step(name, w.samples_per_step, threads);
+        auto with = [batch](auto shape) {
+          shape.batch = batch;
+          return shape;
+        };
+        if (name == "lstm_lm") return side::make_lstm_lm_step(with(ember::bench::LstmLmShape{}), 1);
+        if (name == "lstm_classifier")
+          return side::make_lstm_classifier_step(with(ember::bench::LstmClassifierShape{}), 1);
+        if (name == "bilstm") return side::make_bilstm_step(with(ember::bench::BiLstmShape{}), 1);
+        return ember::bench::torch_train_step(name, batch, threads);
       });
 }
