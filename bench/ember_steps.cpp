@@ -21,6 +21,7 @@ std::function<void()> ember_gan_step(int batch, bool logits) {
   auto og = std::make_shared<optim::Adam>(g->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
   auto od = std::make_shared<optim::Adam>(d->parameters(), optim::AdamOptions{.lr = 2e-4, .beta1 = 0.5});
   Tensor real = rand({batch, 1, 28, 28}) * 2.0 - 1.0;
+  built_batch() = static_cast<int>(real.size(0));
   Tensor ones_t = ones({batch, 1}), zeros_t = zeros({batch, 1});
   auto loss = [logits](const Tensor& out, const Tensor& t) {
     return logits ? nn::binary_cross_entropy_with_logits(out, t) : nn::binary_cross_entropy(out, t);
@@ -44,6 +45,7 @@ std::function<void()> image_step(const std::string& model, int batch) {
     auto net = std::make_shared<models::MnistCnn>();
     auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions{.lr = 1e-3});
     Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
+    built_batch() = static_cast<int>(x.size(0));
     return [=] {
       Tensor loss = cross_entropy((*net)(x), y);
       opt->zero_grad();
@@ -62,6 +64,7 @@ std::function<void()> ember_lm_step(const LstmLmShape& s) {
       models::LstmLmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden});
   auto opt = std::make_shared<optim::Adam>(lm->parameters(), optim::AdamOptions{.lr = 1e-3});
   Tensor x = randint(0, s.vocab, {s.batch, s.seq}), y = randint(0, s.vocab, {s.batch * s.seq});
+  built_batch() = static_cast<int>(x.size(0));
   return [=] {
     Tensor loss = cross_entropy((*lm)(x).reshape({s.batch * s.seq, s.vocab}), y);
     opt->zero_grad();
@@ -76,6 +79,7 @@ std::function<void()> ember_bilstm_step(const BiLstmShape& s) {
       models::BiLstmOptions{.vocab_size = s.vocab, .embed_dim = s.embed, .hidden = s.hidden, .classes = s.classes});
   auto opt = std::make_shared<optim::Adam>(clf->parameters(), optim::AdamOptions{.lr = 1e-3});
   Tensor x = randint(1, s.vocab, {s.batch, s.seq}), y = randint(0, s.classes, {s.batch});
+  built_batch() = static_cast<int>(x.size(0));
   // Every sequence full length: the libtorch side runs the same unpacked batch.
   std::vector<int64_t> lengths(static_cast<size_t>(s.batch), s.seq);
   return [=] {
@@ -97,6 +101,7 @@ std::function<void()> ember_lstm_classifier_step(const LstmClassifierShape& s) {
     for (const Tensor& p : m->parameters()) params.push_back(p);
   auto opt = std::make_shared<optim::Adam>(params, optim::AdamOptions{.lr = 1e-3});
   Tensor x = randint(0, s.vocab, {s.batch, s.seq}), y = randint(0, s.vocab, {s.batch});
+  built_batch() = static_cast<int>(x.size(0));
   return [=] {
     Tensor loss = cross_entropy(head->forward(lstm->forward(embed->forward(x)).h_n[0]), y);
     opt->zero_grad();

@@ -54,7 +54,13 @@ inline int step_rate_main(const char* program, int argc, char** argv,
   // linear in the batch); it keeps the steps per timed run, so a large batch runs longer.
   const int samples = batch > 0 ? batch : w->samples_per_step;
   const double gflop = w->gflop_per_step * samples / w->samples_per_step;
+  built_batch() = 0;
   const std::function<void()> step = make(*w, threads, samples);
+  if (built_batch() != samples) {
+    std::fprintf(stderr, "%s: the %s step was built with a batch of %d, not the %d asked for\n", program, w->name,
+                 built_batch(), samples);
+    return 1;
+  }
   std::vector<double> rates;
   for (int r = 0; r <= reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();

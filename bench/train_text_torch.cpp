@@ -58,6 +58,7 @@ std::function<void()> make_lstm_classifier_step(const LstmClassifierShape& s, ui
   auto net = std::make_shared<ClsNet>(s);
   auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
   auto x = torch::randint(0, s.vocab, {s.batch, s.seq}, torch::kLong);
+  built_batch() = static_cast<int>(x.size(0));
   auto y = torch::randint(0, s.vocab, {s.batch}, torch::kLong);
   return [=] {
     auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
@@ -72,6 +73,7 @@ std::function<void()> make_lstm_lm_step(const LstmLmShape& s, uint64_t seed) {
   auto net = std::make_shared<LmNet>(s);
   auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
   auto x = torch::randint(0, s.vocab, {s.batch, s.seq}, torch::kLong);
+  built_batch() = static_cast<int>(x.size(0));
   auto y = torch::randint(0, s.vocab, {s.batch * s.seq}, torch::kLong);
   return [=] {
     auto logits = net->forward(x).reshape({s.batch * s.seq, s.vocab});
@@ -87,6 +89,7 @@ std::function<void()> make_bilstm_step(const BiLstmShape& s, uint64_t seed) {
   auto net = std::make_shared<BiNet>(s);
   auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
   auto x = torch::randint(1, s.vocab, {s.batch, s.seq}, torch::kLong);
+  built_batch() = static_cast<int>(x.size(0));
   auto y = torch::randint(0, s.classes, {s.batch}, torch::kLong);
   return [=] {
     auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);

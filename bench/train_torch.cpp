@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "bench/workloads.h"
+
 namespace ember::bench {
 
 namespace {
@@ -90,6 +92,7 @@ std::function<void()> gan_step(int batch, bool logits) {
   auto og = std::make_shared<torch::optim::Adam>(g->parameters(), torch::optim::AdamOptions(2e-4).betas({0.5, 0.999}));
   auto od = std::make_shared<torch::optim::Adam>(d->parameters(), torch::optim::AdamOptions(2e-4).betas({0.5, 0.999}));
   auto real = torch::rand({batch, 1, 28, 28}) * 2 - 1;
+  built_batch() = static_cast<int>(real.size(0));
   auto ones = torch::ones({batch, 1}), zeros = torch::zeros({batch, 1});
   auto loss = [logits](const torch::Tensor& out, const torch::Tensor& t) {
     return logits ? torch::binary_cross_entropy_with_logits(out, t) : torch::binary_cross_entropy(out, t);
@@ -120,6 +123,7 @@ std::function<void()> torch_train_step(const std::string& model, int batch, int 
     auto net = std::make_shared<TorchMnistCnn>();
     auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
     auto x = torch::randn({batch, 1, 28, 28});
+    built_batch() = static_cast<int>(x.size(0));
     auto y = torch::randint(0, 10, {batch}, torch::kLong);
     return [=] {
       auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);

@@ -58,6 +58,14 @@ struct BiLstmShape {
   int64_t vocab = 100, embed = 32, hidden = 64, seq = 50, batch = 32, classes = 4;
 };
 
+// The batch of the data the last step builder made, set by the builder from the tensor itself, so
+// that bench/step_rate_main.h can check that a side built the batch it was asked for (a builder
+// handed the workload's default instead once went unnoticed).
+inline int& built_batch() {
+  static int batch = 0;
+  return batch;
+}
+
 inline const Workload* find_workload(const std::string& name) {
   for (const Workload& w : kWorkloads)
     if (name == w.name) return &w;
