@@ -51,52 +51,36 @@ struct ClsNet : torch::nn::Module {
   }
 };
 
+// A training step on fixed random tokens [batch, seq] from `first_token` up: cross-entropy of the
+// network's output, viewed as [targets, classes], against `targets` random classes; Adam.
+template <class Net, class Shape>
+std::function<void()> train_step(const Shape& s, uint64_t seed, int64_t first_token, int64_t targets, int64_t classes) {
+  torch::manual_seed(seed);
+  auto net = std::make_shared<Net>(s);
+  auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
+  auto x = torch::randint(first_token, s.vocab, {s.batch, s.seq}, torch::kLong);
+  built_batch() = static_cast<int>(x.size(0));
+  auto y = torch::randint(0, classes, {targets}, torch::kLong);
+  return [=] {
+    auto loss = torch::nn::functional::cross_entropy(net->forward(x).reshape({targets, classes}), y);
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+  };
+}
+
 }  // namespace
 
 std::function<void()> make_lstm_classifier_step(const LstmClassifierShape& s, uint64_t seed) {
-  torch::manual_seed(seed);
-  auto net = std::make_shared<ClsNet>(s);
-  auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
-  auto x = torch::randint(0, s.vocab, {s.batch, s.seq}, torch::kLong);
-  built_batch() = static_cast<int>(x.size(0));
-  auto y = torch::randint(0, s.vocab, {s.batch}, torch::kLong);
-  return [=] {
-    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-  };
+  return train_step<ClsNet>(s, seed, 0, s.batch, s.vocab);
 }
 
 std::function<void()> make_lstm_lm_step(const LstmLmShape& s, uint64_t seed) {
-  torch::manual_seed(seed);
-  auto net = std::make_shared<LmNet>(s);
-  auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
-  auto x = torch::randint(0, s.vocab, {s.batch, s.seq}, torch::kLong);
-  built_batch() = static_cast<int>(x.size(0));
-  auto y = torch::randint(0, s.vocab, {s.batch * s.seq}, torch::kLong);
-  return [=] {
-    auto logits = net->forward(x).reshape({s.batch * s.seq, s.vocab});
-    auto loss = torch::nn::functional::cross_entropy(logits, y);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-  };
+  return train_step<LmNet>(s, seed, 0, s.batch * s.seq, s.vocab);  // a target per token
 }
 
 std::function<void()> make_bilstm_step(const BiLstmShape& s, uint64_t seed) {
-  torch::manual_seed(seed);
-  auto net = std::make_shared<BiNet>(s);
-  auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
-  auto x = torch::randint(1, s.vocab, {s.batch, s.seq}, torch::kLong);
-  built_batch() = static_cast<int>(x.size(0));
-  auto y = torch::randint(0, s.classes, {s.batch}, torch::kLong);
-  return [=] {
-    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-  };
+  return train_step<BiNet>(s, seed, 1, s.batch, s.classes);  // token 0 is padding
 }
 
 void set_threads(int n) {

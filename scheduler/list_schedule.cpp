@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -304,14 +305,72 @@ int largest_placeable(const FreeMap& free) {
   return total > m && free.topology().min_nodes(total) > 1 ? total : m;
 }
 
+// Migrations that clear devices on `nodes` for a gang of `need`: their untouched one-node jobs,
+// smallest first, each onto free devices off those nodes by best fit, until `need` devices there
+// are free; the first job that finds no room ends the plan. Nothing when they do not reach
+// `need` or more than `max_moved` devices would move.
+struct MovePlan {
+  std::vector<std::pair<const Job*, Placement>> moves;
+  int moved = 0;
+};
+
+std::optional<MovePlan> plan_moves(const FreeMap& f, std::span<const int> nodes,
+                                   const std::vector<std::vector<const Job*>>& on_node, const std::set<JobId>& touched,
+                                   int need, double max_moved) {
+  std::vector<const Job*> movers;
+  for (int n : nodes)
+    for (const Job* r : on_node[n])
+      if (!touched.count(r->id)) movers.push_back(r);
+  std::sort(movers.begin(), movers.end(), [](const Job* a, const Job* b) {
+    return a->spec.gpus != b->spec.gpus ? a->spec.gpus < b->spec.gpus : a->id < b->id;
+  });
+  FreeMap trial = f;
+  int got = 0;
+  for (int n : nodes) {
+    got += f.free(n);
+    if (trial.free(n) > 0) trial.take({{n, trial.free(n)}});
+  }
+  MovePlan plan;
+  for (const Job* r : movers) {
+    if (got >= need) break;
+    auto p = trial.best_fit(r->spec.gpus, r->spec.mem_per_gpu);
+    if (!p) break;
+    trial.take(*p);
+    plan.moves.push_back({r, *p});
+    got += r->spec.gpus;
+    plan.moved += r->spec.gpus;
+  }
+  if (got < need || plan.moved > max_moved) return std::nullopt;
+  return plan;
+}
+
+// Applies a plan's migrations (each preempted and started again in this decision) and starts the
+// gang on `gang`, which the moves have freed.
+void apply_moves(const MovePlan& plan, const Job& g, const Placement& gang, FreeMap& e, Decision& d,
+                 std::set<JobId>& touched) {
+  const Topology& topo = e.topology();
+  for (const auto& [r, p] : plan.moves) {
+    d.preempt.push_back(r->id);
+    e.give({{topo.node_of(r->devices.front()), r->spec.gpus}});
+    e.take(p);
+    d.start.push_back({r->id, p});
+    touched.insert(r->id);
+  }
+  EMBER_CHECK(placement_problem(e, gang, g.spec.gpus, g.spec.mem_per_gpu).empty(), "defragment: the moves for job '",
+              g.spec.name, "' did not free its placement");
+  e.take(gang);
+  d.start.push_back({g.id, gang});
+  touched.insert(g.id);
+}
+
 // A gang that must span k > 1 nodes and waits although enough devices are free: the k eligible
 // nodes with the most free devices (the fewest to move; ties: the lower nodes) are cleared of
-// one-node jobs, smallest first, onto free devices on the other nodes, until they hold the gang;
-// at most `max_share` x its devices move, else nothing is done.
+// one-node jobs onto the other nodes until they hold the gang; at most `max_share` x its devices
+// move, else nothing is done.
 void defragment_spanning(const Job& g, int k, const std::vector<std::vector<const Job*>>& on_node,
                          std::set<JobId>& touched, PlannedFree& free, Decision& d, double max_share) {
-  const Topology& topo = free.get().topology();
   const FreeMap& f = free.get();
+  const Topology& topo = f.topology();
   const int need = g.spec.gpus;
   std::vector<std::pair<int, int>> by_free;  // (-free, node)
   for (int n = 0; n < topo.num_nodes(); ++n)
@@ -319,41 +378,17 @@ void defragment_spanning(const Job& g, int k, const std::vector<std::vector<cons
   if (static_cast<int>(by_free.size()) < k) return;
   std::partial_sort(by_free.begin(), by_free.begin() + k, by_free.end());
   std::vector<int> chosen;
-  std::vector<char> in_chosen(topo.num_nodes(), 0);
   int got = 0, room = 0;
   for (int i = 0; i < k; ++i) {
-    const int n = by_free[i].second;
-    chosen.push_back(n);
-    in_chosen[n] = 1;
-    got += f.free(n);
-    room += topo.node(n).gpus;
+    chosen.push_back(by_free[i].second);
+    got += f.free(chosen.back());
+    room += topo.node(chosen.back()).gpus;
   }
   if (room < need || need - got > max_share * need) return;
-  // The movers: one-node jobs on the chosen nodes, smallest first, each onto free devices elsewhere.
-  std::vector<const Job*> movers;
-  for (int n : chosen)
-    for (const Job* r : on_node[n])
-      if (!touched.count(r->id)) movers.push_back(r);
-  std::sort(movers.begin(), movers.end(), [](const Job* a, const Job* b) {
-    return a->spec.gpus != b->spec.gpus ? a->spec.gpus < b->spec.gpus : a->id < b->id;
-  });
-  FreeMap trial = f;
-  for (int n : chosen)
-    if (trial.free(n) > 0) trial.take({{n, trial.free(n)}});
+  const std::optional<MovePlan> plan = plan_moves(f, chosen, on_node, touched, need, max_share * need);
+  if (!plan) return;
   std::vector<int> freed(topo.num_nodes(), 0);
-  std::vector<std::pair<const Job*, Placement>> moves;
-  int moved = 0;
-  for (const Job* r : movers) {
-    if (got >= need) break;
-    auto p = trial.best_fit(r->spec.gpus, r->spec.mem_per_gpu);
-    if (!p) continue;
-    trial.take(*p);
-    moves.push_back({r, *p});
-    freed[topo.node_of(r->devices.front())] += r->spec.gpus;
-    got += r->spec.gpus;
-    moved += r->spec.gpus;
-  }
-  if (got < need || moved > max_share * need) return;
+  for (const auto& [r, p] : plan->moves) freed[topo.node_of(r->devices.front())] += r->spec.gpus;
   Placement gang;
   int left = need;
   for (int n : chosen) {
@@ -361,26 +396,7 @@ void defragment_spanning(const Job& g, int k, const std::vector<std::vector<cons
     if (c > 0) gang.push_back({n, c});
     left -= c;
   }
-  FreeMap& e = free.edit();
-  for (const auto& [r, p] : moves) {
-    e.give({{topo.node_of(r->devices.front()), r->spec.gpus}});
-    e.take(p);
-  }
-  if (!placement_problem(e, gang, need, g.spec.mem_per_gpu).empty()) {  // undo: leave the gang waiting
-    for (const auto& [r, p] : moves) {
-      e.give(p);
-      e.take({{topo.node_of(r->devices.front()), r->spec.gpus}});
-    }
-    return;
-  }
-  for (const auto& [r, p] : moves) {
-    d.preempt.push_back(r->id);
-    d.start.push_back({r->id, p});
-    touched.insert(r->id);
-  }
-  e.take(gang);
-  d.start.push_back({g.id, gang});
-  touched.insert(g.id);
+  apply_moves(*plan, g, gang, free.edit(), d, touched);
 }
 
 // Gangs that wait for want of one node while enough devices are free, scattered over nodes:
@@ -426,45 +442,16 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
         candidates.push_back({need - f.free(n), n});
     }
     std::sort(candidates.begin(), candidates.end());
-    int best = -1, best_moved = 0;
-    std::vector<std::pair<const Job*, Placement>> best_moves;
+    int best = -1;
+    std::optional<MovePlan> best_plan;
     for (const auto& [bound, n] : candidates) {
-      if (best >= 0 && bound > best_moved) break;
-      std::vector<const Job*> movers;
-      for (const Job* r : on_node[n])
-        if (!touched.count(r->id)) movers.push_back(r);
-      std::sort(movers.begin(), movers.end(), [](const Job* a, const Job* b) {
-        return a->spec.gpus != b->spec.gpus ? a->spec.gpus < b->spec.gpus : a->id < b->id;
-      });
-      FreeMap trial = f;
-      trial.take({{n, trial.free(n)}});
-      int got = f.free(n), moved = 0;
-      std::vector<std::pair<const Job*, Placement>> moves;
-      for (const Job* r : movers) {
-        if (got >= need) break;
-        auto p = trial.best_fit(r->spec.gpus, r->spec.mem_per_gpu);
-        if (!p) break;
-        trial.take(*p);
-        moves.push_back({r, *p});
-        got += r->spec.gpus;
-        moved += r->spec.gpus;
-      }
-      if (got < need || moved > max_share * need) continue;
-      if (best < 0 || moved < best_moved || (moved == best_moved && n < best))
-        best = n, best_moved = moved, best_moves = std::move(moves);
+      if (best >= 0 && bound > best_plan->moved) break;
+      const int node[] = {n};
+      std::optional<MovePlan> plan = plan_moves(f, node, on_node, touched, need, max_share * need);
+      if (plan && (best < 0 || plan->moved < best_plan->moved || (plan->moved == best_plan->moved && n < best)))
+        best = n, best_plan = std::move(plan);
     }
-    if (best < 0) continue;
-    FreeMap& e = free.edit();
-    for (const auto& [r, p] : best_moves) {
-      d.preempt.push_back(r->id);
-      e.give({{best, r->spec.gpus}});
-      e.take(p);
-      d.start.push_back({r->id, p});
-      touched.insert(r->id);
-    }
-    e.take({{best, need}});
-    d.start.push_back({g.id, {{best, need}}});
-    touched.insert(g.id);
+    if (best >= 0) apply_moves(*best_plan, g, {{best, need}}, free.edit(), d, touched);
   }
 }
 
@@ -611,22 +598,26 @@ Decision list_schedule_preemptive_batch(const SchedState& s, const BatchRank& ra
                                         double defrag, ListStats* stats) {
   if (s.waiting.empty()) return {};
   scratch.clear();
-  rank(s.waiting, scratch);
-  EMBER_CHECK(scratch.size() == s.waiting.size(), "list_schedule_preemptive: the rank gave ", scratch.size(),
-              " keys for ", s.waiting.size(), " waiting jobs");
+  auto ranked = [&](std::span<const Job* const> waiting, std::span<const Job* const> running) {
+    const size_t before = scratch.size();
+    rank(waiting, running, scratch);
+    EMBER_CHECK(scratch.size() == before + waiting.size() + running.size(), "list_schedule_preemptive: the rank gave ",
+                scratch.size() - before, " keys for ", waiting.size() + running.size(), " jobs");
+  };
   long want = 0;
   for (const Job* j : s.waiting) want += j->spec.gpus;
-  if (want <= s.cluster->free().total_free()) {
+  if (want > s.cluster->free().total_free()) {
+    ranked(s.waiting, s.running);  // the running jobs will be needed: all in one call
+  } else {
+    ranked(s.waiting, {});
     std::sort(scratch.begin(), scratch.end());
     if (std::optional<Decision> d = start_all_if_they_fit(s, scratch)) {
       if (stats && stats->collect)
         for (const Ranked& r : scratch) stats->started.push_back(r.job);
       return std::move(*d);
     }
+    ranked({}, s.running);
   }
-  rank(s.running, scratch);
-  EMBER_CHECK(scratch.size() == s.waiting.size() + s.running.size(), "list_schedule_preemptive: the rank gave ",
-              scratch.size() - s.waiting.size(), " keys for ", s.running.size(), " running jobs");
   return list_schedule(s, scratch, {.preemptive = true, .defrag = defrag}, stats);
 }
 
@@ -634,8 +625,9 @@ Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranke
                                   std::vector<Ranked>& scratch, double defrag, ListStats* stats) {
   return list_schedule_preemptive_batch(
       s,
-      [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
-        for (const Job* j : jobs) out.push_back(rank(*j));
+      [&](std::span<const Job* const> waiting, std::span<const Job* const> running, std::vector<Ranked>& out) {
+        for (const Job* j : waiting) out.push_back(rank(*j));
+        for (const Job* j : running) out.push_back(rank(*j));
       },
       scratch, defrag, stats);
 }

@@ -78,9 +78,11 @@ Decision list_schedule_preemptive(const SchedState& s, const std::function<Ranke
                                   std::vector<Ranked>& scratch, double defrag = 0, ListStats* stats = nullptr);
 
 // Same with a rank that scores jobs a batch at a time (a network's forward pass): it appends one
-// Ranked per job of `jobs` to `out`, in their order; called once for the waiting jobs and, when
-// they do not all fit, once more for the running ones.
-using BatchRank = std::function<void(std::span<const Job* const> jobs, std::vector<Ranked>& out)>;
+// Ranked per job of `waiting`, then of `running`, to `out`. It is called once with both when the
+// waiting jobs want more devices than are free (the running ones will be ranked anyway), else
+// with the waiting jobs alone and, when they do not all fit, once more with the running ones.
+using BatchRank = std::function<void(std::span<const Job* const> waiting, std::span<const Job* const> running,
+                                     std::vector<Ranked>& out)>;
 Decision list_schedule_preemptive_batch(const SchedState& s, const BatchRank& rank, std::vector<Ranked>& scratch,
                                         double defrag = 0, ListStats* stats = nullptr);
 

@@ -19,6 +19,10 @@ double SearchObjective::penalty(const Job& j) const {
   return value(j) * preempt_cost / (r + preempt_cost);
 }
 
+double SearchObjective::projected_remaining(const Job& j, bool preempted) const {
+  return std::min(j.estimated_remaining(now), 2 * horizon) + (preempted ? preempt_cost : 0.0);
+}
+
 double SearchObjective::score(const SchedState& s, const Decision& d) const {
   std::unordered_map<JobId, const Job*> by_id;
   for (const Job* j : s.waiting) by_id[j->id] = j;
@@ -38,10 +42,7 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
     const Job* job;
     Placement where;
   };
-  auto remaining = [&](const Job& j, bool preempted) {
-    const double r = j.estimated_remaining(s.now);
-    return std::min(r, 2 * H) + (preempted ? objective.preempt_cost : 0.0);
-  };
+  auto remaining = [&](const Job& j, bool preempted) { return objective.projected_remaining(j, preempted); };
   FreeMap free = s.cluster->free();
   std::unordered_map<JobId, const Placement*> starts;
   for (const Start& st : d.start) starts[st.job] = &st.placement;

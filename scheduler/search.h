@@ -39,6 +39,9 @@ struct SearchObjective {
   double horizon = 0;
   double value(const Job& j) const;
   double penalty(const Job& j) const;
+  // With a horizon: the seconds of work a job has left in a look-ahead (its estimate, capped at
+  // twice the horizon), the preemption cost added for a job preempted or migrated first.
+  double projected_remaining(const Job& j, bool preempted) const;
   // Change in the objective that `d` makes relative to leaving everything as it is.
   double score(const SchedState& s, const Decision& d) const;
 };

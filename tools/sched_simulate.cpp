@@ -163,8 +163,11 @@ int sched_simulate(const std::vector<std::string>& args) {
     const std::string predictor_name = f.str("predictor", "history");
     {
       const std::vector<std::string> known = predictor_names();
-      if (std::find(known.begin(), known.end(), predictor_name) == known.end())
-        throw UsageError("--predictor: expected history or quantile, got '" + predictor_name + "'");
+      if (std::find(known.begin(), known.end(), predictor_name) == known.end()) {
+        std::string names;
+        for (const std::string& k : known) names += (names.empty() ? "" : " or ") + k;
+        throw UsageError("--predictor: expected " + names + ", got '" + predictor_name + "'");
+      }
     }
     const bool admission = f.has("admit-target");
     AdmissionOptions admit_opt;

@@ -29,7 +29,6 @@ struct Lanes {
 
 // Blocks first .. first + kLanes - 1 of the stream of `seed`.
 inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
-  const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
   uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     const uint64_t block = first + static_cast<uint64_t>(l);
@@ -47,7 +46,8 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
     __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c1 + g));
     __m256i x2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c2 + g));
     __m256i x3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c3 + g));
-    const __m256i m0 = _mm256_set1_epi32(static_cast<int>(M0)), m1 = _mm256_set1_epi32(static_cast<int>(M1));
+    const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kPhiloxM0));
+    const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kPhiloxM1));
     uint32_t r0 = k0, r1 = k1;
     auto mulhilo = [](__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
       const __m256i even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
@@ -64,8 +64,8 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
       x1 = lo1;
       x2 = n2;
       x3 = lo0;
-      r0 += W0;
-      r1 += W1;
+      r0 += kPhiloxW0;
+      r1 += kPhiloxW1;
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[0] + g), x0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[1] + g), x1);
@@ -74,17 +74,9 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
   }
 #else
   for (int r = 0; r < 10; ++r) {
-    for (int l = 0; l < kLanes; ++l) {
-      const uint64_t p0 = static_cast<uint64_t>(M0) * c0[l], p1 = static_cast<uint64_t>(M1) * c2[l];
-      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ k0, n1 = static_cast<uint32_t>(p1);
-      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[l] ^ k1, n3 = static_cast<uint32_t>(p0);
-      c0[l] = n0;
-      c1[l] = n1;
-      c2[l] = n2;
-      c3[l] = n3;
-    }
-    k0 += W0;
-    k1 += W1;
+    for (int l = 0; l < kLanes; ++l) philox_round(c0[l], c1[l], c2[l], c3[l], k0, k1);
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   for (int l = 0; l < kLanes; ++l) {
     out.w[0][l] = c0[l];

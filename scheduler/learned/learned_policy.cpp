@@ -44,26 +44,19 @@ Decision LearnedPolicy::decide(const SchedState& s) {
     return {};
   }
   if (!episode_) {
-    // Deciding: the running jobs are scored only when the waiting ones do not all fit on the free
-    // devices (in most decisions they do, and then the running jobs stay where they are whatever
-    // their scores). The same decision as the full walk below, at a fraction of the rows. When
-    // the waiting jobs want more devices than are free, the running ones will be needed: one
-    // forward pass scores them all (a pass costs about as much again in fixed overhead as in rows).
-    long want = 0;
-    for (const Job* j : s.waiting) want += j->spec.gpus;
-    if (want > s.cluster->free().total_free()) {
-      jobs_.assign(s.waiting.begin(), s.waiting.end());
-      jobs_.insert(jobs_.end(), s.running.begin(), s.running.end());
-      const std::vector<float> score = scores(s, jobs_);
-      ranked_.clear();
-      for (size_t i = 0; i < jobs_.size(); ++i) ranked_.push_back(rank(*jobs_[i], score[i]));
-      return list_schedule(s, ranked_, {.preemptive = true});
-    }
+    // Deciding: the running jobs are scored only when the waiting ones might not all fit on the
+    // free devices (list_schedule_preemptive_batch; otherwise they stay where they are whatever
+    // their scores), and in the same forward pass as the waiting ones when they will be needed (a
+    // pass costs about as much again in fixed overhead as in rows). The same decision as the full
+    // walk below, at a fraction of the rows.
     return list_schedule_preemptive_batch(
         s,
-        [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
-          const std::vector<float> score = scores(s, jobs);
-          for (size_t i = 0; i < jobs.size(); ++i) out.push_back(rank(*jobs[i], score[i]));
+        [&](std::span<const Job* const> waiting, std::span<const Job* const> running, std::vector<Ranked>& out) {
+          jobs_.assign(waiting.begin(), waiting.end());
+          jobs_.insert(jobs_.end(), running.begin(), running.end());
+          if (jobs_.empty()) return;
+          const std::vector<float> score = scores(s, jobs_);
+          for (size_t i = 0; i < jobs_.size(); ++i) out.push_back(rank(*jobs_[i], score[i]));
         },
         ranked_);
   }

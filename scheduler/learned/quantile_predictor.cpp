@@ -171,14 +171,20 @@ void QuantilePredictor::learn(const SubmitFeatures& f, double run_time, double f
   if (++since_fit_ >= opt_.refit) fit();
 }
 
-double QuantilePredictor::memory_loss() {
+Tensor QuantilePredictor::loss_on(const std::vector<const Remembered*>& jobs) {
   std::vector<float> x, y;
-  for (const auto& [in, target] : memory_) {
-    x.insert(x.end(), in.begin(), in.end());
-    y.push_back(target);
+  for (const Remembered* m : jobs) {
+    x.insert(x.end(), m->first.begin(), m->first.end());
+    y.push_back(m->second);
   }
+  return pinball_loss(net_->forward(rows_tensor(x)), from_vector(y, {static_cast<int64_t>(y.size()), 1}));
+}
+
+double QuantilePredictor::memory_loss() {
+  std::vector<const Remembered*> all;
+  for (const Remembered& m : memory_) all.push_back(&m);
   NoGradGuard guard;
-  return pinball_loss(net_->forward(rows_tensor(x)), from_vector(y, {static_cast<int64_t>(y.size()), 1})).item();
+  return loss_on(all).item();
 }
 
 void QuantilePredictor::fit() {
@@ -193,17 +199,11 @@ void QuantilePredictor::fit() {
   }
   loss_before_ = memory_loss();
   std::uniform_int_distribution<size_t> pick(0, memory_.size() - 1);
-  std::vector<float> x, y;
+  std::vector<const Remembered*> batch(static_cast<size_t>(opt_.batch));
   for (int step = 0; step < opt_.steps; ++step) {
-    x.clear();
-    y.clear();
-    for (int b = 0; b < opt_.batch; ++b) {
-      const auto& [in, target] = memory_[pick(rng_)];
-      x.insert(x.end(), in.begin(), in.end());
-      y.push_back(target);
-    }
+    for (const Remembered*& m : batch) m = &memory_[pick(rng_)];
     adam_->zero_grad();
-    pinball_loss(net_->forward(rows_tensor(x)), from_vector(y, {static_cast<int64_t>(y.size()), 1})).backward();
+    loss_on(batch).backward();
     adam_->step();
   }
   loss_after_ = memory_loss();

@@ -88,7 +88,9 @@ class QuantilePredictor final : public DurationPredictor {
   // history predictor's rule (the median of the group's longer runs).
   double guess_given(const SubmitFeatures& f, double now, double ran) override;
   std::array<double, kQuantiles> quantiles_of(const std::array<float, kQuantileInputs>& x);
+  using Remembered = std::pair<std::array<float, kQuantileInputs>, float>;  // inputs, log(run) / 10
   void fit();
+  Tensor loss_on(const std::vector<const Remembered*>& jobs);  // the pinball loss on those jobs
   double memory_loss();
 
   QuantileOptions opt_;
@@ -101,7 +103,7 @@ class QuantilePredictor final : public DurationPredictor {
   // trained on what was known when it was predicted, not on what is known at its finish). Keyed
   // by queue, gang size and submission time; jobs alike in all three have the same inputs.
   std::unordered_multimap<std::string, std::array<float, kQuantileInputs>> pending_;
-  std::deque<std::pair<std::array<float, kQuantileInputs>, float>> memory_;  // inputs, log(run) / 10
+  std::deque<Remembered> memory_;
   int since_fit_ = 0, fits_ = 0;
   double loss_before_ = 0, loss_after_ = 0;
 };

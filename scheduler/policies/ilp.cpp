@@ -103,9 +103,7 @@ class Ilp final : public SearchPolicy {
     const double H = p.objective.horizon;
     const bool look = H > 0;
     const double hscale = look ? 1000.0 / H : 0.0;
-    auto remaining = [&](const Job& j, bool preempted) {
-      return std::min(j.estimated_remaining(s.now), 2 * H) + (preempted ? p.objective.preempt_cost : 0.0);
-    };
+    auto remaining = [&](const Job& j, bool preempted) { return p.objective.projected_remaining(j, preempted); };
     auto saved = [&](double start, double r) { return (H - std::min(start + r, H)) * hscale; };
     std::vector<double> grid;  // later start times: H/128, H/64, ..., H/2
     if (look)

@@ -153,9 +153,10 @@ TEST(PreemptiveListSchedule, RankingTheRunningJobsOnlyWhenNeededDecidesTheSame) 
     size_t asked = 0;
     const Decision batch = list_schedule_preemptive_batch(
         s,
-        [&](std::span<const Job* const> jobs, std::vector<Ranked>& out) {
-          asked += jobs.size();
-          for (const Job* j : jobs) out.push_back(sc.rank(*j));
+        [&](std::span<const Job* const> waiting, std::span<const Job* const> running, std::vector<Ranked>& out) {
+          asked += waiting.size() + running.size();
+          for (const Job* j : waiting) out.push_back(sc.rank(*j));
+          for (const Job* j : running) out.push_back(sc.rank(*j));
         },
         scratch);
     for (const Decision* d : {&lazy, &batch}) {
@@ -173,7 +174,9 @@ TEST(PreemptiveListSchedule, RankingTheRunningJobsOnlyWhenNeededDecidesTheSame) 
     const bool all_fit =
         want <= s.cluster->free().total_free() && full.preempt.empty() && full.start.size() == s.waiting.size();
     (all_fit ? fast : walked) += 1;
-    if (!s.waiting.empty()) EXPECT_EQ(asked, s.waiting.size() + (all_fit ? 0 : s.running.size())) << "seed " << seed;
+    if (!s.waiting.empty()) {
+      EXPECT_EQ(asked, s.waiting.size() + (all_fit ? 0 : s.running.size())) << "seed " << seed;
+    }
   }
   EXPECT_GT(fast, 20);  // both ways were exercised
   EXPECT_GT(walked, 20);
@@ -185,7 +188,7 @@ TEST(PreemptiveListSchedule, ABatchRankThatLosesJobsIsAnError) {
   ASSERT_FALSE(s.waiting.empty());
   std::vector<Ranked> scratch;
   EXPECT_THROW(list_schedule_preemptive_batch(
-                   s, [](std::span<const Job* const>, std::vector<Ranked>&) {}, scratch),
+                   s, [](std::span<const Job* const>, std::span<const Job* const>, std::vector<Ranked>&) {}, scratch),
                Error);
 }
 
