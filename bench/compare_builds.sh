@@ -5,6 +5,7 @@
 # rounds so that a drift in the machine's speed hits both.
 #   bench/compare_builds.sh BUILD_A BUILD_B ROUNDS OUT_DIR PROGRAM [ARGS...]
 # e.g. bench/compare_builds.sh build ../ref/build 3 /tmp/cmp train --reps 5 --no-loader
+# then bench/compare_builds_summary.py /tmp/cmp train: A over B per row, raw and drift-corrected.
 set -euo pipefail
 if (($# < 5)); then
   echo "usage: bench/compare_builds.sh BUILD_A BUILD_B ROUNDS OUT_DIR PROGRAM [ARGS...]" >&2
