@@ -85,6 +85,28 @@ Shares widest_gangs(const std::vector<JobSpec>& jobs) {
   return m;
 }
 
+std::vector<DeviceType> share_of_types(const std::vector<DeviceType>& cluster, int devices) {
+  long total = 0;
+  for (const DeviceType& t : cluster) total += t.count;
+  EMBER_CHECK(devices >= 1 && devices <= total, "share of a typed cluster: expected 1 to ", total, " devices, got ",
+              devices);
+  std::vector<int> count(cluster.size());
+  std::vector<std::pair<double, size_t>> rest;  // (remainder, type)
+  int given = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    const double exact = static_cast<double>(devices) * cluster[i].count / static_cast<double>(total);
+    count[i] = static_cast<int>(std::floor(exact));
+    given += count[i];
+    rest.push_back({exact - count[i], i});
+  }
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < devices; ++k, ++given) ++count[rest[k].second];
+  std::vector<DeviceType> out;
+  for (size_t i = 0; i < cluster.size(); ++i)
+    if (count[i] > 0) out.push_back({cluster[i].name, count[i]});
+  return out;
+}
+
 Shares plan_shares(const std::map<std::string, double>& demand, int capacity, const Shares& minimum) {
   EMBER_CHECK(!demand.empty(), "team shares: no teams to plan for");
   EMBER_CHECK(capacity >= 0, "team shares: expected a capacity >= 0, got ", capacity);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/cluster.h"
 #include "scheduler/job.h"
 #include "scheduler/policy.h"
 
@@ -44,6 +45,12 @@ Shares plan_shares(const std::map<std::string, double>& demand, int capacity, co
 // every job can be guaranteed (a job wider than its team's share only ever borrows).
 Shares uniform_minimum(const std::map<std::string, double>& demand, int devices);
 Shares widest_gangs(const std::vector<JobSpec>& jobs);
+
+// A share of `devices` on a cluster of device types, as the devices a team would own alone: each
+// type in proportion to its count in the cluster, rounded by largest remainder (ties to the type
+// listed first), types that get none left out. What finish-time fairness runs a team alone on.
+// Throws ember::Error when `devices` is below 1 or above the cluster's total.
+std::vector<DeviceType> share_of_types(const std::vector<DeviceType>& cluster, int devices);
 
 struct QuotaOptions {
   // Seconds a guaranteed job waits before it may preempt borrowing jobs for its devices (it goes

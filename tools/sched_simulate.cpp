@@ -188,7 +188,6 @@ int sched_simulate(const std::vector<std::string>& args) {
     if (f.has("guarantee") && quota_source != "auto") throw UsageError("--guarantee goes with --quota auto");
     std::vector<std::string> names =
         f.has("compare") ? compare_runs(source == "predicted", quotas, typed) : split_commas(f.str("policy"));
-    if (typed && quotas) throw UsageError("--quota on a cluster of device types is not supported yet");
     if (f.has("with")) {
       if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
       for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
@@ -290,11 +289,7 @@ int sched_simulate(const std::vector<std::string>& args) {
     for (long n : sizes) {
       Topology topo = typed ? Topology::typed(types, static_cast<int>(node_gpus), gpu_mem)
                             : Topology::uniform(static_cast<int>(n), static_cast<int>(node_gpus), gpu_mem);
-      SpeedFn speed;
-      if (typed) {
-        speeds.check_types(topo);
-        speed = [&speeds, &topo](const JobSpec& j, int t) { return speeds.speed(j.model, topo.type_name(t)); };
-      }
+      if (typed) speeds.check_types(topo);
       std::cout << "trace " << trace_path << ": " << trace.size() << " jobs; " << n << " devices";
       if (typed) std::cout << " (" << f.str("gpus") << ")";
       std::cout << " in " << topo.num_nodes() << " node(s)";
@@ -312,7 +307,8 @@ int sched_simulate(const std::vector<std::string>& args) {
         so.restart_delay = restart_delay;
         so.start_delay = start_delay;
         so.checkpoint_interval = checkpoint_interval;
-        so.speed = speed;
+        if (typed)
+          so.speed = [&speeds, &on](const JobSpec& j, int t) { return speeds.speed(j.model, on.type_name(t)); };
         if (predicted_run(name)) so.predictor = (predictor = make_predictor(predictor_name, params)).get();
         std::unique_ptr<AdmissionControl> control;
         if (admitting) so.admission = (control = std::make_unique<AdmissionControl>(admit_opt, p.get())).get();
@@ -321,7 +317,8 @@ int sched_simulate(const std::vector<std::string>& args) {
         return r;
       };
       // Each team alone on its share, under the run's policy without the team level: what rho
-      // compares with. A policy and its +quota run share these runs.
+      // compares with. A policy and its +quota run share these runs. On a cluster of device types
+      // the share is a slice of each type in proportion (share_of_types).
       std::map<std::string, SimResult> alone_runs;
       std::vector<SimResult> rs;
       for (const std::string& name : names) {
@@ -334,7 +331,10 @@ int sched_simulate(const std::vector<std::string>& args) {
               auto it = alone_runs.find(key);
               if (it == alone_runs.end())
                 it = alone_runs
-                         .emplace(key, run(jobs, Topology::uniform(gpus, static_cast<int>(node_gpus), gpu_mem),
+                         .emplace(key, run(jobs,
+                                           typed ? Topology::typed(share_of_types(types, gpus),
+                                                                   static_cast<int>(node_gpus), gpu_mem)
+                                                 : Topology::uniform(gpus, static_cast<int>(node_gpus), gpu_mem),
                                            alone_name, false))
                          .first;
               return it->second;

@@ -46,12 +46,30 @@ extern "C" void on_signal(int sig) {
   errno = saved;
 }
 
+// The local pool. GPUs typed from nvidia-smi's names with no --speeds: a type the built-in table
+// lacks leaves the pool untyped, said at start, rather than refusing to serve a mixed workstation
+// (only gavel reads the types).
+Pool local_pool(const DaemonOptions& o) {
+  Pool p = make_pool(o.devices, o.cpu_memory_gib);
+  if (p.cpu() || !p.typed() || !o.speeds.empty()) return p;
+  const SpeedTable table = SpeedTable::defaults();
+  const std::vector<std::string>& known = table.types();
+  for (const PoolDevice& d : p.devices)
+    if (std::find(known.begin(), known.end(), d.type) == known.end()) {
+      p.note = "GPU type '" + d.type + "' is not in the built-in speed table; the GPUs are scheduled as one type " +
+               "(give --speeds FILE with a column per type to use them)";
+      for (PoolDevice& e : p.devices) e.type.clear();
+      break;
+    }
+  return p;
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonOptions& o)
     : opt_(o),
       access_(read_daemon_config(o.config), self_identity(), o.config),
-      pool_(o.backend == "slurm" ? slurm_pool(o.partition) : make_pool(o.devices, o.cpu_memory_gib)),
+      pool_(o.backend == "slurm" ? slurm_pool(o.partition) : local_pool(o)),
       cluster_(pool_.topology()) {
   EMBER_CHECK(o.backend == "local" || o.backend == "slurm", "--backend: expected local or slurm, got '", o.backend,
               "'");
@@ -60,7 +78,7 @@ Daemon::Daemon(const DaemonOptions& o)
   policy_ = make_policy(o.policy, o.params);
   EMBER_CHECK(o.speeds.empty() || pool_.typed(),
               "--speeds: the pool has one device type; give types with --devices "
-              "cpu:N@TYPE,...");
+              "cpu:N@TYPE,... (GPUs are typed when nvidia-smi lists several kinds)");
   if (pool_.typed()) {
     speeds_ = o.speeds.empty() ? SpeedTable::defaults() : SpeedTable::read(o.speeds);
     speeds_.check_types(cluster_.topology());
@@ -126,6 +144,7 @@ int Daemon::run() {
   sa.sa_flags = SA_RESTART;
   for (int s : {SIGCHLD, SIGTERM, SIGINT}) ::sigaction(s, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  if (!pool_.note.empty()) say(pool_.note);
   say("serving ", pool_.describe(), " with policy ", policy_->name(), " at ", socket_path(state_dir_));
   dirty_ = true;
   for (;;) {

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -52,26 +53,64 @@ Pool cpu_pool(const std::string& spec, const std::string& rest, double mem) {
   return p;
 }
 
-Pool gpu_pool(const std::vector<std::pair<int, double>>& gpus) {
+Pool gpu_pool(const std::vector<GpuInfo>& gpus) {
   Pool p;
-  for (const auto& [idx, mem] : gpus) p.devices.push_back({"gpu" + std::to_string(idx), idx, mem, {}});
-  // Same-memory GPUs next to each other: each memory size becomes one node of the topology.
-  std::stable_sort(p.devices.begin(), p.devices.end(),
-                   [](const PoolDevice& a, const PoolDevice& b) { return a.memory_gib > b.memory_gib; });
+  // Types only on a machine of several: one type tells the policies nothing, and a type the
+  // default speed table lacks would stop the daemon from starting on an ordinary machine.
+  bool several = false, unnamed = false;
+  for (const GpuInfo& g : gpus) {
+    several = several || g.type != gpus[0].type;
+    unnamed = unnamed || g.type.empty();
+  }
+  const bool typed = several && !unnamed;
+  for (const GpuInfo& g : gpus)
+    p.devices.push_back({"gpu" + std::to_string(g.index), g.index, g.memory_gib, {}, "", typed ? g.type : ""});
+  // Same-memory GPUs next to each other: each memory size becomes one node of the topology (and,
+  // typed, each type within it); the types in the order nvidia-smi first lists them.
+  std::vector<std::string> order;
+  for (const PoolDevice& d : p.devices)
+    if (std::find(order.begin(), order.end(), d.type) == order.end()) order.push_back(d.type);
+  auto rank = [&](const PoolDevice& d) { return std::find(order.begin(), order.end(), d.type) - order.begin(); };
+  std::stable_sort(p.devices.begin(), p.devices.end(), [&](const PoolDevice& a, const PoolDevice& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return a.memory_gib > b.memory_gib;
+  });
   return p;
 }
 
 }  // namespace
 
-std::vector<std::pair<int, double>> query_gpus() {
-  std::vector<std::pair<int, double>> out;
-  FILE* f = ::popen("nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
+std::string gpu_type(const std::string& name) {
+  std::vector<std::string> words;
+  std::stringstream ss(name);
+  for (std::string w; ss >> w;) {
+    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    words.push_back(w);
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.find_first_of("0123456789") == std::string::npos) continue;
+    std::string t = w.substr(0, w.find('-'));
+    if (t.find_first_not_of("0123456789") == std::string::npos && i > 0) t = words[i - 1] + t;
+    return t;
+  }
+  return "";
+}
+
+std::vector<GpuInfo> query_gpus() {
+  std::vector<GpuInfo> out;
+  // The name last: it is free text, the rest of the line.
+  FILE* f = ::popen("nvidia-smi --query-gpu=index,memory.total,name --format=csv,noheader,nounits 2>/dev/null", "r");
   if (!f) return out;
-  char line[256];
+  char line[512];
   while (std::fgets(line, sizeof(line), f)) {
-    int idx;
+    int idx, used = 0;
     double mib;
-    if (std::sscanf(line, "%d , %lf", &idx, &mib) == 2) out.push_back({idx, mib / 1024.0});
+    if (std::sscanf(line, "%d , %lf%n", &idx, &mib, &used) < 2) continue;
+    std::string rest = line + used;
+    const size_t comma = rest.find(',');
+    const std::string name = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    out.push_back({idx, mib / 1024.0, gpu_type(name)});
   }
   ::pclose(f);
   return out;
@@ -109,8 +148,9 @@ Pool make_pool(const std::string& spec, double cpu_memory_gib) {
     auto gpus = query_gpus();
     EMBER_CHECK(!gpus.empty(), "--devices ", spec, ": nvidia-smi lists no GPU on this machine (use cpu:N)");
     if (spec == "gpu") return gpu_pool(gpus);
-    std::map<int, double> found(gpus.begin(), gpus.end());
-    std::vector<std::pair<int, double>> chosen;
+    std::map<int, GpuInfo> found;
+    for (const GpuInfo& g : gpus) found[g.index] = g;
+    std::vector<GpuInfo> chosen;
     std::stringstream ss(spec.substr(4));
     for (std::string item; std::getline(ss, item, ',');) {
       EMBER_CHECK(item.find_first_not_of("0123456789") == std::string::npos && !item.empty() && item.size() < 6,
@@ -118,8 +158,8 @@ Pool make_pool(const std::string& spec, double cpu_memory_gib) {
       int idx = std::atoi(item.c_str());
       EMBER_CHECK(found.count(idx), "--devices ", spec, ": there is no GPU ", idx, " (nvidia-smi lists ", gpus.size(),
                   ")");
-      for (const auto& c : chosen) EMBER_CHECK(c.first != idx, "--devices ", spec, ": GPU ", idx, " listed twice");
-      chosen.push_back({idx, found[idx]});
+      for (const auto& c : chosen) EMBER_CHECK(c.index != idx, "--devices ", spec, ": GPU ", idx, " listed twice");
+      chosen.push_back(found[idx]);
     }
     return gpu_pool(chosen);
   }
@@ -161,7 +201,8 @@ std::string Pool::describe() const {
     }
   } else {
     os << devices.size() << " GPU(s):";
-    for (const PoolDevice& d : devices) os << " " << d.name << " (" << d.memory_gib << " GiB)";
+    for (const PoolDevice& d : devices)
+      os << " " << d.name << " (" << (d.type.empty() ? "" : d.type + ", ") << d.memory_gib << " GiB)";
   }
   return os.str();
 }

@@ -214,7 +214,9 @@ TEST(Pool, GpusFromNvidiaSmiGroupedByMemory) {
   ::setenv("PATH", saved.c_str(), 1);
   std::filesystem::remove_all(dir);
   ASSERT_EQ(gpus.size(), 3u);
-  EXPECT_NEAR(gpus[0].second, 81559 / 1024.0, 1e-9);
+  EXPECT_NEAR(gpus[0].memory_gib, 81559 / 1024.0, 1e-9);
+  EXPECT_EQ(gpus[0].type, "") << "no name column";
+  EXPECT_FALSE(all.typed());
   ASSERT_EQ(all.devices.size(), 3u);
   EXPECT_FALSE(all.cpu());
   // The two 80 GiB GPUs first (one node), then the 40 GiB one (another node).
@@ -231,6 +233,60 @@ TEST(Pool, GpusFromNvidiaSmiGroupedByMemory) {
   EXPECT_EQ(autop.devices.size(), 3u) << "auto takes the GPUs when there are some";
   EXPECT_NE(bad.find("there is no GPU 5"), std::string::npos) << bad;
   EXPECT_NE(twice.find("GPU 1 listed twice"), std::string::npos) << twice;
+}
+
+TEST(Pool, GpuTypesComeFromNvidiaSmiNames) {
+  EXPECT_EQ(gpu_type("NVIDIA H200"), "h200");
+  EXPECT_EQ(gpu_type(" Tesla V100-SXM2-32GB\n"), "v100");
+  EXPECT_EQ(gpu_type("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(gpu_type("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(gpu_type("NVIDIA GeForce RTX 4090"), "rtx4090");
+  EXPECT_EQ(gpu_type("NVIDIA L40S"), "l40s");
+  EXPECT_EQ(gpu_type(""), "");
+  EXPECT_EQ(gpu_type("Unknown GPU"), "");
+
+  char tmpl[] = "/tmp/ember-smi-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto with_smi = [&](const std::string& lines, const std::string& spec) {
+    {
+      std::ofstream f(dir + "/nvidia-smi");
+      f << "#!/bin/sh\ncat <<'END'\n" << lines << "END\n";
+    }
+    std::filesystem::permissions(dir + "/nvidia-smi", std::filesystem::perms::owner_all);
+    const char* old = std::getenv("PATH");
+    const std::string saved = old ? old : "";
+    ::setenv("PATH", (dir + ":" + saved).c_str(), 1);
+    Pool p = make_pool(spec);
+    ::setenv("PATH", saved.c_str(), 1);
+    return p;
+  };
+  // Two kinds: typed, each kind its own nodes, the kinds in the order nvidia-smi first lists them.
+  Pool mixed = with_smi(
+      "0, 32768, Tesla V100-SXM2-32GB\n1, 143771, NVIDIA H200\n2, 32768, Tesla V100-SXM2-32GB\n3, 143771, NVIDIA "
+      "H200\n",
+      "gpu");
+  ASSERT_EQ(mixed.devices.size(), 4u);
+  EXPECT_TRUE(mixed.typed());
+  EXPECT_EQ(mixed.devices[0].type, "v100");
+  EXPECT_EQ(mixed.devices[1].cuda_index, 2);
+  EXPECT_EQ(mixed.devices[2].type, "h200");
+  EXPECT_EQ(mixed.devices[3].cuda_index, 3);
+  Topology t = mixed.topology();
+  EXPECT_EQ(t.num_nodes(), 2);
+  EXPECT_NE(mixed.describe().find("gpu1 (h200, "), std::string::npos) << mixed.describe();
+  // The chosen GPUs decide: one kind among them is untyped.
+  Pool one_kind =
+      with_smi("0, 32768, Tesla V100-SXM2-32GB\n1, 143771, NVIDIA H200\n2, 32768, Tesla V100-SXM2-32GB\n", "gpu:0,2");
+  EXPECT_FALSE(one_kind.typed());
+  // One kind: untyped, as before types were read.
+  Pool same = with_smi("0, 81559, NVIDIA H100 80GB HBM3\n1, 81559, NVIDIA H100 80GB HBM3\n", "auto");
+  EXPECT_FALSE(same.typed());
+  EXPECT_EQ(same.devices.size(), 2u);
+  // A GPU without a name among named ones: untyped rather than a type "".
+  Pool part = with_smi("0, 81559, NVIDIA H100 80GB HBM3\n1, 81559\n", "gpu");
+  EXPECT_FALSE(part.typed());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

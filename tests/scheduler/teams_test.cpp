@@ -314,5 +314,22 @@ TEST(Fairness, FinishTimeFairnessAndJainOnAHandSchedule) {
   EXPECT_EQ(g.teams[1].alone_gpus, 1);
 }
 
+// A team's share on a cluster of device types: each type in proportion, by largest remainder.
+TEST(Shares, ASharesTypesAreInProportionToTheCluster) {
+  auto text = [](const std::vector<DeviceType>& ts) {
+    std::string s;
+    for (const DeviceType& t : ts) s += (s.empty() ? "" : ",") + t.name + ":" + std::to_string(t.count);
+    return s;
+  };
+  const std::vector<DeviceType> w41{{"h200", 64}, {"a100", 128}, {"v100", 128}};
+  EXPECT_EQ(text(share_of_types(w41, 10)), "h200:2,a100:4,v100:4");
+  EXPECT_EQ(text(share_of_types(w41, 320)), "h200:64,a100:128,v100:128");
+  EXPECT_EQ(text(share_of_types(w41, 1)), "a100:1") << "the largest remainder; ties to the type listed first";
+  const std::vector<DeviceType> even{{"a", 1}, {"b", 1}, {"c", 1}};
+  EXPECT_EQ(text(share_of_types(even, 2)), "a:1,b:1");
+  EXPECT_NE(error_of([&] { share_of_types(even, 0); }).find("expected 1 to 3 devices, got 0"), std::string::npos);
+  EXPECT_NE(error_of([&] { share_of_types(even, 4); }).find("expected 1 to 3 devices, got 4"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ember::sched

@@ -45,6 +45,38 @@ TEST_F(DaemonTest, GavelMovesEachJobToTheTypeItGainsMostOn) {
   EXPECT_NE(r.error().find("model 'quantum' is not in the speed table (models: x, y)"), std::string::npos) << r.error();
 }
 
+// GPUs of two kinds, named by a stand-in nvidia-smi: the pool is typed from the names, gavel reads
+// the built-in speed table, and a job runs on the GPU of the kind its model gains most on.
+TEST_F(DaemonTest, GpusOfSeveralKindsAreTypedFromTheirNames) {
+  start_daemon_on_fake_gpus({"0, 32768, Tesla V100-SXM2-32GB", "1, 143771, NVIDIA H200"},
+                            {"--devices", "gpu", "--policy", "gavel", "--set", "gavel.round=1"});
+  const std::string out = read_file(dir_ + "/daemon.out");
+  EXPECT_NE(out.find("gpu0 (v100, 32 GiB) gpu1 (h200, "), std::string::npos) << out;
+  JobSpec s = gated("t", 1, "gate");
+  s.set_model("transformer");
+  const int64_t id = submit(s);
+  ASSERT_TRUE(wait_for([&] { return job(id).state() == ember::proto::RUNNING; }));
+  ASSERT_EQ(job(id).device_names_size(), 1);
+  EXPECT_EQ(job(id).device_names(0), "gpu1") << "alone, a job gets the faster kind";
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(id); }));
+  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+}
+
+// Kinds the built-in table lacks, and no --speeds: the daemon serves them as one type and says so,
+// rather than refusing to start on a mixed workstation.
+TEST_F(DaemonTest, GpuKindsTheSpeedTableLacksAreServedAsOneType) {
+  start_daemon_on_fake_gpus({"0, 24576, NVIDIA GeForce RTX 4090", "1, 24576, NVIDIA GeForce RTX 3090"},
+                            {"--devices", "gpu", "--policy", "fcfs"});
+  const std::string out = read_file(dir_ + "/daemon.out");
+  EXPECT_NE(out.find("GPU type 'rtx4090' is not in the built-in speed table"), std::string::npos) << out;
+  JobSpec s = gated("t", 2, "gate");
+  write_file(dir_ + "/gate", "");
+  const int64_t id = submit(s);
+  ASSERT_TRUE(wait_for([&] { return finished(id); }));
+  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+}
+
 TEST_F(DaemonTest, TypedDevicesAndSpeedsAreCheckedAtStart) {
   Result r = run({EMBER_EXE, "sched", "serve", "--state", state_, "--devices", "cpu:1@slow,x@fast"});
   EXPECT_NE(r.status, 0) << r.out;
