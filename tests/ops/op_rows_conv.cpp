@@ -187,10 +187,10 @@ std::vector<Geometry> geometries() {
   add_conv("channels_last_padded_strided", cl, DType::Float64);
   cl.N = 40;  // several images per GEMM and several threads
   add_conv("channels_last_many_images", cl, DType::Float64);
-  Cfg cl_tiles;  // the transposes go in 16 x 16 tiles: channels and pixels past one tile, each ending partway
-  cl_tiles.N = 2, cl_tiles.C = 20, cl_tiles.OC = 17, cl_tiles.H = 6, cl_tiles.W = 9;
-  add_conv("channels_last_partial_tiles", cl_tiles, DType::Float64);
-  add_tconv("channels_last_partial_tiles", cl_tiles, DType::Float64);
+  Cfg cl_odd;  // channel counts past a multiple of four (the transpose takes four at a time)
+  cl_odd.N = 2, cl_odd.C = 21, cl_odd.OC = 17, cl_odd.H = 6, cl_odd.W = 9;
+  add_conv("channels_last_odd_channels", cl_odd, DType::Float64);
+  add_tconv("channels_last_odd_channels", cl_odd, DType::Float64);
   Cfg clt;  // transposed: the conv it inverts has 8 input channels
   clt.N = 3, clt.C = 5, clt.OC = 8, clt.H = 4, clt.W = 3, clt.sh = 2, clt.sw = 2, clt.ph = 1, clt.opw = 1;
   add_tconv("channels_last", clt, DType::Float64);
