@@ -55,7 +55,9 @@ for ((r = 1; r <= rounds; r++)); do
     done
   done
 done
-cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+# ember info's cpu line carries cpuid's family and model: the brand string can be a bare "AMD EPYC".
+cpu=$("$build/tools/ember" info 2>/dev/null | grep -m1 '^cpu:' | sed 's/^cpu: *//' || true)
+[[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 level=$("$build/tools/ember" info 2>/dev/null | grep -m1 'level in use' | sed 's/  */ /g' || true)
 python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" <<'PY'
 import statistics, sys

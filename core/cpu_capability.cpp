@@ -246,7 +246,17 @@ std::string cpu_model_name() {
     std::memcpy(brand, r, 48);
     std::string s(brand);
     const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
-    if (b != std::string::npos) return s.substr(b, e - b + 1);
+    if (b != std::string::npos) {
+      // The family and model too: a VM's brand string can be as bare as "AMD EPYC", the same on
+      // Zen 4 (family 25) and Zen 5 (family 26), whose AVX-512 units differ in width.
+      unsigned a = 0, bx = 0, c = 0, d = 0;
+      __cpuid(1, a, bx, c, d);
+      const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+      const unsigned family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
+      const unsigned model =
+          base_family == 0x6 || base_family == 0xF ? base_model + (((a >> 16) & 0xF) << 4) : base_model;
+      return s.substr(b, e - b + 1) + " (family " + std::to_string(family) + ", model " + std::to_string(model) + ")";
+    }
   }
 #endif
   std::ifstream in("/proc/cpuinfo");

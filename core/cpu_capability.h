@@ -43,8 +43,9 @@ CpuCapability cpu_capability();
 // process with it). Not to be called while CPU kernels run on other threads.
 void set_cpu_capability(CpuCapability c);
 
-// The processor as cpuid names it ("Intel(R) Xeon(R) Platinum 8480+"), or /proc/cpuinfo's model
-// name where there is no cpuid; "unknown CPU" when neither says.
+// The processor as cpuid names it, with its family and model ("Intel(R) Xeon(R) Platinum 8480+
+// (family 6, model 143)"), or /proc/cpuinfo's model name where there is no cpuid; "unknown CPU"
+// when neither says.
 std::string cpu_model_name();
 // The instruction-set extensions the levels care about that this CPU has, e.g.
 // "sse4.2 avx avx2 fma avx512f avx512bw avx512vl avx512bf16".
