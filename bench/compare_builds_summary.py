@@ -70,7 +70,7 @@ def main():
     rounds = []
     for r in range(1, 10_000):
         a, b = out / f"{prog}.a.{r}.txt", out / f"{prog}.b.{r}.txt"
-        if not a.exists() or not b.exists() or b.stat().st_size == 0:
+        if not a.exists() or not b.exists() or a.stat().st_size == 0 or b.stat().st_size == 0:
             break  # no more rounds, or one still running
         rounds.append((parse_table(a), parse_table(b)))
     if not rounds:
