@@ -50,8 +50,8 @@ std::string cpu_model_name();
 // The instruction-set extensions the levels care about that this CPU has, e.g.
 // "sse4.2 avx avx2 fma avx512f avx512bw avx512vl avx512bf16".
 std::string cpu_feature_list();
-// One line for program banners and benchmark headers:
-// "Intel(R) Xeon(R) Processor, kernels at avx512 (of baseline, avx2, avx512)".
+// One line for program banners and benchmark headers: "Intel(R) Xeon(R) Processor (family 6,
+// model 143), kernels at avx512 (of baseline, avx2, avx512), OpenBLAS SapphireRapids".
 std::string cpu_description();
 
 namespace detail {

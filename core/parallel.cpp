@@ -1,6 +1,12 @@
 #include "core/parallel.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "core/cpu_capability.h"
+
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 namespace ember {
 
@@ -18,6 +24,20 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 #endif
   openblas_set_num_threads(n);
+}
+
+std::string blas_kernels() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
+bool blas_below_cpu() {
+  if (!cpu_supports(CpuCapability::Avx512)) return false;
+  std::string k = blas_kernels();
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* wide : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (k.find(wide) != std::string::npos) return false;
+  return true;
 }
 
 }  // namespace ember

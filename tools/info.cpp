@@ -31,6 +31,12 @@ int info(const std::vector<std::string>& args) {
     std::printf("levels built:    %s\n", cpu_capability_names(cpu_capabilities_built()).c_str());
     std::printf("levels usable:   %s\n", cpu_capability_names(cpu_capabilities_available()).c_str());
     std::printf("math threads:    %d\n", get_num_threads());
+    std::printf("blas kernels:    OpenBLAS %s\n", blas_kernels().c_str());
+    if (blas_below_cpu())
+      std::printf(
+          "hint:            this OpenBLAS uses AVX2 kernels on an AVX-512 CPU it does not know; "
+          "OPENBLAS_CORETYPE=SKYLAKEX selects its AVX-512 ones (up to 1.6x faster training here: "
+          "bench/RESULTS.md)\n");
     std::printf("cuda devices:    %d\n", cuda_device_count());
     // Last: an unusable EMBER_CPU_CAPABILITY is this command's one failure (status 1, its message).
     std::printf("level in use:    %s%s\n", cpu_capability_name(cpu_capability()),
