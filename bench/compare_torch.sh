@@ -56,9 +56,10 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 # ember info's cpu line carries cpuid's family and model: the brand string can be a bare "AMD EPYC".
-cpu=$("$build/tools/ember" info 2>/dev/null | grep -m1 '^cpu:' | sed 's/^cpu: *//' || true)
+info=$("$build/tools/ember" info 2>/dev/null || true)
+cpu=$(grep -m1 '^cpu:' <<<"$info" | sed 's/^cpu: *//' || true)
 [[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
-level=$("$build/tools/ember" info 2>/dev/null | grep -m1 'level in use' | sed 's/  */ /g' || true)
+level=$(grep -m1 'level in use' <<<"$info" | sed 's/  */ /g' || true)
 python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" <<'PY'
 import statistics, sys
 path, cpu, level, rounds, workloads, threads = sys.argv[1:]

@@ -1,8 +1,5 @@
 #include "core/parallel.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include "core/cpu_capability.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -33,11 +30,9 @@ std::string blas_kernels() {
 
 bool blas_below_cpu() {
   if (!cpu_supports(CpuCapability::Avx512)) return false;
-  std::string k = blas_kernels();
-  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* wide : {"skylakex", "cooperlake", "sapphirerapids"})
-    if (k.find(wide) != std::string::npos) return false;
-  return true;
+  // OpenBLAS's names for its AVX-512 kernel families, as openblas_get_corename spells them.
+  const std::string k = blas_kernels();
+  return k != "SkylakeX" && k != "Cooperlake" && k != "SapphireRapids";
 }
 
 }  // namespace ember
