@@ -34,9 +34,10 @@ int info(const std::vector<std::string>& args) {
     std::printf("blas kernels:    OpenBLAS %s\n", blas_kernels().c_str());
     if (blas_below_cpu())
       std::printf(
-          "hint:            this OpenBLAS uses AVX2 kernels on an AVX-512 CPU it does not know; "
+          "hint:            OpenBLAS runs its %s kernels on an AVX-512 CPU it does not know; "
           "OPENBLAS_CORETYPE=SKYLAKEX selects its AVX-512 ones (1.5-1.65x faster MNIST CNN and DCGAN "
-          "training on an AMD Zen 5: bench/RESULTS.md)\n");
+          "training on an AMD Zen 5: bench/RESULTS.md)\n",
+          blas_kernels().c_str());
     std::printf("cuda devices:    %d\n", cuda_device_count());
     // Last: an unusable EMBER_CPU_CAPABILITY is this command's one failure (status 1, its message).
     std::printf("level in use:    %s%s\n", cpu_capability_name(cpu_capability()),
