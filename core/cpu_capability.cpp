@@ -7,8 +7,8 @@
 #include <fstream>
 #include <mutex>
 
+#include "core/blas_kernels.h"
 #include "core/error.h"
-#include "core/parallel.h"
 #include "ember/config.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -309,7 +309,7 @@ std::string cpu_description() {
     level = "none (EMBER_CPU_CAPABILITY is not usable here)";
   }
   return cpu_model_name() + ", kernels at " + level + " (of " + cpu_capability_names(cpu_capabilities_available()) +
-         "), OpenBLAS " + blas_kernels();
+         "), OpenBLAS " + blas_kernels_description();
 }
 
 }  // namespace ember

@@ -1,9 +1,6 @@
 #include "core/parallel.h"
 
-#include "core/cpu_capability.h"
-
 extern "C" void openblas_set_num_threads(int);
-extern "C" char* openblas_get_corename(void);
 
 namespace ember {
 
@@ -21,18 +18,6 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 #endif
   openblas_set_num_threads(n);
-}
-
-std::string blas_kernels() {
-  const char* name = openblas_get_corename();
-  return name ? name : "unknown";
-}
-
-bool blas_below_cpu() {
-  if (!cpu_supports(CpuCapability::Avx512)) return false;
-  // OpenBLAS's names for its AVX-512 kernel families, as openblas_get_corename spells them.
-  const std::string k = blas_kernels();
-  return k != "SkylakeX" && k != "Cooperlake" && k != "SapphireRapids";
 }
 
 }  // namespace ember

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,13 +14,6 @@ namespace ember {
 int get_num_threads();
 // Sets the threads used by Ember kernels and by OpenBLAS.
 void set_num_threads(int n);
-// The kernel family OpenBLAS chose when it loaded ("Haswell", "SkylakeX", ...): it picks by CPU
-// model, and a release that predates a CPU falls back to older kernels (0.3.21, Debian 12's, takes
-// its AVX2 Haswell ones on an AVX-512 Zen 5). OPENBLAS_CORETYPE overrides it, at process start only.
-std::string blas_kernels();
-// True when the CPU can run AVX-512 and OpenBLAS is not using AVX-512 kernels.
-bool blas_below_cpu();
-
 // Below this many elements of simple work a parallel region costs more than it saves.
 inline constexpr int64_t kParallelGrain = 32768;
 
