@@ -60,9 +60,12 @@ info=$("$build/tools/ember" info 2>/dev/null || true)
 cpu=$(grep -m1 '^cpu:' <<<"$info" | sed 's/^cpu: *//' || true)
 [[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 level=$(grep -m1 'level in use' <<<"$info" | sed 's/  */ /g' || true)
-python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" <<'PY'
+# The OpenBLAS kernels Ember runs (and who chose them). libtorch's GEMMs use the same OpenBLAS,
+# its convolutions oneDNN, which picks its own instructions.
+blas=$(grep -m1 '^blas kernels:' <<<"$info" | sed 's/^blas kernels: *//' || true)
+python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" <<'PY'
 import statistics, sys
-path, cpu, level, rounds, workloads, threads = sys.argv[1:]
+path, cpu, level, rounds, workloads, threads, blas = sys.argv[1:]
 runs, per, gflop, sgemm = {}, {}, {}, {}
 for line in open(path):
     f = line.split()
@@ -72,7 +75,7 @@ for line in open(path):
     engine, w, t, med, batch = f[0], f[1], int(f[2]), float(f[3]), int(f[6])
     per[(w, batch)], gflop[(w, batch)] = batch, float(f[7])
     runs.setdefault((engine, w, batch, t), []).append(med)
-print(f"CPU: {cpu}; {level or 'capability level: see ember info'}")
+print(f"CPU: {cpu}; {level or 'capability level: see ember info'}; BLAS: {blas or 'see ember info'}")
 print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
 print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(f"{v:.0f} GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm.items())))
 print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")

@@ -27,6 +27,69 @@ struct Lanes {
   uint32_t w[4][kLanes];
 };
 
+// Philox's ten rounds on a register of blocks per word. `mul_epu32` multiplies the even 32-bit lanes
+// into 64-bit products; the odd lanes go through a shift by 32 first, and blends put the halves
+// back. One register holds sixteen blocks with AVX-512 and eight with AVX2.
+#if defined(__AVX512F__)
+struct Avx512Words {
+  using V = __m512i;
+  static constexpr int kWidth = 16;
+  static V load(const uint32_t* p) { return _mm512_loadu_si512(p); }
+  static void store(uint32_t* p, V v) { _mm512_storeu_si512(p, v); }
+  static V set1(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+  static V xor3(V a, V b, V c) { return _mm512_xor_si512(_mm512_xor_si512(a, b), c); }
+  // The maskz forms (all lanes kept) because GCC 12's plain ones pass an "undefined" vector that
+  // its -Wmaybe-uninitialized reports.
+  static void mulhilo(V a, V m, V& hi, V& lo) {
+    const V even = _mm512_maskz_mul_epu32(0xFF, a, m);
+    const V odd = _mm512_maskz_mul_epu32(0xFF, _mm512_maskz_srli_epi64(0xFF, a, 32), m);
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_maskz_slli_epi64(0xFF, odd, 32));
+    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_maskz_srli_epi64(0xFF, even, 32), odd);
+  }
+};
+#endif
+#if defined(__AVX2__)
+struct Avx2Words {
+  using V = __m256i;
+  static constexpr int kWidth = 8;
+  static V load(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
+  static void store(uint32_t* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
+  static V set1(uint32_t x) { return _mm256_set1_epi32(static_cast<int>(x)); }
+  static V xor3(V a, V b, V c) { return _mm256_xor_si256(_mm256_xor_si256(a, b), c); }
+  static void mulhilo(V a, V m, V& hi, V& lo) {
+    const V even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+    lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  }
+};
+#endif
+
+template <class W>
+inline void philox_rounds(const uint32_t* c0, const uint32_t* c1, const uint32_t* c2, const uint32_t* c3, uint32_t k0,
+                          uint32_t k1, Lanes& out) {
+  using V = typename W::V;
+  const V m0 = W::set1(kPhiloxM0), m1 = W::set1(kPhiloxM1);
+  for (int g = 0; g < kLanes; g += W::kWidth) {
+    V x0 = W::load(c0 + g), x1 = W::load(c1 + g), x2 = W::load(c2 + g), x3 = W::load(c3 + g);
+    uint32_t r0 = k0, r1 = k1;
+    for (int r = 0; r < 10; ++r) {
+      V hi0, lo0, hi1, lo1;
+      W::mulhilo(x0, m0, hi0, lo0);
+      W::mulhilo(x2, m1, hi1, lo1);
+      x0 = W::xor3(hi1, x1, W::set1(r0));
+      x1 = lo1;
+      x2 = W::xor3(hi0, x3, W::set1(r1));
+      x3 = lo0;
+      r0 += kPhiloxW0;
+      r1 += kPhiloxW1;
+    }
+    W::store(out.w[0] + g, x0);
+    W::store(out.w[1] + g, x1);
+    W::store(out.w[2] + g, x2);
+    W::store(out.w[3] + g, x3);
+  }
+}
+
 // Blocks first .. first + kLanes - 1 of the stream of `seed`.
 inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
   uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
@@ -39,73 +102,9 @@ inline void philox_lanes(uint64_t seed, uint64_t first, Lanes& out) {
   }
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
 #if defined(__AVX512F__)
-  // Sixteen blocks per register, as the AVX2 path below does eight.
-  {
-    __m512i x0 = _mm512_loadu_si512(c0), x1 = _mm512_loadu_si512(c1);
-    __m512i x2 = _mm512_loadu_si512(c2), x3 = _mm512_loadu_si512(c3);
-    const __m512i m0 = _mm512_set1_epi32(static_cast<int>(kPhiloxM0));
-    const __m512i m1 = _mm512_set1_epi32(static_cast<int>(kPhiloxM1));
-    uint32_t r0 = k0, r1 = k1;
-    auto mulhilo = [](__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
-      // The maskz forms (all lanes kept) because GCC 12's plain ones pass an "undefined" vector
-      // that its -Wmaybe-uninitialized reports.
-      const __m512i even = _mm512_maskz_mul_epu32(0xFF, a, m);
-      const __m512i odd = _mm512_maskz_mul_epu32(0xFF, _mm512_maskz_srli_epi64(0xFF, a, 32), m);
-      lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_maskz_slli_epi64(0xFF, odd, 32));
-      hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_maskz_srli_epi64(0xFF, even, 32), odd);
-    };
-    for (int r = 0; r < 10; ++r) {
-      __m512i hi0, lo0, hi1, lo1;
-      mulhilo(x0, m0, hi0, lo0);
-      mulhilo(x2, m1, hi1, lo1);
-      const __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32(static_cast<int>(r0)));
-      const __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32(static_cast<int>(r1)));
-      x0 = n0;
-      x1 = lo1;
-      x2 = n2;
-      x3 = lo0;
-      r0 += kPhiloxW0;
-      r1 += kPhiloxW1;
-    }
-    _mm512_storeu_si512(out.w[0], x0);
-    _mm512_storeu_si512(out.w[1], x1);
-    _mm512_storeu_si512(out.w[2], x2);
-    _mm512_storeu_si512(out.w[3], x3);
-  }
+  philox_rounds<Avx512Words>(c0, c1, c2, c3, k0, k1, out);
 #elif defined(__AVX2__)
-  // Eight blocks per register. _mm256_mul_epu32 multiplies the even 32-bit lanes into 64-bit
-  // products; the odd lanes go through a shift by 32 first, and blends put the halves back.
-  for (int g = 0; g < kLanes; g += 8) {
-    __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c0 + g));
-    __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c1 + g));
-    __m256i x2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c2 + g));
-    __m256i x3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c3 + g));
-    const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kPhiloxM0));
-    const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kPhiloxM1));
-    uint32_t r0 = k0, r1 = k1;
-    auto mulhilo = [](__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
-      const __m256i even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
-      lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-      hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-    };
-    for (int r = 0; r < 10; ++r) {
-      __m256i hi0, lo0, hi1, lo1;
-      mulhilo(x0, m0, hi0, lo0);
-      mulhilo(x2, m1, hi1, lo1);
-      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32(static_cast<int>(r0)));
-      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32(static_cast<int>(r1)));
-      x0 = n0;
-      x1 = lo1;
-      x2 = n2;
-      x3 = lo0;
-      r0 += kPhiloxW0;
-      r1 += kPhiloxW1;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[0] + g), x0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[1] + g), x1);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[2] + g), x2);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w[3] + g), x3);
-  }
+  philox_rounds<Avx2Words>(c0, c1, c2, c3, k0, k1, out);
 #else
   for (int r = 0; r < 10; ++r) {
     for (int l = 0; l < kLanes; ++l) philox_round(c0[l], c1[l], c2[l], c3[l], k0, k1);
