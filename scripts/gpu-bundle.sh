@@ -25,15 +25,19 @@
 #   --skip-build     take DIR as it is (it must hold ember_gpu_checks, bench_gpu and ember)
 #   --out DIR        where the bundle goes (default gpu-bundle/, and gpu-bundle.tar.xz beside
 #                    it); replaced if it is a bundle
+#   --with-data      also put the four IDX files of data/mnist (else Debian's Fashion-MNIST,
+#                    /usr/share/datasets/fashion-mnist) in data/gpu/, for gpu-check.sh's main job;
+#                    the device call then carries data/gpu too (about 30 MB, counted in the limit)
 # Environment: EMBER_JOBS (build jobs, default: all cores).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-build=build-gpu skip_build=0 out=gpu-bundle
+build=build-gpu skip_build=0 out=gpu-bundle with_data=0
 while (($#)); do
   case "$1" in
     --build-dir) build=${2:?--build-dir needs a directory}; shift ;;
     --skip-build) skip_build=1 ;;
+    --with-data) with_data=1 ;;
     --out) out=${2:?--out needs a directory}; shift ;;
     *) echo "gpu-bundle: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -122,8 +126,23 @@ packed=$(stat -c %s "$archive")
 tree=$(git -C "$root" ls-files -z 2>/dev/null | (cd "$root" && xargs -0 stat -c %s 2>/dev/null) | awk '{s += $1} END {print s + 0}')
 echo "archive_bytes $packed" >>"$out/MANIFEST"
 limit=$((64 * 1024 * 1024))
+data_bytes=0
+if ((with_data)); then
+  src=""
+  for d in data/mnist /usr/share/datasets/fashion-mnist; do
+    if [[ -f $d/train-images-idx3-ubyte || -f $d/train-images-idx3-ubyte.gz ]]; then src=$d; break; fi
+  done
+  [[ -n $src ]] || { echo "gpu-bundle: --with-data: no MNIST files in data/mnist or /usr/share/datasets/fashion-mnist" >&2; exit 1; }
+  rm -rf data/gpu.tmp && mkdir -p data/gpu.tmp
+  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    if [[ -f $src/$f.gz ]]; then cp "$src/$f.gz" data/gpu.tmp/; else cp "$src/$f" data/gpu.tmp/; fi
+  done
+  rm -rf data/gpu && mv data/gpu.tmp data/gpu
+  data_bytes=$(du -sb data/gpu | cut -f1)
+  echo "gpu-bundle: data/gpu holds $src's four files ($((data_bytes / 1024 / 1024)) MiB); carry it with the archive"
+fi
 echo "gpu-bundle: $out holds $(ls "$out/bin" | wc -l) programs and $(ls "$out/lib" | wc -l) libraries, $((size / 1024 / 1024)) MiB; $archive is $((packed / 1024 / 1024)) MiB ($packed bytes), the working tree $((tree / 1024 / 1024)) MiB; the device needs: $(tr '\n' ' ' <"$out/vendor-libs")"
-if ((packed + tree > limit)); then
-  echo "gpu-bundle: $archive ($packed bytes) and the working tree ($tree bytes) are over the device tool's 64 MiB" >&2
+if ((packed + tree + data_bytes > limit)); then
+  echo "gpu-bundle: $archive ($packed bytes), the working tree ($tree bytes) and data/gpu ($data_bytes bytes) are over the device tool's 64 MiB" >&2
   exit 1
 fi

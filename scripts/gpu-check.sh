@@ -11,34 +11,47 @@
 #      on the GPU); then gpu ops: what only a GPU can check beyond it, the TF32 path, the optimizer
 #      and clipping kernels (tests/gpu/gpu_ops_test.cpp, gpu_training_kernels_test.cpp)
 #   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built
-#   6. compute-sanitizer memcheck and racecheck on a small subset (they work under Firecracker, not
+#   6. main job: the README's main job, `ember train models/mnist_cnn.pbtxt`, on cuda for two epochs
+#      (the MNIST or Fashion-MNIST files of --data: scripts/gpu-bundle.sh --with-data puts them in
+#      data/gpu/, carried beside the archive); then daemon: `ember sched serve --devices gpu` with
+#      the real nvidia-smi, one job submitted to it (one epoch of that training, or the smoke test
+#      without data), which must end done with exit 0
+#   7. compute-sanitizer memcheck and racecheck on a small subset (they work under Firecracker, not
 #      under gVisor: the runtime is detected and named)
-#   7. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
+#   8. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
 #      fraction of the H200's ceilings (FP32 ~67 TFLOP/s, TF32 dense ~495 TFLOP/s, HBM ~4.8 TB/s)
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
 # Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
 # summary table is also printed last. On a machine without a GPU every step still runs and
 # reports its skip (tests/scripts/gpu_check_test.sh checks this in CI).
-# Usage: scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--budget SECONDS] [--quick]
+# Usage: scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--budget SECONDS] [--data DIR] [--quick]
 #   --bundle PATH  the bundle: its folder, or the archive (default gpu-bundle.tar.xz, else gpu-bundle/)
 #   --out DIR      where gpu-check.md and gpu-check.log go (default: $OUT when set, else gpu-check-out/)
 #   --budget S     total seconds for all steps (default 450)
+#   --data DIR     the four MNIST IDX files for the main job (default: data/gpu, else data/mnist,
+#                  whichever holds them; none: the main job is not run)
 #   --quick        fewer benchmark sizes and repetitions
 set -uo pipefail
-cd "$(dirname "$0")/.."
-bundle=gpu-bundle.tar.xz out=${OUT:-gpu-check-out} budget=450 quick=()
-[[ -f $bundle ]] || bundle=gpu-bundle
+cd "$(dirname "$0")/.." || exit 2
+bundle=gpu-bundle.tar.xz out=${OUT:-gpu-check-out} budget=450 quick=() data=""
+has_idx() { [[ -n $1 && ( -f $1/train-images-idx3-ubyte || -f $1/train-images-idx3-ubyte.gz ) ]]; }
+[[ -f $bundle ]] || bundle="gpu-bundle"
 while (($#)); do
   case "$1" in
     --bundle) bundle=${2:?--bundle needs a directory}; shift ;;
     --out) out=${2:?--out needs a directory}; shift ;;
     --budget) budget=${2:?--budget needs seconds}; shift ;;
+    --data) data=${2:?--data needs a directory}; shift
+      has_idx "$data" || { echo "gpu-check: --data $data holds no train-images-idx3-ubyte[.gz]" >&2; exit 2; } ;;
     --quick) quick=(--quick) ;;
     *) echo "gpu-check: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ -z $data ]]; then
+  for d in data/gpu data/mnist; do has_idx "$d" && { data=$d; break; }; done
+fi
 [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget expects whole seconds, got '$budget'" >&2; exit 2; }
 mkdir -p "$out" || exit 2
 log="$out/gpu-check.log"
@@ -174,7 +187,62 @@ else
   add "gpu ops" "not run: the smoke test failed" 0
 fi
 
-# ---------------------------------------------------------------- 6. compute-sanitizer
+# ---------------------------------------------------------------- 6. main job, daemon
+t0=$SECONDS
+if ((!have_gpu || !smoke_ok)); then
+  add "main job" "not run: no working GPU" 0
+  add "daemon" "not run: no working GPU" 0
+else
+  train=("$bundle/run" ember train models/mnist_cnn.pbtxt --data "$data" --device cuda)
+  if [[ -z $data ]]; then
+    add "main job" "not run: no MNIST files (scripts/gpu-bundle.sh --with-data, carry data/gpu)" 0
+  else
+    echo "---- main job: ${train[*]} --epochs 2"
+    run_step 120 "$tmp/main.out" "${train[@]}" --epochs 2 --checkpoint-dir "$tmp/main" --overwrite
+    rc=$?
+    acc=$(awk -F, 'NR > 1 {a = $6} END {print a}' "$tmp/main/metrics.csv" 2>/dev/null)
+    rate=$(grep -oE '[0-9]+ samples/s' "$tmp/main.out" | tail -n1)
+    if ((rc == 0)) && [[ -n $acc ]]; then
+      add "main job" "passed: $(basename "$data"), 2 epochs, test accuracy $acc, $rate" $((SECONDS - t0))
+    else
+      add "main job" "FAILED (exit $rc; see the log)" $((SECONDS - t0))
+      fail
+    fi
+  fi
+  # The daemon on the real GPUs: its pool from nvidia-smi, one job given the device.
+  t0=$SECONDS
+  if [[ -n $data ]]; then
+    job=("${train[@]}" --epochs 1 --limit 20000 --checkpoint-dir "$tmp/job" --overwrite)
+  else
+    job=("$bundle/run" ember_gpu_tests "--gtest_filter=GpuRuntime.RoundTripsEveryDtypeThroughTheDevice")
+  fi
+  state="$tmp/sched"
+  "$bundle/run" ember sched serve --state "$state" --devices gpu --quiet >"$tmp/serve.out" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do "$bundle/run" ember sched status --state "$state" >/dev/null 2>&1 && break; sleep 0.2; done
+  echo "---- daemon: submit ${job[*]}"
+  "$bundle/run" ember sched status --state "$state" 2>&1 | head -n1
+  "$bundle/run" ember sched submit --state "$state" --name gpu-check --devices 1 -- "${job[@]}" 2>&1
+  end=$((SECONDS + $(step_timeout 90)))
+  line=""
+  while ((SECONDS < end)); do
+    line=$("$bundle/run" ember sched status --state "$state" --all 2>/dev/null | awk '$2 == "gpu-check"')
+    [[ $line =~ (done|failed|cancelled) ]] && break
+    sleep 1
+  done
+  echo "$line"
+  "$bundle/run" ember sched logs --state "$state" --job 1 2>&1 | tail -n 3
+  "$bundle/run" ember sched drain --state "$state" --preempt >/dev/null 2>&1
+  wait "$serve_pid" 2>/dev/null
+  if [[ $line =~ done.*exit\ 0 ]]; then
+    add "daemon" "passed: --devices gpu, one job done (exit 0) on the GPU" $((SECONDS - t0))
+  else
+    add "daemon" "FAILED (${line:-no job line}; see the log)" $((SECONDS - t0))
+    fail
+  fi
+fi
+
+# ---------------------------------------------------------------- 7. compute-sanitizer
 t0=$SECONDS
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 subset="Ops_cuda_native.sum*:Ops_cuda_native.softmax*:Ops_cuda_native.sort_dim1:Ops_cuda_native.gather"
@@ -203,7 +271,7 @@ else
   done
 fi
 
-# ---------------------------------------------------------------- 7. benchmarks
+# ---------------------------------------------------------------- 8. benchmarks
 t0=$SECONDS
 if ((libs_ok)); then
   echo "---- bench_gpu"

@@ -6,7 +6,8 @@
 # - its CPU-only parts run with LD_LIBRARY_PATH pointing into the bundle alone (`ember info`);
 # - its launcher fails, naming the library, when a vendor library is missing;
 # - scripts/gpu-check.sh run from the bundle with the GPU hidden (a stand-in nvidia-smi that finds
-#   none, CUDA_VISIBLE_DEVICES empty) runs to its end, exits 0, reports the skips, writes its
+#   none, CUDA_VISIBLE_DEVICES empty) runs to its end, exits 0, reports the skips (the main job
+#   and the daemon step included), writes its
 #   Markdown table and log, and prints the summary last; with no budget left it runs nothing and
 #   says so.
 # Usage: gpu_check_test.sh <CUDA build dir>
@@ -80,6 +81,8 @@ check "the vendor libraries are found" grep -qE "vendor libraries +\| all found"
 check "the smoke test reports the skip" grep -qE "smoke +\| skipped: no CUDA device" "$tmp/check.out"
 check "the op table reports the skip" grep -qE "op table +\| skipped: no CUDA device" "$tmp/check.out"
 check "the GPU-only tests report the skip" grep -qE "gpu ops +\| skipped: no CUDA device" "$tmp/check.out"
+check "the main job is not run without a GPU" grep -qE "main job +\| not run: no working GPU" "$tmp/check.out"
+check "nor the daemon" grep -qE "daemon +\| not run: no working GPU" "$tmp/check.out"
 check "the sanitizer is not run without a GPU" grep -qE "compute-sanitizer +\| not run: no working GPU" "$tmp/check.out"
 check "bench_gpu reports the skip" grep -qE "bench_gpu +\| skipped: no CUDA device" "$tmp/check.out"
 check "the Markdown table is written" grep -qE "^\| smoke +\| skipped" "$tmp/out/gpu-check.md"
@@ -91,6 +94,7 @@ PATH="$tmp:$PATH" CUDA_VISIBLE_DEVICES="" bash "$scripts/gpu-check.sh" --bundle 
 rc=$?
 check "with no budget left it fails" test "$rc" -ne 0
 check "... and says the steps were not run" grep -qE "smoke +\| not run: budget spent" "$tmp/check0.out"
+check "--data without the MNIST files is refused" bash -c "! bash '$scripts/gpu-check.sh' --bundle '$bundle' --out '$tmp/o3' --data '$tmp' 2>/dev/null"
 check "an unknown flag is refused" bash -c "! bash '$scripts/gpu-check.sh' --bogus 2>/dev/null"
 check "a missing bundle is refused" bash -c "! bash '$scripts/gpu-check.sh' --bundle '$tmp/none' --out '$tmp/o2' 2>/dev/null"
 if ((failures)); then
