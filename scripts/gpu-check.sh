@@ -203,7 +203,7 @@ else
     acc=$(awk -F, 'NR > 1 {a = $6} END {print a}' "$tmp/main/metrics.csv" 2>/dev/null)
     rate=$(grep -oE '[0-9]+ samples/s' "$tmp/main.out" | tail -n1)
     if ((rc == 0)) && [[ -n $acc ]]; then
-      add "main job" "passed: $(basename "$data"), 2 epochs, test accuracy $acc, $rate" $((SECONDS - t0))
+      add "main job" "passed: $data, 2 epochs, test accuracy $acc, $rate" $((SECONDS - t0))
     else
       add "main job" "FAILED (exit $rc; see the log)" $((SECONDS - t0))
       fail
