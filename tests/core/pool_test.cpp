@@ -80,6 +80,40 @@ TEST(MaxPool2d, InteriorAndBorderWindowsKeepTheTieAndNaNRules) {
     }
 }
 
+TEST(MaxPool2d, TwoByTwoWindowsKeepTheTieAndNaNRulesOnRowsOfAnyWidth) {
+  // 2x2/2 without padding, the MNIST geometry, in float32: rows of 37 outputs (two blocks of 16
+  // and a remainder of 5 at the avx512 level), an odd input width and height (the last column and
+  // row belong to no window), many ties and a few NaNs, two planes. Expected as above.
+  const int64_t H = 9, W = 75, OH = 4, OW = 37, P = 2;
+  std::vector<double> v(P * H * W);
+  for (int64_t i = 0; i < P * H * W; ++i) v[i] = static_cast<double>((i * 7) % 3);
+  v[2 * W + 4] = NAN, v[3 * W + 5] = NAN, v[2 * W + 41] = NAN, v[H * W + 6 * W + 70] = NAN, v[H * W + 7 * W + 71] = NAN;
+  Tensor x = from_vector(v, {1, P, H, W}).to(DType::Float32);
+  Pool2dParams p2;
+  p2.kernel = {2, 2}, p2.stride = {2, 2};
+  auto [y, idx] = max_pool2d_with_indices(x, p2);
+  ASSERT_EQ(y.shape(), (Shape{1, P, OH, OW}));
+  std::vector<double> got = vec(y);
+  std::vector<int64_t> gi = idx.to_vector<int64_t>();
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double best = -INFINITY;
+        int64_t bi = -1;
+        for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
+          for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw) {
+            const double e = v[p * H * W + ih * W + iw];
+            if (bi < 0 || e > best || std::isnan(e)) best = e, bi = ih * W + iw;
+          }
+        const size_t o = static_cast<size_t>((p * OH + oh) * OW + ow);
+        EXPECT_EQ(gi[o], bi) << "plane " << p << ", output " << oh << "," << ow;
+        if (std::isnan(best))
+          EXPECT_TRUE(std::isnan(got[o]));
+        else
+          EXPECT_EQ(got[o], best);
+      }
+}
+
 TEST(MaxPool2d, CeilModeOutputSize) {
   // 6 wide, kernel 2, stride 4, padding 1: ceil would give 3 windows, but the third would start
   // at 7 >= 6 + 1 (past the input and its left padding), so PyTorch keeps 2.
