@@ -145,8 +145,12 @@ std::string blas_upgrade(const std::string& picked, CpuCapability cpu) {
   return "";
 }
 
+bool blas_family_switchable() {
+  return gotoblas_dynamic_quit && gotoblas_dynamic_init;
+}
+
 bool load_blas_family(const std::string& name) {
-  if (!gotoblas_dynamic_quit || !gotoblas_dynamic_init) return false;
+  if (!blas_family_switchable()) return false;
   // OpenBLAS reads the family from OPENBLAS_CORETYPE and nowhere else. The variable is set only
   // for this call and then put back as it was, so child processes (a libtorch reference in the
   // benchmarks, say) still make their own choice.

@@ -54,6 +54,8 @@ std::string blas_upgrade(const std::string& picked, CpuCapability cpu);
 // DYNAMIC_ARCH build or did not take the family; the family in use is then unchanged or
 // OpenBLAS's fallback, which openblas_get_corename reports.
 bool load_blas_family(const std::string& name);
+// True for a DYNAMIC_ARCH OpenBLAS, whose kernel family can be chosen at run time.
+bool blas_family_switchable();
 // openblas_get_corename's answer now.
 std::string blas_family_in_use();
 }  // namespace detail
