@@ -116,6 +116,7 @@ class Module {
   // Returns an id for remove_forward_hook.
   int64_t register_forward_hook(ForwardHook hook);
   void remove_forward_hook(int64_t id);
+  bool has_forward_hooks() const { return !forward_hooks_.empty(); }
   // Runs forward on zeros of `input_shape` (batch dimension included) without gradients and in
   // eval mode (restored afterwards, so batch-norm statistics are untouched), and returns a
   // Keras-style table with a row per call of a leaf layer (or a module with parameters of its

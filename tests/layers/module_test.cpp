@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <type_traits>
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
+#include "layers/activation.h"
 #include "layers/container.h"
 #include "layers/embedding.h"
+#include "layers/pooling.h"
 #include "layers/rnn.h"
 #include "test_helpers.h"
 
@@ -404,4 +407,41 @@ TEST(Module, SummaryOfAForwardWithSeveralInputsListsItsRnn) {
   EXPECT_TRUE(has(s, "[1, 5, 3]")) << s;
   EXPECT_TRUE(has(s, "layer outputs for tokens [1, 5] and a state")) << s;
   EXPECT_TRUE(has(s, "Total params: " + std::to_string(t.num_parameters()))) << s;
+}
+
+// Sequential runs ReLU then MaxPool2d as MaxPool2d then ReLU (layers/container.cpp): the values
+// and the input gradients must be those of the order written, with negatives, zeros, ties and
+// NaNs in the windows, in float32 and float64; and a forward hook on either module keeps the
+// order written, so the hook sees the full-size rectified tensor.
+TEST(Sequential, ReluThenMaxPoolGivesTheValuesAndGradientsOfTheOrderWritten) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    std::vector<double> v(2 * 3 * 7 * 8);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int64_t>((i * 37 + i / 5) % 9) - 5);
+    v[5] = NAN, v[100] = NAN, v[101] = NAN;
+    Tensor xa = from_vector(v, {2, 3, 7, 8}, TensorOptions{.dtype = dt, .requires_grad = true});
+    Tensor xb = from_vector(v, {2, 3, 7, 8}, TensorOptions{.dtype = dt, .requires_grad = true});
+    nn::Sequential seq(nn::make<nn::ReLU>(), nn::make<nn::MaxPool2d>(2));
+    Tensor ya = seq(xa);
+    Tensor yb = max_pool2d(relu(xb), 2);
+    ASSERT_EQ(ya.shape(), yb.shape());
+    const std::vector<double> a = vec(ya), b = vec(yb);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(b[i]))
+        EXPECT_TRUE(std::isnan(a[i])) << i;
+      else
+        EXPECT_EQ(a[i], b[i]) << i;
+    }
+    std::vector<double> gv(a.size());  // a gradient that differs per output
+    for (size_t i = 0; i < gv.size(); ++i) gv[i] = 1.0 + static_cast<double>(i);
+    Tensor g = from_vector(gv, ya.shape(), TensorOptions{.dtype = dt});
+    ya.mul(g).sum().backward();
+    yb.mul(g).sum().backward();
+    EXPECT_EQ(vec(xa.grad()), vec(xb.grad()));
+
+    // A hook on the ReLU sees its own output, full size.
+    Shape seen;
+    seq[0].register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) { seen = out.shape(); });
+    seq(xa);
+    EXPECT_EQ(seen, (Shape{2, 3, 7, 8}));
+  }
 }
