@@ -6,7 +6,8 @@
 # and OpenBLAS threads matched). Each process times 3 runs after a warm-up (bench/step_rate_main.h);
 # the table gives the median over rounds of those medians, the min-max over rounds, Ember's rate
 # over libtorch's best (> 1: Ember is faster), and Ember's GFLOP/s (bench/workloads.h counts the
-# FLOP) against the machine's SGEMM rate at the same thread count (bench/sgemm_rate, OpenBLAS).
+# FLOP) against the machine's SGEMM rate at the same thread count (bench/sgemm_rate, OpenBLAS, measured
+# every round; the median over rounds).
 # With --batch 16,64,256 every workload runs at each batch size (the scaling table); without it, at
 # its own batch (bench/workloads.h).
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
@@ -39,10 +40,12 @@ trap 'rm -f "$out"' EXIT
 IFS=, read -r -a wl <<< "$workloads"
 IFS=, read -r -a th <<< "$threads"
 IFS=, read -r -a bs <<< "$batches"
-for t in "${th[@]}"; do
-  echo "sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
-done
 for ((r = 1; r <= rounds; r++)); do
+  # The machine's SGEMM rate every round, so that a drift in the VM's speed moves the ceiling
+  # with the workloads it is compared to (the table takes the median over rounds).
+  for t in "${th[@]}"; do
+    echo "sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
+  done
   for w in "${wl[@]}"; do
     for b in "${bs[@]}"; do
       for t in "${th[@]}"; do
@@ -70,14 +73,17 @@ runs, per, gflop, sgemm = {}, {}, {}, {}
 for line in open(path):
     f = line.split()
     if f[0] == "sgemm":  # "sgemm sgemm <threads> <n> <GFLOP/s>"
-        sgemm[int(f[2])] = float(f[4])
+        sgemm.setdefault(int(f[2]), []).append(float(f[4]))
         continue
     engine, w, t, med, batch = f[0], f[1], int(f[2]), float(f[3]), int(f[6])
     per[(w, batch)], gflop[(w, batch)] = batch, float(f[7])
     runs.setdefault((engine, w, batch, t), []).append(med)
 print(f"CPU: {cpu}; {level or 'capability level: see ember info'}; BLAS: {blas or 'see ember info'}")
 print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
-print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(f"{v:.0f} GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm.items())))
+sgemm_runs = sgemm
+sgemm = {t: statistics.median(v) for t, v in sgemm_runs.items()}
+print("SGEMM (OpenBLAS, 2048^3, median over rounds [min-max]): " + ", ".join(
+    f"{sgemm[t]:.0f} [{min(v):.0f}-{max(v):.0f}] GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm_runs.items())))
 print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")
 hdr = ["workload", "batch", "threads", "Ember", "libtorch best (its threads)", "ratio", "Ember GFLOP/s", "of SGEMM"]
 rows = []
