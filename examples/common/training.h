@@ -22,6 +22,7 @@
 
 #include "common/flags.h"
 #include "common/progress.h"
+#include "core/blas_kernels.h"
 #include "core/cpu_capability.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -38,13 +39,14 @@ inline constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: the scheduler resumes
 // Bounds of --workers and --threads (Flags::integer_in): a typo must not start 100,000 threads.
 inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
 
-// The device as the start-up line names it: on the CPU with the kernels' capability level and the
-// math threads ("cpu (avx2 kernels, 2 threads)"), so a log says what the numbers were measured
-// on. An unusable EMBER_CPU_CAPABILITY throws here, with its reason, before training starts.
+// The device as the start-up line names it: on the CPU with the kernels' capability level, the
+// math threads and OpenBLAS's kernels ("cpu (avx2 kernels, 2 threads; OpenBLAS Haswell)"), so a
+// log says what the numbers were measured on. An unusable EMBER_CPU_CAPABILITY throws here, with
+// its reason, before training starts.
 inline std::string device_label(const Device& dev) {
   if (dev.type != DeviceType::CPU) return dev.str();
   return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(get_num_threads()) +
-         " threads)";
+         " threads; OpenBLAS " + blas_kernels_description() + ")";
 }
 
 // `v` in the fewest digits that read back as exactly `v` (0.0002, not 0.00020000000000000001):
