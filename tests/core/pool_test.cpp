@@ -4,6 +4,8 @@
 // stride, ceil_mode, count_include_pad) against a composition of other ops, values, indices and
 // gradients, on every backend, and the finite differences are op-table rows
 // (tests/ops/op_rows_pooling.cpp).
+#include <array>
+#include <functional>
 #include <limits>
 
 #include "core/nn_kernels.h"
@@ -47,6 +49,39 @@ TEST(MaxPool2d, NaNPropagates) {
   EXPECT_TRUE(std::isnan(max_pool2d(x, 2).item()));
 }
 
+namespace {
+
+// Checks max_pool2d_with_indices of planes `v` [P, H, W] against the rule, window by window:
+// the first maximum in row-major window order, a NaN beating everything (the last NaN of the
+// window), as PyTorch. `window(oh, ow)` gives the window's rows [h0, h1) and columns [w0, w1),
+// clipped to the plane.
+void expect_max_pool_rule(const std::vector<double>& v, int64_t P, int64_t H, int64_t W, const Tensor& y,
+                          const Tensor& idx, const std::function<std::array<int64_t, 4>(int64_t, int64_t)>& window) {
+  const int64_t OH = y.size(2), OW = y.size(3);
+  std::vector<double> got = vec(y);
+  std::vector<int64_t> gi = idx.to_vector<int64_t>();
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const auto [h0, h1, w0, w1] = window(oh, ow);
+        double best = -INFINITY;
+        int64_t bi = -1;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const double e = v[p * H * W + ih * W + iw];
+            if (bi < 0 || e > best || std::isnan(e)) best = e, bi = ih * W + iw;
+          }
+        const size_t o = static_cast<size_t>((p * OH + oh) * OW + ow);
+        EXPECT_EQ(gi[o], bi) << "plane " << p << ", output " << oh << "," << ow;
+        if (std::isnan(best))
+          EXPECT_TRUE(std::isnan(got[o]));
+        else
+          EXPECT_EQ(got[o], best);
+      }
+}
+
+}  // namespace
+
 TEST(MaxPool2d, InteriorAndBorderWindowsKeepTheTieAndNaNRules) {
   // 3x3/2 with padding 1 on 7x9 (the ResNet stem's geometry): interior windows run the
   // vectorised path, border windows the general loop. Values with many ties and a few NaNs;
@@ -61,58 +96,27 @@ TEST(MaxPool2d, InteriorAndBorderWindowsKeepTheTieAndNaNRules) {
   p.kernel = {3, 3}, p.stride = {2, 2}, p.padding = {1, 1};
   auto [y, idx] = max_pool2d_with_indices(x, p);
   ASSERT_EQ(y.shape(), (Shape{1, 1, OH, OW}));
-  std::vector<double> got = vec(y);
-  std::vector<int64_t> gi = idx.to_vector<int64_t>();
-  for (int64_t oh = 0; oh < OH; ++oh)
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      double best = -INFINITY;
-      int64_t bi = -1;
-      for (int64_t ih = std::max<int64_t>(0, 2 * oh - 1); ih < std::min(H, 2 * oh + 2); ++ih)
-        for (int64_t iw = std::max<int64_t>(0, 2 * ow - 1); iw < std::min(W, 2 * ow + 2); ++iw) {
-          const double e = v[ih * W + iw];
-          if (bi < 0 || e > best || std::isnan(e)) best = e, bi = ih * W + iw;
-        }
-      const size_t o = static_cast<size_t>(oh * OW + ow);
-      EXPECT_EQ(gi[o], bi) << "output " << oh << "," << ow;
-      if (std::isnan(best))
-        EXPECT_TRUE(std::isnan(got[o]));
-      else
-        EXPECT_EQ(got[o], best);
-    }
+  expect_max_pool_rule(v, 1, H, W, y, idx, [&](int64_t oh, int64_t ow) {
+    return std::array<int64_t, 4>{std::max<int64_t>(0, 2 * oh - 1), std::min(H, 2 * oh + 2),
+                                  std::max<int64_t>(0, 2 * ow - 1), std::min(W, 2 * ow + 2)};
+  });
 }
 
 TEST(MaxPool2d, TwoByTwoWindowsKeepTheTieAndNaNRulesOnRowsOfAnyWidth) {
   // 2x2/2 without padding, the MNIST geometry, in float32: rows of 37 outputs (two blocks of 16
   // and a remainder of 5 at the avx512 level), an odd input width and height (the last column and
-  // row belong to no window), many ties and a few NaNs, two planes. Expected as above.
+  // row belong to no window), ties, maxima in either row of a window, a few NaNs, two planes.
   const int64_t H = 9, W = 75, OH = 4, OW = 37, P = 2;
   std::vector<double> v(P * H * W);
-  for (int64_t i = 0; i < P * H * W; ++i) v[i] = static_cast<double>((i * 7) % 3);
+  for (int64_t i = 0; i < P * H * W; ++i) v[i] = static_cast<double>((i * 37 + i / 7) % 11);
   v[2 * W + 4] = NAN, v[3 * W + 5] = NAN, v[2 * W + 41] = NAN, v[H * W + 6 * W + 70] = NAN, v[H * W + 7 * W + 71] = NAN;
-  Tensor x = from_vector(v, {1, P, H, W}).to(DType::Float32);
   Pool2dParams p2;
   p2.kernel = {2, 2}, p2.stride = {2, 2};
-  auto [y, idx] = max_pool2d_with_indices(x, p2);
+  auto [y, idx] = max_pool2d_with_indices(from_vector(v, {1, P, H, W}).to(DType::Float32), p2);
   ASSERT_EQ(y.shape(), (Shape{1, P, OH, OW}));
-  std::vector<double> got = vec(y);
-  std::vector<int64_t> gi = idx.to_vector<int64_t>();
-  for (int64_t p = 0; p < P; ++p)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double best = -INFINITY;
-        int64_t bi = -1;
-        for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
-          for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw) {
-            const double e = v[p * H * W + ih * W + iw];
-            if (bi < 0 || e > best || std::isnan(e)) best = e, bi = ih * W + iw;
-          }
-        const size_t o = static_cast<size_t>((p * OH + oh) * OW + ow);
-        EXPECT_EQ(gi[o], bi) << "plane " << p << ", output " << oh << "," << ow;
-        if (std::isnan(best))
-          EXPECT_TRUE(std::isnan(got[o]));
-        else
-          EXPECT_EQ(got[o], best);
-      }
+  expect_max_pool_rule(v, P, H, W, y, idx, [](int64_t oh, int64_t ow) {
+    return std::array<int64_t, 4>{2 * oh, 2 * oh + 2, 2 * ow, 2 * ow + 2};
+  });
 }
 
 TEST(MaxPool2d, TwoByTwoGradientGoesToEachWindowsArgmaxOnly) {
