@@ -65,26 +65,26 @@ namespace detail {
 BlasKernels choose_blas_kernels() {
   BlasKernels k;
   const char* env = std::getenv("OPENBLAS_CORETYPE");
-  k.name = detail::blas_family_in_use();
+  k.name = blas_family_in_use();
   if (env && *env) {
     k.environment = env;
     k.chosen_by = BlasKernelsChooser::Environment;
     return k;
   }
-  const std::string better = detail::blas_upgrade(k.name, cpu_best());
+  const std::string better = blas_upgrade(k.name, cpu_best());
   if (better.empty()) return k;
   // OpenBLAS's fallback for a CPU it does not know: load the best family the CPU can run. This
   // runs while libember_core loads (see below), before any Ember kernel or thread exists.
   const std::string picked = k.name;
-  const bool took = detail::load_blas_family(better);
-  k.name = detail::blas_family_in_use();
+  const bool took = load_blas_family(better);
+  k.name = blas_family_in_use();
   if (took) {
     k.chosen_by = BlasKernelsChooser::Ember;
     k.openblas_pick = picked;
   } else if (k.name != picked) {
     // OpenBLAS refused the family and fell back to another: put its own pick back.
-    detail::load_blas_family(picked);
-    k.name = detail::blas_family_in_use();
+    load_blas_family(picked);
+    k.name = blas_family_in_use();
   }
   return k;
 }

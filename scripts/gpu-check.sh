@@ -216,25 +216,33 @@ else
   else
     job=("$bundle/run" ember_gpu_tests "--gtest_filter=GpuRuntime.RoundTripsEveryDtypeThroughTheDevice")
   fi
-  state="$tmp/sched"
-  "$bundle/run" ember sched serve --state "$state" --devices gpu --quiet >"$tmp/serve.out" 2>&1 &
-  serve_pid=$!
-  for _ in $(seq 100); do "$bundle/run" ember sched status --state "$state" >/dev/null 2>&1 && break; sleep 0.2; done
-  echo "---- daemon: submit ${job[*]}"
-  "$bundle/run" ember sched status --state "$state" 2>&1 | head -n1
-  "$bundle/run" ember sched submit --state "$state" --name gpu-check --devices 1 -- "${job[@]}" 2>&1
-  end=$((SECONDS + $(step_timeout 90)))
-  line=""
-  while ((SECONDS < end)); do
-    line=$("$bundle/run" ember sched status --state "$state" --all 2>/dev/null | awk '$2 == "gpu-check"')
-    [[ $line =~ (done|failed|cancelled) ]] && break
-    sleep 1
-  done
-  echo "$line"
-  "$bundle/run" ember sched logs --state "$state" --job 1 2>&1 | tail -n 3
-  "$bundle/run" ember sched drain --state "$state" --preempt >/dev/null 2>&1
-  wait "$serve_pid" 2>/dev/null
-  if [[ $line =~ done.*exit\ 0 ]]; then
+  state="$tmp/sched" cap=$(step_timeout 90) line="" stuck=0
+  if ((cap == 0)); then
+    line="not run: budget spent"
+  else
+    # Every client call and the daemon's own exit are bounded: a daemon that does not start, or
+    # does not stop, costs this step's cap and no more.
+    sched() { timeout 20 "$bundle/run" ember sched "$1" --state "$state" "${@:2}"; }
+    end=$((SECONDS + cap))
+    "$bundle/run" ember sched serve --state "$state" --devices gpu --quiet >"$tmp/serve.out" 2>&1 &
+    serve_pid=$!
+    for _ in $(seq 100); do sched status >/dev/null 2>&1 && break; sleep 0.2; done
+    echo "---- daemon: submit ${job[*]}"
+    sched status 2>&1 | head -n1
+    sched submit --name gpu-check --devices 1 -- "${job[@]}" 2>&1
+    while ((SECONDS < end)); do
+      line=$(sched status --all 2>/dev/null | awk '$2 == "gpu-check"')
+      [[ $line =~ (done|failed|cancelled) ]] && break
+      sleep 1
+    done
+    echo "$line"
+    sched logs --job 1 2>&1 | tail -n 3
+    sched drain --preempt >/dev/null 2>&1
+    for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$serve_pid" 2>/dev/null && stuck=1 line="$line; the daemon did not exit after drain"
+    wait "$serve_pid" 2>/dev/null
+  fi
+  if ((!stuck)) && [[ $line =~ done.*exit\ 0 ]]; then
     add "daemon" "passed: --devices gpu, one job done (exit 0) on the GPU" $((SECONDS - t0))
   else
     add "daemon" "FAILED (${line:-no job line}; see the log)" $((SECONDS - t0))

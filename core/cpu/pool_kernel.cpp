@@ -37,6 +37,12 @@ inline bool is_2x2_stride_2(const Pool2dGeometry& g) {
          g.OW * 2 <= g.W;
 }
 
+// What max2x2_row (below, AVX-512 only) takes: float32 2x2/2 windows on rows short enough for its
+// 32-bit offsets.
+inline bool max2x2_row_applies(DType dt, const Pool2dGeometry& g) {
+  return dt == DType::Float32 && is_2x2_stride_2(g) && g.W < (int64_t{1} << 29);
+}
+
 #if defined(__AVX512F__)
 // One output row of the 2x2, stride-2 max pool in float32, sixteen outputs per step: r0 and r1
 // are the window's two input rows, i0 r0's index in the plane. The compiler vectorised the
@@ -92,7 +98,7 @@ void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, 
       int64_t* ip = ix + p * OHW;
 #if defined(__AVX512F__)
       if constexpr (std::is_same_v<T, float>) {
-        if (simple && g.W < (int64_t{1} << 29)) {  // max2x2_row's offsets are 32-bit
+        if (max2x2_row_applies(DType::Float32, g)) {
           for (int64_t oh = 0; oh < g.OH; ++oh)
             max2x2_row(xp + 2 * oh * g.W, xp + (2 * oh + 1) * g.W, 2 * oh * g.W, g.W, yp + oh * g.OW, ip + oh * g.OW,
                        g.OW);
@@ -306,7 +312,7 @@ void cpu_max_forward(const Tensor& out, const Tensor& indices, const Tensor& inp
   // At the avx512 level only float32 2x2/2 pooling runs here (max2x2_row). GCC 12 compiles the
   // other loops for x86-64-v4 to code slower than their avx2 copy (the scalar 2x2 loop 2.3x, the
   // ResNet stem's 3x3/2 windows 1.4x, in bench/layers), so those cases take the avx2 copy.
-  if (input.dtype() != DType::Float32 || !is_2x2_stride_2(g) || g.W >= (int64_t{1} << 29)) {
+  if (!max2x2_row_applies(input.dtype(), g)) {
     for (int l = static_cast<int>(CpuCapability::Avx2); l >= 0; --l)
       if (auto* f = max_pool2d_forward_stub.cpu[l]) return f(out, indices, input, g);
   }

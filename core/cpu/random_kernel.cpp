@@ -201,6 +201,8 @@ void cpu_random(const Tensor& dst, const RandomParams& p, const Tensor& prob) {
       case RandomKind::Bernoulli: {
         const double* pp = prob.defined() ? static_cast<const double*>(prob.raw_data()) : nullptr;
         const double pa = p.a;
+        // Two loops on purpose: one generic loop taking the probability through a function object
+        // ran the DCGAN's 1-thread step 7% slower (4 alternating A/B rounds).
         parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
           if (pp)
             for_each_element<2>(seed, off, b, e, [out, pp](int64_t i, const Lanes& x, int l, int w) {

@@ -7,9 +7,8 @@
 # - its launcher fails, naming the library, when a vendor library is missing;
 # - scripts/gpu-check.sh run from the bundle with the GPU hidden (a stand-in nvidia-smi that finds
 #   none, CUDA_VISIBLE_DEVICES empty) runs to its end, exits 0, reports the skips (the main job
-#   and the daemon step included), writes its
-#   Markdown table and log, and prints the summary last; with no budget left it runs nothing and
-#   says so.
+#   and the daemon step included), writes its Markdown table and log, and prints the summary last;
+#   with no budget left it runs nothing and says so.
 # Usage: gpu_check_test.sh <CUDA build dir>
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -94,7 +93,10 @@ PATH="$tmp:$PATH" CUDA_VISIBLE_DEVICES="" bash "$scripts/gpu-check.sh" --bundle 
 rc=$?
 check "with no budget left it fails" test "$rc" -ne 0
 check "... and says the steps were not run" grep -qE "smoke +\| not run: budget spent" "$tmp/check0.out"
-check "--data without the MNIST files is refused" bash -c "! bash '$scripts/gpu-check.sh' --bundle '$bundle' --out '$tmp/o3' --data '$tmp' 2>/dev/null"
+bash "$scripts/gpu-check.sh" --bundle "$bundle" --out "$tmp/o3" --data "$tmp" >"$tmp/data.out" 2>&1
+rc=$?
+check "--data without the MNIST files is refused" test "$rc" -eq 2
+check "... naming the folder" grep -q -- "--data $tmp holds no train-images-idx3-ubyte" "$tmp/data.out"
 check "an unknown flag is refused" bash -c "! bash '$scripts/gpu-check.sh' --bogus 2>/dev/null"
 check "a missing bundle is refused" bash -c "! bash '$scripts/gpu-check.sh' --bundle '$tmp/none' --out '$tmp/o2' 2>/dev/null"
 if ((failures)); then
