@@ -184,13 +184,18 @@ namespace {
 class TeamQuotas final : public Policy {
  public:
   TeamQuotas(std::unique_ptr<Policy> inner, RankingPolicy* ranking, Shares shares, QuotaOptions opt)
-      : inner_(std::move(inner)), ranking_(ranking), shares_(std::move(shares)), opt_(opt) {
+      : inner_(std::move(inner)),
+        ranking_(ranking),
+        shares_(std::move(shares)),
+        opt_(opt),
+        strict_(opt.strict > 0 || (opt.strict < 0 && !inner_->traits().preemptive)) {
     for (const auto& [team, n] : shares_) {
       index_.emplace(team, static_cast<int>(share_.size()));
       share_.push_back(n);
     }
   }
   std::string name() const override { return inner_->name() + "+quota"; }
+  bool strict() const { return strict_; }
   PolicyTraits traits() const override {
     PolicyTraits t = inner_->traits();
     t.preemptive = true;  // reclaiming lent devices preempts
@@ -200,6 +205,7 @@ class TeamQuotas final : public Policy {
 
   Decision decide(const SchedState& s) override {
     reclaim_at_ = kInf;
+    average_demand(s);
     if (s.waiting.empty()) return {};
     ranking_->prepare(s);
     const bool preemptive = inner_->traits().preemptive;
@@ -215,18 +221,23 @@ class TeamQuotas final : public Policy {
       ranked_.push_back(r);
     }
     // Each team's jobs in the policy's order (a non-preemptive policy's running jobs first): those
-    // that fit within the team's share are guaranteed, the rest borrow. Classes, best first:
-    // 0 guaranteed (for a non-preemptive policy: 0 running, 1 waiting), 2 borrowing and running,
-    // 3 guaranteed but waiting for less than the grace, 4 borrowing and waiting (5 likewise).
-    // A job ranked ahead of a running one may take its devices, so a guaranteed job reclaims lent
-    // devices only once it has waited the grace; before that it still goes first on free ones.
+    // of a team within its quota that fit within the team's share are guaranteed, the rest borrow.
+    // Classes, best first: 0 guaranteed (for a non-preemptive policy: 0 running, 1 waiting),
+    // 2 borrowing and running, 3 guaranteed but waiting for less than the grace (strict level),
+    // 4 borrowing and waiting (5 likewise). A job ranked ahead of a running one may take its
+    // devices, so a guaranteed job reclaims lent devices only once it has waited the grace; before
+    // that it still goes first on free ones. Under a preemptive policy, outside the strict level,
+    // borrowing jobs waiting share class 2 with those running: everything not guaranteed is
+    // scheduled by the policy's order alone, as it would be without teams. (The strict level keeps
+    // borrowers from preempting each other: every team's backlog is guaranteed there, and letting
+    // the rest reshuffle measured worse.)
     std::sort(ranked_.begin(), ranked_.end());
     used_.assign(share_.size(), 0);
     borrowing_.clear();
     for (Ranked& r : ranked_) {
       const Job& j = *r.job;
       const int t = team_of(j);
-      if (used_[t] + j.spec.gpus <= share_[t]) {
+      if (within_quota(t) && used_[t] + j.spec.gpus <= share_[t]) {
         used_[t] += j.spec.gpus;
         if (j.status == JobStatus::kWaiting && j.queued_since + opt_.grace > s.now) {
           r.k0 = 3;
@@ -236,7 +247,7 @@ class TeamQuotas final : public Policy {
         r.k0 = 2;
         borrowing_.push_back(j.id);
       } else {
-        r.k0 += 4;
+        r.k0 += strict_ || !preemptive ? 4 : 2;
       }
     }
     Decision d = list_schedule(s, ranked_, {.preemptive = true, .defrag = opt_.defrag});
@@ -260,6 +271,24 @@ class TeamQuotas final : public Policy {
   }
 
  private:
+  // Each team's devices asked for (running and waiting jobs), averaged exponentially over the
+  // horizon: a weighted sum and the sum of the weights, so that a short history is not read as
+  // a small demand. The interval since the last decision had the demand that decision saw.
+  void average_demand(const SchedState& s) {
+    const size_t n = share_.size();
+    if (asked_.empty()) asked_.assign(n, 0.0), average_.assign(n, 0.0);
+    if (last_ >= 0 && s.now > last_) {
+      const double keep = std::exp(-(s.now - last_) / opt_.horizon);
+      for (size_t t = 0; t < n; ++t) average_[t] = average_[t] * keep + asked_[t] * (1 - keep);
+      weight_ = weight_ * keep + (1 - keep);
+    }
+    last_ = s.now;
+    std::fill(asked_.begin(), asked_.end(), 0.0);
+    for (const Job* j : s.running) asked_[team_of(*j)] += j->spec.gpus;
+    for (const Job* j : s.waiting) asked_[team_of(*j)] += j->spec.gpus;
+  }
+  bool within_quota(int t) const { return strict_ || average_[t] <= share_[t] * weight_; }
+
   int team_of(const Job& j) const {
     auto it = index_.find(j.spec.queue);
     if (it != index_.end()) return it->second;
@@ -279,6 +308,9 @@ class TeamQuotas final : public Policy {
   std::vector<JobId> borrowing_;
   long reclaims_ = 0, within_team_ = 0;
   double reclaim_at_ = kInf;  // when the first guaranteed job's grace ends
+  std::vector<double> asked_, average_;
+  double weight_ = 0, last_ = -1;
+  bool strict_;
 };
 
 }  // namespace
@@ -288,6 +320,8 @@ QuotaOptions quota_options(const PolicyParams& params) {
   QuotaOptions o;
   o.grace = r.number("grace", o.grace, 0, 1e9);
   o.defrag = r.number("defrag", o.defrag, 0, 16);
+  o.horizon = r.number("horizon", o.horizon, 1, 1e9);
+  o.strict = r.number("strict", o.strict, 0, 1);
   r.finish();
   return o;
 }
@@ -303,7 +337,12 @@ std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares s
     EMBER_CHECK(n >= 0, "team quotas: team '", t, "' has share ", n, "; expected >= 0 devices");
   EMBER_CHECK(opt.grace >= 0 && opt.defrag >= 0, "team quotas: grace and defrag must be >= 0, got ", opt.grace, " and ",
               opt.defrag);
-  return std::make_unique<TeamQuotas>(std::move(inner), ranking, std::move(shares), opt);
+  EMBER_CHECK(opt.horizon > 0, "team quotas: expected a demand horizon > 0 seconds, got ", opt.horizon);
+  auto quotas = std::make_unique<TeamQuotas>(std::move(inner), ranking, std::move(shares), opt);
+  EMBER_CHECK(opt.grace == 0 || quotas->strict(), "quota.grace=", opt.grace, ": policy '", quotas->name(),
+              "' runs within quotas, where a team's guarantee already gives way while it asks for more than its "
+              "share; a grace before reclaiming goes with the strict level (quota.strict=1)");
+  return quotas;
 }
 
 }  // namespace ember::sched

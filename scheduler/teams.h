@@ -59,18 +59,32 @@ struct QuotaOptions {
   // Defragmenting migrations for guaranteed gangs that fit by count but find no node
   // (ListOptions::defrag): a share is devices, and a gang needs them on one node.
   double defrag = 1;
+  // Whose guarantee holds. Within quotas (the default under a preemptive policy), a team's jobs
+  // within its share go first only while the team is *within its quota*: the devices its jobs
+  // ask for (running and waiting), averaged exponentially over `horizon` seconds, are no more
+  // than its share. A team that asks for more than its share on average is scheduled by the
+  // inner policy alone, with the jobs beyond every team's share: its guarantee would hold devices
+  // for its backlog that other teams' short jobs could use, and alone on its share it would wait
+  // in its own queue anyway. The strict level (`strict` 1; the default under a non-preemptive
+  // policy, whose queue grows with any delay and would count against a team that lost its
+  // guarantee) keeps every team's guarantee at all times. -1: by the inner policy.
+  double horizon = 86400;
+  double strict = -1;
 };
-// From `--set quota.grace=S,quota.defrag=X`; unknown quota.* keys are errors.
+// From `--set quota.grace=S,quota.defrag=X,quota.horizon=S,quota.strict=0|1`; unknown quota.* keys
+// are errors.
 QuotaOptions quota_options(const PolicyParams& params);
 
 // The dynamic level around a ranking policy (scheduler/ranking.h): per team, the policy's order
-// is walked and the jobs whose devices fit within the team's share are guaranteed, the rest
-// borrow. Guaranteed jobs of every team rank ahead of every borrowing one, so a preemptive list
-// schedule takes lent devices back for a team's guaranteed jobs. Borrowing jobs already running
-// rank ahead of borrowing ones waiting: they are never preempted for each other, only reclaimed.
-// A non-preemptive inner policy's running guaranteed jobs rank ahead of its waiting ones, so only
-// a reclaim ever preempts under it. Named "<inner>+quota". Throws ember::Error when `inner` does
-// not rank (search, backfill, learned policies), and at a decision when a job's team has no share.
+// is walked and the jobs whose devices fit within the share of a team whose guarantee holds
+// (QuotaOptions::strict) are guaranteed, the rest borrow. Guaranteed jobs of every team rank ahead
+// of every borrowing one, so a preemptive list schedule takes lent devices back for a team's
+// guaranteed jobs. At the strict level, and under a non-preemptive inner policy, borrowing jobs
+// already running rank ahead of borrowing ones waiting: they are never preempted for each other,
+// only reclaimed; within quotas under a preemptive policy the borrowers keep the policy's order.
+// Named "<inner>+quota". Throws ember::Error when `inner` does not rank (search, backfill, learned
+// policies), for a grace outside the strict level, and at a decision when a job's team has no
+// share.
 std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares shares, QuotaOptions opt = {});
 
 }  // namespace ember::sched

@@ -166,10 +166,11 @@ TEST(TeamQuotas, LendsIdleShareAndTakesItBackWhenTheOwnerArrives) {
   }
 }
 
-// The promise, checked after every decision on random traces: on a flat pool without stop
-// delays, no team is left with a waiting job that would fit within its share beside what the
-// team runs (guaranteed jobs of all teams fit the cluster together, and borrowers give way).
-TEST(TeamQuotas, NoTeamWaitsWithinItsShare) {
+// The strict level's promise, checked after every decision on random traces: on a flat pool
+// without stop delays, no team is left with a waiting job that would fit within its share beside
+// what the team runs (guaranteed jobs of all teams fit the cluster together, and borrowers give
+// way).
+TEST(TeamQuotas, StrictlyNoTeamWaitsWithinItsShare) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 24; ++trial) {
     const std::vector<std::string> inners = {"fcfs", "sjf", "priority", "las", "gittins", "srsf"};
@@ -186,7 +187,7 @@ TEST(TeamQuotas, NoTeamWaitsWithinItsShare) {
     const int devices = 8;
     const int sa = static_cast<int>(rng() % 5), sb = static_cast<int>(rng() % (devices - sa + 1));
     const Shares shares = {{"a", sa}, {"b", sb}, {"c", devices - sa - sb}};
-    auto p = make_team_quotas(make_policy(inner), shares);
+    auto p = make_team_quotas(make_policy(inner), shares, {.strict = 1});
     SimOptions o;
     int checked = 0;
     o.observer = [&](const SchedState& st, const Decision&) {
@@ -205,15 +206,65 @@ TEST(TeamQuotas, NoTeamWaitsWithinItsShare) {
 }
 
 TEST(TeamQuotas, AGuaranteedJobWaitsTheGraceBeforeItReclaims) {
-  SimResult r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 5, .defrag = 0});
+  SimResult r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 5, .defrag = 0, .strict = 1});
   auto jct = testing::jcts(r);
   EXPECT_DOUBLE_EQ(jct["b1"], 55);  // waited 5 s, then took the devices back
   EXPECT_DOUBLE_EQ(jct["b2"], 55);
   // A grace longer than the borrowers need: they finish at t=100 and nobody is preempted.
-  r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 1000, .defrag = 0});
+  r = run_quota("fcfs", lend_and_reclaim(), 4, {{"a", 2}, {"b", 2}}, {.grace = 1000, .defrag = 0, .strict = 1});
   jct = testing::jcts(r);
   EXPECT_DOUBLE_EQ(jct["b1"], 140);
   EXPECT_EQ(r.counters.at("borrowed_preempted"), 0);
+}
+
+// Shares a 2, b 2, c 0 on 4 devices. Team a asks for 4 devices from t=0, twice its share; b for
+// its 2 from t=100; c's one short job arrives at t=200.
+std::vector<JobSpec> heavy_light_and_short() {
+  return {team_job("a1", "a", 0, 1, 1000), team_job("a2", "a", 0, 1, 1000),   team_job("a3", "a", 0, 1, 1000),
+          team_job("a4", "a", 0, 1, 1000), team_job("b1", "b", 100, 1, 1000), team_job("b2", "b", 100, 1, 1000),
+          team_job("c1", "c", 200, 1, 10)};
+}
+
+TEST(TeamQuotas, ATeamAskingMoreThanItsShareOnAverageIsScheduledByThePolicyAlone) {
+  const Shares shares = {{"a", 2}, {"b", 2}, {"c", 0}};
+  // srsf: a policy under which a short job overtakes long ones at once (LAS's first queue would
+  // keep c's job behind a's older ones whatever the teams).
+  // Within quotas: a has asked for 4 devices on average against its 2, so its jobs have no
+  // precedence; c's short job overtakes one of them by the policy's order, as without teams.
+  // b asks for no more than its share: its jobs are guaranteed and never preempted.
+  SimResult r = run_quota("srsf", heavy_light_and_short(), 4, shares);
+  auto jct = testing::jcts(r);
+  auto pre = testing::preemptions(r);
+  EXPECT_DOUBLE_EQ(jct["c1"], 10);
+  EXPECT_DOUBLE_EQ(jct["b1"], 1000);
+  EXPECT_DOUBLE_EQ(jct["b2"], 1000);
+  EXPECT_EQ(pre["b1"] + pre["b2"], 0);
+  // The strict level keeps a's two guaranteed devices from c, whose job waits for one to end.
+  r = run_quota("srsf", heavy_light_and_short(), 4, shares, {.strict = 1});
+  jct = testing::jcts(r);
+  EXPECT_GT(jct["c1"], 500);
+  EXPECT_DOUBLE_EQ(jct["b1"], 1000);
+  EXPECT_DOUBLE_EQ(jct["b2"], 1000);
+}
+
+// The demand is averaged, not read at the instant: a team whose jobs have asked for less than its
+// share over the horizon keeps its guarantee through a burst above it. Team a asks for 1 device
+// from t=0 to 1000, then for 3 (share 2) from t=1000; c's short job arrives at t=1010.
+TEST(TeamQuotas, ABurstAboveTheShareKeepsTheGuaranteeWhileTheAverageIsWithinIt) {
+  const Shares shares = {{"a", 2}, {"c", 0}};
+  const std::vector<JobSpec> jobs = {team_job("a0", "a", 0, 1, 1000), team_job("a1", "a", 1000, 1, 500),
+                                     team_job("a2", "a", 1000, 1, 500), team_job("a3", "a", 1000, 1, 500),
+                                     team_job("c1", "c", 1010, 1, 10)};
+  // 2 devices: a1 and a2 are a's guarantee; c1 (10 s) would overtake them under srsf alone.
+  SimResult r = run_quota("srsf", jobs, 2, shares, {.horizon = 1e6});
+  auto jct = testing::jcts(r);
+  EXPECT_DOUBLE_EQ(jct["a1"], 500);
+  EXPECT_DOUBLE_EQ(jct["a2"], 500);
+  EXPECT_GT(jct["c1"], 400);
+  // With a horizon of 1 s the burst is the demand: a asks for 3 against 2, and c1 overtakes.
+  r = run_quota("srsf", jobs, 2, shares, {.horizon = 1});
+  jct = testing::jcts(r);
+  EXPECT_DOUBLE_EQ(jct["c1"], 10);
 }
 
 TEST(TeamQuotas, ATeamWithoutAShareOnlyBorrowsAndAJobWiderThanItsShareToo) {
@@ -241,6 +292,18 @@ TEST(TeamQuotas, NonRankingPoliciesAndUnknownTeamsAreErrors) {
             std::string::npos);
   PolicyParams bad = {{"quota.graec", "1"}};
   EXPECT_NE(error_of([&] { quota_options(bad); }).find("graec"), std::string::npos);
+  // A grace belongs to the strict level: the default under a non-preemptive policy, asked for
+  // under a preemptive one.
+  EXPECT_NE(error_of([&] {
+              make_team_quotas(make_policy("srsf"), {{"a", 1}}, quota_options({{"quota.grace", "60"}}));
+            }).find("quota.grace=60: policy 'srsf+quota' runs within quotas"),
+            std::string::npos);
+  EXPECT_NO_THROW(
+      make_team_quotas(make_policy("srsf"), {{"a", 1}}, quota_options({{"quota.grace", "60"}, {"quota.strict", "1"}})));
+  EXPECT_NO_THROW(make_team_quotas(make_policy("fcfs"), {{"a", 1}}, quota_options({{"quota.grace", "60"}})));
+  bad = {{"quota.horizon", "0"}};
+  EXPECT_NE(error_of([&] { quota_options(bad); }).find("quota.horizon"), std::string::npos);
+  EXPECT_EQ(quota_options({{"quota.horizon", "3600"}}).horizon, 3600);
 }
 
 // Themis ranks the team that sharing hurts most first. One device: a1 runs from 0 to 100; b1
