@@ -167,24 +167,28 @@ void FreeMap::give(const Placement& p) {
   }
 }
 
-std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
+std::optional<Placement> FreeMap::best_fit(int gpus, double mem, const std::vector<char>* types) const {
   if (gpus <= 0 || gpus > total_free_) return std::nullopt;
   const Topology& t = *topo_;
   int k = t.min_nodes(gpus, mem);
   if (k < 0) return std::nullopt;
   if (!nodes_at_.empty() && (k == 1 ? max_free() : top_free(k)) < gpus) return std::nullopt;
+  auto usable = [&](int n) {
+    return t.eligible(n, mem) && (!types || (static_cast<size_t>(t.node(n).type) < types->size() &&
+                                             (*types)[static_cast<size_t>(t.node(n).type)]));
+  };
   // Tightest node holding `need` devices among those not excluded.
   auto tightest = [&](int need, const std::vector<char>* excluded) -> int {
     int best = -1;
     for (int n = 0; n < t.num_nodes(); ++n) {
-      if (free_[n] < need || !t.eligible(n, mem) || (excluded && (*excluded)[n])) continue;
+      if (free_[n] < need || !usable(n) || (excluded && (*excluded)[n])) continue;
       if (best < 0 || free_[n] < free_[best] ||
           (free_[n] == free_[best] && t.node(n).mem_per_gpu < t.node(best).mem_per_gpu))
         best = n;
     }
     return best;
   };
-  if (k == 1 && !nodes_at_.empty() && t.uniform_memory()) {
+  if (k == 1 && !nodes_at_.empty() && t.uniform_memory() && !types) {
     // The tightest level that has a node is known: its lowest-numbered node is the answer, found
     // from that level's bits (max_free() >= gpus was checked, so the level exists).
     int level = gpus;
@@ -199,7 +203,7 @@ std::optional<Placement> FreeMap::best_fit(int gpus, double mem) const {
   // A multi-node gang: the k-1 emptiest nodes whole, the remainder on the tightest other node.
   std::vector<int> order;
   for (int n = 0; n < t.num_nodes(); ++n)
-    if (free_[n] > 0 && t.eligible(n, mem)) order.push_back(n);
+    if (free_[n] > 0 && usable(n)) order.push_back(n);
   if (static_cast<int>(order.size()) < k) return std::nullopt;
   std::partial_sort(order.begin(), order.begin() + (k - 1), order.end(), [&](int a, int b) {
     if (free_[a] != free_[b]) return free_[a] > free_[b];

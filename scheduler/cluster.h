@@ -99,7 +99,8 @@ class FreeMap {
 
   // Best fit: the gang goes on the node(s) that it leaves fullest, so that big holes stay open
   // for big gangs; ties go to the node with the least memory per device, then the lowest index.
-  std::optional<Placement> best_fit(int gpus, double mem = 0) const;
+  // With `types` (indexed by NodeSpec::type), only on nodes of the types it marks.
+  std::optional<Placement> best_fit(int gpus, double mem = 0, const std::vector<char>* types = nullptr) const;
   // The preferred node when the gang fits there whole, else best fit (a search policy's move).
   std::optional<Placement> place_preferring(int node, int gpus, double mem = 0) const;
 

@@ -455,6 +455,28 @@ void defragment(const SchedState& s, const OrderSource& src, const std::vector<s
   }
 }
 
+// Where a job starts. On a cluster of device types whose speeds the driver gives, the best fit on
+// the types where the job runs fastest, then on those and the next fastest, and so on (a gang
+// across types runs at its slowest type's speed, so a wider set never places it faster than the
+// narrower one would have); elsewhere the plain best fit. Without it, a job takes whatever
+// device frees first, often the slowest kind.
+std::optional<Placement> fastest_fit(const SchedState& s, const FreeMap& free, const Job& j) {
+  const Topology& t = free.topology();
+  if (!s.speed || t.num_types() < 2) return free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);
+  std::vector<std::pair<double, int>> speed;  // (speed, type), fastest first
+  for (int type = 0; type < t.num_types(); ++type) speed.push_back({(*s.speed)(j.spec, type), type});
+  std::stable_sort(speed.begin(), speed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<char> types(static_cast<size_t>(t.num_types()), 0);
+  for (size_t i = 0; i < speed.size();) {
+    size_t k = i;
+    while (k < speed.size() && speed[k].first == speed[i].first) types[static_cast<size_t>(speed[k++].second)] = 1;
+    if (k == speed.size()) break;
+    if (auto p = free.best_fit(j.spec.gpus, j.spec.mem_per_gpu, &types)) return p;
+    i = k;
+  }
+  return free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);
+}
+
 Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt, const std::vector<int>* pref,
                   ListStats* stats) {
   const bool preemptive = opt.preemptive, strict = opt.strict;
@@ -470,7 +492,7 @@ Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt,
       if (o < pref->size() && (*pref)[o] >= 0)
         return free.get().place_preferring((*pref)[o], j.spec.gpus, j.spec.mem_per_gpu);
     }
-    return free.get().best_fit(j.spec.gpus, j.spec.mem_per_gpu);
+    return fastest_fit(s, free.get(), j);
   };
   auto start = [&](const Job& j, Placement p) {
     free.take(p);
@@ -549,7 +571,7 @@ Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt,
   }
   for (const Job* j : victims.unpulled_preempted()) {
     if (free.total_free() == 0) break;
-    if (auto p = free.get().best_fit(j->spec.gpus, j->spec.mem_per_gpu)) start(*j, std::move(*p));
+    if (auto p = fastest_fit(s, free.get(), *j)) start(*j, std::move(*p));
   }
   if (opt.defrag > 0) defragment(s, src, passed, free, d, opt.defrag);
   return d;
@@ -562,7 +584,7 @@ std::optional<Decision> start_all_if_they_fit(const SchedState& s, std::span<con
   Decision d;
   PlannedFree free(s.cluster->free());
   for (const Ranked& r : waiting_in_order) {
-    auto p = free.get().best_fit(r.job->spec.gpus, r.job->spec.mem_per_gpu);
+    auto p = fastest_fit(s, free.get(), *r.job);
     if (!p) return std::nullopt;
     free.take(*p);
     d.start.push_back({r.job->id, std::move(*p)});

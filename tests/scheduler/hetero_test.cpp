@@ -89,8 +89,7 @@ TEST(HeterogeneousSimulation, AJobRunsAtItsSpeedOnTheSlowestTypeItHolds) {
   if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
   JobSpec x = job("x", 0, 1, 400);
   x.model = "x";
-  // FCFS's best fit takes the fullest node that fits: with one device of each type in nodes of
-  // one, the first node, "fast": 400 s of work in 100 s.
+  // FCFS places it on the fast type (its fastest with room): 400 s of work in 100 s.
   SimResult r = run_typed("fcfs", {x}, {{"fast", 1}, {"slow", 1}}, 1);
   EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 100);
   EXPECT_DOUBLE_EQ(r.jobs[0].run_time, 100);  // wall seconds on its devices
@@ -99,6 +98,30 @@ TEST(HeterogeneousSimulation, AJobRunsAtItsSpeedOnTheSlowestTypeItHolds) {
   wide.model = "x";
   r = run_typed("fcfs", {wide}, {{"fast", 1}, {"slow", 1}}, 1);
   EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 400);
+}
+
+// List-scheduled policies place a job on the types where it runs fastest that have room. The slow
+// type is listed first, so a type-blind best fit (the lowest-numbered node on ties) would take it.
+TEST(HeterogeneousSimulation, ListSchedulesPlaceAJobOnItsFastestTypeWithRoom) {
+  JobSpec x = job("x", 0, 2, 400);
+  x.model = "x";
+  for (const char* policy : {"fcfs", "las", "srsf"}) {
+    SCOPED_TRACE(policy);
+    SimResult r = run_typed(policy, {x}, {{"slow", 2}, {"fast", 2}}, 2);
+    EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 100);  // on the two fast devices, 4x
+    // Two jobs: the second finds the fast node taken and goes to the slow one, whole.
+    JobSpec y = job("y", 0, 2, 400);
+    y.model = "x";
+    r = run_typed(policy, {x, y}, {{"slow", 2}, {"fast", 2}}, 2);
+    auto jct = testing::jcts(r);
+    EXPECT_DOUBLE_EQ(jct["x"], 100);
+    EXPECT_DOUBLE_EQ(jct["y"], 400);
+    // A gang wider than the fast type spans both and runs at the slow speed.
+    JobSpec wide = job("w", 0, 3, 400);
+    wide.model = "x";
+    r = run_typed(policy, {wide}, {{"slow", 2}, {"fast", 2}}, 4);
+    EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 400);
+  }
 }
 
 TEST(Allocation, MatchesBruteForceOnThreeJobsAndTwoTypes) {
