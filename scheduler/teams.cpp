@@ -258,8 +258,10 @@ class TeamQuotas final : public Policy {
   }
 
   double next_wakeup(const SchedState& s) const override {
-    const double t = inner_->next_wakeup(s);
-    return reclaim_at_ > s.now ? std::min(t, reclaim_at_) : t;
+    double t = inner_->next_wakeup(s);
+    if (reclaim_at_ > s.now) t = std::min(t, reclaim_at_);
+    if (!strict_ && !s.waiting.empty()) t = std::min(t, quota_changes());
+    return t;
   }
   void job_finished(const Job& j) override { inner_->job_finished(j); }
   void forget(JobId id) override { inner_->forget(id); }
@@ -288,6 +290,21 @@ class TeamQuotas final : public Policy {
     for (const Job* j : s.waiting) asked_[team_of(*j)] += j->spec.gpus;
   }
   bool within_quota(int t) const { return strict_ || average_[t] <= share_[t] * weight_; }
+  // The first time a team crosses its quota if the devices its jobs ask for stay as they are:
+  // after d seconds, with k = exp(-d / horizon), it is within its quota while
+  // average k + asked (1 - k) <= share (weight k + 1 - k), so the crossing is at
+  // k = (share - asked) / (average - share weight - asked + share), when that lies in (0, 1).
+  // A team's precedence changes there although no job arrives or ends (a quiet daemon).
+  double quota_changes() const {
+    double first = kInf;
+    for (size_t t = 0; t < share_.size() && !asked_.empty(); ++t) {
+      const double S = share_[t], A = asked_[t], c = average_[t] - S * weight_ - A + S;
+      if (S <= 0 || c == 0) continue;
+      const double k = (S - A) / c;
+      if (k > 0 && k < 1) first = std::min(first, last_ - opt_.horizon * std::log(k));
+    }
+    return first;
+  }
 
   int team_of(const Job& j) const {
     auto it = index_.find(j.spec.queue);

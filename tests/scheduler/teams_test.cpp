@@ -267,6 +267,25 @@ TEST(TeamQuotas, ABurstAboveTheShareKeepsTheGuaranteeWhileTheAverageIsWithinIt) 
   EXPECT_DOUBLE_EQ(jct["c1"], 10);
 }
 
+// A team comes back within its quota as its average decays, with no job arriving or ending then,
+// and its waiting job reclaims a lent device at that moment. Shares a 2, c 0 on 2 devices, a
+// horizon of 100 s. At t=0 team a asks for 4 devices (three 100 s jobs and a1) and c for 2 (c1,
+// c2: 5000 s). By t=200 the short jobs are done and a, over its quota on average, has no
+// precedence: srsf runs c1 and c2 ahead of a1 (6000 s). Asking for 1 device now, a's average falls
+// under its share within a minute or so; a1 must then take a device back from c, not wait for c1
+// to end at t=5100.
+TEST(TeamQuotas, ATeamBackWithinItsQuotaReclaimsWithoutWaitingForAnEvent) {
+  const std::vector<JobSpec> jobs = {team_job("s1", "a", 0, 1, 100),  team_job("s2", "a", 0, 1, 100),
+                                     team_job("s3", "a", 0, 1, 100),  team_job("a1", "a", 0, 1, 6000),
+                                     team_job("c1", "c", 0, 1, 5000), team_job("c2", "c", 0, 1, 5000)};
+  SimResult r = run_quota("srsf", jobs, 2, {{"a", 2}, {"c", 0}}, {.horizon = 100});
+  auto jct = testing::jcts(r);
+  auto pre = testing::preemptions(r);
+  EXPECT_GT(jct["a1"], 6200);  // it did wait behind c's jobs for a while
+  EXPECT_LT(jct["a1"], 6600);  // and got a device back long before c1 ended
+  EXPECT_EQ(pre["c1"] + pre["c2"], 1);
+}
+
 TEST(TeamQuotas, ATeamWithoutAShareOnlyBorrowsAndAJobWiderThanItsShareToo) {
   // c has share 0: its job runs on idle devices and gives them up to a's guaranteed job.
   std::vector<JobSpec> jobs = {team_job("c1", "c", 0, 2, 100), team_job("a1", "a", 10, 2, 10)};
