@@ -14,7 +14,6 @@ namespace ember {
 int get_num_threads();
 // Sets the threads used by Ember kernels and by OpenBLAS.
 void set_num_threads(int n);
-
 // Below this many elements of simple work a parallel region costs more than it saves.
 inline constexpr int64_t kParallelGrain = 32768;
 

@@ -297,7 +297,8 @@ class TeamQuotas final : public Policy {
   // A team's precedence changes there although no job arrives or ends (a quiet daemon).
   double quota_changes() const {
     double first = kInf;
-    for (size_t t = 0; t < share_.size() && !asked_.empty(); ++t) {
+    if (asked_.empty()) return first;  // no decision yet
+    for (size_t t = 0; t < share_.size(); ++t) {
       const double S = share_[t], A = asked_[t], c = average_[t] - S * weight_ - A + S;
       if (S <= 0 || c == 0) continue;
       const double k = (S - A) / c;
@@ -340,6 +341,8 @@ QuotaOptions quota_options(const PolicyParams& params) {
   o.horizon = r.number("horizon", o.horizon, 1, 1e9);
   o.strict = r.number("strict", o.strict, 0, 1);
   r.finish();
+  EMBER_CHECK(o.strict <= 0 || o.strict == 1, "quota.strict=", o.strict,
+              ": expected 0 (guarantees within quotas) or 1 (every team's guarantee at all times)");
   return o;
 }
 
@@ -355,6 +358,8 @@ std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares s
   EMBER_CHECK(opt.grace >= 0 && opt.defrag >= 0, "team quotas: grace and defrag must be >= 0, got ", opt.grace, " and ",
               opt.defrag);
   EMBER_CHECK(opt.horizon > 0, "team quotas: expected a demand horizon > 0 seconds, got ", opt.horizon);
+  EMBER_CHECK(opt.strict == -1 || opt.strict == 0 || opt.strict == 1,
+              "team quotas: expected strict -1 (by the policy), 0 or 1, got ", opt.strict);
   auto quotas = std::make_unique<TeamQuotas>(std::move(inner), ranking, std::move(shares), opt);
   EMBER_CHECK(opt.grace == 0 || quotas->strict(), "quota.grace=", opt.grace, ": policy '", quotas->name(),
               "' runs within quotas, where a team's guarantee already gives way while it asks for more than its "

@@ -91,6 +91,9 @@ void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, 
   int64_t* ix = static_cast<int64_t*>(indices.raw_data());
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
   const bool simple = is_2x2_stride_2(g);
+#if defined(__AVX512F__)
+  const bool row512 = std::is_same_v<T, float> && max2x2_row_applies(DType::Float32, g);
+#endif
   parallel_for(0, g.P, plane_grain(HW), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* xp = x + p * HW;
@@ -98,7 +101,7 @@ void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, 
       int64_t* ip = ix + p * OHW;
 #if defined(__AVX512F__)
       if constexpr (std::is_same_v<T, float>) {
-        if (max2x2_row_applies(DType::Float32, g)) {
+        if (row512) {
           for (int64_t oh = 0; oh < g.OH; ++oh)
             max2x2_row(xp + 2 * oh * g.W, xp + (2 * oh + 1) * g.W, 2 * oh * g.W, g.W, yp + oh * g.OW, ip + oh * g.OW,
                        g.OW);

@@ -126,29 +126,11 @@ class Gavel final : public Policy {
     return c;
   }
 
-  // Best fit of a gang on nodes of one type: the fullest node that takes it whole, else the
-  // emptiest nodes of the type until it is covered.
+  // Best fit of a gang on nodes of one type (FreeMap::best_fit restricted to it).
   static std::optional<Placement> place_on_type(const FreeMap& free, int type, int gpus) {
-    const Topology& topo = free.topology();
-    int best = -1;
-    for (int n = 0; n < topo.num_nodes(); ++n)
-      if (topo.node(n).type == type && free.free(n) >= gpus && (best < 0 || free.free(n) < free.free(best))) best = n;
-    if (best >= 0) return Placement{{best, gpus}};
-    std::vector<int> nodes;
-    for (int n = 0; n < topo.num_nodes(); ++n)
-      if (topo.node(n).type == type && free.free(n) > 0) nodes.push_back(n);
-    std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return free.free(a) > free.free(b); });
-    Placement p;
-    int left = gpus;
-    for (int n : nodes) {
-      if (left == 0) break;
-      const int take = std::min(left, free.free(n));
-      p.push_back({n, take});
-      left -= take;
-    }
-    // A gang spans no more nodes than it must (the cluster's rule, Topology::min_nodes).
-    if (left > 0 || static_cast<int>(p.size()) > topo.min_nodes(gpus)) return std::nullopt;
-    return p;
+    std::vector<char> only(static_cast<size_t>(free.topology().num_types()), 0);
+    only[static_cast<size_t>(type)] = 1;
+    return free.best_fit(gpus, 0, &only);
   }
 
   // The round's allocation: by priority, each job gets at most one type while it has room; running

@@ -323,6 +323,16 @@ TEST(TeamQuotas, NonRankingPoliciesAndUnknownTeamsAreErrors) {
   bad = {{"quota.horizon", "0"}};
   EXPECT_NE(error_of([&] { quota_options(bad); }).find("quota.horizon"), std::string::npos);
   EXPECT_EQ(quota_options({{"quota.horizon", "3600"}}).horizon, 3600);
+  bad = {{"quota.strict", "0.5"}};
+  EXPECT_NE(error_of([&] { quota_options(bad); }).find("quota.strict=0.5: expected 0"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              make_team_quotas(make_policy("las"), {{"a", 1}}, {.horizon = 0});
+            }).find("expected a demand horizon > 0 seconds, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              make_team_quotas(make_policy("las"), {{"a", 1}}, {.strict = 2});
+            }).find("expected strict -1 (by the policy), 0 or 1, got 2"),
+            std::string::npos);
 }
 
 // Themis ranks the team that sharing hurts most first. One device: a1 runs from 0 to 100; b1
