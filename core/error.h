@@ -15,8 +15,11 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+// Never inlined: messages are built on the error path only, and an out-of-line copy in every
+// object keeps the per-level copies of core/cpu/ files alike (one level inlining it where another
+// does not left a weak symbol that only the AVX-512 copy defined).
 template <typename... Args>
-std::string concat(const Args&... args) {
+[[gnu::noinline, gnu::cold]] std::string concat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();

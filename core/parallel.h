@@ -17,28 +17,61 @@ void set_num_threads(int n);
 // Below this many elements of simple work a parallel region costs more than it saves.
 inline constexpr int64_t kParallelGrain = 32768;
 
+// The threads a parallel region opened here would get: 1 inside another parallel region (nested
+// regions run serially), else the configured thread count.
+inline int threads_here() {
+#ifdef _OPENMP
+  return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// Calls f(slot, begin, end) for each slot in [0, slots) on its own thread, the slots cutting [0, n)
+// into near-equal contiguous ranges. With one slot, or inside a parallel region, the calls run in
+// order on this thread. `slots` must not exceed threads_here() (the caller sizes per-slot buffers
+// by it).
+template <typename F>
+void parallel_slots(int64_t n, int slots, const F& f) {
+  if (n <= 0) return;
+  slots = static_cast<int>(std::clamp<int64_t>(slots, 1, n));
+  const int64_t chunk = (n + slots - 1) / slots;
+#ifdef _OPENMP
+  if (slots > 1 && !omp_in_parallel()) {
+#pragma omp parallel num_threads(slots)
+    {
+      // The runtime may give fewer threads than asked (OMP_THREAD_LIMIT): a thread then takes
+      // more than one slot.
+      for (int t = omp_get_thread_num(); t < slots; t += omp_get_num_threads()) {
+        const int64_t b = t * chunk, e = std::min(n, b + chunk);
+        if (b < e) f(t, b, e);
+      }
+    }
+    return;
+  }
+#endif
+  for (int t = 0; t < slots; ++t) {
+    const int64_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) f(t, b, e);
+  }
+}
+
 // Calls f(begin, end) on disjoint chunks covering [begin, end), in parallel when the range is
 // at least `grain` long and we are not already inside a parallel region.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (end <= begin) return;
-#ifdef _OPENMP
-  int64_t n = end - begin;
-  if (n >= grain && !omp_in_parallel() && omp_get_max_threads() > 1) {
-    int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain / 4, 1));
-    int nthreads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), max_chunks));
-#pragma omp parallel num_threads(nthreads)
-    {
-      int64_t tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      int64_t chunk = (n + nt - 1) / nt;
-      int64_t b = begin + tid * chunk, e = std::min(end, b + chunk);
-      if (b < e) f(b, e);
-    }
+  const int64_t n = end - begin;
+  int threads = 1;
+  if (n >= grain && threads_here() > 1) {
+    const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain / 4, 1));
+    threads = static_cast<int>(std::min<int64_t>(threads_here(), max_chunks));
+  }
+  if (threads == 1) {
+    f(begin, end);
     return;
   }
-#endif
-  (void)grain;
-  f(begin, end);
+  parallel_slots(n, threads, [&](int, int64_t b, int64_t e) { f(begin + b, begin + e); });
 }
 
 }  // namespace ember

@@ -3,6 +3,8 @@
 #include <typeinfo>
 
 #include "layers/activation.h"
+#include "layers/conv.h"
+#include "layers/functional.h"
 #include "layers/pooling.h"
 
 namespace ember::nn {
@@ -21,6 +23,15 @@ namespace {
 bool pool_before_relu(const Module& relu, const Module& pool) {
   return typeid(relu) == typeid(ReLU) && typeid(pool) == typeid(MaxPool2d) && !relu.has_forward_hooks() &&
          !pool.has_forward_hooks();
+}
+
+// Exactly a module of type M (a subclass may do more) without forward hooks (which would miss
+// the tensor a fused op never makes), or null.
+template <class M>
+M* plain(const std::shared_ptr<Module>& m) {
+  if (!m) return nullptr;
+  const Module& ref = *m;
+  return typeid(ref) == typeid(M) && !ref.has_forward_hooks() ? static_cast<M*>(m.get()) : nullptr;
 }
 
 }  // namespace
@@ -47,7 +58,19 @@ Module& Sequential::operator[](size_t i) const {
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
+  auto at = [this](size_t i) { return i < items_.size() ? items_[i] : nullptr; };
   for (size_t i = 0; i < items_.size(); ++i) {
+    // Conv2d then MaxPool2d, or Conv2d, ReLU, MaxPool2d (the ReLU moved after the pooling as
+    // below): one op, conv2d_max_pool2d, which keeps the convolution's output in cache.
+    if (Conv2d* conv = plain<Conv2d>(at(i))) {
+      const bool relu = plain<ReLU>(at(i + 1)) && plain<MaxPool2d>(at(i + 2));
+      if (MaxPool2d* pool = plain<MaxPool2d>(at(relu ? i + 2 : i + 1))) {
+        x = F::conv2d_max_pool2d(x, conv->weight, conv->bias, conv->params(), pool->params());
+        if (relu) x = (*items_[i + 1])(x);
+        i += relu ? 2 : 1;
+        continue;
+      }
+    }
     if (i + 1 < items_.size() && pool_before_relu(*items_[i], *items_[i + 1])) {
       x = (*items_[i])((*items_[i + 1])(x));
       ++i;

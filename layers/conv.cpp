@@ -51,14 +51,18 @@ void Conv2d::reset_parameters(Generator* gen) {
   reset_conv(weight, bias, gen);
 }
 
-Tensor Conv2d::forward(const Tensor& input) {
+Conv2dParams Conv2d::params() const {
   Conv2dParams p;
   p.stride = options.stride.arr();
   p.padding = options.padding.size.arr();
   p.dilation = options.dilation.arr();
   p.groups = options.groups;
   p.same_padding = options.padding.same;
-  return F::conv2d(input, weight, bias, p);
+  return p;
+}
+
+Tensor Conv2d::forward(const Tensor& input) {
+  return F::conv2d(input, weight, bias, params());
 }
 
 std::string Conv2d::extra_repr() const {

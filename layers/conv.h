@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/generator.h"
+#include "core/ops/nn.h"
 #include "layers/module.h"
 #include "layers/size2.h"
 
@@ -25,6 +26,8 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& input) override;
   void reset_parameters(Generator* gen = nullptr);
   std::string type_name() const override { return "Conv2d"; }
+  // The options as core's conv2d takes them.
+  Conv2dParams params() const;
   std::string extra_repr() const override;
 
   int64_t in_channels, out_channels;

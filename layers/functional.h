@@ -33,6 +33,7 @@ using ember::adaptive_avg_pool2d;
 using ember::avg_pool2d;
 using ember::batch_norm;
 using ember::conv2d;
+using ember::conv2d_max_pool2d;
 using ember::conv_transpose2d;
 using ember::dropout;
 using ember::embedding;

@@ -34,8 +34,12 @@ MaxPool2d::MaxPool2d(Size2 k, Pool2dOptions o) : kernel_size(k), options(o) {
   params_of("MaxPool2d", k, o);
 }
 
+Pool2dParams MaxPool2d::params() const {
+  return params_of("MaxPool2d", kernel_size, options);
+}
+
 Tensor MaxPool2d::forward(const Tensor& input) {
-  return F::max_pool2d(input, params_of("MaxPool2d", kernel_size, options));
+  return F::max_pool2d(input, params());
 }
 
 std::string MaxPool2d::extra_repr() const {

@@ -3,6 +3,7 @@
 // and AdaptiveAvgPool2d (a fixed output size).
 #pragma once
 
+#include "core/ops/nn.h"
 #include "layers/module.h"
 #include "layers/size2.h"
 
@@ -21,6 +22,8 @@ class MaxPool2d : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override;
+  // The options as core's max_pool2d takes them (checked again).
+  Pool2dParams params() const;
   Size2 kernel_size;
   Pool2dOptions options;
 };

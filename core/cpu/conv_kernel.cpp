@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -160,8 +161,14 @@ void run_chunks(const Plan& p, int64_t N, const F& f) {
 #else
       const int tid = 0;
 #endif
+      static const bool dyn = std::getenv("EXP_DYN") != nullptr;
+      if (dyn) {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
+      } else {
 #pragma omp for schedule(static)
-      for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
+        for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
+      }
     }
   } else {
     for (int64_t c = 0; c < p.chunks; ++c) f(0, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
@@ -266,32 +273,51 @@ void images_side_by_side(const T* x, T* xc, int64_t C, int64_t HW, int64_t nb) {
       std::memcpy(xc + c * nb * HW + j * HW, x + (j * C + c) * HW, static_cast<size_t>(HW) * sizeof(T));
 }
 
-// Calls f(row, tap, input pixel or -1) for every output pixel of one image and kernel tap.
+// Calls f(row, tap, pixel, n) over every output pixel (row) of one image and kernel row: n
+// consecutive taps from `tap` read n consecutive input pixels from `pixel` (-1: the n taps lie in
+// the padding). With dilation 1 along the width a kernel row is at most three runs (padding,
+// inside, padding), so patch rows move KW * C elements at a time rather than one tap's C: a
+// libc memcpy call per tap was 3% of a MnistCnn step.
 template <typename F>
-void for_each_tap(const ConvGeometry& g, const F& f) {
+void for_each_run(const ConvGeometry& g, const F& f) {
   for (int64_t oh = 0; oh < g.OH; ++oh)
-    for (int64_t ow = 0; ow < g.OW; ++ow)
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      const int64_t r = oh * g.OW + ow, iw0 = ow * g.sw - g.pw;
       for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-          const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-          f(oh * g.OW + ow, kh * g.KW + kw, in ? ih * g.W + iw : -1);
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh, t0 = kh * g.KW;
+        if (ih < 0 || ih >= g.H) {
+          f(r, t0, int64_t{-1}, g.KW);
+          continue;
         }
+        if (g.dw != 1) {
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            const int64_t iw = iw0 + kw * g.dw;
+            f(r, t0 + kw, iw >= 0 && iw < g.W ? ih * g.W + iw : int64_t{-1}, int64_t{1});
+          }
+          continue;
+        }
+        const int64_t lo = std::clamp<int64_t>(-iw0, 0, g.KW), hi = std::clamp<int64_t>(g.W - iw0, lo, g.KW);
+        if (lo > 0) f(r, t0, int64_t{-1}, lo);
+        if (hi > lo) f(r, t0 + lo, ih * g.W + iw0 + lo, hi - lo);
+        if (hi < g.KW) f(r, t0 + hi, int64_t{-1}, g.KW - hi);
       }
+    }
 }
 
 // One image: rows [OHW, KH*KW*C] of patches from xt [HW, C].
 template <typename T>
 void im2row(const T* xt, T* rows, const ConvGeometry& g) {
   const int64_t C = g.C, Kp = g.KH * g.KW * C;
-  for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+  for_each_run(g, [&](int64_t r, int64_t tap, int64_t pix, int64_t n) {
     T* d = rows + r * Kp + tap * C;
+    const int64_t len = n * C;
     if (pix < 0) {
-      std::fill(d, d + C, T(0));
-    } else {
-      std::memcpy(d, xt + pix * C, static_cast<size_t>(C) * sizeof(T));
+      std::fill(d, d + len, T(0));
+      return;
     }
+    const T* src = xt + pix * C;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) d[i] = src[i];
   });
 }
 
@@ -346,12 +372,13 @@ void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGe
     for (int64_t j = 0; j < nb; ++j) {
       std::fill(xt, xt + HW * g.C, T(0));
       const T* dj = da + j * OHW * Kp;
-      for_each_tap(g, [&](int64_t r, int64_t tap, int64_t pix) {
+      for_each_run(g, [&](int64_t r, int64_t tap, int64_t pix, int64_t n) {
         if (pix < 0) return;
         const T* s = dj + r * Kp + tap * g.C;
         T* d = xt + pix * g.C;
+        const int64_t len = n * g.C;
 #pragma omp simd
-        for (int64_t c = 0; c < g.C; ++c) d[c] += s[c];
+        for (int64_t i = 0; i < len; ++i) d[i] += s[i];
       });
       from_channels_last(xt, gi + (n0 + j) * g.C * HW, g.C, HW, bp);
     }

@@ -44,8 +44,8 @@ int64_t span(int64_t k, int64_t d) {
 
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams p) {
-  const char* op = "conv2d";
+ConvGeometry nn_detail::conv2d_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                        const Conv2dParams& p, const char* op) {
   check_common(input, weight, p.groups, op);
   check_pair(p.stride, 1, op, "stride");
   check_pair(p.dilation, 1, op, "dilation");
@@ -81,9 +81,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
   }
   EMBER_CHECK(g.OH > 0 && g.OW > 0, op, ": output size ", g.OH, "x", g.OW, " is empty (input shape ",
               shape_str(input.shape()), ")");
+  return g;
+}
 
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams p) {
+  const ConvGeometry g = nn_detail::conv2d_geometry(input, weight, bias, p, "conv2d");
   Tensor x = raw(input), w = raw(weight), b = raw(bias);
-  Tensor out = empty({N, OC, g.OH, g.OW}, input.options());
+  Tensor out = empty({g.N, g.OC, g.OH, g.OW}, input.options());
   conv2d_forward_stub(input.device())(out, x, w, b, g);
 
   if (autograd::any_requires_grad({input, weight, bias})) {

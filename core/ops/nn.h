@@ -47,6 +47,11 @@ Tensor max_pool2d(const Tensor& input, Pool2dParams p);
 Tensor max_pool2d(const Tensor& input, int64_t kernel);  // kernel = stride, no padding
 // Values and flat (per-plane) int64 indices, as PyTorch's return_indices=True.
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pool2dParams p);
+// max_pool2d(conv2d(input, weight, bias, conv), pool): the same values and gradients, on the CPU
+// a few images at a time so that the convolution's output stays in cache (core/ops/conv_pool.cpp).
+// nn::Sequential runs its Conv2d-MaxPool2d pairs through it.
+Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams conv,
+                         Pool2dParams pool);
 Tensor avg_pool2d(const Tensor& input, Pool2dParams p);
 Tensor adaptive_avg_pool2d(const Tensor& input, std::array<int64_t, 2> output_size);
 
@@ -69,7 +74,7 @@ enum class Reduction { None, Mean, Sum };
 // indices [N] / [N, d1, ...] or float probabilities with logits' shape. One autograd node whose
 // backward is softmax - target (with weights, smoothing and ignore_index applied).
 struct CrossEntropyOptions {
-  Tensor weight;             // [C] class weights, optional
+  Tensor weight;  // [C] class weights, optional
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
   Reduction reduction = Reduction::Mean;

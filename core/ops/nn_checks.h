@@ -1,8 +1,11 @@
 // Argument checks shared by the fused NN op files (conv, pooling, norms, dropout,
-// cross-entropy), so that every op words the same mistake the same way. Internal to core/ops.
+// cross-entropy), so that every op words the same mistake the same way, and the geometries that
+// more than one op file derives from checked arguments. Internal to core/ops.
 #pragma once
 
 #include "core/error.h"
+#include "core/nn_kernels.h"
+#include "core/ops/nn.h"
 #include "core/tensor.h"
 
 namespace ember::nn_detail {
@@ -39,5 +42,11 @@ inline Tensor raw(const Tensor& t) {
   if (!t.defined()) return t;
   return t.detach().contiguous();
 }
+
+// conv2d's checks and output geometry (core/ops/conv.cpp); `op` names the caller in messages.
+ConvGeometry conv2d_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                             const char* op);
+// Pooling's geometry over a [..., H, W] shape whose last two dims are non-zero (core/ops/pool.cpp).
+Pool2dGeometry pool2d_geometry(const Shape& shape, const Pool2dParams& p, const char* op);
 
 }  // namespace ember::nn_detail

@@ -32,8 +32,9 @@ int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, bool ceil_mod
   return out;
 }
 
-Pool2dGeometry pool_geometry(const Tensor& input, const Pool2dParams& p, const char* op) {
-  check_pool_input(input, op);
+}  // namespace
+
+Pool2dGeometry nn_detail::pool2d_geometry(const Shape& shape, const Pool2dParams& p, const char* op) {
   Pool2dGeometry g;
   g.kh = p.kernel[0], g.kw = p.kernel[1];
   g.sh = p.stride[0] == 0 ? g.kh : p.stride[0];
@@ -46,13 +47,21 @@ Pool2dGeometry pool_geometry(const Tensor& input, const Pool2dParams& p, const c
   EMBER_CHECK(g.ph >= 0 && g.pw >= 0, op, ": padding must be non-negative, got [", g.ph, ", ", g.pw, "]");
   EMBER_CHECK(g.ph <= g.kh / 2 && g.pw <= g.kw / 2, op, ": padding [", g.ph, ", ", g.pw,
               "] must be at most half of the kernel size [", g.kh, ", ", g.kw, "]");
-  g.H = input.size(-2), g.W = input.size(-1);
-  g.P = input.numel() / (g.H * g.W);
+  const size_t d = shape.size();
+  g.H = shape[d - 2], g.W = shape[d - 1];
+  g.P = numel_of(shape) / (g.H * g.W);
   g.OH = pool_out_size(g.H, g.kh, g.sh, g.ph, p.ceil_mode);
   g.OW = pool_out_size(g.W, g.kw, g.sw, g.pw, p.ceil_mode);
   EMBER_CHECK(g.OH > 0 && g.OW > 0, op, ": output size ", g.OH, "x", g.OW, " is too small (input shape ",
-              shape_str(input.shape()), ", kernel [", g.kh, ", ", g.kw, "], padding [", g.ph, ", ", g.pw, "])");
+              shape_str(shape), ", kernel [", g.kh, ", ", g.kw, "], padding [", g.ph, ", ", g.pw, "])");
   return g;
+}
+
+namespace {
+
+Pool2dGeometry pool_geometry(const Tensor& input, const Pool2dParams& p, const char* op) {
+  check_pool_input(input, op);
+  return nn_detail::pool2d_geometry(input.shape(), p, op);
 }
 
 Shape out_shape(const Tensor& input, int64_t OH, int64_t OW) {

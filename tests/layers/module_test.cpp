@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
 #include "core/ops.h"
 #include "layers/activation.h"
 #include "layers/container.h"
+#include "layers/conv.h"
 #include "layers/embedding.h"
 #include "layers/pooling.h"
 #include "layers/rnn.h"
@@ -443,5 +445,52 @@ TEST(Sequential, ReluThenMaxPoolGivesTheValuesAndGradientsOfTheOrderWritten) {
     seq[0].register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) { seen = out.shape(); });
     seq(xa);
     EXPECT_EQ(seen, (Shape{2, 3, 7, 8}));
+  }
+}
+
+// Sequential runs Conv2d, ReLU, MaxPool2d (and Conv2d, MaxPool2d) as conv2d_max_pool2d then ReLU
+// (layers/container.cpp): the output and the gradients of the input and of the convolution's
+// weight and bias must be those of the modules run one by one, with a batch large enough for the
+// op to cut it into chunks on each thread; a forward hook on the convolution keeps the modules
+// apart, so the hook sees the convolution's full output.
+TEST(Sequential, ConvThenMaxPoolGivesTheValuesAndGradientsOfTheModulesRunOneByOne) {
+  for (bool with_relu : {true, false}) {
+    manual_seed(3);
+    auto conv = nn::make<nn::Conv2d>(2, 16, 3);
+    std::vector<std::shared_ptr<nn::Module>> mods{conv};
+    if (with_relu) mods.push_back(nn::make<nn::ReLU>());
+    mods.push_back(nn::make<nn::MaxPool2d>(2));
+    nn::Sequential seq;
+    for (const auto& m : mods) seq.push_back(m);
+    // 16 x 62 x 62 float32 outputs are 240 KiB an image: two images a chunk.
+    const auto diff = [](const Tensor& a, const Tensor& b) {
+      const std::vector<double> va = vec(a), vb = vec(b);
+      double d = 0, m = 0;
+      for (size_t i = 0; i < va.size(); ++i) d = std::max(d, std::abs(va[i] - vb[i])), m = std::max(m, std::abs(vb[i]));
+      return d / std::max(1.0, m);
+    };
+    Tensor xa = randn({9, 2, 64, 64});
+    Tensor xb = xa.clone();
+    xa.requires_grad_(), xb.requires_grad_();
+    Tensor ya = seq(xa);
+    if (!with_relu) EXPECT_EQ(ya.grad_fn()->name(), "Conv2dMaxPool2dBackward");  // fused indeed
+    Tensor yb = xb;
+    for (const auto& m : mods) yb = m->forward(yb);
+    ASSERT_EQ(ya.shape(), yb.shape());
+    EXPECT_LT(diff(ya, yb), 1e-6);
+    Tensor g = randn(ya.shape());
+    ya.mul(g).sum().backward();
+    const Tensor gw = conv->weight.grad().clone(), gb = conv->bias.grad().clone();
+    conv->weight.grad().zero_();
+    conv->bias.grad().zero_();
+    yb.mul(g).sum().backward();
+    EXPECT_LT(diff(xa.grad(), xb.grad()), 1e-6);
+    EXPECT_LT(diff(gw, conv->weight.grad()), 1e-5);
+    EXPECT_LT(diff(gb, conv->bias.grad()), 1e-5);
+
+    Shape seen;
+    conv->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) { seen = out.shape(); });
+    seq(xa);
+    EXPECT_EQ(seen, (Shape{9, 16, 62, 62}));
   }
 }

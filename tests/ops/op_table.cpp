@@ -43,6 +43,7 @@ const std::vector<OpRow>& op_table() {
     add_sorting_rows(t);
     add_pooling_rows(t);
     add_conv_rows(t);
+    add_conv_pool_rows(t);
     add_linalg_rows(t);
     add_norm_rows(t);
     add_loss_rows(t);

@@ -52,6 +52,7 @@ void add_reduction_rows(std::vector<OpRow>& t);  // op_rows_reductions.cpp
 void add_sorting_rows(std::vector<OpRow>& t);    // op_rows_sorting.cpp
 void add_pooling_rows(std::vector<OpRow>& t);    // op_rows_pooling.cpp
 void add_conv_rows(std::vector<OpRow>& t);       // op_rows_conv.cpp
+void add_conv_pool_rows(std::vector<OpRow>& t);  // op_rows_conv_pool.cpp
 void add_linalg_rows(std::vector<OpRow>& t);     // op_rows_linalg.cpp
 void add_norm_rows(std::vector<OpRow>& t);       // op_rows_norm.cpp
 void add_loss_rows(std::vector<OpRow>& t);       // op_rows_loss.cpp
