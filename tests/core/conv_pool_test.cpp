@@ -1,0 +1,46 @@
+// conv2d_max_pool2d on the CPU with its batch shared by two threads, several chunks each: the
+// values and the gradients of input, weight and bias must be those of conv2d then max_pool2d.
+// The op table (tests/ops/op_rows_conv_pool.cpp) checks it on every backend and level; this one is
+// in the core suite so that the ThreadSanitizer pass (scripts/test.sh) runs the op's threads:
+// per-thread buffers, views and in-place sums made inside the parallel region.
+#include "core/parallel.h"
+#include "nn_test_util.h"
+
+namespace nn_test {
+namespace {
+
+class TwoThreads {
+ public:
+  TwoThreads() : prev_(get_num_threads()) { set_num_threads(2); }
+  ~TwoThreads() { set_num_threads(prev_); }
+
+ private:
+  int prev_;
+};
+
+TEST(Conv2dMaxPool2d, TwoThreadsAgreeWithTheTwoOps) {
+  TwoThreads two;
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    // 8 x 92 x 92 float64 outputs are 529 KiB an image (265 KiB in float32): one or two images a
+    // chunk, so each thread's three or four images make several chunks.
+    Tensor x = randn_t({7, 2, 94, 94}, 1, dt, true), w = randn_t({8, 2, 3, 3}, 2, dt, true);
+    Tensor b = randn_t({8}, 3, dt, true);
+    Tensor x2 = x.detach().clone().requires_grad_(), w2 = w.detach().clone().requires_grad_();
+    Tensor b2 = b.detach().clone().requires_grad_();
+    Pool2dParams pool;
+    Tensor y = conv2d_max_pool2d(x, w, b, {}, pool);
+    Tensor y2 = max_pool2d(conv2d(x2, w2, b2), pool);
+    const double tol = dt == DType::Float64 ? 1e-12 : 1e-4;
+    ASSERT_EQ(y.shape(), y2.shape());
+    EXPECT_TRUE(all_close(y, vec(y2), tol, tol));
+    Tensor g = randn_t(y.shape(), 4, dt);
+    (y * g).sum().backward();
+    (y2 * g).sum().backward();
+    EXPECT_TRUE(all_close(x.grad(), vec(x2.grad()), tol, tol));
+    EXPECT_TRUE(all_close(w.grad(), vec(w2.grad()), 100 * tol, tol));
+    EXPECT_TRUE(all_close(b.grad(), vec(b2.grad()), 100 * tol, tol));
+  }
+}
+
+}  // namespace
+}  // namespace nn_test
