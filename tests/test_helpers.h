@@ -1,5 +1,6 @@
 // Helpers every test suite uses: capturing an ember::Error's message, checking that an error
-// names its op, reading a tensor as doubles, and asserting a float64 gradcheck.
+// names its op, reading a tensor as doubles, asserting a float64 gradcheck, and running a scope
+// with a set number of threads.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,9 +11,23 @@
 
 #include "core/autograd/gradcheck.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace test_util {
+
+// Runs a scope with n threads (Ember's and OpenBLAS's), so that the split paths of a kernel run
+// whatever the machine's core count; the count before is put back at the end.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) : prev_(ember::get_num_threads()) { ember::set_num_threads(n); }
+  ~ScopedThreads() { ember::set_num_threads(prev_); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int prev_;
+};
 
 // The message of the ember::Error that f throws, or "" when it throws none.
 inline std::string error_of(const std::function<void()>& f) {

@@ -24,11 +24,6 @@
 
 namespace ember {
 
-using autograd::SavedTensor;
-using Grads = std::vector<Tensor>;
-using Needs = std::vector<bool>;
-using nn_detail::raw;
-
 namespace {
 
 // A chunk's convolution output stays within half a MiB: half the L2 of the smallest-cached x86
@@ -71,7 +66,7 @@ Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor
   const Pool2dGeometry pg = nn_detail::pool2d_geometry({g.N, g.OC, g.OH, g.OW}, pool, op);
   if (!input.device().is_cpu() || g.N == 0) return max_pool2d(conv2d(input, weight, bias, conv), pool);
 
-  Tensor x = raw(input), w = raw(weight), b = raw(bias);
+  Tensor x = nn_detail::raw(input), w = nn_detail::raw(weight), b = nn_detail::raw(bias);
   Tensor out = empty({g.N, g.OC, pg.OH, pg.OW}, input.options());
   Tensor indices = empty(out.shape(), {DType::Int64, input.device()});
   const ChunkPlan cp = plan_chunks(g, static_cast<int64_t>(itemsize(x.dtype())));
@@ -89,12 +84,12 @@ Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor
   });
 
   if (autograd::any_requires_grad({input, weight, bias})) {
-    SavedTensor sx(x), sw(w), si(indices);
+    autograd::SavedTensor sx(x), sw(w), si(indices);
     const bool has_bias = bias.defined();
     autograd::record("Conv2dMaxPool2dBackward", {input, weight, bias}, {out},
-                     [sx, sw, si, g, pg, has_bias](const Grads& gr, const Needs& n) -> Grads {
-                       Grads r(3);
-                       const Tensor go = raw(gr[0]), xv = sx.get(), wv = sw.get(), iv = si.get();
+                     [sx, sw, si, g, pg, has_bias](const std::vector<Tensor>& gr, const std::vector<bool>& n) {
+                       std::vector<Tensor> r(3);
+                       const Tensor go = nn_detail::raw(gr[0]), xv = sx.get(), wv = sw.get(), iv = si.get();
                        const bool want_w = n[1], want_b = has_bias && n[2];
                        const ChunkPlan cp = plan_chunks(g, static_cast<int64_t>(itemsize(xv.dtype())));
                        if (n[0]) r[0] = empty(xv.shape(), xv.options());

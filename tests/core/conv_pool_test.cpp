@@ -3,23 +3,14 @@
 // The op table (tests/ops/op_rows_conv_pool.cpp) checks it on every backend and level; this one is
 // in the core suite so that the ThreadSanitizer pass (scripts/test.sh) runs the op's threads:
 // per-thread buffers, views and in-place sums made inside the parallel region.
-#include "core/parallel.h"
 #include "nn_test_util.h"
+#include "test_helpers.h"
 
 namespace nn_test {
 namespace {
 
-class TwoThreads {
- public:
-  TwoThreads() : prev_(get_num_threads()) { set_num_threads(2); }
-  ~TwoThreads() { set_num_threads(prev_); }
-
- private:
-  int prev_;
-};
-
 TEST(Conv2dMaxPool2d, TwoThreadsAgreeWithTheTwoOps) {
-  TwoThreads two;
+  test_util::ScopedThreads two(2);
   for (DType dt : {DType::Float64, DType::Float32}) {
     // 8 x 92 x 92 float64 outputs are 529 KiB an image (265 KiB in float32): one or two images a
     // chunk, so each thread's three or four images make several chunks.

@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "test_helpers.h"
 
 using namespace ember;
 
@@ -55,13 +56,8 @@ Tensor leaf(const Tensor& t) {
 }
 
 // Runs a scope with 4 threads, so the split paths run whatever the machine's core count.
-class FourThreads {
- public:
-  FourThreads() : prev_(get_num_threads()) { set_num_threads(4); }
-  ~FourThreads() { set_num_threads(prev_); }
-
- private:
-  int prev_;
+struct FourThreads : test_util::ScopedThreads {
+  FourThreads() : ScopedThreads(4) {}
 };
 
 // Every dim set of a 3-D tensor worth checking, with negative spellings.
