@@ -11,7 +11,7 @@
 // (inside the region they run single-threaded), so the values are theirs.
 //
 // Other devices run the two ops one after the other: a GPU's kernels take the whole batch at once
-// and its caches are not a core's.
+// and its caches are not a core's. So do convolutions with large weights (kMaxWeightBytes).
 #include <algorithm>
 #include <vector>
 
@@ -30,6 +30,12 @@ namespace {
 // cores Ember meets (1 MiB on AMD Zen 4 and 5; 2 MiB on Intel Sapphire Rapids), leaving room for
 // the convolution's own im2col buffers.
 constexpr int64_t kChunkBytes = int64_t{1} << 19;
+
+// Above this many weight bytes the two ops run instead. The backward keeps two weight-sized sums
+// per thread, which for a VGG layer (512 x 512 x 3 x 3, 9 MiB) on a 64-core machine would be over
+// a GiB; and such a layer is GEMM-bound, with enough work per image for the convolution's own
+// threads, so keeping its output in cache gains little.
+constexpr int64_t kMaxWeightBytes = int64_t{1} << 18;
 
 // How the batch is cut: `slots` threads, each with a contiguous share cut into chunks of at most
 // `per` images.
@@ -64,7 +70,9 @@ Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor
   const char* op = "conv2d_max_pool2d";
   const ConvGeometry g = nn_detail::conv2d_geometry(input, weight, bias, conv, op);
   const Pool2dGeometry pg = nn_detail::pool2d_geometry({g.N, g.OC, g.OH, g.OW}, pool, op);
-  if (!input.device().is_cpu() || g.N == 0) return max_pool2d(conv2d(input, weight, bias, conv), pool);
+  const int64_t weight_bytes = weight.numel() * static_cast<int64_t>(itemsize(weight.dtype()));
+  if (!input.device().is_cpu() || g.N == 0 || weight_bytes > kMaxWeightBytes)
+    return max_pool2d(conv2d(input, weight, bias, conv), pool);
 
   Tensor x = nn_detail::raw(input), w = nn_detail::raw(weight), b = nn_detail::raw(bias);
   Tensor out = empty({g.N, g.OC, pg.OH, pg.OW}, input.options());

@@ -33,5 +33,15 @@ TEST(Conv2dMaxPool2d, TwoThreadsAgreeWithTheTwoOps) {
   }
 }
 
+// The chunked path keeps two weight-sized sums per thread: above 256 KiB of weights (a VGG layer
+// would need a GiB on 64 cores) the op runs conv2d then max_pool2d, whose last node is the pooling.
+TEST(Conv2dMaxPool2d, LargeWeightsRunTheTwoOps) {
+  Tensor x = randn_t({2, 128, 4, 4}, 1, DType::Float32, true);
+  Tensor small = randn_t({8, 128, 3, 3}, 2, DType::Float32, true);   // 36 KiB
+  Tensor large = randn_t({64, 128, 3, 3}, 3, DType::Float32, true);  // 288 KiB
+  EXPECT_EQ(conv2d_max_pool2d(x, small, Tensor(), {}, {}).grad_fn()->name(), "Conv2dMaxPool2dBackward");
+  EXPECT_EQ(conv2d_max_pool2d(x, large, Tensor(), {}, {}).grad_fn()->name(), "MaxPool2dBackward");
+}
+
 }  // namespace
 }  // namespace nn_test

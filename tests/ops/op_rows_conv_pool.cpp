@@ -3,7 +3,8 @@
 // chunks reach (MNIST's one-channel first layer on im2col, the channels-last path of small
 // images, strides and dilation without bias), pooling windows that tile, overlap, pad and overhang
 // (ceil_mode), a batch whose images are cut into several chunks per thread (each image's
-// convolution output is above the op's half-MiB chunk), and an empty batch. The small rows are
+// convolution output is above the op's half-MiB chunk), a weight too large for the chunked path,
+// and an empty batch. The small rows are
 // also checked by finite differences in float64.
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ std::vector<ConvPoolCfg> cfgs() {
   v.push_back({"strided_dilated_ceil_pool_no_bias", 3, 2, 9, 11, 3, 3, strided, ceil, false});
   // 4 x 184 x 184 float32 outputs are 529 KiB an image: one image a chunk, three chunks in all.
   v.push_back({"several_chunks", 3, 1, 186, 186, 4, 3, {}, {}, true, false});
+  // 64 x 128 x 3 x 3 float32 weights are 288 KiB: over the op's limit, it runs the two ops.
+  v.push_back({"large_weight", 2, 128, 4, 4, 64, 3, {}, {}, true, false});
   return v;
 }
 
