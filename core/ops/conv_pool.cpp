@@ -26,9 +26,10 @@ namespace ember {
 
 namespace {
 
-// A chunk's convolution output stays within half a MiB: half the L2 of the smallest-cached x86
-// cores Ember meets (1 MiB on AMD Zen 4 and 5; 2 MiB on Intel Sapphire Rapids), leaving room for
-// the convolution's own im2col buffers.
+// A chunk's convolution output stays within half a MiB: half the L2 of the cores Ember has been
+// measured on (1 MiB on AMD Zen 4 and 5; 2 MiB on Intel Sapphire Rapids), leaving room for the
+// convolution's own im2col buffers. Older cores with 256 KiB of L2 keep it in L3, still short of
+// a round trip through memory.
 constexpr int64_t kChunkBytes = int64_t{1} << 19;
 
 // Above this many weight bytes the two ops run instead. The backward keeps two weight-sized sums
