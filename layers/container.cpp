@@ -20,13 +20,10 @@ namespace {
 // the rectification of the 26x26x32 activation and its gradient were 7-8% of a training step.
 // Exact types only (a subclass may do more), and never across a forward hook, which would see
 // the other order's tensors.
-bool pool_before_relu(const Module& relu, const Module& pool) {
-  return typeid(relu) == typeid(ReLU) && typeid(pool) == typeid(MaxPool2d) && !relu.has_forward_hooks() &&
-         !pool.has_forward_hooks();
-}
-
-// Exactly a module of type M (a subclass may do more) without forward hooks (which would miss
-// the tensor a fused op never makes), or null.
+//
+// Both reorderings below take modules through plain(): exactly a module of type M without
+// forward hooks (which would see tensors of another order, or miss one a fused op never makes),
+// or null.
 template <class M>
 M* plain(const std::shared_ptr<Module>& m) {
   if (!m) return nullptr;
@@ -71,7 +68,8 @@ Tensor Sequential::forward(const Tensor& input) {
         continue;
       }
     }
-    if (i + 1 < items_.size() && pool_before_relu(*items_[i], *items_[i + 1])) {
+    // ReLU then MaxPool2d: the pooling first (above).
+    if (plain<ReLU>(at(i)) && plain<MaxPool2d>(at(i + 1))) {
       x = (*items_[i])((*items_[i + 1])(x));
       ++i;
     } else {
