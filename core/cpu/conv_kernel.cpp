@@ -11,7 +11,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -167,14 +166,8 @@ void run_chunks(const Plan& p, int64_t N, const F& f) {
 #else
       const int tid = 0;
 #endif
-      static const bool dyn = std::getenv("EXP_DYN") != nullptr;
-      if (dyn) {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
-      } else {
 #pragma omp for schedule(static)
-        for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
-      }
+      for (int64_t c = 0; c < p.chunks; ++c) f(tid, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
     }
   } else {
     for (int64_t c = 0; c < p.chunks; ++c) f(0, c * p.per_chunk, std::min(p.per_chunk, N - c * p.per_chunk));
