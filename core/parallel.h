@@ -62,10 +62,11 @@ template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (end <= begin) return;
   const int64_t n = end - begin;
+  const int here = threads_here();
   int threads = 1;
-  if (n >= grain && threads_here() > 1) {
+  if (n >= grain && here > 1) {
     const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain / 4, 1));
-    threads = static_cast<int>(std::min<int64_t>(threads_here(), max_chunks));
+    threads = static_cast<int>(std::min<int64_t>(here, max_chunks));
   }
   if (threads == 1) {
     f(begin, end);

@@ -43,5 +43,18 @@ TEST(Conv2dMaxPool2d, LargeWeightsRunTheTwoOps) {
   EXPECT_EQ(conv2d_max_pool2d(x, large, Tensor(), {}, {}).grad_fn()->name(), "MaxPool2dBackward");
 }
 
+// Bad arguments are the convolution's and the pooling's own errors, named for this op.
+TEST(Conv2dMaxPool2d, BadArgumentsNameTheOp) {
+  const Tensor x = randn_t({2, 3, 8, 8}, 1, DType::Float32), w = randn_t({4, 3, 3, 3}, 2, DType::Float32);
+  const Tensor w2 = randn_t({4, 2, 3, 3}, 3, DType::Float32), b5 = randn_t({5}, 4, DType::Float32);
+  expect_error([&] { conv2d_max_pool2d(x, w2, Tensor(), {}, {}); },
+               {"conv2d_max_pool2d", "3 channels", "weight expects 2"});
+  Pool2dParams wide;
+  wide.kernel = {7, 7};  // the convolution's output is 6x6
+  expect_error([&] { conv2d_max_pool2d(x, w, Tensor(), {}, wide); },
+               {"conv2d_max_pool2d", "too small", "[2, 4, 6, 6]"});
+  expect_error([&] { conv2d_max_pool2d(x, w, b5, {}, {}); }, {"conv2d_max_pool2d", "bias must have shape [4]"});
+}
+
 }  // namespace
 }  // namespace nn_test
