@@ -106,7 +106,12 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   const bool preemptive = ranking && policy_->traits().preemptive;
   const bool strict = policy_ && policy_->name() == "fcfs";
   auto rank = [&](const Job& x) { return ranking ? ranking->rank(x, s.now) : Ranked{x.spec.submit, 0, 0, &x}; };
-  const Ranked mine = rank(j);
+  // Ranked as the waiting job it is about to be: the preemptive policies put a running job ahead
+  // of a waiting one of the same rank, and an arrival (not yet queued) would count as running.
+  Job me = j;
+  me.status = JobStatus::kWaiting;
+  me.queued_since = s.now;
+  const Ranked mine = rank(me);
 
   std::vector<Ranked> ahead;
   for (const Job* w : s.waiting)
@@ -124,7 +129,9 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
     if (preemptive && !(rank(*r) < mine)) {
       free.give(placement_of(topo, *r));  // it would give way to this job
     } else {
-      ends.push_back({s.now + remaining(*r, s.now), placement_of(topo, *r)});
+      // It holds its devices until it ends or, under a preemptive policy, falls behind this job.
+      const double end = s.now + remaining(*r, s.now);
+      ends.push_back({preemptive ? ranking->ahead_until(*r, mine, s.now, end) : end, placement_of(topo, *r)});
     }
   }
   std::make_heap(ends.begin(), ends.end(), later);
@@ -152,7 +159,14 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
         continue;
       }
       free.take(*p);
-      ends.push_back({t + remaining(a, s.now), *p});
+      double end = t + remaining(a, s.now);
+      if (preemptive) {  // as a running job would from t: it gives way once it falls behind
+        Job started = a;
+        started.status = JobStatus::kRunning;
+        started.last_start = s.now;
+        end = t + (ranking->ahead_until(started, mine, s.now, s.now + (end - t)) - s.now);
+      }
+      ends.push_back({end, *p});
       std::push_heap(ends.begin(), ends.end(), later);
       gone[i] = 1;
     }

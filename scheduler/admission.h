@@ -12,7 +12,9 @@
 // - look-ahead: a short simulation from the current state: the running jobs end at their
 //   predicted times, the jobs the policy ranks ahead of this one start in that order with best-fit
 //   placement on the real nodes as devices free, and the estimate is when this one first fits.
-//   It ignores later arrivals (which can overtake under SJF, SRSF and LAS).
+//   Under a preemptive policy a job ahead gives its devices up sooner if, as it runs, its rank
+//   falls behind this one's (RankingPolicy::ahead_until: LAS's thresholds, Gittins' bin edges).
+//   It ignores later arrivals (which can overtake under SJF, SRSF and Gittins).
 // Run times in the look-ahead are the history predictor's (scheduler/predict.h: the recent run times
 // of the job's queue and gang size), asked once at each job's arrival, never the trace's durations.
 // The rule uses the look-ahead (it knows placement and the running jobs' remaining times); the

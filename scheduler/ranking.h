@@ -16,6 +16,14 @@ class RankingPolicy : public Policy {
   // The job's place in the policy's order at `now`, smaller first (k0 left 0). A non-preemptive
   // policy is asked about waiting jobs only.
   virtual Ranked rank(const Job& j, double now) = 0;
+  // Until when running job `r`, ranked ahead of the waiting rank `w` at `now`, stays ahead of it
+  // as it runs on: the first time before `end` at which it would rank behind `w` (its rank falls
+  // as it attains service under LAS and Gittins), else `end` (the default: a rank that only
+  // improves as the job runs, as SRSF's). Admission's look-ahead hands r's devices to w then.
+  virtual double ahead_until(const Job& r, const Ranked& w, double now, double end) {
+    (void)r, (void)w, (void)now;
+    return end;
+  }
 };
 
 }  // namespace ember::sched

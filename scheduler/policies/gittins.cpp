@@ -45,13 +45,24 @@ class Gittins final : public RankingPolicy {
     return list_schedule_preemptive(
         s, [&](const Job& j) { return rank(j, s.now); }, ranked_, defrag_);
   }
+  // Its rank changes only as it crosses a bin edge: the first edge at which it ranks behind w.
+  double ahead_until(const Job& r, const Ranked& w, double now, double end) override {
+    const double per_s = r.spec.gpus * r.rate;  // device-seconds attained per second
+    const double a = promotions_.attained(r, now);
+    for (double e = history_.next_edge(a); e < kInf; e = history_.next_edge(e)) {
+      const double t = now + (e - a) / per_s + kPastEdge;
+      if (t >= end) break;
+      if (w < rank(r, t)) return t;
+    }
+    return end;
+  }
 
   double next_wakeup(const SchedState& s) const override {
     double t = kInf;
     if (s.waiting.empty()) return t;  // a rank change matters only when someone waits
     for (const Job* j : s.running) {
       const double a = promotions_.attained(*j, s.now), e = history_.next_edge(a);
-      if (e < kInf) t = std::min(t, s.now + (e - a) / j->spec.gpus);
+      if (e < kInf) t = std::min(t, s.now + (e - a) / (j->spec.gpus * j->rate));
     }
     return std::min(t, promotions_.next(s, [&](const Job& j) { return below_top(j, s.now); }));
   }
@@ -75,6 +86,10 @@ class Gittins final : public RankingPolicy {
     std::optional<double> index = history_.index(j, a);
     return index ? -*index : static_cast<double>(history_.bin(a));
   }
+
+  // ahead_until probes each edge a millisecond past its time, so that the attained service
+  // lands in the new bin.
+  static constexpr double kPastEdge = 1e-3;
 
   GittinsHistory history_;
   Promotions promotions_;

@@ -38,13 +38,24 @@ class Las final : public RankingPolicy {
         s, [&](const Job& j) { return rank(j, s.now); }, ranked_, defrag_);
   }
 
+  // A running job's queue rises at each threshold it crosses: the first at which it ranks behind w.
+  double ahead_until(const Job& r, const Ranked& w, double now, double end) override {
+    const double a = promotions_.attained(r, now), per_s = r.spec.gpus * r.rate;
+    for (auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a); it != thresholds_.end(); ++it) {
+      const double t = now + (*it - a) / per_s + 1e-3;  // a millisecond past: in the next queue
+      if (t >= end) break;
+      if (w < rank(r, t)) return t;
+    }
+    return end;
+  }
+
   double next_wakeup(const SchedState& s) const override {
     double t = kInf;
     if (s.waiting.empty()) return t;  // demotions matter only when someone waits
     for (const Job* j : s.running) {
       double a = promotions_.attained(*j, s.now);
       auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
-      if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / j->spec.gpus);
+      if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / (j->spec.gpus * j->rate));
     }
     return std::min(t, promotions_.next(s, [&](const Job& j) { return queue_of(j, s.now) > 0; }));
   }

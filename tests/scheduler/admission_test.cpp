@@ -129,6 +129,61 @@ TEST(Admission, LookAheadOnAHandState) {
   EXPECT_DOUBLE_EQ(trained({.target = 120}, las.get())->estimate(s, jobs[3]).lookahead, 0);
 }
 
+TEST(Admission, AnArrivalWaitsUntilTheRunningJobFallsBehindItNotUntilItEnds) {
+  // One device, held by a job that has run 10 s of the 1000 its queue's history predicts. The
+  // arrival (not yet queued, as admission sees it) ties with it at the top rank under LAS and
+  // Gittins, where a running job goes before a waiting one of the same rank: it waits until the
+  // runner has attained enough to fall behind it (LAS's first threshold, 100 device-seconds;
+  // Gittins' first bin edge, 60, as it has no history yet), not for the runner's end as FCFS does.
+  Cluster cluster(Topology::uniform(1, 0));
+  Job runner, arrival, waiter;
+  runner.id = 0, arrival.id = 1;
+  runner.spec.queue = arrival.spec.queue = "a";
+  runner.spec.submit = 0, arrival.spec.submit = 10;
+  runner.devices = cluster.allocate(runner, {{0, 1}});
+  runner.status = JobStatus::kRunning;
+  runner.last_start = 0;
+  const Job* running[] = {&runner};
+  SchedState s;
+  s.now = 10;
+  s.cluster = &cluster;
+  s.running = running;
+  auto lookahead = [&](Policy* p) {
+    AdmissionControl ac({}, p);
+    for (int k = 0; k < 3; ++k) {
+      Job f;
+      f.id = 100 + k;
+      f.spec.queue = "a";
+      ac.finished(f, 1000, -1);
+    }
+    ac.arrived(runner, 0);
+    ac.arrived(waiter, 5);
+    ac.arrived(arrival, 10);
+    return ac.estimate(s, arrival).lookahead;
+  };
+  auto las = make_policy("las", {{"las.thresholds", "100,1000"}});
+  auto gittins = make_policy("gittins");
+  auto fcfs = make_policy("fcfs");
+  EXPECT_NEAR(lookahead(las.get()), 90, 0.01);
+  EXPECT_NEAR(lookahead(gittins.get()), 50, 0.01);
+  EXPECT_DOUBLE_EQ(lookahead(fcfs.get()), 990);
+  // A job of the same rank that was already waiting (submitted at 5) goes first, and from then on
+  // holds the device as long as the runner did: until it too falls behind.
+  waiter.id = 2;
+  waiter.spec.queue = "a";
+  waiter.spec.submit = waiter.queued_since = 5;
+  waiter.status = JobStatus::kWaiting;
+  const Job* waiting[] = {&waiter};
+  s.waiting = waiting;
+  EXPECT_NEAR(lookahead(las.get()), 90 + 100, 0.01);
+  EXPECT_NEAR(lookahead(gittins.get()), 50 + 60, 0.01);
+  EXPECT_DOUBLE_EQ(lookahead(fcfs.get()), 990 + 1000);
+  // A runner that has already passed the threshold is behind the arrival: it gives way at once.
+  s.waiting = {};
+  runner.executed = 200;
+  EXPECT_DOUBLE_EQ(lookahead(las.get()), 0);
+}
+
 TEST(Admission, TheSimulatorDefersAndRefusesAndReportsTheEstimates) {
   // One device; jobs of 100 s arrive every 10 s: the queue grows by 9 jobs per 100 s, so later
   // arrivals are estimated far over a 250 s target.
