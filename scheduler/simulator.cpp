@@ -12,6 +12,9 @@ namespace ember::sched {
 namespace {
 
 constexpr double kEps = 1e-6;  // seconds; trace times are whole seconds
+// Decisions in a row that may start nothing on an idle cluster, with nothing to arrive, before a
+// run is called stuck: a policy waiting for a round starts something at the next one.
+constexpr long kMaxIdleWakeups = 1000;
 
 bool submit_order(const Job* a, const Job* b) {
   if (a->spec.submit != b->spec.submit) return a->spec.submit < b->spec.submit;
@@ -217,6 +220,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
 
   double t = window0;
   size_t next = 0, done = 0;
+  long idle_wakeups = 0;  // decisions in a row that started nothing on an idle cluster
   std::vector<char> drop(n, 0);
   std::vector<Due> outlived;
   // Admission control's bookkeeping: deferred jobs' next submissions (a min-heap), and per job.
@@ -339,10 +343,15 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     for (const Job* j : stopping) t_next = std::min(t_next, j->stopping_until);
     double wake = policy.next_wakeup(after);
     if (wake > t + kEps) t_next = std::min(t_next, wake);
-    if (t_next == kInf) {
+    // Nothing running or stopping and nothing to arrive: only the policy can start a job now. One
+    // that never does, at no wake-up or at many in a row, would leave the run without an end.
+    const bool idle = running.empty() && stopping.empty() && next >= n && resubmits.empty() && !waiting.empty();
+    idle_wakeups = idle && d.start.empty() ? idle_wakeups + 1 : 0;
+    if (t_next == kInf || idle_wakeups > kMaxIdleWakeups) {
       EMBER_FAIL("policy '", policy.name(), "' left ", waiting.size(), " job(s) waiting at t=", t,
                  " with nothing running and no arrivals to come (first: '",
-                 waiting.empty() ? "" : waiting.front()->spec.name, "')");
+                 waiting.empty() ? "" : waiting.front()->spec.name, "', ",
+                 waiting.empty() ? 0 : waiting.front()->spec.gpus, " device(s))");
     }
     const double dt = t_next - t;
     const int busy = cluster.busy();

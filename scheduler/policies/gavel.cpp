@@ -8,6 +8,11 @@
 // then goes to total throughput) or total throughput. `gavel-blind` solves the same program with
 // every speed 1: the heterogeneity-agnostic baseline that does not know an H200 is not a V100.
 // Between rounds, free devices go to waiting jobs, best priority first, without preemption.
+// A gang wider than every type's devices (a team's small slice of a typed cluster) has no type to
+// run on, and in the program it would hold the smallest normalised throughput at 0: it is left out
+// of the program and runs across types instead, at its slowest type's speed, first come first
+// served ahead of the program's jobs at each round, and is never preempted for them (else it would
+// never run, and a simulation holding one would not end).
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
@@ -75,16 +80,35 @@ class Gavel final : public Policy {
     for (const Job* j : s.running) arrived_.emplace(j->id, s.now);
   }
 
+  // Wider than every type: runs across types, outside the program.
+  static bool wide(const Topology& topo, const Job& j) {
+    for (int t = 0; t < topo.num_types(); ++t)
+      if (topo.devices_of_type(t) >= j.spec.gpus) return false;
+    return true;
+  }
+  // Devices of each type that running wide jobs hold: not the program's to share.
+  static std::vector<int> held_by_wide(const SchedState& s, int types) {
+    const Topology& topo = s.cluster->topology();
+    std::vector<int> held(types, 0);
+    for (const Job* j : s.running)
+      if (wide(topo, *j))
+        for (int d : j->devices) ++held[topo.node(topo.node_of(d)).type];
+    return held;
+  }
+
   void solve(const SchedState& s, int types) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<const Job*> active(s.running.begin(), s.running.end());
-    active.insert(active.end(), s.waiting.begin(), s.waiting.end());
+    const Topology& topo = s.cluster->topology();
+    std::vector<const Job*> active;
+    for (auto list : {s.running, s.waiting})
+      for (const Job* j : list)
+        if (!wide(topo, *j)) active.push_back(j);
     share_.clear();
     if (active.empty()) return;
-    const Topology& topo = s.cluster->topology();
     AllocationProblem p;
     p.throughput = throughput_;
-    for (int t = 0; t < types; ++t) p.capacity.push_back(topo.devices_of_type(t));
+    const std::vector<int> held = held_by_wide(s, types);
+    for (int t = 0; t < types; ++t) p.capacity.push_back(topo.devices_of_type(t) - held[t]);
     for (const Job* j : active) {
       p.gpus.push_back(j->spec.gpus);
       std::vector<double> v;
@@ -137,23 +161,34 @@ class Gavel final : public Policy {
   // jobs that keep their type keep their devices, the others are preempted.
   Decision round_decision(const SchedState& s, int types) {
     const Topology& topo = s.cluster->topology();
+    Decision d;
+    // The devices as they would be with every program job preempted: waiting wide jobs go there
+    // first (they keep what they get), the program's jobs share the rest by type.
+    FreeMap free = s.cluster->free();
+    for (const Job* j : s.running)
+      if (!wide(topo, *j)) free.give(placement_of(topo, *j));
+    start_wide(s, free, d);
+    std::vector<int> room(types, 0);
+    for (int n = 0; n < topo.num_nodes(); ++n) room[topo.node(n).type] += free.free(n);
     std::vector<const Job*> all(s.running.begin(), s.running.end());
     all.insert(all.end(), s.waiting.begin(), s.waiting.end());
-    std::vector<int> room(types);
-    for (int t = 0; t < types; ++t) room[t] = topo.devices_of_type(t);
     std::unordered_map<JobId, int> chosen;
     for (const Claim& c : claims(s, all, types)) {
       if (chosen.count(c.job->id) || room[c.type] < c.job->spec.gpus) continue;
       chosen[c.job->id] = c.type;
       room[c.type] -= c.job->spec.gpus;
     }
-    Decision d;
-    FreeMap free = s.cluster->free();
+    // Running jobs that keep their type keep their devices, unless a wide job now has them.
     for (const Job* j : s.running) {
+      if (wide(topo, *j)) continue;
       auto it = chosen.find(j->id);
-      if (it != chosen.end() && it->second == type_of(topo, *j)) continue;
+      const Placement here = placement_of(topo, *j);
+      if (it != chosen.end() && it->second == type_of(topo, *j) && fits(free, here)) {
+        free.take(here);
+        chosen.erase(it);
+        continue;
+      }
       d.preempt.push_back(j->id);
-      free.give(placement_of(topo, *j));
     }
     for (const Claim& c : claims(s, s.waiting, types)) {
       auto it = chosen.find(c.job->id);
@@ -164,10 +199,11 @@ class Gavel final : public Policy {
       d.start.push_back({c.job->id, *p});
       chosen.erase(it);
     }
-    // Preempted jobs chosen for another type move there now.
+    // Preempted jobs chosen for a type (another one, or theirs where a wide job took their
+    // devices) move there now.
     for (const Job* j : s.running) {
       auto it = chosen.find(j->id);
-      if (it == chosen.end() || it->second == type_of(topo, *j)) continue;
+      if (it == chosen.end()) continue;
       std::optional<Placement> p = place_on_type(free, it->second, j->spec.gpus);
       if (!p) continue;
       free.take(*p);
@@ -176,11 +212,35 @@ class Gavel final : public Policy {
     return d;
   }
 
+  static bool fits(const FreeMap& free, const Placement& p) {
+    for (const Slice& sl : p)
+      if (free.free(sl.node) < sl.count) return false;
+    return true;
+  }
+
+  // Waiting wide jobs, first come first served, onto `free` across types while they fit.
+  static void start_wide(const SchedState& s, FreeMap& free, Decision& d) {
+    const Topology& topo = s.cluster->topology();
+    std::vector<const Job*> w;
+    for (const Job* j : s.waiting)
+      if (wide(topo, *j)) w.push_back(j);
+    std::sort(w.begin(), w.end(), [](const Job* a, const Job* b) {
+      return a->spec.submit != b->spec.submit ? a->spec.submit < b->spec.submit : a->id < b->id;
+    });
+    for (const Job* j : w) {
+      std::optional<Placement> p = free.best_fit(j->spec.gpus, j->spec.mem_per_gpu);
+      if (!p) break;  // the first in line waits for room; later ones do not pass it
+      free.take(*p);
+      d.start.push_back({j->id, *p});
+    }
+  }
+
   // Between rounds: waiting jobs onto free devices, best claim first, no preemption.
   Decision fill(const SchedState& s, int types) {
     Decision d;
     FreeMap free = s.cluster->free();
     if (free.total_free() == 0) return d;
+    start_wide(s, free, d);
     std::unordered_map<JobId, char> started;
     for (const Claim& c : claims(s, s.waiting, types)) {
       if (started.count(c.job->id) || free.total_free() < c.job->spec.gpus) continue;
@@ -192,7 +252,7 @@ class Gavel final : public Policy {
     }
     // Jobs that arrived since the round have no shares yet: the fastest type with room for them.
     for (const Job* j : s.waiting) {
-      if (share_.count(j->id) || free.total_free() < j->spec.gpus) continue;
+      if (share_.count(j->id) || free.total_free() < j->spec.gpus || wide(s.cluster->topology(), *j)) continue;
       int best = -1;
       std::optional<Placement> bp;
       for (int t = 0; t < types; ++t) {

@@ -203,5 +203,31 @@ TEST(Gavel, PutsEachJobWhereItGainsMost) {
   EXPECT_NE(error_of([] { make_policy("gavel", {{"gavel.round", "0"}}); }).find("gavel.round"), std::string::npos);
 }
 
+TEST(Gavel, AGangWiderThanEveryTypeRunsAcrossTypes) {
+  if (!have_lp_solver()) GTEST_SKIP() << "built without CBC";
+  // Two devices of each type: w needs three, so no type holds it (the program has no share for it,
+  // and with it the smallest normalised throughput would be 0). It runs across both types at the
+  // slow one's speed. Four one-device jobs hold the cluster when it arrives at 10; at the next
+  // round (360) it goes first, the program's jobs get what is left, and it ends 400 s later.
+  for (const char* policy : {"gavel", "gavel-blind"}) {
+    SCOPED_TRACE(policy);
+    std::vector<JobSpec> jobs;
+    for (int i = 0; i < 4; ++i) {
+      jobs.push_back(job("x" + std::to_string(i), 0, 1, 4000));
+      jobs.back().model = "x";
+    }
+    JobSpec w = job("w", 10, 3, 400);
+    w.model = "x";
+    jobs.push_back(w);
+    SimResult r = run_typed(policy, jobs, {{"slow", 2}, {"fast", 2}}, 2);
+    auto jct = testing::jcts(r);
+    EXPECT_DOUBLE_EQ(jct["w"], 360 - 10 + 400);
+    for (int i = 0; i < 4; ++i) EXPECT_GT(jct["x" + std::to_string(i)], 0);
+    // Alone on the cluster it starts at once.
+    r = run_typed(policy, {w}, {{"slow", 2}, {"fast", 2}}, 2);
+    EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 400);
+  }
+}
+
 }  // namespace
 }  // namespace ember::sched

@@ -83,8 +83,10 @@ class Rogue : public Policy {
       d.start.push_back({s.waiting[0]->id, {{0, 1}}});
       d.start.push_back({s.waiting[0]->id, {{0, 1}}});
     }
-    return d;  // mode 3: never starts anything
+    return d;  // modes 3 and 4: never start anything
   }
+  // Mode 4 keeps waking up, as a policy waiting for its next round does: never a reason to stop.
+  double next_wakeup(const SchedState& s) const override { return mode_ == 4 ? s.now + 60 : kInf; }
 
  private:
   int mode_;
@@ -103,6 +105,9 @@ TEST(Simulator, RejectsInvalidDecisions) {
   EXPECT_NE(with(1).find("policy 'rogue' preempted job 0, which is not running"), std::string::npos);
   EXPECT_NE(with(2).find("policy 'rogue' started job 0, which is not waiting"), std::string::npos);
   EXPECT_NE(with(3).find("policy 'rogue' left 2 job(s) waiting"), std::string::npos);
+  // A policy that wakes forever and starts nothing on an idle cluster is stopped, not run forever.
+  EXPECT_NE(with(4).find("policy 'rogue' left 2 job(s) waiting at t="), std::string::npos);
+  EXPECT_NE(with(4).find("(first: 'a', 1 device(s))"), std::string::npos);
 }
 
 TEST(Simulator, ReportsPolicyCounters) {
