@@ -130,6 +130,8 @@ TEST(Allocation, MatchesBruteForceOnThreeJobsAndTwoTypes) {
       {{{4, 1}, {1.1, 1}, {2, 1}}, {1, 1, 1}, {1, 2}, false},
       {{{3, 1}, {1.5, 1}, {1.2, 1}}, {1, 2, 1}, {2, 2}, false},
       {{{4, 1}, {1.1, 1}, {2, 1}}, {1, 1, 1}, {1, 2}, true},
+      {{{2, 1}, {2, 1}, {1, 1}}, {1, 1, 1}, {1, 2}, false},  // jobs 0 and 1 alike: one class
+      {{{1, 1}, {1, 1}, {1, 1}}, {1, 1, 1}, {1, 1}, false},  // all alike, as gavel-blind sees them
   };
   for (size_t k = 0; k < problems.size(); ++k) {
     SCOPED_TRACE(k);
@@ -171,6 +173,14 @@ TEST(Allocation, MatchesBruteForceOnThreeJobsAndTwoTypes) {
     }
     EXPECT_LE(best, a.objective + 1e-6);
     EXPECT_GE(best, a.objective - (p.throughput ? 0.5 : 0.15));
+    // Jobs alike in gang and speeds get the same shares: the centre of a degenerate program's
+    // optimal face, not whichever vertex the simplex method stops at.
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = i + 1; j < 3; ++j)
+        if (p.gpus[i] == p.gpus[j] && p.speed[i] == p.speed[j]) {
+          EXPECT_NEAR(a.share[i][0], a.share[j][0], 1e-9) << i << " and " << j;
+          EXPECT_NEAR(a.share[i][1], a.share[j][1], 1e-9) << i << " and " << j;
+        }
   }
   EXPECT_NE(error_of([] { solve_allocation({{{1, 0}}, {1}, {1, 1}, false}); }).find("has speed 0"), std::string::npos);
 }
