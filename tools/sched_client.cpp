@@ -69,6 +69,31 @@ void print_jobs(const proto::Response& r) {
   }
 }
 
+void print_teams(const proto::Response& r) {
+  std::cout << std::left << std::setw(14) << "TEAM" << std::right << std::setw(6) << "SHARE" << std::setw(6) << "HELD"
+            << std::setw(8) << "QUEUED" << std::setw(8) << "RUNNING" << std::setw(10) << "COMPLETED" << std::setw(12)
+            << "AVG JCT s" << std::setw(10) << "SLOWDOWN" << std::setw(12) << "ALONE JCT s" << std::setw(8) << "RHO"
+            << "\n";
+  bool any = false;
+  for (const proto::TeamInfo& t : r.teams()) {
+    std::cout << std::left << std::setw(14) << t.name().substr(0, 13) << std::right << std::setw(6) << t.share()
+              << std::setw(6) << t.devices_held() << std::setw(8) << t.queued() << std::setw(8) << t.running()
+              << std::setw(10) << t.completed();
+    if (t.completed() > 0) {
+      any = true;
+      std::cout << std::setw(12) << fmt_seconds(t.avg_jct_s()) << std::setw(10) << std::fixed << std::setprecision(2)
+                << t.avg_slowdown() << std::setw(12) << fmt_seconds(t.alone_avg_jct_s()) << std::setw(8)
+                << std::setprecision(3) << t.rho() << std::defaultfloat;
+    } else {
+      std::cout << std::setw(12) << "-" << std::setw(10) << "-" << std::setw(12) << "-" << std::setw(8) << "-";
+    }
+    std::cout << "\n";
+  }
+  if (any)
+    std::cout << "max rho " << r.teams_max_rho() << ", Jain's index over the teams' rho " << r.teams_jain()
+              << " (rho: average JCT over the same jobs' average JCT simulated alone on the team's share)\n";
+}
+
 std::string usage_of(const std::string& synopsis, const Flags& f) {
   return "usage: " + synopsis + "\n\nflags:\n" + f.help();
 }
@@ -161,15 +186,26 @@ int sched_submit(const std::vector<std::string>& all_args) {
 int sched_status(const std::vector<std::string>& args) {
   Flags f;
   add_state_flag(f);
-  f.add("job", "ID", "one job in detail").add("all", "", "include finished jobs");
-  const std::string usage = usage_of("ember sched status [--job ID] [--all]", f);
+  f.add("job", "ID", "one job in detail")
+      .add("all", "", "include finished jobs")
+      .add("teams", "",
+           "a daemon with --quota: each team's share, use now, and over its completed jobs average JCT, "
+           "slowdown and finish-time fairness rho (against the same jobs simulated alone on its share)");
+  const std::string usage = usage_of("ember sched status [--job ID] [--all] [--teams]", f);
   return run_leaf("ember sched status", usage, [&]() -> int {
     f.parse(args);
     if (help_asked(f, usage)) return 0;
+    if (f.has("teams") && (f.has("job") || f.has("all")))
+      throw UsageError("--teams goes alone, without --job or --all");
     proto::Request req;
     req.mutable_status()->set_job(f.integer("job", 0, 1, 1L << 53));
     req.mutable_status()->set_all(f.has("all"));
+    req.mutable_status()->set_teams(f.has("teams"));
     proto::Response r = call(f, req);
+    if (f.has("teams")) {
+      print_teams(r);
+      return 0;
+    }
     if (f.has("job")) {
       const proto::JobInfo& j = r.jobs(0);
       std::cout << "job " << j.id() << " (" << j.spec().name() << "): " << state_name(j.state()) << "\n"

@@ -118,6 +118,8 @@ class Daemon {
   void check_paths_as(const Identity& who, const proto::JobSpec& spec);
   void fill_info(const JobRecord& r, proto::JobInfo* out) const;
   void status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who);
+  // status --teams (team_report.cpp): each team's share, use and fairness.
+  void team_report(proto::Response& resp) const;
   int64_t next_id_hint() const;
   // The job `id`, which `who` must own (or administer) to do `what`.
   JobRecord& job_for(int64_t id, const Identity& who, const char* what);

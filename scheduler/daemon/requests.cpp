@@ -237,6 +237,10 @@ void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out) const {
 }
 
 void Daemon::status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who) {
+  if (q.teams()) {
+    team_report(resp);
+    return;
+  }
   if (q.job() != 0) {
     auto it = jobs_.find(q.job());
     EMBER_CHECK(it != jobs_.end(), "no job ", q.job(), " (ids run from 1 to ", next_id_hint(), ")");

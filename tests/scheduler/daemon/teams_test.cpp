@@ -65,6 +65,74 @@ TEST_F(DaemonTest, ALentDeviceIsReclaimedThroughTheBorrowersCheckpoint) {
   EXPECT_NE(cr.out.find("give one of --queue and --team"), std::string::npos) << cr.out;
 }
 
+TEST_F(DaemonTest, TheTeamsReportShowsSharesUseAndFairness) {
+  write_file(dir_ + "/quota.txt", "vision 1\nspeech 1\n");
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--quota", dir_ + "/quota.txt"});
+  auto teams = [&] {
+    Request q;
+    q.mutable_status()->set_teams(true);
+    Response r = ember::sched::call_daemon(state_, q, 10);
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r;
+  };
+  Response r = teams();
+  ASSERT_EQ(r.teams_size(), 2);
+  EXPECT_EQ(r.teams(0).name(), "speech");
+  EXPECT_EQ(r.teams(1).name(), "vision");
+  EXPECT_EQ(r.teams(1).share(), 1);
+  EXPECT_EQ(r.teams(1).completed(), 0);
+  EXPECT_EQ(r.teams_max_rho(), 0);
+
+  // speech completes a job; vision holds its own device and borrows speech's for a second job.
+  JobSpec done = trainer("speech-job", 3, "", -1);
+  done.set_queue("speech");
+  const int64_t c = submit(done);
+  ASSERT_TRUE(wait_for([&] { return finished(c); }));
+  ASSERT_EQ(job(c).state(), ember::proto::DONE) << job(c).reason();
+  JobSpec own = gated("vision-own", 1, "gate"), borrow = gated("vision-borrow", 1, "gate");
+  own.set_queue("vision");
+  borrow.set_queue("vision");
+  const int64_t a = submit(own), b = submit(borrow);
+  ASSERT_TRUE(
+      wait_for([&] { return job(a).state() == ember::proto::RUNNING && job(b).state() == ember::proto::RUNNING; }));
+  r = teams();
+  ASSERT_EQ(r.teams_size(), 2);
+  const auto& speech = r.teams(0);
+  const auto& vision = r.teams(1);
+  EXPECT_EQ(vision.running(), 2);
+  EXPECT_EQ(vision.devices_held(), 2);
+  EXPECT_EQ(vision.completed(), 0);
+  EXPECT_EQ(speech.completed(), 1);
+  EXPECT_EQ(speech.devices_held(), 0);
+  // The speech job started at once on an idle pool, as it would have alone on its device: its JCT
+  // is its run, the simulated alone run's is its work, and they agree to the launch's latency.
+  EXPECT_GT(speech.avg_jct_s(), 0);
+  EXPECT_GE(speech.avg_slowdown(), 1.0);
+  EXPECT_GT(speech.alone_avg_jct_s(), 0);
+  EXPECT_NEAR(speech.rho(), speech.avg_jct_s() / speech.alone_avg_jct_s(), 1e-9);
+  EXPECT_GE(speech.rho(), 1.0);
+  EXPECT_LT(speech.rho(), 3.0);
+  EXPECT_DOUBLE_EQ(r.teams_max_rho(), speech.rho());
+  EXPECT_DOUBLE_EQ(r.teams_jain(), 1.0);  // one team with completed jobs
+  // Through the client, as a table.
+  Result cr = cli({"status", "--teams"});
+  EXPECT_EQ(cr.status, 0) << cr.out;
+  EXPECT_NE(cr.out.find("TEAM"), std::string::npos) << cr.out;
+  EXPECT_NE(cr.out.find("max rho"), std::string::npos) << cr.out;
+  cr = cli({"status", "--teams", "--all"});
+  EXPECT_EQ(cr.status, 2) << cr.out;
+  EXPECT_NE(cr.out.find("--teams goes alone"), std::string::npos) << cr.out;
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(a) && finished(b); }));
+}
+
+TEST_F(DaemonTest, ATeamsReportFromADaemonWithoutQuotasIsAnError) {
+  start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
+  Result cr = cli({"status", "--teams"});
+  EXPECT_NE(cr.status, 0) << cr.out;
+  EXPECT_NE(cr.out.find("this daemon has no team quotas (start it with --quota FILE)"), std::string::npos) << cr.out;
+}
+
 TEST_F(DaemonTest, ARestartedDaemonWhoseQuotaFileLostALiveJobsTeamRefusesToStart) {
   write_file(dir_ + "/quota.txt", "vision 1\nspeech 1\n");
   start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--quota", dir_ + "/quota.txt"});
