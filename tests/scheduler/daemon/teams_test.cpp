@@ -104,14 +104,14 @@ TEST_F(DaemonTest, TheTeamsReportShowsSharesUseAndFairness) {
   EXPECT_EQ(vision.completed(), 0);
   EXPECT_EQ(speech.completed(), 1);
   EXPECT_EQ(speech.devices_held(), 0);
-  // The speech job started at once on an idle pool, as it would have alone on its device: its JCT
-  // is its run, the simulated alone run's is its work, and they agree to the launch's latency.
+  // Alone on its device the speech job starts at once and its JCT is its work; on the daemon its
+  // JCT is submission to exit, which holds its whole run: rho is at least 1 (by the launch's
+  // latency, which a test cannot bound on a loaded machine).
   EXPECT_GT(speech.avg_jct_s(), 0);
-  EXPECT_GE(speech.avg_slowdown(), 1.0);
+  EXPECT_GE(speech.avg_slowdown(), 1.0 - 1e-9);
   EXPECT_GT(speech.alone_avg_jct_s(), 0);
+  EXPECT_LE(speech.alone_avg_jct_s(), speech.avg_jct_s() + 1e-9);
   EXPECT_NEAR(speech.rho(), speech.avg_jct_s() / speech.alone_avg_jct_s(), 1e-9);
-  EXPECT_GE(speech.rho(), 1.0);
-  EXPECT_LT(speech.rho(), 3.0);
   EXPECT_DOUBLE_EQ(r.teams_max_rho(), speech.rho());
   EXPECT_DOUBLE_EQ(r.teams_jain(), 1.0);  // one team with completed jobs
   // Through the client, as a table.
