@@ -351,7 +351,7 @@ std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares s
   auto* ranking = dynamic_cast<RankingPolicy*>(inner.get());
   EMBER_CHECK(ranking != nullptr, "policy '", inner->name(),
               "' cannot run inside team quotas: it does not rank jobs (the ones that do: fcfs, sjf, priority, las, "
-              "gittins, srsf)");
+              "gittins, themis, srsf)");
   EMBER_CHECK(!shares.empty(), "team quotas: no teams");
   for (const auto& [t, n] : shares)
     EMBER_CHECK(n >= 0, "team quotas: team '", t, "' has share ", n, "; expected >= 0 devices");
