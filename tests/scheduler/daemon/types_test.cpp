@@ -45,6 +45,28 @@ TEST_F(DaemonTest, GavelMovesEachJobToTheTypeItGainsMostOn) {
   EXPECT_NE(r.error().find("model 'quantum' is not in the speed table (models: x, y)"), std::string::npos) << r.error();
 }
 
+// A gang wider than every type of the pool (two devices, one of each type) runs across both under
+// gavel, after the one-device job ahead of it; before, gavel never started it and it queued for good.
+TEST_F(DaemonTest, GavelRunsAGangWiderThanEveryTypeAcrossTypes) {
+  write_file(dir_ + "/speeds.csv", "model,slow,fast\nx,1,4\n");
+  start_daemon({"--devices", "cpu:1@slow,1@fast", "--policy", "gavel", "--set", "gavel.round=1", "--speeds",
+                dir_ + "/speeds.csv"});
+  JobSpec one = gated("one", 1, "gate");
+  one.set_model("x");
+  const int64_t a = submit(one);
+  ASSERT_TRUE(wait_for([&] { return job(a).state() == ember::proto::RUNNING; }));
+  JobSpec wide = trainer("wide", 3, "", -1);
+  wide.set_devices(2);
+  wide.set_model("x");
+  const int64_t w = submit(wide);
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(a) && finished(w); })) << read_file(dir_ + "/daemon.out");
+  EXPECT_EQ(job(a).state(), ember::proto::DONE) << job(a).reason();
+  const JobInfo jw = job(w);
+  EXPECT_EQ(jw.state(), ember::proto::DONE) << jw.reason();
+  EXPECT_EQ(jw.preemptions(), 0);
+}
+
 // GPUs of two kinds, named by a stand-in nvidia-smi: the pool is typed from the names, gavel reads
 // the built-in speed table, and a job runs on the GPU of the kind its model gains most on.
 TEST_F(DaemonTest, GpusOfSeveralKindsAreTypedFromTheirNames) {
