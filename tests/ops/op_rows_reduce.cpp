@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "composed.h"
-#include "core/parallel.h"
 #include "op_table.h"
+#include "test_helpers.h"
 
 namespace ember::ops_test {
 namespace {
@@ -99,15 +99,8 @@ Tensor flat(const Tensor& t) {
 }
 
 // Runs a row with 4 threads, so the reductions' split paths run whatever the machine's core count.
-class FourThreads {
- public:
-  FourThreads() : prev_(get_num_threads()) { set_num_threads(4); }
-  ~FourThreads() { set_num_threads(prev_); }
-  FourThreads(const FourThreads&) = delete;
-  FourThreads& operator=(const FourThreads&) = delete;
-
- private:
-  int prev_;
+struct FourThreads : test_util::ScopedThreads {
+  FourThreads() : ScopedThreads(4) {}
 };
 
 // Every dim set of a 3-D tensor worth checking, with negative spellings.
