@@ -47,14 +47,9 @@ class Gittins final : public RankingPolicy {
   }
   // Its rank changes only as it crosses a bin edge: the first edge at which it ranks behind w.
   double ahead_until(const Job& r, const Ranked& w, double now, double end) override {
-    const double per_s = r.spec.gpus * r.rate;  // device-seconds attained per second
-    const double a = promotions_.attained(r, now);
-    for (double e = history_.next_edge(a); e < kInf; e = history_.next_edge(e)) {
-      const double t = now + (e - a) / per_s + kPastEdge;
-      if (t >= end) break;
-      if (w < rank(r, t)) return t;
-    }
-    return end;
+    return first_edge_behind(
+        r, promotions_.attained(r, now), w, now, end, [&](double e) { return history_.next_edge(e); },
+        [&](const Job& j, double t) { return rank(j, t); });
   }
 
   double next_wakeup(const SchedState& s) const override {
@@ -62,7 +57,7 @@ class Gittins final : public RankingPolicy {
     if (s.waiting.empty()) return t;  // a rank change matters only when someone waits
     for (const Job* j : s.running) {
       const double a = promotions_.attained(*j, s.now), e = history_.next_edge(a);
-      if (e < kInf) t = std::min(t, s.now + (e - a) / (j->spec.gpus * j->rate));
+      if (e < kInf) t = std::min(t, s.now + seconds_to_attain(*j, a, e));
     }
     return std::min(t, promotions_.next(s, [&](const Job& j) { return below_top(j, s.now); }));
   }
@@ -86,10 +81,6 @@ class Gittins final : public RankingPolicy {
     std::optional<double> index = history_.index(j, a);
     return index ? -*index : static_cast<double>(history_.bin(a));
   }
-
-  // ahead_until probes each edge a millisecond past its time, so that the attained service
-  // lands in the new bin.
-  static constexpr double kPastEdge = 1e-3;
 
   GittinsHistory history_;
   Promotions promotions_;

@@ -40,22 +40,17 @@ class Las final : public RankingPolicy {
 
   // A running job's queue rises at each threshold it crosses: the first at which it ranks behind w.
   double ahead_until(const Job& r, const Ranked& w, double now, double end) override {
-    const double a = promotions_.attained(r, now), per_s = r.spec.gpus * r.rate;
-    for (auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a); it != thresholds_.end(); ++it) {
-      const double t = now + (*it - a) / per_s + 1e-3;  // a millisecond past: in the next queue
-      if (t >= end) break;
-      if (w < rank(r, t)) return t;
-    }
-    return end;
+    return first_edge_behind(
+        r, promotions_.attained(r, now), w, now, end, [&](double e) { return next_threshold(e); },
+        [&](const Job& j, double t) { return rank(j, t); });
   }
 
   double next_wakeup(const SchedState& s) const override {
     double t = kInf;
     if (s.waiting.empty()) return t;  // demotions matter only when someone waits
     for (const Job* j : s.running) {
-      double a = promotions_.attained(*j, s.now);
-      auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
-      if (it != thresholds_.end()) t = std::min(t, s.now + (*it - a) / (j->spec.gpus * j->rate));
+      const double a = promotions_.attained(*j, s.now), e = next_threshold(a);
+      if (e < kInf) t = std::min(t, s.now + seconds_to_attain(*j, a, e));
     }
     return std::min(t, promotions_.next(s, [&](const Job& j) { return queue_of(j, s.now) > 0; }));
   }
@@ -63,6 +58,11 @@ class Las final : public RankingPolicy {
   void forget(JobId id) override { promotions_.forget(id); }
 
  private:
+  // The first threshold above `a` device-seconds (+inf past the last).
+  double next_threshold(double a) const {
+    auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), a);
+    return it == thresholds_.end() ? kInf : *it;
+  }
   int queue_of(const Job& j, double now) const {
     double a = promotions_.attained(j, now);
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), a) - thresholds_.begin());

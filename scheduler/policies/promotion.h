@@ -1,11 +1,13 @@
-// The starvation guard that las and gittins share: a waiting job below the top rank that has
-// waited `factor` times as long as it has ever run has its attained service counted afresh from
-// then (it returns to the top). 0 turns the guard off.
+// What las and gittins share, both ranking by attained service that changes at edges: the
+// starvation guard (a waiting job below the top rank that has waited `factor` times as long as it
+// has ever run has its attained service counted afresh from then: it returns to the top; 0 turns
+// the guard off), and when a running job reaches an edge.
 #pragma once
 
 #include <algorithm>
 #include <unordered_map>
 
+#include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
 
 namespace ember::sched {
@@ -41,5 +43,26 @@ class Promotions {
   double factor_;
   std::unordered_map<JobId, double> base_;  // attained service at the latest promotion
 };
+
+// Seconds until running job j, at `from` device-seconds attained, reaches `to`: it attains its
+// devices x its rate per second.
+inline double seconds_to_attain(const Job& j, double from, double to) {
+  return (to - from) / (j.spec.gpus * j.rate);
+}
+
+// RankingPolicy::ahead_until for a rank that changes only as the running job r, at `attained`,
+// crosses an edge (next(e): the first edge above e, +inf past the last): the first edge before
+// `end` at which r ranks behind w, probed a millisecond past its time so that the attained
+// service lands beyond it; else `end`.
+template <typename Next, typename Rank>
+double first_edge_behind(const Job& r, double attained, const Ranked& w, double now, double end, const Next& next,
+                         const Rank& rank) {
+  for (double e = next(attained); e < kInf; e = next(e)) {
+    const double t = now + seconds_to_attain(r, attained, e) + 1e-3;
+    if (t >= end) break;
+    if (w < rank(r, t)) return t;
+  }
+  return end;
+}
 
 }  // namespace ember::sched
