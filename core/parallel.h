@@ -36,24 +36,23 @@ void parallel_slots(int64_t n, int slots, const F& f) {
   if (n <= 0) return;
   slots = static_cast<int>(std::clamp<int64_t>(slots, 1, n));
   const int64_t chunk = (n + slots - 1) / slots;
+  // Slots first, first + step, ... on this thread.
+  auto run = [&](int first, int step) {
+    for (int t = first; t < slots; t += step) {
+      const int64_t b = t * chunk, e = std::min(n, b + chunk);
+      if (b < e) f(t, b, e);
+    }
+  };
 #ifdef _OPENMP
   if (slots > 1 && !omp_in_parallel()) {
+    // The runtime may give fewer threads than asked (OMP_THREAD_LIMIT): a thread then takes
+    // more than one slot.
 #pragma omp parallel num_threads(slots)
-    {
-      // The runtime may give fewer threads than asked (OMP_THREAD_LIMIT): a thread then takes
-      // more than one slot.
-      for (int t = omp_get_thread_num(); t < slots; t += omp_get_num_threads()) {
-        const int64_t b = t * chunk, e = std::min(n, b + chunk);
-        if (b < e) f(t, b, e);
-      }
-    }
+    run(omp_get_thread_num(), omp_get_num_threads());
     return;
   }
 #endif
-  for (int t = 0; t < slots; ++t) {
-    const int64_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) f(t, b, e);
-  }
+  run(0, 1);
 }
 
 // Calls f(begin, end) on disjoint chunks covering [begin, end), in parallel when the range is
