@@ -82,9 +82,7 @@ Daemon::Daemon(const DaemonOptions& o)
   if (pool_.typed()) {
     speeds_ = o.speeds.empty() ? SpeedTable::defaults() : SpeedTable::read(o.speeds);
     speeds_.check_types(cluster_.topology());
-    speed_fn_ = [this](const JobSpec& j, int t) {
-      return j.model.empty() ? 1.0 : speeds_.speed(j.model, cluster_.topology().type_name(t));
-    };
+    speed_fn_ = speeds_on(cluster_.topology());
   }
   if (!o.quota.empty()) {
     shares_ = read_shares(o.quota, cluster_.num_devices());

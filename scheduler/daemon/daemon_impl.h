@@ -142,6 +142,13 @@ class Daemon {
   std::unique_ptr<AdmissionControl> admission_;
   SpeedTable speeds_;  // a typed pool's speeds
   SpeedFn speed_fn_;   // empty: one device type
+  // A job's speed on each type of `t` (which must outlive it) by the pool's table; a job that
+  // names no model runs at 1 everywhere.
+  SpeedFn speeds_on(const Topology& t) const {
+    return [this, &t](const JobSpec& j, int type) {
+      return j.model.empty() ? 1.0 : speeds_.speed(j.model, t.type_name(type));
+    };
+  }
   // Admitted jobs not yet started: their start estimate and when they were admitted (calibration).
   std::map<int64_t, std::pair<double, double>> estimates_;
   double last_estimate_ = 0;  // the latest submission's start estimate, for its answer

@@ -70,10 +70,7 @@ void Daemon::team_report(proto::Response& resp) const {
       const Topology alone = speed_fn_ ? Topology::typed(share_of_types(types, gpus), 0) : Topology::uniform(gpus, 0);
       std::unique_ptr<Policy> p = make_policy(opt_.policy, opt_.params);
       SimOptions so;
-      if (speed_fn_)
-        so.speed = [this, &alone](const JobSpec& j, int t) {
-          return j.model.empty() ? 1.0 : speeds_.speed(j.model, alone.type_name(t));
-        };
+      if (speed_fn_) so.speed = speeds_on(alone);
       return simulate(jobs, alone, *p, so);
     });
     for (const TeamFairness& tf : f.teams) {

@@ -126,6 +126,33 @@ TEST_F(DaemonTest, TheTeamsReportShowsSharesUseAndFairness) {
   ASSERT_TRUE(wait_for([&] { return finished(a) && finished(b); }));
 }
 
+// On a pool of device types the alone runs take a slice of each type and the pool's speed table:
+// a job of a model the table has is simulated at its speed there.
+TEST_F(DaemonTest, TheTeamsReportOnATypedPoolSimulatesTheShareWithItsSpeeds) {
+  write_file(dir_ + "/speeds.csv", "model,slow,fast\nx,2,4\n");
+  write_file(dir_ + "/quota.txt", "vision 1\nspeech 1\n");
+  start_daemon({"--devices", "cpu:1@slow,1@fast", "--policy", "fcfs", "--speeds", dir_ + "/speeds.csv", "--quota",
+                dir_ + "/quota.txt"});
+  JobSpec j = trainer("vision-job", 3, "", -1);
+  j.set_queue("vision");
+  j.set_model("x");
+  const int64_t id = submit(j);
+  ASSERT_TRUE(wait_for([&] { return finished(id); }));
+  ASSERT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+  Request q;
+  q.mutable_status()->set_teams(true);
+  Response r = ember::sched::call_daemon(state_, q, 10);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r.teams_size(), 2);
+  const auto& vision = r.teams(1);
+  EXPECT_EQ(vision.completed(), 1);
+  // One device of the share: the slow type (the largest remainder, ties to the type listed first),
+  // where model x does two seconds of work a second, so the alone run takes half the job's work.
+  const JobInfo info = job(id);
+  EXPECT_NEAR(vision.alone_avg_jct_s(), (info.run_seconds() - info.lost_seconds()) / 2, 1e-6);
+  EXPECT_NEAR(vision.rho(), vision.avg_jct_s() / vision.alone_avg_jct_s(), 1e-9);
+}
+
 TEST_F(DaemonTest, ATeamsReportFromADaemonWithoutQuotasIsAnError) {
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
   Result cr = cli({"status", "--teams"});
