@@ -3,6 +3,10 @@
 // live daemon only has estimates), and preempts a running job whenever better-ranked waiting jobs
 // need its devices. Remaining service only shrinks while a job runs and grows when it is
 // preempted (the preemption cost is added to its work), so two jobs never take turns forever.
+// With `estimates` = 1 it ranks by the submitter's estimate instead (the trace's estimate column),
+// as a live daemon must: fed estimates of a chosen error, it measures how good duration
+// knowledge must be for the oracle's average JCT (scripts/sched-estimate-noise.py). A job that
+// outlives its estimate counts as about to finish (Job::estimated_remaining).
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"
 #include "scheduler/ranking.h"
@@ -12,11 +16,12 @@ namespace {
 
 class Srsf final : public RankingPolicy {
  public:
-  explicit Srsf(double defrag) : defrag_(defrag) {}
+  Srsf(double defrag, bool estimates) : defrag_(defrag), estimates_(estimates) {}
   std::string name() const override { return "srsf"; }
   PolicyTraits traits() const override { return {.clairvoyant = true, .preemptive = true, .work_conserving = true}; }
   Ranked rank(const Job& j, double now) override {
-    return {j.true_remaining(now) * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
+    const double remaining = estimates_ ? j.estimated_remaining(now) : j.true_remaining(now);
+    return {remaining * j.spec.gpus, j.status == JobStatus::kWaiting ? 1.0 : 0.0, j.spec.submit, &j};
   }
   Decision decide(const SchedState& s) override {
     return list_schedule_preemptive(
@@ -26,6 +31,7 @@ class Srsf final : public RankingPolicy {
  private:
   std::vector<Ranked> ranked_;
   double defrag_ = 0;
+  bool estimates_ = false;
 };
 
 }  // namespace
@@ -33,8 +39,9 @@ class Srsf final : public RankingPolicy {
 std::unique_ptr<Policy> make_srsf(const PolicyParams& p) {
   ParamReader r("srsf", p);
   const double defrag = r.number("defrag", 0, 0, 16);
+  const bool estimates = r.number("estimates", 0, 0, 1) != 0;
   r.finish();
-  return std::make_unique<Srsf>(defrag);
+  return std::make_unique<Srsf>(defrag, estimates);
 }
 
 }  // namespace ember::sched

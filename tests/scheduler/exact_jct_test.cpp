@@ -117,6 +117,10 @@ TEST(ExactJct, SjfTrustsEstimatesSrsfTrustsDurations) {
   // Greedy (estimates): y preempts x at 1; z (est 20) does not beat y (est 4 left); y runs to 31,
   // then z (20) before x (49).
   EXPECT_EQ(jcts(run("greedy", jobs, 1)), (JctMap{{"x", 90}, {"y", 30}, {"z", 39}}));
+  // SRSF told to rank by the estimates, as a live daemon must: y (est 5) preempts x at 1; z (20)
+  // does not beat y (4 left, then 1 s once it has outlived its estimate); y runs to 31, z to 41.
+  EXPECT_EQ(jcts(run("srsf", jobs, 1, 0, 0, {{"srsf.estimates", "1"}})), (JctMap{{"x", 90}, {"y", 30}, {"z", 39}}));
+  EXPECT_THROW(run("srsf", jobs, 1, 0, 0, {{"srsf.estimates", "2"}}), Error);
 }
 
 TEST(ExactJct, PreemptionCostIsRepeatedWork) {

@@ -1,0 +1,207 @@
+// bench/sched_knowledge: how much must a scheduler know about durations to come close to the
+// oracle? SRSF ranks by true remaining service; a real scheduler has at best estimates. This runs
+// SRSF on estimates of a chosen error (`srsf.estimates=1`, the trace's durations times
+// exp(sigma x a standard normal draw), seeded) beside the oracle and the policies that know no
+// durations (gittins, las) on the same trace and cluster, and prints each run's average JCT as a
+// ratio to the oracle's. Three kinds of estimate:
+//   - every job off by the same sigma;
+//   - exact below 1e5 device-seconds, off by sigma above (the few long gangs that hold most of
+//     the gap between gittins and srsf on Philly, docs/SCHEDULER.md);
+//   - its "siblings'" median: the true durations of the jobs of the same queue and gang size
+//     submitted in the `--window` seconds before it (a sweep's other runs), exact when it has
+//     none. No scheduler has this at submission — the siblings are still running — so it is
+//     an optimistic bound on what Philly's repeated jobs could tell.
+// The second table gives the siblings' error by service decade. The reference is the oracle in
+// the same run; results are deterministic (no timing), so one run each, medians over seeds.
+//
+//   sched_knowledge --trace ../shared/data/traces/philly_w41.csv [--gpus 256,320,384]
+//                   [--node-gpus 0] [--seeds 3] [--window 3600]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "core/error.h"
+#include "scheduler/policy.h"
+#include "scheduler/simulator.h"
+#include "scheduler/trace.h"
+#include "scheduler/trace_gen.h"
+#include "tools/flags.h"
+
+using namespace ember;
+using namespace ember::sched;
+using bench::fmt;
+
+namespace {
+
+struct Args {
+  std::string trace;
+  std::vector<long> gpus = {256, 320, 384};
+  int node_gpus = 0;
+  int seeds = 3;
+  double window = 3600;
+};
+
+Args parse(const cli::Flags& f) {
+  Args a;
+  a.trace = f.require("trace");
+  if (f.has("gpus")) a.gpus = f.integers("gpus", 1, 100000000);
+  a.node_gpus = static_cast<int>(f.integer("node-gpus", a.node_gpus, 0, 1000000));
+  a.seeds = static_cast<int>(f.integer("seeds", a.seeds, 1, 1000));
+  a.window = f.number("window", a.window, 1, 1e9);
+  return a;
+}
+
+double service(const JobSpec& j) {
+  return j.duration * j.gpus;
+}
+
+// The trace with every job's estimate = duration x exp(sigma(j) x N(0, 1)).
+template <typename Sigma>
+std::vector<JobSpec> noisy(std::vector<JobSpec> t, unsigned seed, const Sigma& sigma) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  for (JobSpec& j : t) {
+    const double z = normal(rng);  // drawn for every job, so a job's draw does not depend on sigma
+    j.estimate = j.duration * std::exp(sigma(j) * z);
+  }
+  return t;
+}
+
+// Each job's siblings' median duration (< 0: no sibling), from the jobs of its queue and gang
+// size submitted in the window before it. The trace is in submission order (read_trace sorts).
+std::vector<double> sibling_medians(const std::vector<JobSpec>& t, double window) {
+  std::map<std::pair<std::string, int>, std::vector<size_t>> groups;
+  std::vector<double> med(t.size(), -1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::vector<size_t>& g = groups[{t[i].queue, t[i].gpus}];
+    std::vector<double> d;
+    for (auto it = g.rbegin(); it != g.rend() && t[i].submit - t[*it].submit <= window; ++it)
+      d.push_back(t[*it].duration);
+    if (!d.empty()) med[i] = percentile(d, 0.5);
+    g.push_back(i);
+  }
+  return med;
+}
+
+double avg_jct(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
+               const PolicyParams& params = {}) {
+  auto p = make_policy(policy, params);
+  return simulate(trace, topo, *p).metrics.avg_jct;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::Flags f;
+  f.add("trace", "FILE", "the job trace (required; durations known: the oracle's)")
+      .add("gpus", "N,...", "cluster sizes (default 256,320,384)")
+      .add("node-gpus", "K", "devices per node (default 0: one flat pool)")
+      .add("seeds", "N", "noise draws per row, median kept (default 3)")
+      .add("window", "S", "seconds before a job in which its siblings were submitted (default 3600)")
+      .add("help", "", "show this help");
+  const std::string usage = "usage: sched_knowledge --trace FILE [flags]\n\nflags:\n" + f.help();
+  Args a;
+  try {
+    f.parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (f.has("help")) {
+      std::printf("%s", usage.c_str());
+      return 0;
+    }
+    a = parse(f);
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "sched_knowledge: %s\n%s", e.what(), usage.c_str());
+    return 2;
+  }
+  return bench::guarded_main("sched_knowledge", [&] {
+    bench::print_cpu_line();
+    const std::vector<JobSpec> trace = read_trace(a.trace);
+    for (const JobSpec& j : trace)
+      EMBER_CHECK(j.duration >= 0, "sched_knowledge: job ", j.name, " of ", a.trace,
+                  " has no duration; the oracle needs every job's");
+    const std::vector<double> sib = sibling_medians(trace, a.window);
+    std::printf(
+        "trace %s: %zu jobs, %s; average JCT as a ratio to SRSF on true durations; noisy rows: median of "
+        "%d seeds\n\n",
+        a.trace.c_str(), trace.size(),
+        a.node_gpus ? (std::to_string(a.node_gpus) + "-device nodes").c_str() : "one flat pool", a.seeds);
+
+    struct Row {
+      std::string knows, what;
+      std::function<std::vector<JobSpec>(unsigned)> make;  // null: a policy on the trace as it is
+      std::string policy;
+      bool seeded = true;  // the estimates depend on the seed
+    };
+    std::vector<Row> rows;
+    rows.push_back({"durations", "srsf (the oracle)", nullptr, "srsf"});
+    rows.push_back({"history", "gittins", nullptr, "gittins"});
+    rows.push_back({"nothing", "las", nullptr, "las"});
+    for (double s : {0.1, 0.2, 0.3, 0.5, 0.7, 1.0})
+      rows.push_back({"estimates", "every job off by sigma " + fmt(s, "%.1f"),
+                      [&, s](unsigned seed) { return noisy(trace, seed, [s](const JobSpec&) { return s; }); }, "srsf"});
+    for (double s : {0.4, 0.8, 1.2})
+      rows.push_back({"estimates", "exact below 1e5 device-s, sigma " + fmt(s, "%.1f") + " above",
+                      [&, s](unsigned seed) {
+                        return noisy(trace, seed, [s](const JobSpec& j) { return service(j) >= 1e5 ? s : 0.0; });
+                      },
+                      "srsf"});
+    rows.push_back({"estimates", "siblings' median (optimistic), exact without",
+                    [&](unsigned) {
+                      std::vector<JobSpec> t = trace;
+                      for (size_t i = 0; i < t.size(); ++i) t[i].estimate = sib[i] >= 0 ? sib[i] : t[i].duration;
+                      return t;
+                    },
+                    "srsf", false});
+
+    bench::Table t;
+    t.header = {"knows", "policy / estimates"};
+    for (long g : a.gpus) t.header.push_back(std::to_string(g) + " dev: avg/srsf");
+    std::vector<double> oracle;
+    for (long g : a.gpus) oracle.push_back(avg_jct(trace, Topology::uniform(static_cast<int>(g), a.node_gpus), "srsf"));
+    for (const Row& r : rows) {
+      std::vector<std::string> line = {r.knows, r.what};
+      for (size_t k = 0; k < a.gpus.size(); ++k) {
+        const Topology topo = Topology::uniform(static_cast<int>(a.gpus[k]), a.node_gpus);
+        std::vector<double> v;
+        if (!r.make) {
+          v.push_back(avg_jct(trace, topo, r.policy));
+        } else {
+          const int draws = r.seeded ? a.seeds : 1;
+          for (int s = 0; s < draws; ++s)
+            v.push_back(avg_jct(r.make(1 + s), topo, r.policy, {{"srsf.estimates", "1"}}));
+        }
+        line.push_back(fmt(bench::median(v) / oracle[k], "%.3f"));
+      }
+      t.rows.push_back(line);
+      std::fprintf(stderr, "  %s\n", r.what.c_str());
+    }
+    t.print();
+
+    // How well siblings predict, by service decade: median |log(siblings' median / duration)|.
+    std::printf("\nsiblings' error by service (device-seconds): median |log(siblings' median / duration)|\n\n");
+    bench::Table e;
+    e.header = {"service", "jobs", "with siblings", "median error", "as a sigma"};
+    const double edges[] = {0, 1e3, 1e4, 1e5, INFINITY};
+    for (int b = 0; b < 4; ++b) {
+      std::vector<double> err;
+      long n = 0;
+      for (size_t i = 0; i < trace.size(); ++i) {
+        const double sv = service(trace[i]);
+        if (sv < edges[b] || sv >= edges[b + 1]) continue;
+        ++n;
+        if (sib[i] > 0 && trace[i].duration > 0) err.push_back(std::abs(std::log(sib[i] / trace[i].duration)));
+      }
+      const double m = err.empty() ? NAN : percentile(err, 0.5);
+      // The median of |N(0, sigma)| is 0.6745 sigma.
+      e.rows.push_back({b == 3 ? ">= 1e5" : ("< " + fmt(edges[b + 1], "%.0e")), std::to_string(n),
+                        std::to_string(err.size()), fmt(m, "%.3f"), fmt(m / 0.6745, "%.2f")});
+    }
+    e.print();
+    return 0;
+  });
+}
