@@ -199,6 +199,19 @@ std::vector<Geometry> geometries() {
   add_conv("mnist_layer2", mnist, DType::Float32);
   mnist.C = 16, mnist.H = 5, mnist.W = 5;
   add_conv("mnist_layer3", mnist, DType::Float32);
+  Cfg wino;  // 3x3 stride 1, 8+ channels each way, outputs 6x6 or more: Winograd F(2x2, 3x3)
+  wino.N = 3, wino.C = 9, wino.OC = 10, wino.H = 8, wino.W = 8;
+  add_conv("winograd", wino, DType::Float64);
+  add_conv("winograd", wino, DType::Float32);
+  wino.N = 2, wino.C = 8, wino.OC = 11, wino.H = 9, wino.W = 10, wino.ph = 1, wino.pw = 2, wino.bias = false;
+  add_conv("winograd_odd_even_padded", wino, DType::Float64);  // 9x12 outputs: clipped tiles
+  wino.ph = 2, wino.pw = 0, wino.H = 7, wino.W = 13;
+  add_conv("winograd_padding2", wino, DType::Float64);
+  add_tconv("winograd", wino, DType::Float64);  // the conv it inverts: 11 -> 8 channels, padding 0
+  Cfg wino_many;                                // several chunks of images and several threads
+  wino_many.N = 40, wino_many.C = 12, wino_many.OC = 8, wino_many.H = 13, wino_many.W = 13;
+  add_conv("winograd_many_images", wino_many, DType::Float64);
+  add_conv("winograd_many_images", wino_many, DType::Float32);
   Cfg tiles;  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles
   tiles.N = 1, tiles.C = 32, tiles.OC = 3, tiles.H = 32, tiles.W = 31, tiles.ph = 1, tiles.pw = 1;
   add_conv("row_tiles", tiles, DType::Float64);
@@ -271,6 +284,9 @@ void add_conv_rows(std::vector<OpRow>& t) {
   Cfg same = a;
   same.same = true, same.ph = 0, same.KH = 2, same.dw = 2;
   small.push_back({"same_even_kernel", same});
+  Cfg wino;  // the Winograd path (8 channels each way, 6x6 outputs), forward and input gradient
+  wino.N = 1, wino.C = 8, wino.OC = 8, wino.H = 6, wino.W = 8, wino.ph = 1, wino.pw = 0;
+  small.push_back({"winograd", wino});
   for (const auto& [name, c] : small)
     t.push_back({"conv2d_small_" + name, [c = c](Generator& g) { return conv_inputs(g, c, DType::Float32, false); },
                  [c = c](const Inputs& x) { return conv2d(x[0], x[1], c.bias ? x[2] : Tensor(), conv_params(c)); }});

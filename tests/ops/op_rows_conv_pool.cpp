@@ -36,6 +36,8 @@ std::vector<ConvPoolCfg> cfgs() {
   strided.dilation = {1, 2};
   Pool2dParams ceil{.kernel = {2, 3}, .stride = {2, 2}, .ceil_mode = true};
   v.push_back({"strided_dilated_ceil_pool_no_bias", 3, 2, 9, 11, 3, 3, strided, ceil, false});
+  // MNIST's second layer scaled down: the convolution on the Winograd path, two chunks.
+  v.push_back({"winograd", 24, 8, 13, 13, 8, 3, {}, {}, true, false});
   // 4 x 184 x 184 float32 outputs are 529 KiB an image: one image a chunk, three chunks in all.
   v.push_back({"several_chunks", 3, 1, 186, 186, 4, 3, {}, {}, true, false});
   // 64 x 128 x 3 x 3 float32 weights are 288 KiB: over the op's limit, it runs the two ops.
