@@ -7,7 +7,8 @@
 // serially inside a parallel region); with fewer chunks than threads, chunks run one after another
 // and OpenBLAS threads each GEMM instead. A 1x1, stride-1, unpadded convolution is a plain GEMM on
 // the input, without im2col. Depthwise convolutions (one input and one output channel per group)
-// would make GEMMs of one row, so they run as direct loops.
+// would make GEMMs of one row, so they run as direct loops. 3x3 stride-1 convolutions of small
+// images run as Winograd F(2x2, 3x3), GEMMs over transformed tiles (conv_winograd.h).
 #include <cblas.h>
 
 #include <algorithm>
@@ -340,12 +341,12 @@ std::vector<T> weight_channels_last(const T* w, const ConvGeometry& g) {
 // ------------------------------------------------------------------ Winograd F(2x2, 3x3)
 // For the 3x3, stride-1 convolutions of small images the channels-last path takes (MNIST's c2:
 // 32 -> 64 channels, 13x13 -> 11x11) the multiply-adds drop from 36 to 16 per tile of 2x2 outputs
-// and input channel (conv_winograd.h). The input gradient of such a convolution is one too: the
-// output gradient convolved with the filters flipped and their channels swapped, padded by
-// 2 - padding (conv_transpose2d's forward of a stride-1 3x3 runs it too). The weight gradient
-// stays on im2row: its Winograd form, transforms of the output gradient's tiles correlated with
-// the input's, is not written. MnistCnn's training step at two threads on Zen 5: 285 -> 308
-// GFLOP/s with the forward alone on Winograd, 314 with the input gradient too (bench/RESULTS.md).
+// and channel pair (conv_winograd.h), in all three passes: the forward; the input gradient, which
+// is the output gradient convolved with the filters turned half a circle and their channels
+// swapped, padded by 2 - padding (conv_transpose2d's forward of a stride-1 3x3 runs it too); and
+// the weight gradient, the forward's transforms run backwards. MnistCnn's training step at two
+// threads on Zen 5: 285 GFLOP/s direct, 308 with the forward on Winograd, 314 with the input
+// gradient, 343 with all three (nominal FLOP, as every rate here: the direct form's count).
 // Below 6x6 outputs (MNIST's c3: 3x3) the clipped tiles waste more than the form saves.
 constexpr int64_t kWinogradBytes = int64_t{1} << 20;
 
@@ -354,18 +355,24 @@ bool use_winograd(const ConvGeometry& g) {
          g.pw <= 2 && g.C >= 8 && g.OC >= 8 && g.OH >= 6 && g.OW >= 6;
 }
 
+// Chunks of images whose transformed input and GEMM results (16 values per tile and channel) stay
+// within kWinogradBytes, so that the GEMMs find them in L2: on Zen 5 (1 MiB of L2) chunks of 3 of
+// MNIST's c2 images (108 tiles, 0.7 MiB) made the training step at two threads about 3% faster
+// than chunks of 8 (288 tiles). Chunks are equal, not 14 images and 2.
+template <typename T>
+Plan winograd_plan(const ConvGeometry& g) {
+  const int64_t tile_bytes = 16 * (g.C + g.OC) * static_cast<int64_t>(sizeof(T));
+  Plan plan = make_plan_of(g, std::max<int64_t>(1, kWinogradBytes / (cpu::winograd::tiles(g) * tile_bytes)));
+  plan.per_chunk = (g.N + plan.chunks - 1) / std::max<int64_t>(1, plan.chunks);
+  return plan;
+}
+
 // out [N, OC, OH, OW] (+ bias) from in [N, C, H, W] through u = the filters' transform
 // [16, C, OC]. Chunks of images whose tiles make GEMMs of a few hundred rows.
 template <typename T>
 void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometry& g) {
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g);
-  // A chunk's transformed input and GEMM results (16 values per tile and channel) within
-  // kWinogradBytes, so that the GEMMs find them in L2: on Zen 5 (1 MiB of L2) chunks of 3 of
-  // MNIST's c2 images (108 tiles, 0.7 MiB) made the training step at two threads about 3% faster
-  // than chunks of 8 (288 tiles); chunks are equal, not 14 images and 2.
-  const int64_t tile_bytes = 16 * (g.C + g.OC) * static_cast<int64_t>(sizeof(T));
-  Plan plan = make_plan_of(g, std::max<int64_t>(1, kWinogradBytes / (TT * tile_bytes)));
-  plan.per_chunk = (g.N + plan.chunks - 1) / std::max<int64_t>(1, plan.chunks);
+  const Plan plan = winograd_plan<T>(g);
   const std::vector<T> zeros(static_cast<size_t>(g.C), T(0));
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * TT, ldv = rows * g.C, ldm = rows * g.OC;
@@ -414,6 +421,35 @@ void winograd_backward_input(T* gi, const T* go, const T* w, const T* bp, const 
   const std::vector<T> u = winograd_filters<T>(
       t, [&](int64_t c, int64_t oc, int kh, int kw) { return w[((oc * g.C + c) * 3 + (2 - kh)) * 3 + (2 - kw)]; });
   winograd_conv(gi, go, u.data(), bp, t);
+}
+
+// gw [OC, C, 3, 3] from the output gradient and the input: per chunk the input's tiles transformed
+// as in the forward and the output gradient's by output()'s adjoint, 16 GEMMs [C, tiles] x
+// [tiles, OC] summed into a per-thread [16, C, OC], and at the end filter()'s adjoint.
+template <typename T>
+void winograd_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g), usize = 16 * g.C * g.OC;
+  const Plan plan = winograd_plan<T>(g);
+  std::vector<T> acc(static_cast<size_t>(plan.threads * usize), T(0));
+  const std::vector<T> zeros(static_cast<size_t>(std::max(g.C, g.OC)), T(0));
+  run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
+    const int64_t rows = nb * TT, ldv = rows * g.C, ldm = rows * g.OC;
+    T* xt = scratch<T>(2, std::max(HW * g.C, OHW * g.OC));
+    T* v = scratch<T>(0, 16 * ldv);
+    T* m = scratch<T>(1, 16 * ldm);
+    for (int64_t j = 0; j < nb; ++j) {
+      to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
+      cpu::winograd::input(xt, v + j * TT * g.C, ldv, g, zeros.data());
+      to_channels_last(go + (n0 + j) * g.OC * OHW, xt, g.OC, OHW);
+      cpu::winograd::output_grad(xt, m + j * TT * g.OC, ldm, g, zeros.data());
+    }
+    T* du = acc.data() + tid * usize;
+    for (int k = 0; k < 16; ++k)
+      gemm(true, false, g.C, g.OC, rows, T(1), v + k * ldv, g.C, m + k * ldm, g.OC, T(1), du + k * g.C * g.OC, g.OC);
+  });
+  for (int t = 1; t < plan.threads; ++t)
+    for (int64_t i = 0; i < usize; ++i) acc[i] += acc[t * usize + i];
+  cpu::winograd::filter_grad(acc.data(), gw, g.C, g.OC);
 }
 
 template <typename T>
@@ -747,7 +783,10 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
   }
 
   if (use_channels_last(g) && !is_pointwise(g)) {
-    cl_backward_weight(gw, go, in, g);
+    if (use_winograd(g))
+      winograd_backward_weight(gw, go, in, g);
+    else
+      cl_backward_weight(gw, go, in, g);
     return;
   }
 

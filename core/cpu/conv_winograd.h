@@ -5,7 +5,8 @@
 // become 16 GEMMs, [tiles, C] x [C, OC], so the multiply-adds still run in OpenBLAS's kernel,
 // 2.25x fewer of them (fewer still counting the transforms' reuse of each input element).
 //
-// These are the three transforms; conv_kernel.cpp runs them around the GEMMs. Only additions and
+// These are the transforms, of the filters, the input and the output, and for the weight gradient
+// the adjoints of the filters' and the output's; conv_kernel.cpp runs them around the GEMMs. Only additions and
 // halvings, so the rounding error stays within a few units in the last place of the direct
 // form's (the larger tiles of F(4x4, 3x3) lose about a digit in float, which is why this is 2x2).
 // Every loop over channels is contiguous (channels-last input, channels-last output) and
@@ -132,6 +133,64 @@ void output(const T* m, int64_t ldm, T* ot, const ConvGeometry& g) {
           y10[oc] = a[4] + a[5] + a[6];
           if (right) y11[oc] = a[5] - a[6] - a[7];
         }
+      }
+    }
+}
+
+// The weight gradient runs the forward backwards: with M = U . V summed over channels and
+// Y = A^T M A, dL/dM = A dY A^T per tile and dL/dU = sum over tiles of dL/dM . V (GEMMs), then
+// dL/dg = G^T dL/dU G. This is output()'s adjoint: mg[k * ldm + t * OC + oc] = (A dy A^T)[k]
+// for the 2x2 output gradient dy of tile t at got [OH * OW, OC] (channels-last), zero where a
+// clipped tile has no output.
+template <typename T>
+void output_grad(const T* got, T* mg, int64_t ldm, const ConvGeometry& g, const T* zeros) {
+  const int64_t OC = g.OC, TH = tiles_h(g), TW = tiles_w(g);
+  for (int64_t ty = 0; ty < TH; ++ty)
+    for (int64_t tx = 0; tx < TW; ++tx) {
+      const int64_t oh = 2 * ty, ow = 2 * tx;
+      const bool down = oh + 1 < g.OH, right = ow + 1 < g.OW;
+      const T* y00 = got + (oh * g.OW + ow) * OC;
+      const T* y01 = right ? y00 + OC : zeros;
+      const T* y10 = down ? y00 + g.OW * OC : zeros;
+      const T* y11 = down && right ? y00 + (g.OW + 1) * OC : zeros;
+      T* dst = mg + (ty * TW + tx) * OC;
+#pragma omp simd
+      for (int64_t oc = 0; oc < OC; ++oc) {
+        // A dy: rows dy0, dy0 + dy1, dy0 - dy1, -dy1 (each a row of two)
+        const T a0 = y00[oc], a1 = y01[oc], b0 = y10[oc], b1 = y11[oc];
+        const T t[8] = {a0, a1, a0 + b0, a1 + b1, a0 - b0, a1 - b1, -b0, -b1};
+        for (int r = 0; r < 4; ++r) {  // (A dy) A^T: the same on each row's two columns
+          const T p = t[2 * r], q = t[2 * r + 1];
+          dst[(r * 4 + 0) * ldm + oc] = p;
+          dst[(r * 4 + 1) * ldm + oc] = p + q;
+          dst[(r * 4 + 2) * ldm + oc] = p - q;
+          dst[(r * 4 + 3) * ldm + oc] = -q;
+        }
+      }
+    }
+}
+
+// gw [OC, C, 3, 3] = G^T du G for every (c, oc), du [16, C, OC]: filter()'s adjoint.
+template <typename T>
+void filter_grad(const T* du, T* gw, int64_t C, int64_t OC) {
+  const int64_t plane = C * OC;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t oc = 0; oc < OC; ++oc) {
+      T d[16];
+      for (int k = 0; k < 16; ++k) d[k] = du[k * plane + c * OC + oc];
+      T t[12];  // G^T d: rows d0 + (d1 + d2) / 2, (d1 - d2) / 2, (d1 + d2) / 2 + d3
+      for (int q = 0; q < 4; ++q) {
+        const T d0 = d[q], d1 = d[4 + q], d2 = d[8 + q], d3 = d[12 + q];
+        t[q] = d0 + (d1 + d2) * T(0.5);
+        t[4 + q] = (d1 - d2) * T(0.5);
+        t[8 + q] = (d1 + d2) * T(0.5) + d3;
+      }
+      T* o = gw + (oc * C + c) * 9;
+      for (int r = 0; r < 3; ++r) {  // (G^T d) G: the same on each row's four columns
+        const T a = t[r * 4], b = t[r * 4 + 1], e = t[r * 4 + 2], f = t[r * 4 + 3];
+        o[r * 3 + 0] = a + (b + e) * T(0.5);
+        o[r * 3 + 1] = (b - e) * T(0.5);
+        o[r * 3 + 2] = (b + e) * T(0.5) + f;
       }
     }
 }
