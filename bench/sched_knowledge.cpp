@@ -21,18 +21,18 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "core/error.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_gen.h"
+#include "tools/flags.h"
+#include "tools/run_leaf.h"
 
 using namespace ember;
 using namespace ember::sched;
@@ -106,11 +106,14 @@ int main(int argc, char** argv) {
       .add("seeds", "N", "noise draws per row, median kept (default 3)")
       .add("window", "S", "seconds before a job in which its siblings were submitted (default 3600)")
       .add("help", "", "show this help");
-  Args a;
-  if (const std::optional<int> stop =
-          bench::parse_flags(f, argc, argv, "sched_knowledge", "--trace FILE [flags]", a, parse))
-    return *stop;
-  return bench::guarded_main("sched_knowledge", [&] {
+  const std::string usage = "usage: sched_knowledge --trace FILE [flags]\n\nflags:\n" + f.help();
+  return cli::run_leaf("sched_knowledge", usage, [&]() -> int {
+    f.parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (f.has("help")) {
+      std::printf("%s", usage.c_str());
+      return 0;
+    }
+    const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> trace = read_trace(a.trace);
     for (const JobSpec& j : trace)

@@ -16,17 +16,17 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "core/error.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_gen.h"
+#include "tools/flags.h"
+#include "tools/run_leaf.h"
 
 using namespace ember;
 using namespace ember::sched;
@@ -83,10 +83,14 @@ int main(int argc, char** argv) {
       .add("load", "L", "offered load on the full cluster (default 0.9)")
       .add("node-gpus", "K", "devices per node (default 8; 0: one flat pool)")
       .add("help", "", "show this help");
-  Args a;
-  if (const std::optional<int> stop = bench::parse_flags(f, argc, argv, "sched_scale", "--like FILE [flags]", a, parse))
-    return *stop;
-  return bench::guarded_main("sched_scale", [&] {
+  const std::string usage = "usage: sched_scale --like FILE [flags]\n\nflags:\n" + f.help();
+  return cli::run_leaf("sched_scale", usage, [&]() -> int {
+    f.parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (f.has("help")) {
+      std::printf("%s", usage.c_str());
+      return 0;
+    }
+    const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> like = read_trace(a.like);
     std::printf(

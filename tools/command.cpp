@@ -2,9 +2,6 @@
 
 #include <iostream>
 
-#include "core/error.h"
-#include "tools/flags.h"
-
 namespace ember::cli {
 namespace {
 
@@ -31,21 +28,6 @@ int dispatch(const std::string& prog, const std::vector<Command>& table, const s
     if (c.name == args[0]) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
   std::cerr << prog << ": unknown command '" << args[0] << "'\n" << table_usage(prog, table);
   return 2;
-}
-
-int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const UsageError& e) {
-    std::cerr << prog << ": " << e.what() << "\n\n" << usage;
-    return 2;
-  } catch (const ember::Error& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {  // a file-system error the command did not foresee, say
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 1;
-  }
 }
 
 std::vector<Command> top_level_commands() {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/run_leaf.h"
+
 namespace ember::cli {
 
 struct Command {
@@ -18,10 +20,6 @@ struct Command {
 
 // Runs the command named by args[0] with the rest; `prog` is the path so far ("ember sched").
 int dispatch(const std::string& prog, const std::vector<Command>& table, const std::vector<std::string>& args);
-
-// Runs a leaf command's body, turning UsageError into status 2 (message + usage) and
-// ember::Error into status 1.
-int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body);
 
 // The tables.
 std::vector<Command> top_level_commands();

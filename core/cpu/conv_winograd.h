@@ -6,9 +6,10 @@
 // 2.25x fewer of them (fewer still counting the transforms' reuse of each input element).
 //
 // These are the transforms, of the filters, the input and the output, and for the weight gradient
-// the adjoints of the filters' and the output's; conv_kernel.cpp runs them around the GEMMs. Only additions and
-// halvings, so the rounding error stays within a few units in the last place of the direct
-// form's (the larger tiles of F(4x4, 3x3) lose about a digit in float, which is why this is 2x2).
+// the adjoints of the filters' and the output's; conv_kernel.cpp runs them around the GEMMs. Only
+// additions and halvings, so the rounding error stays within a few units in the last place of the
+// direct form's (the larger tiles of F(4x4, 3x3) lose about a digit in float, which is why this
+// is 2x2).
 // Every loop over channels is contiguous (channels-last input, channels-last output) and
 // vectorises over channels. Compiled once per CPU level, in that level's namespace
 // (core/cpu/capability.h).

@@ -218,16 +218,12 @@ class Gavel final : public Policy {
     return true;
   }
 
-  // Waiting wide jobs, first come first served, onto `free` across types while they fit.
+  // Waiting wide jobs, first come first served (the waiting list is in submission order), onto
+  // `free` across types while they fit.
   static void start_wide(const SchedState& s, FreeMap& free, Decision& d) {
     const Topology& topo = s.cluster->topology();
-    std::vector<const Job*> w;
-    for (const Job* j : s.waiting)
-      if (wide(topo, *j)) w.push_back(j);
-    std::sort(w.begin(), w.end(), [](const Job* a, const Job* b) {
-      return a->spec.submit != b->spec.submit ? a->spec.submit < b->spec.submit : a->id < b->id;
-    });
-    for (const Job* j : w) {
+    for (const Job* j : s.waiting) {
+      if (!wide(topo, *j)) continue;
       std::optional<Placement> p = free.best_fit(j->spec.gpus, j->spec.mem_per_gpu);
       if (!p) break;  // the first in line waits for room; later ones do not pass it
       free.take(*p);

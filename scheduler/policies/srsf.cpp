@@ -5,7 +5,7 @@
 // preempted (the preemption cost is added to its work), so two jobs never take turns forever.
 // With `estimates` = 1 it ranks by the submitter's estimate instead (the trace's estimate column),
 // as a live daemon must: fed estimates of a chosen error, it measures how good duration
-// knowledge must be for the oracle's average JCT (scripts/sched-estimate-noise.py). A job that
+// knowledge must be for the oracle's average JCT (bench/sched_knowledge). A job that
 // outlives its estimate counts as about to finish (Job::estimated_remaining).
 #include "scheduler/params.h"
 #include "scheduler/policies/policies.h"

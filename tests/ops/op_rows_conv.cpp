@@ -284,7 +284,7 @@ void add_conv_rows(std::vector<OpRow>& t) {
   Cfg same = a;
   same.same = true, same.ph = 0, same.KH = 2, same.dw = 2;
   small.push_back({"same_even_kernel", same});
-  Cfg wino;  // the Winograd path (8 channels each way, 6x6 outputs), forward and input gradient
+  Cfg wino;  // the Winograd path (8 channels each way, 6x6 outputs): forward and both gradients
   wino.N = 1, wino.C = 8, wino.OC = 8, wino.H = 6, wino.W = 8, wino.ph = 1, wino.pw = 0;
   small.push_back({"winograd", wino});
   for (const auto& [name, c] : small)
