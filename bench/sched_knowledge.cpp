@@ -11,6 +11,12 @@
 //     submitted in the `--window` seconds before it (a sweep's other runs), exact when it has
 //     none. No scheduler has this at submission — the siblings are still running — so it is
 //     an optimistic bound on what Philly's repeated jobs could tell.
+// And two Gittins runs told more than a scheduler can know, though no job's own duration: the
+// week's service distributions (per queue and gang size, ...) from the first arrival on, instead
+// of learning them as jobs finish; and each sweep's distribution (a queue's jobs of one gang size
+// each submitted within `--window` of the one before), trusted from 2 jobs on. Gittins is the
+// best order for a known distribution (on one server), so these bound what any better learning of
+// distributions could give.
 // The second table gives the siblings' error by service decade. The reference is the oracle in
 // the same run; results are deterministic (no timing), so one run each, medians over seeds.
 //
@@ -90,10 +96,59 @@ std::vector<double> sibling_medians(const std::vector<JobSpec>& t, double window
   return med;
 }
 
+// The trace with each job's queue narrowed to its sweep: the run of jobs of the same queue and
+// gang size each submitted within `window` seconds of the one before.
+std::vector<JobSpec> by_sweep(std::vector<JobSpec> t, double window) {
+  std::map<std::pair<std::string, int>, std::pair<double, long>> last;  // latest submission, sweep
+  long sweeps = 0;
+  for (JobSpec& j : t) {
+    auto& [at, sweep] = last[{j.queue, j.gpus}];
+    if (sweep == 0 || j.submit - at > window) sweep = ++sweeps;
+    at = j.submit;
+    j.queue.append("#").append(std::to_string(sweep));
+  }
+  return t;
+}
+
 double avg_jct(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
                const PolicyParams& params = {}) {
   auto p = make_policy(policy, params);
   return simulate(trace, topo, *p).metrics.avg_jct;
+}
+
+// A policy that learns from finished jobs, told every job of the trace as finished before the
+// first arrival and nothing after: it ranks by the week's own service distributions from the
+// start instead of learning them as jobs finish. What better distribution learning (censoring,
+// recency, priors) could at most give; no individual job's duration is known.
+class Foresight final : public Policy {
+ public:
+  Foresight(std::unique_ptr<Policy> inner, const std::vector<JobSpec>& trace) : inner_(std::move(inner)) {
+    const JobId first = static_cast<JobId>(trace.size());  // ids the simulation does not use
+    for (size_t i = 0; i < trace.size(); ++i) {
+      Job j;
+      j.id = first + static_cast<JobId>(i);
+      j.spec = trace[i];
+      j.status = JobStatus::kDone;
+      j.executed = trace[i].duration;
+      j.finish = trace[i].submit + trace[i].duration;
+      inner_->job_finished(j);
+    }
+  }
+  std::string name() const override { return inner_->name() + "+foresight"; }
+  PolicyTraits traits() const override { return inner_->traits(); }
+  Decision decide(const SchedState& s) override { return inner_->decide(s); }
+  double next_wakeup(const SchedState& s) const override { return inner_->next_wakeup(s); }
+  void job_finished(const Job&) override {}
+  void forget(JobId id) override { inner_->forget(id); }
+
+ private:
+  std::unique_ptr<Policy> inner_;
+};
+
+double avg_jct_foresight(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
+                         const PolicyParams& params) {
+  Foresight p(make_policy(policy, params), trace);
+  return simulate(trace, topo, p).metrics.avg_jct;
 }
 
 }  // namespace
@@ -130,12 +185,23 @@ int main(int argc, char** argv) {
       std::string knows, what;
       std::function<std::vector<JobSpec>(unsigned)> make;  // null: a policy on the trace as it is
       std::string policy;
-      bool seeded = true;  // the estimates depend on the seed
+      bool seeded = true;      // the estimates depend on the seed
+      bool foresight = false;  // the policy is told the (made) trace's jobs as finished up front
+      PolicyParams params = {{"srsf.estimates", "1"}};  // for the policy, whichever it is
     };
     std::vector<Row> rows;
     rows.push_back({"durations", "srsf (the oracle)", nullptr, "srsf"});
     rows.push_back({"history", "gittins", nullptr, "gittins"});
     rows.push_back({"nothing", "las", nullptr, "las"});
+    rows.push_back(
+        {"week's dist.", "gittins, the week's distributions from the start", nullptr, "gittins", false, true, {}});
+    rows.push_back({"week's dist.",
+                    "gittins, each sweep's distribution from the start",
+                    [&](unsigned) { return by_sweep(trace, a.window); },
+                    "gittins",
+                    false,
+                    true,
+                    {{"gittins.min_history", "2"}}});
     for (double s : {0.1, 0.2, 0.3, 0.5, 0.7, 1.0})
       rows.push_back({"estimates", "every job off by sigma " + fmt(s, "%.1f"),
                       [&, s](unsigned seed) { return noisy(trace, seed, [s](const JobSpec&) { return s; }); }, "srsf"});
@@ -163,12 +229,13 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < a.gpus.size(); ++k) {
         const Topology topo = Topology::uniform(static_cast<int>(a.gpus[k]), a.node_gpus);
         std::vector<double> v;
-        if (!r.make) {
+        if (r.foresight) {
+          v.push_back(avg_jct_foresight(r.make ? r.make(1) : trace, topo, r.policy, r.params));
+        } else if (!r.make) {
           v.push_back(avg_jct(trace, topo, r.policy));
         } else {
           const int draws = r.seeded ? a.seeds : 1;
-          for (int s = 0; s < draws; ++s)
-            v.push_back(avg_jct(r.make(1 + s), topo, r.policy, {{"srsf.estimates", "1"}}));
+          for (int s = 0; s < draws; ++s) v.push_back(avg_jct(r.make(1 + s), topo, r.policy, r.params));
         }
         line.push_back(fmt(bench::median(v) / oracle[k], "%.3f"));
       }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -240,8 +241,16 @@ int sched_status(const std::vector<std::string>& args) {
     }
     int busy = 0;
     for (const proto::DeviceInfo& d : r.devices()) busy += d.job() >= 0;
-    std::cout << "daemon pid " << r.daemon_pid() << ", policy " << r.policy() << (r.draining() ? ", DRAINING" : "")
-              << "; devices " << busy << "/" << r.devices_size() << " busy:";
+    std::cout << "daemon pid " << r.daemon_pid() << ", policy " << r.policy();
+    // A protobuf map's order is unspecified: sorted, so that the line reads the same every time.
+    const std::map<std::string, double> counters(r.policy_counters().begin(), r.policy_counters().end());
+    const char* sep = " (";
+    for (const auto& [k, v] : counters) {
+      std::cout << sep << k << " " << v;
+      sep = ", ";
+    }
+    std::cout << (counters.empty() ? "" : ")") << (r.draining() ? ", DRAINING" : "") << "; devices " << busy << "/"
+              << r.devices_size() << " busy:";
     for (const proto::DeviceInfo& d : r.devices())
       std::cout << " " << d.name() << "=" << (d.job() >= 0 ? "job" + std::to_string(d.job()) : "free");
     std::cout << "\n";

@@ -84,6 +84,7 @@ class Daemon {
   // Persists a transition (`what` non-empty: also an event, printed unless --quiet).
   void save(JobRecord& r, const std::string& what);
   void recover();
+  void relearn();  // tells the policy and admission control the finished jobs of the state database
   void readopt(JobRecord& j);
   void reap();
   void poll_adopted();

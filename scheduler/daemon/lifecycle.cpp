@@ -45,6 +45,29 @@ void Daemon::recover() {
       j.job.status = JobStatus::kDone;
     }
   }
+  relearn();
+}
+
+// What the policy and admission control learned from finished jobs lives in this process only:
+// without telling them the finished jobs again, every restart would send gittins and the learned
+// policy back to ranking by attained service alone until new jobs finish. Told in the order the
+// jobs finished, as they were the first time.
+void Daemon::relearn() {
+  std::vector<JobRecord*> done;
+  for (auto& [id, r] : jobs_)
+    if (r.info.state() == proto::DONE) done.push_back(&r);
+  std::stable_sort(done.begin(), done.end(), [](const JobRecord* a, const JobRecord* b) {
+    return a->info.finish_time() < b->info.finish_time();
+  });
+  for (JobRecord* r : done) {
+    r->job.executed = r->info.run_seconds();
+    r->job.overhead = r->info.lost_seconds();
+    r->job.finish = r->info.finish_time();
+    policy_->job_finished(r->job);
+    admission_->finished(r->job, std::max(0.0, r->info.run_seconds() - r->info.lost_seconds()), r->job.finish);
+    policy_->forget(r->job.id);
+    admission_->forget(r->job.id);
+  }
 }
 
 void Daemon::readopt(JobRecord& j) {

@@ -74,6 +74,7 @@ proto::Response Daemon::handle(const proto::Request& req, const Identity& who) {
   proto::Response resp;
   resp.set_ok(true);
   resp.set_policy(policy_->name());
+  for (const auto& [k, v] : policy_->counters()) (*resp.mutable_policy_counters())[k] = v;
   resp.set_draining(draining_);
   resp.set_daemon_pid(::getpid());
   switch (req.body_case()) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -50,6 +51,9 @@ class LearnedPolicy final : public Policy {
   double next_wakeup(const SchedState& s) const override;
   void job_finished(const Job& j) override { features_.observe(j, j.finish); }
   void forget(JobId id) override { features_.forget(id); }
+  std::map<std::string, double> counters() const override {
+    return {{"history_jobs", static_cast<double>(features_.finished())}};
+  }
 
  private:
   // The network's score of each of `jobs` (features from this decision's state).

@@ -34,6 +34,7 @@ class PolicyFeatures {
   void rows(const SchedState& s, std::span<const Job* const> jobs, std::vector<float>& out);
   // The next time a job's Gittins feature changes (a running job crossing a bin edge).
   double next_change(const SchedState& s) const;
+  long finished() const { return gittins_.finished(); }  // jobs observed
 
  private:
   // Per job: its history groups, looked up once; and while it waits, the features that stay as

@@ -180,6 +180,35 @@ TEST_F(DaemonTest, DaemonKilledAndRestartedLosesNoJob) {
   EXPECT_EQ(read_file(dir_ + "/train.txt"), want);
 }
 
+// What gittins learned from finished jobs outlives the daemon: a new daemon tells its policy the
+// finished jobs of the database (and only those that finished well, as the first daemon did).
+TEST_F(DaemonTest, GittinsKeepsItsHistoryAcrossADaemonRestart) {
+  start_daemon({"--devices", "cpu:2", "--policy", "gittins"});
+  write_file(dir_ + "/gate", "");
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(submit(gated("g" + std::to_string(i), 1, "gate")));
+  JobSpec bad = gated("bad", 1, "gate");
+  bad.set_args(1, "exit 3");
+  ids.push_back(submit(bad));
+  ASSERT_TRUE(wait_for([&] {
+    for (int64_t id : ids)
+      if (!finished(id)) return false;
+    return true;
+  }));
+  EXPECT_EQ(job(ids.back()).state(), ember::proto::FAILED);
+  auto learned = [&] {
+    Response r = status();
+    auto it = r.policy_counters().find("history_jobs");
+    return it == r.policy_counters().end() ? -1.0 : it->second;
+  };
+  EXPECT_EQ(learned(), 3);
+  Result shown = cli({"status"});
+  EXPECT_NE(shown.out.find("policy gittins (history_jobs 3"), std::string::npos) << shown.out;
+  kill_daemon();
+  start_daemon({"--devices", "cpu:2", "--policy", "gittins"});
+  EXPECT_EQ(learned(), 3) << "the restarted daemon's policy starts from the finished jobs, not from nothing";
+}
+
 TEST_F(DaemonTest, DrainWithPreemptionKeepsJobsForTheNextDaemon) {
   const std::string want = reference(8);
   start_daemon({"--devices", "cpu:1", "--policy", "fcfs"});
@@ -461,6 +490,7 @@ TEST_F(DaemonTest, APolicyTrainedOnTheSixtyJobTraceRunsTheDaemon) {
     return true;
   }));
   for (int64_t id : ids) EXPECT_EQ(job(id).state(), ember::proto::DONE) << "job " << id << ": " << job(id).reason();
+  EXPECT_EQ(status().policy_counters().at("history_jobs"), 4) << "every finished job told to the policy";
   // A file that is not a policy network is refused before the daemon starts.
   write_file(dir_ + "/bogus.ckpt", "not a checkpoint");
   Result bad =
