@@ -51,7 +51,8 @@ int sched_train_policy(const std::vector<std::string>& args) {
       .add("lr", "X", "Adam learning rate (default 0.003)")
       .add("seed", "N", "seed of the network and the exploration (default 1)")
       .add("temperature", "T", "exploration: orders drawn from Plackett-Luce of score / T (default 3)")
-      .add("eval-every", "N", "evaluate on the validation window every N iterations (default 10)")
+      .add("eval-every", "N", "evaluate on the validation windows every N iterations (default 10)")
+      .add("val-windows", "K", "validate on the last K windows of the training part (default 4)")
       .add("csv", "FILE", "write the learning curve as CSV")
       .add("svg", "FILE", "write the learning curve as SVG")
       .add("help", "", "show this help");
@@ -77,6 +78,7 @@ int sched_train_policy(const std::vector<std::string>& args) {
     o.seed = static_cast<uint64_t>(f.integer("seed", 1, 0, 1L << 62));
     o.eval_every = static_cast<int>(f.integer("eval-every", o.eval_every, 1, 1'000'000));
     o.temperature = f.number("temperature", o.temperature, 1e-6, 1e6);
+    o.val_windows = static_cast<int>(f.integer("val-windows", o.val_windows, 1, 1'000'000));
     std::vector<JobSpec> trace = read_trace(trace_path);
     set_num_threads(1);
     std::ostringstream cmd;
@@ -94,7 +96,7 @@ int sched_train_policy(const std::vector<std::string>& args) {
     if (f.has("csv")) write_file_atomic(f.str("csv"), learned::curve_csv(r.curve));
     if (f.has("svg")) write_file_atomic(f.str("svg"), learned::curve_svg(r.curve, "learned policy: " + trace_path));
     std::cout << "wrote " << out << ": the network of iteration " << r.best_iteration
-              << ", best on the validation window (" << r.best_eval << " s average JCT; gittins "
+              << ", best on the validation windows (" << r.best_eval << " s average JCT; gittins "
               << r.curve.front().eval_gittins << " s, las " << r.curve.front().eval_las << " s)\n";
     return 0;
   });

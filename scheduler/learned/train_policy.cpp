@@ -100,20 +100,28 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
                          const std::function<void(const CurvePoint&)>& progress) {
   EMBER_CHECK(o.rollouts >= 2, "train-policy: --rollouts must be >= 2 (the baseline is the other rollouts), got ",
               o.rollouts);
-  EMBER_CHECK(o.iterations >= 1 && o.window_jobs >= 2 && o.lr > 0 && o.eval_every >= 1 && o.temperature > 0,
-              "train-policy: iterations, window and eval interval must be >= 1, the learning rate and the "
-              "temperature > 0");
+  EMBER_CHECK(o.iterations >= 1 && o.window_jobs >= 2 && o.lr > 0 && o.eval_every >= 1 && o.temperature > 0 &&
+                  o.val_windows >= 1,
+              "train-policy: iterations, window, eval interval and validation windows must be >= 1, the learning "
+              "rate and the temperature > 0");
   size_t train_jobs = 0;
   while (train_jobs < trace.size() && trace[train_jobs].submit < o.train_until) ++train_jobs;
-  EMBER_CHECK(train_jobs >= static_cast<size_t>(o.window_jobs) * 2,
-              "train-policy: the training part (jobs submitted before t=", o.train_until, " s) holds ", train_jobs,
-              " jobs; a window of ", o.window_jobs, " needs at least twice that");
+  const size_t W = static_cast<size_t>(o.window_jobs), V = static_cast<size_t>(o.val_windows);
+  EMBER_CHECK(train_jobs >= W * (V + 1), "train-policy: the training part (jobs submitted before t=", o.train_until,
+              " s) holds ", train_jobs, " jobs; ", V, " validation window(s) of ", W,
+              " jobs and one to train on need at least ", W * (V + 1));
   const Topology topo = Topology::uniform(o.gpus, o.node_gpus);
-  const size_t W = static_cast<size_t>(o.window_jobs);
-  // The validation window is the end of the training part; training windows start before it.
-  const std::vector<JobSpec> val = cut_window(trace, train_jobs - W, W);
-  const double val_gittins = heuristic(val, topo, "gittins", o.preempt_cost);
-  const double val_las = heuristic(val, topo, "las", o.preempt_cost);
+  // The validation windows are the end of the training part; training windows end before them.
+  std::vector<std::vector<JobSpec>> val;
+  for (size_t k = V; k >= 1; --k) val.push_back(cut_window(trace, train_jobs - k * W, W));
+  // Every window holds W jobs, so the mean of their average JCTs is the average over all of them.
+  auto on_val = [&](const std::function<double(const std::vector<JobSpec>&)>& avg_jct) {
+    double sum = 0;
+    for (const std::vector<JobSpec>& w : val) sum += avg_jct(w);
+    return sum / static_cast<double>(V);
+  };
+  const double val_gittins = on_val([&](const auto& w) { return heuristic(w, topo, "gittins", o.preempt_cost); });
+  const double val_las = on_val([&](const auto& w) { return heuristic(w, topo, "las", o.preempt_cost); });
 
   TrainResult res;
   res.net = std::make_shared<PolicyNet>(o.seed);
@@ -121,8 +129,10 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
   std::mt19937_64 rng(o.seed);
   const double scale = 1.0 / (3600.0 * static_cast<double>(W));
   auto evaluate = [&] {
-    LearnedPolicy p(res.net);
-    return run(val, topo, p, o.preempt_cost).metrics.avg_jct;
+    return on_val([&](const std::vector<JobSpec>& w) {
+      LearnedPolicy p(res.net);
+      return run(w, topo, p, o.preempt_cost).metrics.avg_jct;
+    });
   };
   auto snapshot = [&] {
     nn::StateDict d = res.net->state_dict();
@@ -138,7 +148,7 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
   nn::StateDict best = snapshot();
 
   for (int it = 1; it <= o.iterations; ++it) {
-    const size_t first = std::uniform_int_distribution<size_t>(0, train_jobs - 2 * W)(rng);
+    const size_t first = std::uniform_int_distribution<size_t>(0, train_jobs - (V + 1) * W)(rng);
     const std::vector<JobSpec> w = cut_window(trace, first, W);
     std::vector<Rollout> rs(o.rollouts);
     for (Rollout& r : rs) {
@@ -271,7 +281,7 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, const std::string& t
     if (p.eval >= 0) o << X(p.iteration) << "," << Y(eval(p)) << " ";
   o << "\"/>\n<text x=\"" << left + 10 << "\" y=\"" << top + 14
     << "\" fill=\"#1f77b4\">exploring rollouts (training windows)</text>\n<text x=\"" << left + 10 << "\" y=\""
-    << top + 30 << "\" fill=\"#d62728\">deterministic policy (validation window)</text>\n</svg>\n";
+    << top + 30 << "\" fill=\"#d62728\">deterministic policy (validation windows)</text>\n</svg>\n";
   return o.str();
 }
 

@@ -125,6 +125,7 @@ TEST(TrainPolicy, ASeedGivesTheSameWeightsBitForBit) {
   o.train_until = 90.0 * 200;
   o.gpus = 6;
   o.window_jobs = 60;
+  o.val_windows = 2;
   o.rollouts = 3;
   o.iterations = 3;
   o.eval_every = 3;
@@ -152,6 +153,16 @@ TEST(TrainPolicy, BadOptionsAreErrors) {
   o = {};
   o.window_jobs = 200;  // the training part (jobs before five days: all 240) is under two windows
   EXPECT_THROW(train_policy(trace(), o), Error);
+  o.window_jobs = 60;
+  o.val_windows = 0;
+  EXPECT_THROW(train_policy(trace(), o), Error);
+  o.val_windows = 4;  // 240 jobs: four validation windows of 60 leave none to train on
+  EXPECT_THROW(train_policy(trace(), o), Error);
+  o.val_windows = 3;
+  o.iterations = 1;
+  o.rollouts = 2;
+  o.gpus = 6;
+  EXPECT_NO_THROW(train_policy(trace(), o));
 }
 
 TEST(LearnedPolicy, ExplorationNeedsAPositiveTemperature) {

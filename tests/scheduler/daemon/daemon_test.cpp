@@ -472,8 +472,27 @@ TEST_F(DaemonTest, APolicyTrainedOnTheSixtyJobTraceRunsTheDaemon) {
       (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
   if (!fs::exists(trace)) GTEST_SKIP() << "no " << trace;
   const std::string net = dir_ + "/policy.ckpt";
-  Result t = run({EMBER_EXE, "sched", "train-policy", "--trace", trace, "--out", net, "--gpus", "8", "--window", "20",
-                  "--rollouts", "2", "--iterations", "2", "--eval-every", "1", "--train-until", "1e9"});
+  Result t = run({EMBER_EXE,
+                  "sched",
+                  "train-policy",
+                  "--trace",
+                  trace,
+                  "--out",
+                  net,
+                  "--gpus",
+                  "8",
+                  "--window",
+                  "20",
+                  "--val-windows",
+                  "2",
+                  "--rollouts",
+                  "2",
+                  "--iterations",
+                  "2",
+                  "--eval-every",
+                  "1",
+                  "--train-until",
+                  "1e9"});
   ASSERT_EQ(t.status, 0) << t.out;
   EXPECT_NE(t.out.find("wrote " + net), std::string::npos) << t.out;
   start_daemon({"--devices", "cpu:2", "--policy", "learned:" + net});
