@@ -45,10 +45,15 @@ const std::vector<std::string>& policy_names() {
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams& params) {
-  if (name.starts_with("learned:")) {
+  if (name == "learned" || name.starts_with("learned:")) {
     for (const auto& [k, v] : params)
       EMBER_CHECK(!k.starts_with("learned."), "--set ", k, ": the learned policy has no parameters");
-    return learned::make_learned(name.substr(8));
+    if (name != "learned") return learned::make_learned(name.substr(8));
+    const std::optional<std::string> shipped = learned::shipped_policy_net();
+    EMBER_CHECK(shipped,
+                "policy learned: the shipped network, share/ember/policy_w41.ckpt beside this program's "
+                "folder, is not there (build or install Ember whole); or give a network as learned:FILE");
+    return learned::make_learned(*shipped, "learned");
   }
   std::string n = name == "backfill" ? "fcfs-backfill" : name == "tiresias" ? "las" : name;
   for (const Entry& e : entries())
@@ -58,7 +63,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams&
 #endif
   std::string known;
   for (const std::string& k : policy_names()) known += (known.empty() ? "" : ", ") + k;
-  EMBER_FAIL("unknown policy '", name, "': expected one of ", known, " or learned:FILE");
+  EMBER_FAIL("unknown policy '", name, "': expected one of ", known, ", learned or learned:FILE");
 }
 
 std::vector<std::string> predictor_names() {

@@ -1,6 +1,7 @@
 // `ember sched simulate`: runs policies over a job trace on one or more cluster sizes and reports
 // JCT, makespan, utilisation, queueing, preemptions and slowdown, optionally as JSON, CSV and an
 // SVG of the JCT distributions.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "core/parallel.h"
 #include "scheduler/admission.h"
 #include "scheduler/fairness.h"
+#include "scheduler/learned/learned_policy.h"
 #include "scheduler/predict.h"
 #include "scheduler/report.h"
 #include "scheduler/simulator.h"
@@ -51,21 +53,22 @@ std::string inner_policy(const std::string& n) {
 }
 
 bool known_policy(const std::string& n) {
-  if (n == "backfill" || n == "tiresias" || n == "ilp" || n.starts_with("learned:")) return true;
+  if (n == "backfill" || n == "tiresias" || n == "ilp" || n == "learned" || n.starts_with("learned:")) return true;
   for (const std::string& k : policy_names())
     if (k == n) return true;
   return false;
 }
 
-// --compare's runs: every policy, then the clairvoyant orderings again with predicted durations
-// in place of the true ones (what a real scheduler could do). Under --estimates predicted every
-// clairvoyant run is a predicted one anyway. With team quotas, the ranking policies run inside
-// the teams too.
+// --compare's runs: every policy (the shipped learned network too where it is installed), then the clairvoyant
+// orderings again with predicted durations in place of the true ones (what a real scheduler could do). Under
+// --estimates predicted every clairvoyant run is a predicted one anyway. With team quotas, the ranking policies run
+// inside the teams too.
 std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed) {
   std::vector<std::string> runs;
   // The Gavel pair is about device types: on one type it is max-min time slicing, slow to compare.
   for (const std::string& n : policy_names())
     if (typed || !n.starts_with("gavel")) runs.push_back(n);
+  if (learned::shipped_policy_net()) runs.push_back("learned");
   if (!predict_all)
     for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
   if (quotas)
@@ -131,7 +134,8 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("help", "", "show this help");
   const std::string usage =
       "usage: ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]\n\nflags:\n" + f.help() +
-      "\npolicies: " + join(policy_names()) + ", learned:FILE (aliases: backfill, tiresias)\n";
+      "\npolicies: " + join(policy_names()) +
+      ", learned (the shipped network), learned:FILE (aliases: backfill, tiresias)\n";
   return run_leaf("ember sched simulate", usage, [&]() -> int {
     f.parse(args);
     if (f.has("help")) {
@@ -141,7 +145,7 @@ int sched_simulate(const std::vector<std::string>& args) {
     const std::string trace_path = f.require("trace");
     if (!f.has("gpus")) throw UsageError("--gpus is required");
     const bool typed = f.str("gpus").find(':') != std::string::npos;
-    std::vector<DeviceType> types;
+    std::vector<sched::DeviceType> types;
     std::vector<long> sizes;
     if (typed) {
       try {
@@ -150,7 +154,7 @@ int sched_simulate(const std::vector<std::string>& args) {
         throw UsageError(std::string("--gpus: ") + e.what());
       }
       long total = 0;
-      for (const DeviceType& t : types) total += t.count;
+      for (const sched::DeviceType& t : types) total += t.count;
       sizes.push_back(total);
     } else {
       sizes = f.integers("gpus", 1, 10'000'000);
@@ -190,7 +194,8 @@ int sched_simulate(const std::vector<std::string>& args) {
         f.has("compare") ? compare_runs(source == "predicted", quotas, typed) : split_commas(f.str("policy"));
     if (f.has("with")) {
       if (!f.has("compare")) throw UsageError("--with adds runs to --compare; list them in --policy otherwise");
-      for (const std::string& n : split_commas(f.str("with"))) names.push_back(n);
+      for (const std::string& n : split_commas(f.str("with")))  // a run --compare has already is run once
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     }
     for (const std::string& n : names) {
       if (!known_policy(inner_policy(n)))

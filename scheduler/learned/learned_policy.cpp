@@ -103,9 +103,19 @@ double LearnedPolicy::next_wakeup(const SchedState& s) const {
   return s.waiting.empty() ? kInf : features_.next_change(s);
 }
 
-std::unique_ptr<Policy> make_learned(const std::string& path) {
-  return std::make_unique<LearnedPolicy>(load_policy_net(path),
-                                         "learned:" + std::filesystem::path(path).filename().string());
+std::unique_ptr<Policy> make_learned(const std::string& path, const std::string& label) {
+  return std::make_unique<LearnedPolicy>(
+      load_policy_net(path), label.empty() ? "learned:" + std::filesystem::path(path).filename().string() : label);
+}
+
+std::optional<std::string> shipped_policy_net() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  const fs::path net = exe.parent_path().parent_path() / "share" / "ember" / "policy_w41.ckpt";
+  if (!fs::is_regular_file(net, ec)) return std::nullopt;
+  return net.string();
 }
 
 }  // namespace ember::sched::learned

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,7 +71,13 @@ class LearnedPolicy final : public Policy {
   std::vector<float> rows_;
 };
 
-// `learned:FILE` for the registry.
-std::unique_ptr<Policy> make_learned(const std::string& path);
+// `learned:FILE` for the registry; `label` names it in results (default: learned:FILE's name).
+std::unique_ptr<Policy> make_learned(const std::string& path, const std::string& label = "");
+
+// The network shipped with Ember (scheduler/learned/policy_w41.ckpt, the policy `learned`):
+// share/ember/policy_w41.ckpt beside the folder of the running program, where the build tree
+// (build/share/ember) and `cmake --install` (PREFIX/share/ember) put it. Empty when it is not
+// there, e.g. for a program copied elsewhere on its own.
+std::optional<std::string> shipped_policy_net();
 
 }  // namespace ember::sched::learned
