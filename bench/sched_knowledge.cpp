@@ -110,12 +110,6 @@ std::vector<JobSpec> by_sweep(std::vector<JobSpec> t, double window) {
   return t;
 }
 
-double avg_jct(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
-               const PolicyParams& params = {}) {
-  auto p = make_policy(policy, params);
-  return simulate(trace, topo, *p).metrics.avg_jct;
-}
-
 // A policy that learns from finished jobs, told every job of the trace as finished before the
 // first arrival and nothing after: it ranks by the week's own service distributions from the
 // start instead of learning them as jobs finish. What better distribution learning (censoring,
@@ -145,10 +139,12 @@ class Foresight final : public Policy {
   std::unique_ptr<Policy> inner_;
 };
 
-double avg_jct_foresight(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
-                         const PolicyParams& params) {
-  Foresight p(make_policy(policy, params), trace);
-  return simulate(trace, topo, p).metrics.avg_jct;
+// `foresight`: the policy told the trace's jobs as finished up front (Foresight).
+double avg_jct(const std::vector<JobSpec>& trace, const Topology& topo, const std::string& policy,
+               const PolicyParams& params = {}, bool foresight = false) {
+  std::unique_ptr<Policy> p = make_policy(policy, params);
+  if (foresight) p = std::make_unique<Foresight>(std::move(p), trace);
+  return simulate(trace, topo, *p).metrics.avg_jct;
 }
 
 }  // namespace
@@ -161,13 +157,10 @@ int main(int argc, char** argv) {
       .add("seeds", "N", "noise draws per row, median kept (default 3)")
       .add("window", "S", "seconds before a job in which its siblings were submitted (default 3600)")
       .add("help", "", "show this help");
-  const std::string usage = "usage: sched_knowledge --trace FILE [flags]\n\nflags:\n" + f.help();
+  const std::string usage = cli::usage_of("sched_knowledge --trace FILE [flags]", f);
   return cli::run_leaf("sched_knowledge", usage, [&]() -> int {
     f.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (f.has("help")) {
-      std::printf("%s", usage.c_str());
-      return 0;
-    }
+    if (cli::help_asked(f, usage)) return 0;
     const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> trace = read_trace(a.trace);
@@ -193,8 +186,13 @@ int main(int argc, char** argv) {
     rows.push_back({"durations", "srsf (the oracle)", nullptr, "srsf"});
     rows.push_back({"history", "gittins", nullptr, "gittins"});
     rows.push_back({"nothing", "las", nullptr, "las"});
-    rows.push_back(
-        {"week's dist.", "gittins, the week's distributions from the start", nullptr, "gittins", false, true, {}});
+    rows.push_back({"week's dist.",
+                    "gittins, the week's distributions from the start",
+                    [&](unsigned) { return trace; },
+                    "gittins",
+                    false,
+                    true,
+                    {}});
     rows.push_back({"week's dist.",
                     "gittins, each sweep's distribution from the start",
                     [&](unsigned) { return by_sweep(trace, a.window); },
@@ -229,13 +227,11 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < a.gpus.size(); ++k) {
         const Topology topo = Topology::uniform(static_cast<int>(a.gpus[k]), a.node_gpus);
         std::vector<double> v;
-        if (r.foresight) {
-          v.push_back(avg_jct_foresight(r.make ? r.make(1) : trace, topo, r.policy, r.params));
-        } else if (!r.make) {
+        if (!r.make) {
           v.push_back(avg_jct(trace, topo, r.policy));
         } else {
           const int draws = r.seeded ? a.seeds : 1;
-          for (int s = 0; s < draws; ++s) v.push_back(avg_jct(r.make(1 + s), topo, r.policy, r.params));
+          for (int s = 0; s < draws; ++s) v.push_back(avg_jct(r.make(1 + s), topo, r.policy, r.params, r.foresight));
         }
         line.push_back(fmt(bench::median(v) / oracle[k], "%.3f"));
       }

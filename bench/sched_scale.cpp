@@ -83,13 +83,10 @@ int main(int argc, char** argv) {
       .add("load", "L", "offered load on the full cluster (default 0.9)")
       .add("node-gpus", "K", "devices per node (default 8; 0: one flat pool)")
       .add("help", "", "show this help");
-  const std::string usage = "usage: sched_scale --like FILE [flags]\n\nflags:\n" + f.help();
+  const std::string usage = cli::usage_of("sched_scale --like FILE [flags]", f);
   return cli::run_leaf("sched_scale", usage, [&]() -> int {
     f.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (f.has("help")) {
-      std::printf("%s", usage.c_str());
-      return 0;
-    }
+    if (cli::help_asked(f, usage)) return 0;
     const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> like = read_trace(a.like);

@@ -120,9 +120,7 @@ int export_onnx(const std::vector<std::string>& args) {
   f.add("static", "", "fix every dimension to the example's instead of leaving batch and sequence free");
   f.add("help", "", "show this help");
   const std::string usage =
-      "usage: ember export onnx MODEL_FILE (--model NAME | --model-file FILE.pbtxt) -o FILE "
-      "[flags]\n\nflags:\n" +
-      f.help() +
+      usage_of("ember export onnx MODEL_FILE (--model NAME | --model-file FILE.pbtxt) -o FILE [flags]", f) +
       "\nMODEL_FILE is a model file an example wrote (mnist_cnn.ckpt, mnist_gan_generator.ckpt, "
       "lstm_lm.ckpt, ...) or any file of ember::save(module, path).\n";
   return run_leaf("ember export onnx", usage, [&]() -> int {
@@ -133,10 +131,7 @@ int export_onnx(const std::vector<std::string>& args) {
       rest.erase(rest.begin());
     }
     f.parse(rest);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     if (file.empty()) throw UsageError("expected the model file before the flags");
     if (f.has("model") == f.has("model-file")) throw UsageError("expected one of --model and --model-file");
     if (f.has("network") && !f.has("model-file")) throw UsageError("--network goes with --model-file");

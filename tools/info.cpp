@@ -17,13 +17,10 @@ namespace ember::cli {
 int info(const std::vector<std::string>& args) {
   Flags f;
   f.add("help", "", "show this help");
-  const std::string usage = "usage: ember info\n\nflags:\n" + f.help();
+  const std::string usage = usage_of("ember info", f);
   return run_leaf("ember info", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     std::printf("Ember %s\n", EMBER_VERSION);
     std::printf("backends:        cpu%s%s%s\n", EMBER_WITH_CUDA ? ", cuda" : "", EMBER_WITH_CUDNN ? ", cudnn" : "",
                 EMBER_WITH_NCCL ? ", nccl" : "");

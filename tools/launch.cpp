@@ -378,17 +378,14 @@ int launch(const std::vector<std::string>& all_args) {
       .add("help", "", "show this help")
       .add_internal("as-rank", "")         // the per-rank wrapper that mpirun starts
       .add_internal("status-dir", "DIR");  // where that wrapper records its exit status
-  const std::string usage =
-      "usage: ember launch -n N [--hosts H1:S1,...] [--rank0-only] -- PROGRAM [ARGS...]\n\n"
+  const std::string usage = usage_of(
+      "ember launch -n N [--hosts H1:S1,...] [--rank0-only] -- PROGRAM [ARGS...]\n\n"
       "Starts N ranks of PROGRAM through mpirun (see docs/DISTRIBUTED.md) and returns the worst exit\n"
-      "status of the ranks. Example: ember launch -n 2 -- build/examples/mnist_cnn --data-parallel\n\nflags:\n" +
-      f.help();
+      "status of the ranks. Example: ember launch -n 2 -- build/examples/mnist_cnn --data-parallel",
+      f);
   return run_leaf("ember launch", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     if (program.empty()) throw UsageError("expected '-- PROGRAM [ARGS...]' after the flags");
     if (f.has("as-rank")) return run_as_rank(f.str("status-dir"), f.has("rank0-only"), program);
     if (!f.has("n")) throw UsageError("-n N (the number of ranks) is required");

@@ -22,4 +22,14 @@ int run_leaf(const std::string& prog, const std::string& usage, const std::funct
   }
 }
 
+std::string usage_of(const std::string& synopsis, const Flags& f) {
+  return "usage: " + synopsis + "\n\nflags:\n" + f.help();
+}
+
+bool help_asked(const Flags& f, const std::string& usage) {
+  if (!f.has("help")) return false;
+  std::cout << usage;
+  return true;
+}
+
 }  // namespace ember::cli

@@ -9,8 +9,16 @@
 
 namespace ember::cli {
 
+class Flags;
+
 // Runs a leaf command's body, turning UsageError into status 2 (message + usage) and
 // ember::Error into status 1.
 int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body);
+
+// "usage: SYNOPSIS", a blank line, then "flags:" and one line per flag; text after the flags is
+// the caller's to append.
+std::string usage_of(const std::string& synopsis, const Flags& f);
+// Whether --help was given; if so the usage has been printed on stdout.
+bool help_asked(const Flags& f, const std::string& usage);
 
 }  // namespace ember::cli

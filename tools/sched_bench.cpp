@@ -48,13 +48,10 @@ int sched_bench(const std::vector<std::string>& args) {
       .add("seed", "N", "random seed (default 1)")
       .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
       .add("help", "", "show this help");
-  const std::string usage = "usage: ember sched bench [flags]\n\nflags:\n" + f.help();
+  const std::string usage = usage_of("ember sched bench [flags]", f);
   return run_leaf("ember sched bench", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     const int gpus = static_cast<int>(f.integer("gpus", 384, 1, 1'000'000));
     const int node_gpus = static_cast<int>(f.integer("node-gpus", 8, 0, 1'000'000));
     const int waiting_n = static_cast<int>(f.integer("waiting", 1000, 0, 10'000'000));
@@ -79,8 +76,7 @@ int sched_bench(const std::vector<std::string>& args) {
       if (eq == std::string::npos) throw UsageError("--set: expected POLICY.KEY=VALUE, got '" + kv + "'");
       params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    for (const char* search : {"ilp", "sa", "ga"})
-      if (!params.count(std::string(search) + ".always")) params[std::string(search) + ".always"] = "1";
+    for (const char* search : {"ilp", "sa", "ga"}) params.try_emplace(std::string(search) + ".always", "1");
 
     std::vector<JobSpec> shapes = f.has("trace") ? read_trace(f.str("trace")) : synthetic_shapes(rng);
     Topology topo = Topology::uniform(gpus, node_gpus);

@@ -95,16 +95,6 @@ void print_teams(const proto::Response& r) {
               << " (rho: average JCT over the same jobs' average JCT simulated alone on the team's share)\n";
 }
 
-std::string usage_of(const std::string& synopsis, const Flags& f) {
-  return "usage: " + synopsis + "\n\nflags:\n" + f.help();
-}
-
-bool help_asked(const Flags& f, const std::string& usage) {
-  if (!f.has("help")) return false;
-  std::cout << usage;
-  return true;
-}
-
 }  // namespace
 
 int sched_submit(const std::vector<std::string>& all_args) {

@@ -23,16 +23,12 @@ int sched_make_trace(const std::vector<std::string>& args) {
       .add("seed", "S", "--jobs: random seed (default 1)")
       .add("out", "FILE", "where to write the trace (CSV)")
       .add("help", "", "show this help");
-  const std::string usage =
-      "usage: ember sched make-trace --like FILE (--tile K [--shift S] | --jobs N --gpus G [--load L] [--seed S]) "
-      "--out FILE\n\nflags:\n" +
-      f.help();
+  const std::string usage = usage_of(
+      "ember sched make-trace --like FILE (--tile K [--shift S] | --jobs N --gpus G [--load L] [--seed S]) --out FILE",
+      f);
   return run_leaf("ember sched make-trace", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     const std::string like_path = f.require("like"), out = f.require("out");
     if (f.has("tile") == f.has("jobs")) throw UsageError("expected one of --tile K or --jobs N");
     const std::vector<sched::JobSpec> like = sched::read_trace(like_path);

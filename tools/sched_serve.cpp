@@ -41,14 +41,10 @@ int sched_serve(const std::vector<std::string>& args) {
            "(default: the built-in table)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
-  const std::string usage =
-      "usage: ember sched serve --state DIR [--devices SPEC] [--policy P] [flags]\n\nflags:\n" + f.help();
+  const std::string usage = usage_of("ember sched serve --state DIR [--devices SPEC] [--policy P] [flags]", f);
   return run_leaf("ember sched serve", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     sched::DaemonOptions o;
     o.state_dir = f.require("state");
     o.devices = f.str("devices", "auto");

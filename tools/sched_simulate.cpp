@@ -132,16 +132,12 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("csv", "FILE", "write the results table as CSV")
       .add("svg", "FILE", "write the JCT distributions (CDFs) as SVG")
       .add("help", "", "show this help");
-  const std::string usage =
-      "usage: ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]\n\nflags:\n" + f.help() +
-      "\npolicies: " + join(policy_names()) +
-      ", learned (the shipped network), learned:FILE (aliases: backfill, tiresias)\n";
+  const std::string usage = usage_of("ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]", f) +
+                            "\npolicies: " + join(policy_names()) +
+                            ", learned (the shipped network), learned:FILE (aliases: backfill, tiresias)\n";
   return run_leaf("ember sched simulate", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     const std::string trace_path = f.require("trace");
     if (!f.has("gpus")) throw UsageError("--gpus is required");
     const bool typed = f.str("gpus").find(':') != std::string::npos;

@@ -56,15 +56,12 @@ int sched_train_policy(const std::vector<std::string>& args) {
       .add("csv", "FILE", "write the learning curve as CSV")
       .add("svg", "FILE", "write the learning curve as SVG")
       .add("help", "", "show this help");
-  const std::string usage = "usage: ember sched train-policy --trace FILE --out FILE [flags]\n\nflags:\n" + f.help() +
+  const std::string usage = usage_of("ember sched train-policy --trace FILE --out FILE [flags]", f) +
                             "\nThe network is trained on one thread, so that a seed gives the same weights bit for "
                             "bit at one CPU capability level.\n";
   return run_leaf("ember sched train-policy", usage, [&]() -> int {
     f.parse(args);
-    if (f.has("help")) {
-      std::cout << usage;
-      return 0;
-    }
+    if (help_asked(f, usage)) return 0;
     const std::string trace_path = f.require("trace"), out = f.require("out");
     learned::TrainPolicyOptions o;
     o.gpus = static_cast<int>(f.integer("gpus", o.gpus, 1, 10'000'000));

@@ -85,6 +85,9 @@ class Daemon {
   void save(JobRecord& r, const std::string& what);
   void recover();
   void relearn();  // tells the policy and admission control the finished jobs of the state database
+  // A job that finished well (exit 0): the policy and admission control learn its run time (its
+  // runs less the work preemptions repeated), at its finish and from every later daemon.
+  void learn_from(JobRecord& r);
   void readopt(JobRecord& j);
   void reap();
   void poll_adopted();

@@ -60,14 +60,18 @@ void Daemon::relearn() {
     return a->info.finish_time() < b->info.finish_time();
   });
   for (JobRecord* r : done) {
-    r->job.executed = r->info.run_seconds();
-    r->job.overhead = r->info.lost_seconds();
-    r->job.finish = r->info.finish_time();
-    policy_->job_finished(r->job);
-    admission_->finished(r->job, std::max(0.0, r->info.run_seconds() - r->info.lost_seconds()), r->job.finish);
+    learn_from(*r);
     policy_->forget(r->job.id);
     admission_->forget(r->job.id);
   }
+}
+
+void Daemon::learn_from(JobRecord& r) {
+  r.job.executed = r.info.run_seconds();
+  r.job.overhead = r.info.lost_seconds();
+  r.job.finish = r.info.finish_time();
+  policy_->job_finished(r.job);
+  admission_->finished(r.job, std::max(0.0, r.info.run_seconds() - r.info.lost_seconds()), r.job.finish);
 }
 
 void Daemon::readopt(JobRecord& j) {
@@ -211,11 +215,7 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
     r.info.set_reason(detail::concat("failed (", how, ")", max_restarts ? "; no restarts left" : ""));
   }
   r.job.status = r.info.state() == proto::QUEUED ? JobStatus::kWaiting : JobStatus::kDone;
-  if (r.info.state() == proto::DONE) {
-    r.job.finish = now;
-    policy_->job_finished(r.job);
-    admission_->finished(r.job, std::max(0.0, r.info.run_seconds() - r.info.lost_seconds()), now);
-  }
+  if (r.info.state() == proto::DONE) learn_from(r);
   if (r.job.status == JobStatus::kDone) {
     policy_->forget(r.job.id);
     admission_->forget(r.job.id);
