@@ -1,0 +1,26 @@
+# Resolves EMBER_BUILD_TESTS (AUTO, ON or OFF; CMakeLists.txt) to ON or OFF as a normal variable,
+# which every `if(EMBER_BUILD_TESTS)` below reads in place of the cache entry. AUTO builds the tests
+# when GoogleTest and Boost.Context (the kernel emulator's fibres) are there and says what is
+# missing otherwise; ON leaves the REQUIRED look-ups in tests/ and EmberKernelEmulation to fail.
+if(EMBER_BUILD_TESTS STREQUAL "AUTO")
+  find_package(GTest QUIET)
+  find_package(Boost 1.74 CONFIG QUIET COMPONENTS context)
+  if(GTest_FOUND AND Boost_FOUND)
+    set(EMBER_BUILD_TESTS ON)
+  else()
+    set(missing)
+    if(NOT GTest_FOUND)
+      list(APPEND missing "GoogleTest (libgtest-dev, libgmock-dev)")
+    endif()
+    if(NOT Boost_FOUND)
+      list(APPEND missing "Boost.Context (libboost-context-dev)")
+    endif()
+    list(JOIN missing " and " missing)
+    message(STATUS "Tests: not built (optional): ${missing} not found; scripts/setup.sh installs them")
+    set(EMBER_BUILD_TESTS OFF)
+  endif()
+elseif(EMBER_BUILD_TESTS)
+  set(EMBER_BUILD_TESTS ON)
+else()
+  set(EMBER_BUILD_TESTS OFF)
+endif()
