@@ -34,7 +34,7 @@ std::vector<Command> top_level_commands() {
   return {
       {"sched", "multi-job device scheduler: the daemon, its clients, trace simulation",
        [](const std::vector<std::string>& a) { return dispatch("ember sched", sched_commands(), a); }},
-      {"train", "train the classifier a model file (.pbtxt) describes", train},
+      {"train", "train the classifier, GAN or language model a model file (.pbtxt) describes", train},
       {"export", "write a trained model in another format (onnx)",
        [](const std::vector<std::string>& a) { return dispatch("ember export", export_commands(), a); }},
       {"launch", "start N ranks of a program through mpirun (data-parallel training)", launch},
