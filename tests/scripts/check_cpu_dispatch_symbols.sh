@@ -8,9 +8,19 @@
 #      the same source too;
 #   2. on each link line, the baseline copy of a source comes before its other copies (the linkers
 #      Ember is built with keep the first definition of a weak symbol).
-# Usage: check_cpu_dispatch_symbols.sh <build dir>
+# The build's levels (CMake's EMBER_CPU_LEVELS, e.g. "baseline;avx2;avx512") say how many copies
+# there must be: with levels above the baseline, finding no per-level object is a failure (a moved
+# build folder or a changed object layout would otherwise pass having checked nothing); with the
+# baseline (or native) alone there is nothing to check, and the script exits 77 (ctest: skipped).
+# Usage: check_cpu_dispatch_symbols.sh <build dir> <levels>
 set -euo pipefail
-build=${1:?usage: check_cpu_dispatch_symbols.sh <build dir>}
+build=${1:?usage: check_cpu_dispatch_symbols.sh <build dir> <levels>}
+levels=${2:?usage: check_cpu_dispatch_symbols.sh <build dir> <levels>}
+dispatched=$(tr ';' '\n' <<<"$levels" | grep -cvE '^(baseline|native)$' || true)
+if ((dispatched == 0)); then
+  echo "skipped: this build has one CPU level ($levels), so no weak symbol can be kept from another"
+  exit 77
+fi
 fail=0
 checked=0
 weak_symbols() {  # the weak and unique symbols an object defines, mangled, sorted
@@ -54,6 +64,10 @@ if [[ -f $build/build.ninja ]]; then
   done < <(grep -E '^build [^:]+: CXX_(SHARED_LIBRARY|EXECUTABLE|MODULE)_LINKER' "$build/build.ninja")
 fi
 
+if ((checked == 0)); then
+  echo "$build: the build has the levels $levels but no per-level object (*/cpu_dispatch/<level>/*.o) was found"
+  fail=1
+fi
 if ((fail)); then
   echo "check_cpu_dispatch_symbols: FAILED"
   exit 1
