@@ -19,7 +19,8 @@
 #   7. compute-sanitizer memcheck and racecheck on a small subset (they work under Firecracker, not
 #      under gVisor: the runtime is detected and named)
 #   8. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
-#      fraction of the H200's ceilings (FP32 ~67 TFLOP/s, TF32 dense ~495 TFLOP/s, HBM ~4.8 TB/s)
+#      fraction of the detected GPU's FP32 ceiling (ceilings_of below: NVIDIA's published figures
+#      for the cards this check has met; for another card the rates are printed without fractions)
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
 # Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
@@ -32,7 +33,27 @@
 #   --data DIR     the four MNIST IDX files for the main job (default: data/gpu, else data/mnist,
 #                  whichever holds them; none: the main job is not run)
 #   --quick        fewer benchmark sizes and repetitions
+#   --ceilings NAME  print the ceilings this check uses for a GPU named NAME (as nvidia-smi names
+#                  it) and exit: "FP32 TFLOP/s, TF32 dense TFLOP/s, HBM TB/s, label", or nothing known
 set -uo pipefail
+# ceilings_of <nvidia-smi name>: the card's FP32 (non-tensor-core) and TF32 dense peaks and its HBM
+# bandwidth, from NVIDIA's data sheets (SXM parts at their boost clocks), as "fp32 tf32 hbm label";
+# nothing for a card not listed (the rates are then reported without fractions).
+ceilings_of() {
+  case "$1" in
+    *H200*NVL*) echo "60 418 4.8 H200_NVL" ;;
+    *H200*) echo "67 495 4.8 H200_SXM" ;;
+    *H100*PCIe*) echo "51 378 2.0 H100_PCIe" ;;
+    *H100*NVL*) echo "60 418 3.9 H100_NVL" ;;
+    *H100*) echo "67 495 3.35 H100_SXM" ;;
+    *A100*) echo "19.5 156 2.0 A100" ;;
+    *) ;;
+  esac
+}
+if [[ ${1:-} == --ceilings ]]; then
+  ceilings_of "${2:?--ceilings needs a GPU name}"
+  exit 0
+fi
 cd "$(dirname "$0")/.." || exit 2
 bundle=gpu-bundle.tar.xz out=${OUT:-gpu-check-out} budget=450 quick=() data=""
 has_idx() { [[ -n $1 && ( -f $1/train-images-idx3-ubyte || -f $1/train-images-idx3-ubyte.gz ) ]]; }
@@ -285,12 +306,14 @@ if ((libs_ok)); then
   echo "---- bench_gpu"
   run_step 150 "$tmp/bench.out" "$bundle/run" bench_gpu "${quick[@]}" >/dev/null
   rc=$?
-  # Each TFLOP/s figure also as a fraction of the H200's FP32 (non-tensor-core) ceiling.
-  awk '{
+  # Each TFLOP/s figure also as a fraction of this GPU's FP32 (non-tensor-core) ceiling.
+  read -r fp32_peak _ <<<"$(ceilings_of "$gpu")"
+  awk -v peak="${fp32_peak:-0}" '{
     line = $0
     while (match(line, /\([0-9.]+ TFLOP\/s\)/)) {
       v = substr(line, RSTART + 1, RLENGTH - 10) + 0
-      printf "%s(%s TFLOP/s, %.0f%% of FP32 peak)", substr(line, 1, RSTART - 1), v, 100 * v / 67
+      if (peak > 0) printf "%s(%s TFLOP/s, %.0f%% of FP32 peak)", substr(line, 1, RSTART - 1), v, 100 * v / peak
+      else printf "%s(%s TFLOP/s)", substr(line, 1, RSTART - 1), v
       line = substr(line, RSTART + RLENGTH)
     }
     print line
@@ -319,7 +342,12 @@ fi
   echo "### GPU check: ${gpu}${arch:+ (sm_$arch)}, $(date -u +%Y-%m-%d)"
   echo
   echo "Bundle: $(head -n1 "$bundle/MANIFEST"); runtime $runtime; $((SECONDS)) s of a $budget s budget."
-  echo "Ceilings (H200 SXM): FP32 ~67 TFLOP/s, TF32 dense ~495 TFLOP/s, HBM3e ~4.8 TB/s."
+  read -r c_fp32 c_tf32 c_hbm c_label <<<"$(ceilings_of "$gpu")"
+  if [[ -n ${c_fp32:-} ]]; then
+    echo "Ceilings (${c_label//_/ }): FP32 ~$c_fp32 TFLOP/s, TF32 dense ~$c_tf32 TFLOP/s, HBM ~$c_hbm TB/s."
+  else
+    echo "Ceilings: none known for '$gpu' (rates are printed without fractions of a peak)."
+  fi
   echo
   printf '| %-16s | %-70s | %5s |\n' step result "s"
   printf '| %s | %s | %s |\n' "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..70})" "-----"

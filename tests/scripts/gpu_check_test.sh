@@ -8,7 +8,8 @@
 # - scripts/gpu-check.sh run from the bundle with the GPU hidden (a stand-in nvidia-smi that finds
 #   none, CUDA_VISIBLE_DEVICES empty) runs to its end, exits 0, reports the skips (the main job
 #   and the daemon step included), writes its Markdown table and log, and prints the summary last;
-#   with no budget left it runs nothing and says so.
+#   with no budget left it runs nothing and says so;
+# - the ceilings rates are divided by are the detected card's.
 # Usage: gpu_check_test.sh <CUDA build dir>
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,6 +100,12 @@ check "--data without the MNIST files is refused" test "$rc" -eq 2
 check "... naming the folder" grep -q -- "--data $tmp holds no train-images-idx3-ubyte" "$tmp/data.out"
 check "an unknown flag is refused" bash -c "! bash '$scripts/gpu-check.sh' --bogus 2>/dev/null"
 check "a missing bundle is refused" bash -c "! bash '$scripts/gpu-check.sh' --bundle '$tmp/none' --out '$tmp/o2' 2>/dev/null"
+# Rates are fractions of the detected card's ceiling (the check once divided every card's rates
+# by the H200's 67 TFLOP/s); an unknown card gets no fraction.
+check "the H100 PCIe's FP32 ceiling is its own" test "$(bash "$scripts/gpu-check.sh" --ceilings "NVIDIA H100 PCIe" | cut -d' ' -f1)" = 51
+check "the H200's is 67 TFLOP/s" test "$(bash "$scripts/gpu-check.sh" --ceilings "NVIDIA H200" | cut -d' ' -f1)" = 67
+check "an unknown card has none" test -z "$(bash "$scripts/gpu-check.sh" --ceilings "Tesla T4")"
+check "no fixed ceiling is left in the rate column" bash -c "! grep -nE '/ *67\\b' '$scripts/gpu-check.sh'"
 if ((failures)); then
   echo "---- gpu-check.sh output:"
   cat "$tmp/check.out"
