@@ -3,8 +3,8 @@
 // per channel) as the vendor implementation of training-mode batch norm. Ember keeps the saved
 // mean and 1/sqrt(var + eps) in float64; cuDNN keeps them in the input's dtype, so for float32 they
 // pass through small float buffers and the device cast kernel. Eval mode, and eps below cuDNN's
-// minimum, run the native kernels only. Untested on a GPU so far (no device lent);
-// scripts/gpu-check.sh checks it against the CPU when one is.
+// minimum, run the native kernels only. Ran on a lent H200 (2026-12-04: the op table's cuda_vendor
+// rows); scripts/gpu-check.sh checks it against the CPU each time.
 #include "core/cuda/cudnn_common.h"
 
 #if EMBER_WITH_CUDNN

@@ -3,7 +3,8 @@
 // searched once per shape (cudnnFind*AlgorithmEx, on the real buffers, with a workspace from the
 // caching allocator) and cached; deterministic mode keeps only algorithms cuDNN marks
 // deterministic. FP32 runs with FMA math only (no TF32), so results stay comparable with the CPU.
-// Untested on a GPU so far (no device lent); scripts/gpu-check.sh checks it when one is.
+// Ran on a lent H200 (2026-12-04: the op table's cuda_vendor rows, bench_gpu); scripts/gpu-check.sh
+// checks it each time.
 #include "core/cuda/cudnn_common.h"
 
 #if EMBER_WITH_CUDNN

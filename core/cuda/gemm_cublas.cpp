@@ -2,8 +2,8 @@
 // cuBLAS as the vendor implementation. Ember's matrices are row-major; cuBLAS is column-major,
 // and a row-major X with leading dimension ld is the column-major X^T with the same ld, so
 // C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the operands swap and keep their
-// transpose flags. Untested on a GPU so far (no device lent); scripts/gpu-check.sh checks it
-// against the CPU when one is.
+// transpose flags. Ran on a lent H200 (2026-12-04: the op table's cuda_vendor rows, bench_gpu);
+// scripts/gpu-check.sh checks it against the CPU each time.
 #include <climits>
 #include <functional>
 #include <string>

@@ -3,8 +3,8 @@
 // planes are one NCHW tensor with C = 1. cuDNN is used only when its output size equals Ember's:
 // then every window lies inside the padded input, and cuDNN's divisors (the whole window with
 // count_include_pad, the input part without) are Ember's (PyTorch's). Max pooling has no vendor
-// path: cuDNN returns no argmax indices, which Ember's max-pool backward needs. Untested on a GPU
-// so far (no device lent); scripts/gpu-check.sh checks it against the CPU when one is.
+// path: cuDNN returns no argmax indices, which Ember's max-pool backward needs. Ran on a lent H200
+// (2026-12-04: the op table's cuda_vendor rows); scripts/gpu-check.sh checks it against the CPU.
 #include "core/cuda/cudnn_common.h"
 
 #if EMBER_WITH_CUDNN

@@ -11,8 +11,8 @@
 // (which is all the vendor backward reads from it) and fills the gates with NaN, so a native
 // backward after a vendor forward gives NaN rather than silently wrong gradients; forward and
 // backward of a shape share one kernel-choice key, so `auto` keeps them on the same side.
-// Reverse-direction layers run the native kernels only. Untested on a GPU so far (no device lent);
-// scripts/gpu-check.sh checks it against the CPU when one is.
+// Reverse-direction layers run the native kernels only. Ran on a lent H200 (2026-12-04: the op
+// table's cuda_vendor rows, bench_gpu); scripts/gpu-check.sh checks it against the CPU each time.
 #include "core/cuda/cudnn_common.h"
 
 #if EMBER_WITH_CUDNN
