@@ -20,6 +20,9 @@ root=$(pwd)
 jobs=${EMBER_JOBS:-2}
 # Tests run two processes per core; OpenMP threads that spin while idle would starve each other.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# In CI the data beside the checkout (../shared/data) must be there: a test that reads a missing
+# trace fails instead of skipping (tests/shared_data.h). Elsewhere such tests skip and say so.
+if [[ ${CI:-} == true ]]; then export EMBER_REQUIRE_SHARED_DATA=${EMBER_REQUIRE_SHARED_DATA:-1}; fi
 start=$SECONDS
 phase_start=$SECONDS
 times=()
@@ -28,7 +31,7 @@ phase_done() {  # phase_done <name>
   phase_start=$SECONDS
 }
 
-scripts/setup.sh
+scripts/setup.sh all
 phase_done setup
 
 # ccache (when installed) keyed on paths relative to the checkout, so that another clone of the
@@ -66,7 +69,7 @@ build_and_test() {
 # background while the sanitizer passes build, instead of holding the Release pass's two test
 # slots; the fidelity test tells the simulator what a start costs on the loaded machine, so the
 # comparison holds there (docs/SCHEDULER.md, fidelity). Collected at the end.
-CTEST_ARGS="-LE ^(fidelity|slurm)$" build_and_test build release -DCMAKE_BUILD_TYPE=Release
+CTEST_ARGS="-LE ^(fidelity|slurm)$" build_and_test build release -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TESTS=ON
 (
   ctest --test-dir build --output-on-failure --timeout 900 -L "^(fidelity|slurm)$" >build/ctest-fidelity.log 2>&1
   echo $? >build/ctest-fidelity.status
@@ -90,7 +93,7 @@ if [[ "${EMBER_ASAN:-1}" != 0 ]]; then
   # Release and ThreadSanitizer passes: under ASan they repeat the 2-rank runs' code paths for
   # about two minutes of CI's budget.
   CC=clang CXX=clang++ CTEST_ARGS="-LE (cpu_levels|crash|fidelity|slurm) -E ^dist\\.(mpi_np3|mpi_np4_pipeline|mpi_np3_small_shared_memory_slots|fault_(kill|leave|stall|ddp)_without_shared_memory)$" \
-    build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
+    build_and_test build-asan asan -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TESTS=ON -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=ON \
     -DEMBER_FUZZ=ON -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF \
     -DEMBER_BUILD_BENCH=OFF
 fi
@@ -110,7 +113,7 @@ if [[ "${EMBER_TSAN:-1}" != 0 ]]; then
   CC=clang CXX=clang++ CTEST_ARGS="-L ^(core|data|interop|scheduler|dist|tsan)$ -E ^interop\\." \
     TARGETS="ember_core_tests ember_data_tests ember_interop_tests ember_parallel_tests ember_parallel_fault
              ember_sched_daemon_tests tsan_planted_race" \
-    build_and_test build-tsan tsan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=thread \
+    build_and_test build-tsan tsan -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TESTS=ON -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=thread \
     -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF \
     -DEMBER_BUILD_EXAMPLES=OFF
 fi

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "shared_data.h"
 
 namespace ember::sched {
 namespace {
@@ -57,7 +58,7 @@ TEST(Trace, TiresiasFormatWithExtraColumns) {
 
 TEST(Trace, ShippedTraces) {
   std::string philly = traces_dir() + "/philly_w41.csv";
-  if (!std::filesystem::exists(philly)) GTEST_SKIP() << "no " << philly;
+  EMBER_NEEDS_SHARED_FILE(philly);
   auto jobs = read_trace(philly);
   EXPECT_EQ(jobs.size(), 12465u);
   EXPECT_EQ(jobs.front().submit, 116);

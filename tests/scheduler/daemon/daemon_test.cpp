@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "daemon_fixture.h"
+#include "shared_data.h"
 
 using namespace daemon_test;
 
@@ -470,7 +471,7 @@ INSTANTIATE_TEST_SUITE_P(Daemon, EveryPolicy, ::testing::ValuesIn(ember::sched::
 TEST_F(DaemonTest, APolicyTrainedOnTheSixtyJobTraceRunsTheDaemon) {
   const std::string trace =
       (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
-  if (!fs::exists(trace)) GTEST_SKIP() << "no " << trace;
+  EMBER_NEEDS_SHARED_FILE(trace);
   const std::string net = dir_ + "/policy.ckpt";
   Result t = run({EMBER_EXE,
                   "sched",

@@ -18,6 +18,7 @@
 #include "scheduler/daemon/daemon_fixture.h"
 #include "scheduler/simulator.h"
 #include "scheduler/trace.h"
+#include "shared_data.h"
 
 using namespace daemon_test;
 namespace sched = ember::sched;
@@ -32,7 +33,7 @@ class Fidelity : public DaemonTest, public ::testing::WithParamInterface<std::st
 TEST_P(Fidelity, DaemonAndSimulatorAgreeOnTheSixtyJobTrace) {
   const std::string path =
       (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
-  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  EMBER_NEEDS_SHARED_FILE(path);
   const std::vector<sched::JobSpec> trace = sched::read_trace(path);
   ASSERT_EQ(trace.size(), 60u);
   const std::string policy = GetParam();
