@@ -126,15 +126,14 @@ install_debian_packages() {
   return $status
 }
 # The packages' install scripts enable their services for the next boot (systemd's wants links,
-# or sysvinit's rc links); the user asked for none of them. deb-systemd-helper is what the install
-# scripts enabled them with, and records the choice so an upgrade does not enable them again.
+# and sysvinit's rc links); the user asked for none of them. systemctl disables both kinds, and
+# works on the unit files whether or not systemd is running; without it, update-rc.d.
 disable_new_services() {
   local s
   for s in "${new_services[@]}"; do
-    if command -v deb-systemd-helper >/dev/null; then
-      "${sudo[@]}" deb-systemd-helper disable "$s.service" >/dev/null 2>&1 || true
-    fi
-    if [[ -e /etc/init.d/$s ]] && command -v update-rc.d >/dev/null; then
+    if command -v systemctl >/dev/null; then
+      "${sudo[@]}" systemctl disable --quiet "$s.service" >/dev/null 2>&1 || true
+    elif [[ -e /etc/init.d/$s ]] && command -v update-rc.d >/dev/null; then
       "${sudo[@]}" update-rc.d "$s" disable >/dev/null 2>&1 || true
     fi
     echo "setup: $s's service is installed but not enabled (the tests start their own)"
