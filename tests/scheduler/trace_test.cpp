@@ -30,7 +30,7 @@ std::string error_of(const std::string& text, const TraceOptions& opt = {}) {
 
 // The shared traces sit beside the repository (../shared/data/traces from its root).
 std::string traces_dir() {
-  return (std::filesystem::path(__FILE__).parent_path() / "../../../shared/data/traces").lexically_normal().string();
+  return (std::filesystem::path(EMBER_SOURCE_DIR) / "../shared/data/traces").lexically_normal().string();
 }
 
 TEST(Trace, PhillyFormat) {
