@@ -6,7 +6,7 @@
 // ratio to the oracle's. Three kinds of estimate:
 //   - every job off by the same sigma;
 //   - exact below 1e5 device-seconds, off by sigma above (the few long gangs that hold most of
-//     the gap between gittins and srsf on Philly, docs/SCHEDULER.md);
+//     the gap between gittins and srsf on Philly, docs/scheduler/policies.md);
 //   - its "siblings'" median: the true durations of the jobs of the same queue and gang size
 //     submitted in the `--window` seconds before it (a sweep's other runs), exact when it has
 //     none. No scheduler has this at submission — the siblings are still running — so it is

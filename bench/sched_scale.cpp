@@ -49,7 +49,7 @@ struct Args {
   std::string like;
   long max_jobs = 1000000;
   // The congested rows stop here by default: there the preemptive policies' decisions grow with the
-  // running jobs (docs/SCHEDULER.md, "Simulating at scale"), and a million jobs would take hours.
+  // running jobs (docs/scheduler/simulator.md, "Simulating at scale"), and a million jobs would take hours.
   long max_congested = 100000;
   std::vector<std::string> policies{"fcfs", "fcfs-backfill", "sjf", "priority", "srsf", "las", "gittins", "greedy"};
   int reps = 3;

@@ -1,4 +1,4 @@
-# The kernel emulator (docs/KERNELS-EMULATION.md). ember_add_kernel_emulation(<target> <folder>
+# The kernel emulator (docs/cuda/emulation.md). ember_add_kernel_emulation(<target> <folder>
 # <library>) builds an object library <target> holding every kernel file <folder>/cuda/*.cu that
 # includes core/cuda/device_api.h, each compiled a second time by the host compiler through a
 # generated one-line .cpp that #includes it, linked against <library> (whose dispatch stubs the

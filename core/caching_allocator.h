@@ -68,7 +68,7 @@ class CachingAllocator final : public Allocator {
                    std::function<StreamHandle()> current_stream = nullptr);
   ~CachingAllocator() override;
 
-  // Rounds a request up to its size class (exposed for tests and for docs/CUDA.md's table).
+  // Rounds a request up to its size class (exposed for tests and for docs/cuda/runtime.md's table).
   static size_t size_class(size_t bytes);
 
   DataPtr allocate(size_t nbytes) override;

@@ -41,7 +41,7 @@ struct ListOptions {
   // devices must move: the running jobs there are preempted and started again on free devices
   // elsewhere in the same decision (each pays a preemption), moving at most `defrag` x the gang's
   // devices (0: never). With nodes, Philly's 8-device jobs otherwise wait while a quarter of the
-  // devices idle in fragments (docs/SCHEDULER.md).
+  // devices idle in fragments (docs/scheduler/simulator.md, "Cluster model").
   double defrag = 0;
   // Devices no job may take in this decision: kept free for a gang that will start there once
   // the node's other jobs end (a reservation a search policy chose; nullptr: none).

@@ -105,13 +105,13 @@ class SearchPolicy : public Policy {
     double repeat_after = 600;
     // At most one search per this many seconds (a scheduling round); greedy in between. Searching
     // at every decision costs 20-80x the simulation time for a JCT change within +-0.5% on the
-    // Philly week (bench/RESULTS.md), so the default round is half an hour.
+    // Philly week (bench/history/2026-11.md, issue 7), so the default round is half an hour.
     double interval = 1800;
     // Defragmenting migrations in the list schedule (ListOptions::defrag): a search policy weighs
     // what a move costs against what the gang gains, so it makes them by default.
     double defrag = 1;
     // SearchObjective::horizon for the search (greedy itself never looks ahead). Off by default:
-    // on W41 it changed the average JCT by -0.1% to +0.3% for 10x the CPU (bench/RESULTS.md).
+    // on W41 it changed the average JCT by -0.1% to +0.3% for 10x the CPU (bench/history/2026-12.md, issue 25).
     double horizon = 0;
   };
   explicit SearchPolicy(Options o) : opt_(o) {}

@@ -24,7 +24,7 @@ class AdmissionControl;  // scheduler/admission.h
 
 struct SimOptions {
   double preempt_cost = 0;
-  // What a preemption does on a real machine, as the daemon runs it (docs/SCHEDULER.md, fidelity):
+  // What a preemption does on a real machine, as the daemon runs it (docs/scheduler/simulator.md, fidelity):
   // the victim keeps its devices for `stop_delay` seconds while it checkpoints and exits (a start
   // that needs them, and the victim's own restart, wait for the next decision after that), each
   // restart after a preemption costs `restart_delay` seconds of work (launch, restore), and the

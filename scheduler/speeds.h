@@ -17,7 +17,7 @@ class SpeedTable {
  public:
   // Model families cnn, transformer, lstm, recommendation, gan, rl on v100 (1.0), a100, h100,
   // h200: rounded approximations of the per-GPU training-throughput ratios vendors publish for
-  // such models (docs/SCHEDULER.md, Heterogeneous clusters), not measurements of this project.
+  // such models (docs/scheduler/heterogeneous.md), not measurements of this project.
   static SpeedTable defaults();
   // CSV: a header "model,TYPE,TYPE,..." and one row per family of speeds > 0. Throws ember::Error
   // naming the file, line and what was expected.

@@ -1,5 +1,5 @@
 // Reads job traces: CSV files with a header row, one job per line (the format of
-// data/traces/philly_w41.csv and tiresias_60_job.csv, documented in docs/SCHEDULER.md). Columns
+// data/traces/philly_w41.csv and tiresias_60_job.csv, documented in docs/scheduler/simulator.md). Columns
 // are found by name; a ColumnMap names them for CSVs that call them something else. Every
 // problem is an ember::Error naming the file, the line and what was expected.
 #pragma once

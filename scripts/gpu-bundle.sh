@@ -3,7 +3,7 @@
 # machine, and packs it into one self-contained folder (default gpu-bundle/, ignored by git) that
 # the device tool carries: the device image has CUDA, PyTorch and NVIDIA's libraries as pip
 # wheels, but no OpenBLAS, Protobuf, Boost, SQLite, GoogleTest or OpenMPI, and nothing can be
-# fetched there (docs/CUDA.md, "On a lent GPU").
+# fetched there (docs/cuda/runtime.md, "On a lent GPU").
 #
 #   gpu-bundle/bin/   ember_gpu_tests, ember_ops_tests, ember_gpu_nccl_tests (where NCCL and MPI were found),
 #                     bench_gpu, ember (the CLI: `ember info`), stripped

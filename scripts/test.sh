@@ -68,7 +68,7 @@ build_and_test() {
 # mostly sleeping jobs) and the Slurm tests (label slurm: mostly waiting for Slurm) run in the
 # background while the sanitizer passes build, instead of holding the Release pass's two test
 # slots; the fidelity test tells the simulator what a start costs on the loaded machine, so the
-# comparison holds there (docs/SCHEDULER.md, fidelity). Collected at the end.
+# comparison holds there (docs/scheduler/simulator.md, fidelity). Collected at the end.
 CTEST_ARGS="-LE ^(fidelity|slurm)$" build_and_test build release -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TESTS=ON
 (
   ctest --test-dir build --output-on-failure --timeout 900 -L "^(fidelity|slurm)$" >build/ctest-fidelity.log 2>&1

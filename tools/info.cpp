@@ -37,7 +37,7 @@ int info(const std::vector<std::string>& args) {
         std::printf(
             "hint:            OPENBLAS_CORETYPE=%s in the environment holds OpenBLAS to older kernels than this "
             "CPU runs; without it OpenBLAS or Ember chooses its best (AVX-512 SGEMM is 1.9x its AVX2 rate on "
-            "an AMD Zen 5: bench/RESULTS.md)\n",
+            "an AMD Zen 5: bench/history/2026-12.md)\n",
             k.environment.c_str());
       else
         std::printf("hint:            OpenBLAS did not take the kernels this CPU can run; it keeps its %s ones\n",

@@ -18,7 +18,7 @@ int sched_serve(const std::vector<std::string>& args) {
            "auto (GPUs, else one CPU device per core), gpu, gpu:0,1,..., cpu:N or cpu:NxC (N devices of C cores)")
       .add("backend", "B",
            "local (run jobs on this machine's --devices, default) or slurm (Slurm runs them on its nodes; "
-           "docs/SCHEDULER.md)")
+           "docs/scheduler/slurm.md)")
       .add("partition", "P", "--backend slurm: the Slurm partition whose nodes are the pool (default: Slurm's default)")
       .add("cpu-mem", "GIB", "memory each CPU device offers, checked against memory_gib (default 0: any)")
       .add("policy", "P", "scheduling policy (default fcfs; see `ember sched simulate --help`)")
@@ -29,10 +29,10 @@ int sched_serve(const std::vector<std::string>& args) {
            "`ember sched simulate`)")
       .add("max-queued", "N", "refuse submissions while N jobs are queued (default 1000)")
       .add("config", "FILE",
-           "groups and per-user limits (proto/daemon_config.proto, text format; docs/SCHEDULER.md, Security)")
+           "groups and per-user limits (proto/daemon_config.proto, text format; docs/scheduler/daemon.md, Security)")
       .add("quota", "FILE",
            "team quotas: 'TEAM DEVICES' lines; the policy runs inside the teams, idle shares are lent and reclaimed "
-           "through checkpoints, jobs of other teams are refused (docs/SCHEDULER.md, Teams)")
+           "through checkpoints, jobs of other teams are refused (docs/scheduler/teams.md)")
       .add("admit-target", "S",
            "refuse a submission whose estimated start delay is over S seconds, telling when to resubmit (default: "
            "admit all; every submission is still told its estimate)")

@@ -81,13 +81,14 @@ std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed)
 
 int sched_simulate(const std::vector<std::string>& args) {
   Flags f;
-  f.add("trace", "FILE", "job trace (CSV, see docs/SCHEDULER.md)")
+  f.add("trace", "FILE", "job trace (CSV, see docs/scheduler/simulator.md)")
       .add("gpus", "N[,N...]|TYPE:N,...",
            "devices in the cluster, several sizes run one after the other; or one cluster of several device "
            "types, e.g. h200:64,a100:128,v100:128 (speeds from --speeds)")
       .add("speeds", "FILE",
            "with device types: speeds per model and type, CSV 'model,TYPE,...' (default: the built-in table, "
-           "docs/SCHEDULER.md); jobs without a model column get one of its models by a hash of their name")
+           "docs/scheduler/heterogeneous.md); jobs without a model column get one of its models by a hash of "
+           "their name")
       .add("policy", "P[,P...]", "policy or policies to run")
       .add("compare", "", "run every policy; the table shows each metric's ratio to fcfs")
       .add("with", "P[,P...]", "more runs for --compare, e.g. learned:FILE")

@@ -39,7 +39,7 @@ void bar(const learned::CurvePoint& p, int total) {
 
 int sched_train_policy(const std::vector<std::string>& args) {
   Flags f;
-  f.add("trace", "FILE", "job trace (CSV, see docs/SCHEDULER.md)")
+  f.add("trace", "FILE", "job trace (CSV, see docs/scheduler/simulator.md)")
       .add("out", "FILE", "where to write the trained network (a checkpoint)")
       .add("gpus", "N", "devices in the simulated cluster (default 256)")
       .add("node-gpus", "K", "devices per node (default 0: one flat pool)")

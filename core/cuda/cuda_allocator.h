@@ -1,6 +1,6 @@
 // The CUDA backend's allocators: one caching allocator per GPU (what get_allocator(cuda:N)
 // returns) and the pinned host allocator (what pinned_allocator() returns in a CUDA build). The
-// caching rules are core/caching_allocator.h's; see docs/CUDA.md.
+// caching rules are core/caching_allocator.h's; see docs/cuda/runtime.md.
 #pragma once
 
 #include "core/caching_allocator.h"

@@ -1,7 +1,7 @@
 // The device header every kernel file (core/cuda/*.cu) includes instead of <cuda_runtime.h>.
 // Under nvcc it is the CUDA runtime; under the host compiler it is Ember's kernel emulator
 // (core/cuda/emu/emu.h), so that one kernel source is compiled for the GPU and, for CI, run on
-// the CPU against the CPU reference (docs/KERNELS-EMULATION.md). It also holds the few things both
+// the CPU against the CPU reference (docs/cuda/emulation.md). It also holds the few things both
 // builds spell differently: shared-memory declarations and kernel registration.
 //
 //   EMBER_SHARED(float, tile, [32][33]);   // __shared__ float tile[32][33];

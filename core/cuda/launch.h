@@ -1,6 +1,6 @@
 // The one way kernels are launched (see the project's kernel rules: no `<<<...>>>` in kernel
 // files). Under nvcc it is a checked `<<<grid, block, shared, stream>>>`; under the host compiler
-// (the kernel emulator, docs/KERNELS-EMULATION.md) it runs the grid on fibers, copying the
+// (the kernel emulator, docs/cuda/emulation.md) it runs the grid on fibers, copying the
 // arguments once as a launch does, so kernel files are the same in both builds. Include only from
 // kernel files (core/cuda/*.cu), after core/cuda/device_api.h.
 #pragma once

@@ -1,7 +1,9 @@
 // The one header a program using Ember includes: tensors and every op, autograd (NoGradGuard,
 // gradcheck), devices, generators, threads, memory statistics and streams; the training API
-// (nn modules, layers, losses, initialisers, optimizers, LR schedules, checkpoints). Upper
-// layers (data loading, the scheduler) join this list as they are built.
+// (nn modules, layers, losses, initialisers, optimizers, LR schedules, checkpoints). Data loading
+// (data/: datasets, the DataLoader, transforms; Ember::ember_data), the model zoo, interop and the
+// scheduler are built but not in this header: include their own headers (e.g. "data/dataloader.h")
+// and link their libraries.
 #pragma once
 
 #include <ember/config.h>

@@ -1,4 +1,4 @@
-// Who may do what with the daemon (docs/SCHEDULER.md, "Security"): its configuration file
+// Who may do what with the daemon (docs/scheduler/daemon.md, "Security"): its configuration file
 // (proto/daemon_config.proto) read and checked, and the rules applied to each request.
 //   - Root, the daemon's own user and members of admin_group are admins: they act on every job.
 //   - Anyone else acts on their own jobs only (cancel, preempt, logs) and sees other users' jobs

@@ -1,5 +1,5 @@
 // The CUDA device API for the host compiler: Ember's kernel emulation layer (see
-// docs/KERNELS-EMULATION.md and ../shared/KERNELS.md). A kernel file includes
+// docs/cuda/emulation.md and ../shared/KERNELS.md). A kernel file includes
 // core/cuda/device_api.h, which under nvcc is the real CUDA runtime and under the host compiler
 // is this header, so the same kernel source runs on a GPU and, in CI, on the CPU: every CUDA
 // thread of a block is a Boost.Context fiber, blocks run one after another, and __syncthreads
