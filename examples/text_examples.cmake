@@ -31,9 +31,13 @@ add_test(NAME example.lstm_lm_sigterm
          COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; rm -rf lm_term && mkdir lm_term && { $<TARGET_FILE:lstm_lm> ${_lm_small} --epochs 50 --checkpoint-dir lm_term/ck >lm_term/out.txt 2>&1 & pid=$!; }; while kill -0 $pid 2>/dev/null && ! grep -q '^Training' lm_term/out.txt; do sleep 0.2; done; kill -TERM $pid; wait $pid; status=$?; tail -n 2 lm_term/out.txt; [ $status = 75 ] && grep -q 'Stopped by a signal' lm_term/out.txt && test -s lm_term/ck/last.ckpt")
 add_test(NAME example.lstm_lm_help COMMAND lstm_lm --help)
 add_test(NAME example.bilstm_classify_help COMMAND bilstm_classify --help)
-add_test(NAME example.lstm_lm_missing_data COMMAND lstm_lm --data /nonexistent/fortunes)
-add_test(NAME example.bilstm_classify_bad_flag COMMAND bilstm_classify --level bytes)
-set_tests_properties(example.lstm_lm_missing_data example.bilstm_classify_bad_flag PROPERTIES WILL_FAIL TRUE)
+# A missing corpus is a runtime error naming the path (status 1), a bad flag a usage error (2).
+add_test(NAME example.lstm_lm_missing_data
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:lstm_lm> "-DARGS=--data;/nonexistent/fortunes" -DSTATUS=1
+                 "-DREGEX='/nonexistent/fortunes' does not exist" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
+add_test(NAME example.bilstm_classify_bad_flag
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bilstm_classify> "-DARGS=--level;bytes" -DSTATUS=2
+                 "-DREGEX=--level must be char or word, got 'bytes'" -P ${PROJECT_SOURCE_DIR}/tools/expect_status.cmake)
 set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
                      example.lstm_lm_vocabulary_mismatch example.lstm_lm_sigterm PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(example.lstm_lm example.lstm_lm_word example.lstm_lm_resume_exact example.bilstm_classify
