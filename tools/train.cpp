@@ -70,12 +70,15 @@ void note_classes(ClassifierData& out, const data::ImageFolder& set, const std::
   note_classes(out, n, "the image folder " + path + " has " + std::to_string(n) + " classes");
 }
 
-// The network's outputs against the data's class labels: a label beyond them would stop training
-// inside cross_entropy, naming neither the data nor the network.
-void check_classes(const model_file::LoadedFile& file, int net_index, nn::Module& net, const ClassifierData& d) {
-  const int64_t outputs = model_file::classifier_outputs(file, net_index, net);
+// The classifier's network, built and checked against the data's class labels: a label beyond its
+// outputs would stop training inside cross_entropy, naming neither the data nor the network.
+std::shared_ptr<nn::Module> classifier_network(const model_file::LoadedFile& file, int net_index,
+                                               const ClassifierData& d) {
+  std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
+  const int64_t outputs = model_file::classifier_outputs(file, net_index, *net);
   EMBER_CHECK(d.classes <= outputs, d.classes_from, ", but network '", file.spec.network(net_index).name(), "' (",
               file.at(net_index), ") scores ", outputs, " classes (expected one output per class: ", d.classes, ")");
+  return net;
 }
 
 // The training images' random transforms (data.augment), or none.
@@ -242,8 +245,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                 n.name(), "' takes examples of ", shape_str(Shape(n.input_shape().begin(), n.input_shape().end())),
                 ", but ", cf.data_name, " gives ", shape_str(data_shape), " (expected input_shape to match)");
     manual_seed(static_cast<uint64_t>(cf.seed));
-    std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
-    check_classes(file, net_index, *net, sets);
+    std::shared_ptr<nn::Module> net = classifier_network(file, net_index, sets);
     net->to(dev);
     job.wrap(*net, cf.batch_size, static_cast<uint64_t>(cf.seed),
              Shape(n.input_shape().begin(), n.input_shape().end()));
