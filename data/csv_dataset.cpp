@@ -48,6 +48,8 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
   std::vector<std::string> names;
   std::vector<double> feats, labels;
   int64_t ncols = -1, label_col = -1, line_no = 0, rows = 0;
+  CsvTable t;
+  double largest_label = 0;
   bool header_done = false;
   std::string line;
   auto pick_label = [&](int64_t cols) {
@@ -98,6 +100,7 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
         if (opts.label_is_class)
           EMBER_CHECK(v >= 0 && v == std::floor(v) && v < 1e9, "CSV '", path, "' line ", line_no, ", ", col,
                       ": class label '", f, "' is not a non-negative integer");
+        if (t.largest_label_line == 0 || v > largest_label) largest_label = v, t.largest_label_line = line_no;
         labels.push_back(v);
       } else {
         feats.push_back(v);
@@ -107,7 +110,6 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
   }
   EMBER_CHECK(!in.bad(), "CSV '", path, "': read error after line ", line_no);
   EMBER_CHECK(rows > 0, "CSV '", path, "' has no data rows");
-  CsvTable t;
   for (int64_t i = 0; i < ncols; ++i) {
     std::string name = names.empty() ? "column" + std::to_string(i) : names[static_cast<size_t>(i)];
     if (i == label_col)
@@ -127,7 +129,8 @@ CsvDataset::CsvDataset(const std::string& path, CsvOptions opts)
 CsvDataset::CsvDataset(CsvTable table, Transform transform, bool label_is_class)
     : TensorDataset(table.features, table.labels, std::move(transform)),
       feature_names_(std::move(table.feature_names)),
-      label_name_(std::move(table.label_name)) {
+      label_name_(std::move(table.label_name)),
+      largest_label_line_(table.largest_label_line) {
   if (label_is_class) num_classes_ = static_cast<int64_t>(max(table.labels).item()) + 1;
 }
 

@@ -28,8 +28,9 @@ struct CsvOptions {
 struct CsvTable {
   std::vector<std::string> feature_names;  // "column<i>" when there is no header
   std::string label_name;
-  Tensor features;  // float32 [N, F]
-  Tensor labels;    // int64 [N] or float32 [N]
+  Tensor features;                 // float32 [N, F]
+  Tensor labels;                   // int64 [N] or float32 [N]
+  int64_t largest_label_line = 0;  // the first line that holds the largest label (what messages name)
 };
 CsvTable read_csv(const std::string& path, const CsvOptions& opts = {});
 
@@ -39,14 +40,17 @@ class CsvDataset : public TensorDataset {
   const std::vector<std::string>& feature_names() const { return feature_names_; }
   const std::string& label_name() const { return label_name_; }
   int64_t num_features() const { return static_cast<int64_t>(feature_names_.size()); }
-  // 1 + the largest class id (class labels only).
+  // 1 + the largest class id (class labels only), and the first line of the file that holds it
+  // (a network with fewer outputs is refused naming it).
   int64_t num_classes() const { return num_classes_; }
+  int64_t largest_label_line() const { return largest_label_line_; }
 
  private:
   CsvDataset(CsvTable table, Transform transform, bool label_is_class);
   std::vector<std::string> feature_names_;
   std::string label_name_;
   int64_t num_classes_ = 0;
+  int64_t largest_label_line_ = 0;
 };
 
 }  // namespace ember::data

@@ -3,9 +3,12 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 
 #include "core/autograd/grad_mode.h"
@@ -77,6 +80,22 @@ std::string LoadedFile::at_top(const std::string& field) const {
   return line_of(path, where->tree.GetLocation(field_of(train_file::TrainFile::descriptor(), field), -1).line);
 }
 
+std::string LoadedFile::at_path(const std::string& dotted) const {
+  const pb::Descriptor* d = train_file::TrainFile::descriptor();
+  const pb::TextFormat::ParseInfoTree* tree = &where->tree;
+  int line = -1;
+  for (size_t start = 0; tree && d;) {
+    const size_t dot = dotted.find('.', start);
+    const pb::FieldDescriptor* f = field_of(d, dotted.substr(start, dot - start));
+    line = std::max(line, tree->GetLocation(f, -1).line);
+    if (dot == std::string::npos) break;
+    tree = tree->GetTreeForNested(f, -1);
+    d = f->message_type();
+    start = dot + 1;
+  }
+  return line_of(path, line);
+}
+
 std::string LoadedFile::resolve(const std::string& named) const {
   const std::filesystem::path p = named;
   return p.is_absolute() ? named : (std::filesystem::path(path).parent_path() / p).string();
@@ -88,6 +107,122 @@ Tensor example_input(const train_file::Network& n, int64_t batch) {
   const bool tokens = n.layer_size() > 0 && n.layer(0).kind_case() == Layer::kEmbedding;
   return zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
 }
+
+namespace {
+
+// A number a file gives, refused unless `ok`, naming its line: "invalid", for a value written in
+// the file is never taken for one left out (which takes its default; the callers check only
+// fields the file gives, or whose 0 means the default).
+template <typename T>
+void valid(const LoadedFile& f, bool ok, const std::string& path, T value, const std::string& expected) {
+  EMBER_CHECK(ok, f.at_path(path), ": ", path, " is ", value, " (invalid: expected ", expected, ")");
+}
+
+bool at_least(double v, double lo) {
+  return std::isfinite(v) && v >= lo;
+}
+
+void check_solver(const LoadedFile& f, const train_file::Solver& s, const std::string& at) {
+  if (s.has_sgd()) {
+    const auto& o = s.sgd();
+    if (o.has_lr()) valid(f, at_least(o.lr(), 0) && o.lr() > 0, at + ".sgd.lr", o.lr(), "a finite rate > 0");
+    valid(f, at_least(o.momentum(), 0), at + ".sgd.momentum", o.momentum(), "a finite number >= 0");
+    valid(f, at_least(o.weight_decay(), 0), at + ".sgd.weight_decay", o.weight_decay(), "a finite number >= 0");
+  }
+  if (s.has_adam()) {
+    const auto& o = s.adam();
+    if (o.has_lr()) valid(f, at_least(o.lr(), 0) && o.lr() > 0, at + ".adam.lr", o.lr(), "a finite rate > 0");
+    if (o.has_beta1()) valid(f, at_least(o.beta1(), 0) && o.beta1() < 1, at + ".adam.beta1", o.beta1(), "[0, 1)");
+    if (o.has_beta2()) valid(f, at_least(o.beta2(), 0) && o.beta2() < 1, at + ".adam.beta2", o.beta2(), "[0, 1)");
+    if (o.has_eps()) valid(f, at_least(o.eps(), 0) && o.eps() > 0, at + ".adam.eps", o.eps(), "a finite number > 0");
+    valid(f, at_least(o.weight_decay(), 0), at + ".adam.weight_decay", o.weight_decay(), "a finite number >= 0");
+  }
+  if (s.has_step_lr()) {
+    const auto& l = s.step_lr();
+    EMBER_CHECK(l.has_step_size(), f.at_path(at + ".step_lr"), ": ", at,
+                ".step_lr.step_size is missing (expected the epochs between two decays)");
+    valid(f, l.step_size() > 0, at + ".step_lr.step_size", l.step_size(), "a positive number of epochs");
+    if (l.has_gamma())
+      valid(f, at_least(l.gamma(), 0) && l.gamma() > 0, at + ".step_lr.gamma", l.gamma(), "a finite factor > 0");
+  }
+}
+
+void check_normalisation(const LoadedFile& f, const std::string& at, bool has_mean, double mean, bool has_std,
+                         double std) {
+  if (has_mean) valid(f, std::isfinite(mean), at + ".mean", mean, "a finite number");
+  if (has_std) valid(f, at_least(std, 0) && std > 0, at + ".std", std, "a finite number > 0");
+}
+
+void check_data(const LoadedFile& f) {
+  const auto& d = f.spec.data();
+  if (d.has_batch_size())
+    valid(f, d.batch_size() >= 1, "data.batch_size", d.batch_size(), "a positive number of examples per step");
+  if (d.has_limit())
+    valid(f, d.limit() == -1 || d.limit() >= 1, "data.limit", d.limit(), "-1 (all) or a positive number");
+  if (d.has_mnist()) {
+    const auto& m = d.mnist();
+    check_normalisation(f, "data.mnist", m.has_mean(), m.mean(), m.has_std(), m.std());
+  }
+  if (d.has_image_folder()) {
+    const auto& i = d.image_folder();
+    if (i.has_height()) valid(f, i.height() >= 1, "data.image_folder.height", i.height(), "a positive size");
+    if (i.has_width()) valid(f, i.width() >= 1, "data.image_folder.width", i.width(), "a positive size");
+    if (i.has_channels())
+      valid(f, i.channels() == 1 || i.channels() == 3 || i.channels() == 4, "data.image_folder.channels", i.channels(),
+            "1, 3 or 4");
+    check_normalisation(f, "data.image_folder", i.has_mean(), i.mean(), i.has_std(), i.std());
+  }
+  if (d.has_text()) {
+    const auto& t = d.text();
+    valid(f, t.min_freq() >= 0, "data.text.min_freq", t.min_freq(), "0 (by the level) or a positive count");
+    if (t.has_max_vocab()) valid(f, t.max_vocab() >= 0, "data.text.max_vocab", t.max_vocab(), "0 (none) or more");
+    if (t.has_test_fraction())
+      valid(f, t.test_fraction() > 0 && t.test_fraction() < 1, "data.text.test_fraction", t.test_fraction(),
+            "a number in (0, 1)");
+    if (t.has_seq_len()) valid(f, t.seq_len() >= 1, "data.text.seq_len", t.seq_len(), "a positive number of tokens");
+  }
+}
+
+// The numbers of the data, the task and the training settings, which reach the flags' defaults
+// and the optimizers: what the flags refuse is refused here, in the file's terms.
+void check_settings(const LoadedFile& f) {
+  const auto& s = f.spec;
+  check_data(f);
+  if (s.has_classifier()) check_solver(f, s.classifier().solver(), "classifier.solver");
+  if (s.has_language_model()) {
+    check_solver(f, s.language_model().solver(), "language_model.solver");
+    valid(f, at_least(s.language_model().clip(), 0), "language_model.clip", s.language_model().clip(),
+          "0 (no clipping) or a finite norm > 0");
+  }
+  if (s.has_gan()) {
+    check_solver(f, s.gan().generator_solver(), "gan.generator_solver");
+    check_solver(f, s.gan().discriminator_solver(), "gan.discriminator_solver");
+    if (s.gan().has_noise_dim())
+      valid(f, s.gan().noise_dim() >= 1, "gan.noise_dim", s.gan().noise_dim(), "a positive size");
+  }
+  const auto& t = s.training();
+  if (t.has_epochs()) valid(f, t.epochs() >= 1, "training.epochs", t.epochs(), "a positive number of passes");
+  if (t.has_max_steps())
+    valid(f, t.max_steps() >= -1, "training.max_steps", t.max_steps(), "-1 (no limit) or a number of steps >= 0");
+}
+
+// Positive sizes whose product a tensor's size in bytes holds (building runs a batch of 1).
+void check_input_shape(const LoadedFile& f, int i) {
+  const auto& n = f.spec.network(i);
+  EMBER_CHECK(n.input_shape_size() > 0, f.at(i), ": network '", n.name(),
+              "': input_shape is missing (one example's shape without the batch, e.g. [1, 28, 28])");
+  int64_t values = 1;
+  for (int64_t d : n.input_shape()) {
+    EMBER_CHECK(d > 0, f.at(i), ": network '", n.name(), "': input_shape has a dimension ", d,
+                " (expected positive sizes)");
+    EMBER_CHECK(!__builtin_mul_overflow(values, d, &values) && values <= std::numeric_limits<int64_t>::max() / 8,
+                f.at(i), ": network '", n.name(), "': input_shape ",
+                shape_str(Shape(n.input_shape().begin(), n.input_shape().end())),
+                " has more values than a tensor can (expected one example's shape, without the batch)");
+  }
+}
+
+}  // namespace
 
 LoadedFile load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -104,7 +239,7 @@ LoadedFile load(const std::string& path) {
     EMBER_FAIL(errors.first().empty() ? path + ": cannot be parsed" : errors.first());
   }
   const auto& s = f.spec;
-  EMBER_CHECK(s.version() != 0, path, ": version is missing (expected 'version: ", kVersion, "' at the top)");
+  EMBER_CHECK(s.has_version(), path, ": version is missing (expected 'version: ", kVersion, "' at the top)");
   EMBER_CHECK(s.version() <= kVersion, f.at_top("version"), ": version ", s.version(),
               " is newer than this Ember reads (", kVersion, "): use a newer Ember");
   EMBER_CHECK(s.version() >= 1, f.at_top("version"), ": version ", s.version(), " is not a version (expected ",
@@ -116,17 +251,14 @@ LoadedFile load(const std::string& path) {
     const auto& n = s.network(i);
     EMBER_CHECK(!n.name().empty(), f.at(i), ": a network without a name");
     EMBER_CHECK(names.emplace(n.name(), i).second, f.at(i), ": a second network named '", n.name(), "'");
-    EMBER_CHECK(n.input_shape_size() > 0, f.at(i), ": network '", n.name(),
-                "': input_shape is missing (one example's shape without the batch, e.g. [1, 28, 28])");
-    for (int64_t d : n.input_shape())
-      EMBER_CHECK(d > 0, f.at(i), ": network '", n.name(), "': input_shape has a dimension ", d,
-                  " (expected positive sizes)");
+    check_input_shape(f, i);
     EMBER_CHECK(n.layer_size() > 0, f.at(i), ": network '", n.name(), "' has no layer");
   }
   EMBER_CHECK(s.task_case() != train_file::TrainFile::TASK_NOT_SET, path,
               ": no task (expected 'classifier { ... }', 'gan { ... }' or 'language_model { ... }')");
   EMBER_CHECK(s.has_data() && s.data().source_case() != train_file::Data::SOURCE_NOT_SET, path,
               ": no data source (expected 'data { mnist { ... } batch_size: N }', or image_folder, csv, text)");
+  check_settings(f);
   return f;
 }
 
@@ -160,6 +292,41 @@ struct Site {
   void check(bool ok, const std::string& field, const std::string& what) const {
     if (!ok) fail(field, what);
   }
+  // A value the file gives for the layer's `field`, refused unless `ok`: "invalid", never
+  // "missing", for a field the file gives is never taken for one it leaves out.
+  template <typename T>
+  void valid(bool ok, const std::string& field, T value, const std::string& expected) const {
+    if (!ok) fail(kind, detail::concat(field, " is ", value, " (invalid: expected ", expected, ")"));
+  }
+  // A size the layer needs: one left out is missing, one below 1 invalid.
+  int64_t required_size(bool given, int64_t v, const std::string& field) const {
+    check(given, kind, field + " is missing (expected a positive number)");
+    return size_or(given, v, 0, field);
+  }
+  // A size the file may leave out (`def`); one it gives must be positive.
+  int64_t size_or(bool given, int64_t v, int64_t def, const std::string& field) const {
+    if (!given) return def;
+    valid(v > 0, field, v, "a positive number");
+    return v;
+  }
+  // A real the file may leave out (`def`); one it gives must be finite and `ok`.
+  double real_or(bool given, double v, double def, const std::string& field, bool ok = true,
+                 const std::string& expected = "a finite number") const {
+    if (!given) return def;
+    valid(std::isfinite(v) && ok, field, v, expected);
+    return v;
+  }
+  // A dimension of an input of `rank` dimensions (batch included), from the end when negative;
+  // never 0, the batch: a layer that mixes the batch's examples makes each one's output depend on
+  // the others (a softmax over the batch, a concatenation that changes the batch's size).
+  int64_t dimension(int64_t dim, int64_t rank, const std::string& field) const {
+    valid(dim >= -rank && dim < rank, field, dim,
+          detail::concat("one of its input's ", rank, " dimensions (batch included): 1 to ", rank - 1,
+                         ", or from the end -1 to -", rank - 1));
+    valid(dim != 0 && dim != -rank, field, dim,
+          "a dimension other than 0, the batch: each example's output would depend on the rest of its batch");
+    return dim;
+  }
 };
 
 // A pair given as [], [n] or [h, w].
@@ -180,124 +347,165 @@ int64_t channels(const Site& at, const Tensor& x, int64_t rank) {
   return x.size(1);
 }
 
-std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Tensor& x) {
+std::shared_ptr<nn::Module> conv_layer(const Site& at, const Layer& l, const Tensor& x) {
+  if (l.kind_case() == Layer::kConv2D) {
+    const auto& c = l.conv2d();
+    const int64_t out = at.required_size(c.has_out_channels(), c.out_channels(), "out_channels");
+    at.check(!c.kernel().empty(), "conv2d", "kernel is missing (expected [k] or [kh, kw])");
+    nn::Conv2dOptions o{
+        .stride = size2(at, c.stride(), "stride", 1, 1),
+        .padding = c.same() ? nn::ConvPadding("same") : nn::ConvPadding(size2(at, c.padding(), "padding", 0, 0)),
+        .dilation = size2(at, c.dilation(), "dilation", 1, 1),
+        .groups = at.size_or(c.has_groups(), c.groups(), 1, "groups"),
+        .bias = !c.no_bias()};
+    return std::make_shared<nn::Conv2d>(channels(at, x, 4), out, size2(at, c.kernel(), "kernel", 1, 1), o);
+  }
+  const auto& c = l.conv_transpose2d();
+  const int64_t out = at.required_size(c.has_out_channels(), c.out_channels(), "out_channels");
+  at.check(!c.kernel().empty(), "conv_transpose2d", "kernel is missing (expected [k] or [kh, kw])");
+  nn::ConvTranspose2dOptions o{.stride = size2(at, c.stride(), "stride", 1, 1),
+                               .padding = size2(at, c.padding(), "padding", 0, 0),
+                               .output_padding = size2(at, c.output_padding(), "output_padding", 0, 0),
+                               .dilation = size2(at, c.dilation(), "dilation", 1, 1),
+                               .groups = at.size_or(c.has_groups(), c.groups(), 1, "groups"),
+                               .bias = !c.no_bias()};
+  return std::make_shared<nn::ConvTranspose2d>(channels(at, x, 4), out, size2(at, c.kernel(), "kernel", 1, 1), o);
+}
+
+std::shared_ptr<nn::Module> rnn_layer(const Site& at, const Layer& l, const Tensor& x) {
+  const auto& r = l.kind_case() == Layer::kLstm ? l.lstm() : l.kind_case() == Layer::kGru ? l.gru() : l.rnn();
+  const int64_t hidden = at.required_size(r.has_hidden(), r.hidden(), "hidden");
+  at.valid(r.dropout() >= 0 && r.dropout() < 1, "dropout", r.dropout(), "a probability in [0, 1)");
+  at.check(x.dim() == 3, at.kind, "its input is " + shape_str(x.shape()) + " (expected [N, T, features])");
+  const int64_t layers = at.size_or(r.has_layers(), r.layers(), 1, "layers");
+  std::shared_ptr<nn::RNNBase> rnn;
+  if (l.kind_case() == Layer::kRnn) {
+    rnn = std::make_shared<nn::RNN>(
+        x.size(2), hidden,
+        nn::RNNOptions{.num_layers = layers,
+                       .nonlinearity = r.relu() ? nn::RnnNonlinearity::Relu : nn::RnnNonlinearity::Tanh,
+                       .batch_first = true,
+                       .dropout = r.dropout(),
+                       .bidirectional = r.bidirectional()});
+  } else {
+    const nn::LSTMOptions o{
+        .num_layers = layers, .batch_first = true, .dropout = r.dropout(), .bidirectional = r.bidirectional()};
+    if (l.kind_case() == Layer::kLstm)
+      rnn = std::make_shared<nn::LSTM>(x.size(2), hidden, o);
+    else
+      rnn = std::make_shared<nn::GRU>(x.size(2), hidden, o);
+  }
+  return std::make_shared<nn::RnnSequence>(rnn);
+}
+
+std::shared_ptr<nn::Module> norm_layer(const Site& at, const Layer& l, const Tensor& x) {
+  if (l.kind_case() == Layer::kBatchNorm) {
+    const auto& b = l.batch_norm();
+    const nn::BatchNormOptions o{
+        .eps = at.real_or(b.has_eps(), b.eps(), 1e-5, "eps", b.eps() > 0, "a finite number > 0"),
+        .momentum = at.real_or(b.has_momentum(), b.momentum(), 0.1, "momentum", b.momentum() >= 0 && b.momentum() <= 1,
+                               "a number in [0, 1]")};
+    if (x.dim() == 4) return std::make_shared<nn::BatchNorm2d>(x.size(1), o);
+    at.check(x.dim() == 2 || x.dim() == 3, "batch_norm",
+             "its input is " + shape_str(x.shape()) + " (expected [N, C], [N, C, L] or [N, C, H, W])");
+    return std::make_shared<nn::BatchNorm1d>(x.size(1), o);
+  }
+  const auto& n = l.layer_norm();
+  const int64_t k = at.size_or(n.has_last_dims(), n.last_dims(), 1, "last_dims");
+  at.check(k < x.dim(), "layer_norm",
+           "last_dims " + std::to_string(k) + " for input " + shape_str(x.shape()) + " (expected 1 to rank - 1)");
+  const Shape shape(x.shape().end() - k, x.shape().end());
+  return std::make_shared<nn::LayerNorm>(
+      shape,
+      nn::LayerNormOptions{.eps = at.real_or(n.has_eps(), n.eps(), 1e-5, "eps", n.eps() > 0, "a finite number > 0")});
+}
+
+std::shared_ptr<nn::Module> pool_layer(const Site& at, const Layer& l) {
+  if (l.kind_case() == Layer::kAdaptiveAvgPool2D) {
+    at.check(!l.adaptive_avg_pool2d().output().empty(), "adaptive_avg_pool2d",
+             "output is missing (expected [n] or [h, w])");
+    return std::make_shared<nn::AdaptiveAvgPool2d>(size2(at, l.adaptive_avg_pool2d().output(), "output", 1, 1));
+  }
+  const auto& p = l.kind_case() == Layer::kMaxPool2D ? l.max_pool2d() : l.avg_pool2d();
+  at.check(!p.kernel().empty(), at.kind, "kernel is missing (expected [k] or [kh, kw])");
+  const nn::Pool2dOptions o{.stride = size2(at, p.stride(), "stride", 0, 1),
+                            .padding = size2(at, p.padding(), "padding", 0, 0),
+                            .ceil_mode = p.ceil_mode()};
+  const nn::Size2 k = size2(at, p.kernel(), "kernel", 1, 1);
+  if (l.kind_case() == Layer::kMaxPool2D) return std::make_shared<nn::MaxPool2d>(k, o);
+  return std::make_shared<nn::AvgPool2d>(k, o);
+}
+
+// Layers that change the input's shape, or whose size is read off the vocabulary.
+std::shared_ptr<nn::Module> shape_layer(const Site& at, const Layer& l, const Tensor& x) {
   switch (l.kind_case()) {
-    case Layer::kConv2D: {
-      const auto& c = l.conv2d();
-      at.check(c.out_channels() > 0, "conv2d", "out_channels is missing (expected a positive number)");
-      at.check(!c.kernel().empty(), "conv2d", "kernel is missing (expected [k] or [kh, kw])");
-      nn::Conv2dOptions o{
-          .stride = size2(at, c.stride(), "stride", 1, 1),
-          .padding = c.same() ? nn::ConvPadding("same") : nn::ConvPadding(size2(at, c.padding(), "padding", 0, 0)),
-          .dilation = size2(at, c.dilation(), "dilation", 1, 1),
-          .groups = c.groups() == 0 ? 1 : c.groups(),
-          .bias = !c.no_bias()};
-      return std::make_shared<nn::Conv2d>(channels(at, x, 4), c.out_channels(), size2(at, c.kernel(), "kernel", 1, 1),
-                                          o);
-    }
-    case Layer::kConvTranspose2D: {
-      const auto& c = l.conv_transpose2d();
-      at.check(c.out_channels() > 0, "conv_transpose2d", "out_channels is missing (expected a positive number)");
-      at.check(!c.kernel().empty(), "conv_transpose2d", "kernel is missing (expected [k] or [kh, kw])");
-      nn::ConvTranspose2dOptions o{.stride = size2(at, c.stride(), "stride", 1, 1),
-                                   .padding = size2(at, c.padding(), "padding", 0, 0),
-                                   .output_padding = size2(at, c.output_padding(), "output_padding", 0, 0),
-                                   .dilation = size2(at, c.dilation(), "dilation", 1, 1),
-                                   .groups = c.groups() == 0 ? 1 : c.groups(),
-                                   .bias = !c.no_bias()};
-      return std::make_shared<nn::ConvTranspose2d>(channels(at, x, 4), c.out_channels(),
-                                                   size2(at, c.kernel(), "kernel", 1, 1), o);
-    }
     case Layer::kLinear: {
-      const int64_t out = l.linear().to_vocabulary() ? at.sized_by_vocabulary("linear") : l.linear().out_features();
-      at.check(out > 0, "linear", "out_features is missing (expected a positive number, or to_vocabulary)");
+      const auto& f = l.linear();
+      at.check(!(f.to_vocabulary() && f.has_out_features()), "linear",
+               "out_features and to_vocabulary both give its size (expected one of them)");
+      const int64_t out = f.to_vocabulary() ? at.sized_by_vocabulary("linear")
+                                            : at.required_size(f.has_out_features(), f.out_features(), "out_features");
       at.check(x.dim() >= 2, "linear", "its input is " + shape_str(x.shape()) + " (expected [N, features])");
-      return std::make_shared<nn::Linear>(x.size(-1), out, nn::LinearOptions{.bias = !l.linear().no_bias()});
+      return std::make_shared<nn::Linear>(x.size(-1), out, nn::LinearOptions{.bias = !f.no_bias()});
     }
     case Layer::kEmbedding: {
       const auto& e = l.embedding();
-      const int64_t n = e.num_embeddings() > 0 ? e.num_embeddings() : at.sized_by_vocabulary("embedding");
-      at.check(e.dim() > 0, "embedding", "dim is missing (expected a positive number)");
+      const int64_t n = e.has_num_embeddings() ? at.size_or(true, e.num_embeddings(), 0, "num_embeddings")
+                                               : at.sized_by_vocabulary("embedding");
+      const int64_t dim = at.required_size(e.has_dim(), e.dim(), "dim");
       at.check(!is_floating(x.dtype()), "embedding",
                "its input is " + std::string(dtype_name(x.dtype())) +
                    " (expected token ids: put it first in a network of a text source)");
-      return std::make_shared<nn::Embedding>(n, e.dim());
+      return std::make_shared<nn::Embedding>(n, dim);
     }
-    case Layer::kLstm:
-    case Layer::kGru:
-    case Layer::kRnn: {
-      const auto& r = l.kind_case() == Layer::kLstm ? l.lstm() : l.kind_case() == Layer::kGru ? l.gru() : l.rnn();
-      at.check(r.hidden() > 0, at.kind, "hidden is missing (expected a positive number)");
-      at.check(r.dropout() >= 0 && r.dropout() < 1, at.kind, "dropout must be in [0, 1)");
-      at.check(x.dim() == 3, at.kind, "its input is " + shape_str(x.shape()) + " (expected [N, T, features])");
-      const int64_t layers = r.layers() == 0 ? 1 : r.layers();
-      std::shared_ptr<nn::RNNBase> rnn;
-      if (l.kind_case() == Layer::kRnn) {
-        rnn = std::make_shared<nn::RNN>(
-            x.size(2), r.hidden(),
-            nn::RNNOptions{.num_layers = layers,
-                           .nonlinearity = r.relu() ? nn::RnnNonlinearity::Relu : nn::RnnNonlinearity::Tanh,
-                           .batch_first = true,
-                           .dropout = r.dropout(),
-                           .bidirectional = r.bidirectional()});
-      } else {
-        const nn::LSTMOptions o{
-            .num_layers = layers, .batch_first = true, .dropout = r.dropout(), .bidirectional = r.bidirectional()};
-        if (l.kind_case() == Layer::kLstm)
-          rnn = std::make_shared<nn::LSTM>(x.size(2), r.hidden(), o);
-        else
-          rnn = std::make_shared<nn::GRU>(x.size(2), r.hidden(), o);
-      }
-      return std::make_shared<nn::RnnSequence>(rnn);
-    }
-    case Layer::kBatchNorm: {
-      const nn::BatchNormOptions o{.eps = l.batch_norm().has_eps() ? l.batch_norm().eps() : 1e-5,
-                                   .momentum = l.batch_norm().has_momentum() ? l.batch_norm().momentum() : 0.1};
-      if (x.dim() == 4) return std::make_shared<nn::BatchNorm2d>(x.size(1), o);
-      at.check(x.dim() == 2 || x.dim() == 3, "batch_norm",
-               "its input is " + shape_str(x.shape()) + " (expected [N, C], [N, C, L] or [N, C, H, W])");
-      return std::make_shared<nn::BatchNorm1d>(x.size(1), o);
-    }
-    case Layer::kLayerNorm: {
-      const int64_t k = l.layer_norm().last_dims() == 0 ? 1 : l.layer_norm().last_dims();
-      at.check(k >= 1 && k < x.dim(), "layer_norm",
-               "last_dims " + std::to_string(k) + " for input " + shape_str(x.shape()) + " (expected 1 to rank - 1)");
-      const Shape shape(x.shape().end() - k, x.shape().end());
-      return std::make_shared<nn::LayerNorm>(
-          shape, nn::LayerNormOptions{.eps = l.layer_norm().has_eps() ? l.layer_norm().eps() : 1e-5});
-    }
-    case Layer::kMaxPool2D:
-    case Layer::kAvgPool2D: {
-      const auto& p = l.kind_case() == Layer::kMaxPool2D ? l.max_pool2d() : l.avg_pool2d();
-      const std::string kind = l.kind_case() == Layer::kMaxPool2D ? "max_pool2d" : "avg_pool2d";
-      at.check(!p.kernel().empty(), kind, "kernel is missing (expected [k] or [kh, kw])");
-      const nn::Pool2dOptions o{.stride = size2(at, p.stride(), "stride", 0, 1),
-                                .padding = size2(at, p.padding(), "padding", 0, 0),
-                                .ceil_mode = p.ceil_mode()};
-      const nn::Size2 k = size2(at, p.kernel(), "kernel", 1, 1);
-      if (l.kind_case() == Layer::kMaxPool2D) return std::make_shared<nn::MaxPool2d>(k, o);
-      return std::make_shared<nn::AvgPool2d>(k, o);
-    }
-    case Layer::kAdaptiveAvgPool2D:
-      at.check(!l.adaptive_avg_pool2d().output().empty(), "adaptive_avg_pool2d",
-               "output is missing (expected [n] or [h, w])");
-      return std::make_shared<nn::AdaptiveAvgPool2d>(size2(at, l.adaptive_avg_pool2d().output(), "output", 1, 1));
     case Layer::kFlatten:
       return std::make_shared<nn::Flatten>(l.flatten().has_start_dim() ? l.flatten().start_dim() : 1,
                                            l.flatten().has_end_dim() ? l.flatten().end_dim() : -1);
+    default: {  // unflatten
+      const auto& u = l.unflatten();
+      at.check(u.has_dim(), "unflatten", "dim is missing (expected the dimension to split, 1 or later)");
+      at.check(!u.sizes().empty(), "unflatten", "sizes is missing (expected the sizes to split into)");
+      return std::make_shared<nn::Unflatten>(at.dimension(u.dim(), x.dim(), "dim"),
+                                             Shape(u.sizes().begin(), u.sizes().end()));
+    }
+  }
+}
+
+int64_t softmax_dim(const Site& at, const train_file::Softmax& s, const Tensor& x) {
+  return at.dimension(s.has_dim() ? s.dim() : -1, x.dim(), "dim");
+}
+
+std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Tensor& x) {
+  switch (l.kind_case()) {
+    case Layer::kConv2D:
+    case Layer::kConvTranspose2D:
+      return conv_layer(at, l, x);
+    case Layer::kLstm:
+    case Layer::kGru:
+    case Layer::kRnn:
+      return rnn_layer(at, l, x);
+    case Layer::kBatchNorm:
+    case Layer::kLayerNorm:
+      return norm_layer(at, l, x);
+    case Layer::kMaxPool2D:
+    case Layer::kAvgPool2D:
+    case Layer::kAdaptiveAvgPool2D:
+      return pool_layer(at, l);
+    case Layer::kLinear:
+    case Layer::kEmbedding:
+    case Layer::kFlatten:
     case Layer::kUnflatten:
-      at.check(!l.unflatten().sizes().empty(), "unflatten", "sizes is missing (expected the sizes to split into)");
-      return std::make_shared<nn::Unflatten>(l.unflatten().dim(),
-                                             Shape(l.unflatten().sizes().begin(), l.unflatten().sizes().end()));
-    case Layer::kDropout:
-      at.check(l.dropout().p() >= 0 && l.dropout().p() < 1, "dropout",
-               "p is " + std::to_string(l.dropout().p()) + " (expected [0, 1))");
-      return std::make_shared<nn::Dropout>(l.dropout().p());
+      return shape_layer(at, l, x);
+    case Layer::kDropout: {
+      const double p = l.dropout().p();
+      return std::make_shared<nn::Dropout>(
+          at.real_or(l.dropout().has_p(), p, 0.5, "p", p >= 0 && p < 1, "a probability in [0, 1)"));
+    }
     case Layer::kRelu:
       return std::make_shared<nn::ReLU>();
     case Layer::kLeakyRelu:
-      return std::make_shared<nn::LeakyReLU>(l.leaky_relu().has_negative_slope() ? l.leaky_relu().negative_slope()
-                                                                                 : 0.01);
+      return std::make_shared<nn::LeakyReLU>(
+          at.real_or(l.leaky_relu().has_negative_slope(), l.leaky_relu().negative_slope(), 0.01, "negative_slope"));
     case Layer::kTanh:
       return std::make_shared<nn::Tanh>();
     case Layer::kSigmoid:
@@ -305,11 +513,11 @@ std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Ten
     case Layer::kIdentity:
       return std::make_shared<nn::Identity>();
     case Layer::kSoftmax:
-      return std::make_shared<nn::Softmax>(l.softmax().dim());
+      return std::make_shared<nn::Softmax>(softmax_dim(at, l.softmax(), x));
     case Layer::kLogSoftmax:
-      return std::make_shared<nn::LogSoftmax>(l.log_softmax().dim());
+      return std::make_shared<nn::LogSoftmax>(softmax_dim(at, l.log_softmax(), x));
     case Layer::kElu:
-      return std::make_shared<nn::ELU>(l.elu().has_alpha() ? l.elu().alpha() : 1.0);
+      return std::make_shared<nn::ELU>(at.real_or(l.elu().has_alpha(), l.elu().alpha(), 1.0, "alpha"));
     case Layer::kGelu:
       return std::make_shared<nn::GELU>(l.gelu().tanh() ? "tanh" : "none");
     case Layer::kAdd:
@@ -326,15 +534,27 @@ void apply_init(const Site& at, const train_file::Init& init, Tensor& t, const s
   at.check(t.defined(), field,
            "the layer has no " + std::string(field == "weight_init" ? "weight" : "bias") + " to initialise");
   switch (init.kind_case()) {
-    case Init::kNormal:
-      at.check(init.normal().std() > 0, field, "normal.std must be positive");
-      nn::init::normal_(t, init.normal().mean(), init.normal().std());
+    case Init::kNormal: {
+      const auto& n = init.normal();
+      const double sd = n.has_std() ? n.std() : 1.0;
+      at.check(std::isfinite(n.mean()) && std::isfinite(sd) && sd > 0, field,
+               detail::concat("normal { mean: ", n.mean(), " std: ", sd,
+                              " } is invalid (expected a finite mean and a finite std > 0)"));
+      nn::init::normal_(t, n.mean(), sd);
       return;
-    case Init::kUniform:
-      at.check(init.uniform().high() > init.uniform().low(), field, "uniform needs low < high");
-      nn::init::uniform_(t, init.uniform().low(), init.uniform().high());
+    }
+    case Init::kUniform: {
+      const auto& u = init.uniform();
+      const double high = u.has_high() ? u.high() : 1.0;
+      at.check(std::isfinite(u.low()) && std::isfinite(high) && u.low() < high, field,
+               detail::concat("uniform { low: ", u.low(), " high: ", high,
+                              " } is invalid (expected finite bounds, low < high)"));
+      nn::init::uniform_(t, u.low(), high);
       return;
+    }
     case Init::kConstant:
+      at.check(std::isfinite(init.constant()), field,
+               detail::concat("constant ", init.constant(), " is invalid (expected a finite number)"));
       nn::init::constant_(t, init.constant());
       return;
     case Init::kXavierUniform:
@@ -381,6 +601,18 @@ const char* kind_name(const Layer& l) {
   return Layer::descriptor()->FindFieldByNumber(l.kind_case())->name().c_str();
 }
 
+// Network n's zero example of batch 1, which building runs through its layers.
+Tensor first_example(const LoadedFile& file, int network) {
+  const train_file::Network& n = file.spec.network(network);
+  try {
+    return example_input(n, 1);
+  } catch (const std::exception& e) {
+    EMBER_FAIL(file.at(network), ": network '", n.name(), "': one example of input_shape ",
+               shape_str(Shape(n.input_shape().begin(), n.input_shape().end())), " cannot be made (", e.what(),
+               "; expected one example's shape, without the batch)");
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, int64_t vocabulary) {
@@ -389,7 +621,7 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
   std::vector<Tensor> examples;  // each node's output on a zero input of batch 1
   std::vector<nn::GraphNet::Node> nodes;
   std::map<std::string, int> index{{"input", -1}};
-  const Tensor input = example_input(n, 1);
+  const Tensor input = first_example(file, network);
   bool chain = true;
   for (int i = 0; i < n.layer_size(); ++i) {
     const Layer& l = n.layer(i);
@@ -408,18 +640,19 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
       node.inputs.push_back(it->second);
     }
     if (node.inputs.empty()) node.inputs.push_back(i - 1);
+    std::vector<Tensor> in;
+    for (int k : node.inputs) in.push_back(k < 0 ? input : examples[static_cast<size_t>(k)]);
     const bool join = l.kind_case() == Layer::kAdd || l.kind_case() == Layer::kConcat;
     if (join) {
       at.check(node.inputs.size() >= 2, "input", "a join reads at least 2 inputs (expected input: [\"a\", \"b\"])");
       node.join = l.kind_case() == Layer::kAdd ? nn::GraphNet::Join::Add : nn::GraphNet::Join::Concat;
-      node.dim = l.kind_case() == Layer::kConcat ? l.concat().dim() : 0;
+      if (l.kind_case() == Layer::kConcat)
+        node.dim = at.dimension(l.concat().has_dim() ? l.concat().dim() : 1, in[0].dim(), "dim");
     } else {
       at.check(node.inputs.size() == 1, "input",
                "a " + at.kind + " layer reads 1 input, not " + std::to_string(node.inputs.size()));
     }
     chain = chain && !join && node.inputs[0] == i - 1;
-    std::vector<Tensor> in;
-    for (int k : node.inputs) in.push_back(k < 0 ? input : examples[static_cast<size_t>(k)]);
     Tensor out;
     try {
       if (join) {
@@ -459,13 +692,26 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
   return std::make_shared<nn::GraphNet>(n.name(), std::move(nodes), output);
 }
 
+int64_t classifier_outputs(const LoadedFile& file, int network, nn::Module& net) {
+  const train_file::Network& n = file.spec.network(network);
+  NoGradGuard no_grad;
+  const bool training = net.is_training();
+  net.eval();  // the shape, without touching batch-norm statistics
+  const Shape out = net(first_example(file, network)).shape();
+  net.train(training);
+  EMBER_CHECK(out.size() == 2 && out[0] == 1, file.at(network), ": network '", n.name(), "' maps one example to ",
+              shape_str(out), " (expected [1, classes]: a classifier's logits, one score per class)");
+  return out[1];
+}
+
 std::unique_ptr<optim::Optimizer> make_optimizer(const LoadedFile& file, const train_file::Solver& solver,
                                                  const std::string& where, std::vector<Tensor> params, double lr) {
   switch (solver.optimizer_case()) {
     case train_file::Solver::kSgd: {
       const auto& s = solver.sgd();
+      EMBER_CHECK(lr > 0 || s.has_lr(), file.at_top(where), ": ", where,
+                  ".solver.sgd.lr is missing (expected a positive rate, or --lr)");
       const double rate = lr > 0 ? lr : s.lr();
-      EMBER_CHECK(rate > 0, file.at_top(where), ": ", where, ".solver.sgd.lr is missing (expected a positive rate)");
       return std::make_unique<optim::SGD>(
           std::move(params),
           optim::SGDOptions{
@@ -473,8 +719,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const LoadedFile& file, const t
     }
     case train_file::Solver::kAdam: {
       const auto& a = solver.adam();
+      EMBER_CHECK(lr > 0 || a.has_lr(), file.at_top(where), ": ", where,
+                  ".solver.adam.lr is missing (expected a positive rate, or --lr)");
       const double rate = lr > 0 ? lr : a.lr();
-      EMBER_CHECK(rate > 0, file.at_top(where), ": ", where, ".solver.adam.lr is missing (expected a positive rate)");
       return std::make_unique<optim::Adam>(std::move(params),
                                            optim::AdamOptions{.lr = rate,
                                                               .beta1 = a.has_beta1() ? a.beta1() : 0.9,
@@ -490,10 +737,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const LoadedFile& file, const t
 
 std::unique_ptr<optim::LRScheduler> make_schedule(const train_file::Solver& solver, optim::Optimizer& opt) {
   if (!solver.has_step_lr()) return nullptr;
+  // load() refused a missing step_size and values out of range, naming their lines.
   const auto& s = solver.step_lr();
-  EMBER_CHECK(s.step_size() > 0 && s.gamma() > 0, "step_lr: step_size and gamma must be positive, got ", s.step_size(),
-              " and ", s.gamma());
-  return std::make_unique<optim::StepLR>(opt, s.step_size(), s.gamma());
+  return std::make_unique<optim::StepLR>(opt, s.step_size(), s.has_gamma() ? s.gamma() : 0.1);
 }
 
 }  // namespace ember::model_file

@@ -34,11 +34,17 @@ struct LoadedFile {
   std::string at(int network, int layer = -1, const std::string& field = {}) const;
   // "PATH:LINE" of a top-level field ("classifier", "training").
   std::string at_top(const std::string& field) const;
+  // "PATH:LINE" of a field under top-level ones, dotted ("training.epochs", "gan.generator_solver.adam.lr");
+  // the line of the deepest of them the file writes.
+  std::string at_path(const std::string& dotted) const;
   // A path the file names, taken from the file's folder unless it is absolute.
   std::string resolve(const std::string& named) const;
 };
 
-// Reads and parses `path`, and checks the version and what can be checked without building.
+// Reads and parses `path`, and checks the version and what can be checked without building: every
+// number the file gives for the data, the task, its solvers and the training settings (a field it
+// leaves out takes the default proto/train_file.proto names; one it gives out of range is refused
+// as invalid, naming its line).
 LoadedFile load(const std::string& path);
 
 // The index of the network named `name` ("" when the file has one network).
@@ -53,6 +59,10 @@ Tensor example_input(const train_file::Network& n, int64_t batch);
 // that it connects. A chain is an nn::Sequential named by the network; anything else a GraphNet.
 // `vocabulary`: the text source's vocabulary size, for embeddings and heads sized by it (0: none).
 std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, int64_t vocabulary = 0);
+
+// The number of classes network n, a classifier's, scores: its output for a batch of 1 must be
+// [1, C] (the logits cross_entropy takes), else an ember::Error naming the network's line.
+int64_t classifier_outputs(const LoadedFile& file, int network, nn::Module& net);
 
 // The optimizer of `solver` over `params`; `lr` > 0 replaces the file's learning rate.
 std::unique_ptr<optim::Optimizer> make_optimizer(const LoadedFile& file, const train_file::Solver& solver,

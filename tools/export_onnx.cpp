@@ -101,7 +101,7 @@ std::shared_ptr<nn::Module> build_from_model_file(const std::string& model_file,
   }
   const auto& n = s.network(index);
   int64_t vocabulary = 0;
-  if (n.layer(0).has_embedding() && n.layer(0).embedding().num_embeddings() == 0)
+  if (n.layer(0).has_embedding() && !n.layer(0).embedding().has_num_embeddings())
     vocabulary = need(read_checkpoint(file), file, n.layer(0).name() + ".weight").size(0);
   auto net = model_file::build_network(mf, index, vocabulary);
   load(*net, file);

@@ -40,15 +40,46 @@ struct Argv {
   char** argv() { return ptrs.data(); }
 };
 
-// The shape of one batch-of-1 input of network n (what summaries and the shape checks use).
+// The shape of one batch-of-1 input of network n (what summaries and the shape checks use),
+// without making it: a wrong, huge input_shape must reach the check that names it and the data's.
 Shape example_shape(const train_file::Network& n) {
-  return model_file::example_input(n, 1).shape();
+  Shape shape{1};
+  shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
+  return shape;
 }
 
-// A classifier's training and test sets.
+// A classifier's training and test sets, and their class labels: how many (1 + the largest) and
+// where they come from, for the check against the network's outputs.
 struct ClassifierData {
   std::unique_ptr<data::Dataset> train, test;
+  int64_t classes = 0;
+  std::string classes_from;
 };
+
+// Notes a set's number of classes when it exceeds those noted so far, and where it comes from.
+void note_classes(ClassifierData& out, int64_t classes, const std::string& from) {
+  if (classes > out.classes) out.classes = classes, out.classes_from = from;
+}
+void note_classes(ClassifierData& out, const data::CsvDataset& set, const std::string& path) {
+  note_classes(out, set.num_classes(),
+               "CSV '" + path + "' line " + std::to_string(set.largest_label_line()) + " holds class label " +
+                   std::to_string(set.num_classes() - 1));
+}
+void note_classes(ClassifierData& out, const data::ImageFolder& set, const std::string& path) {
+  const auto n = static_cast<int64_t>(set.classes().size());
+  note_classes(out, n, "the image folder " + path + " has " + std::to_string(n) + " classes");
+}
+
+// The classifier's network, built and checked against the data's class labels: a label beyond its
+// outputs would stop training inside cross_entropy, naming neither the data nor the network.
+std::shared_ptr<nn::Module> classifier_network(const model_file::LoadedFile& file, int net_index,
+                                               const ClassifierData& d) {
+  std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
+  const int64_t outputs = model_file::classifier_outputs(file, net_index, *net);
+  EMBER_CHECK(d.classes <= outputs, d.classes_from, ", but network '", file.spec.network(net_index).name(), "' (",
+              file.at(net_index), ") scores ", outputs, " classes (expected one output per class: ", d.classes, ")");
+  return net;
+}
 
 // The training images' random transforms (data.augment), or none.
 data::Transform augmentation(const model_file::LoadedFile& file, int64_t height, int64_t width) {
@@ -87,6 +118,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
         .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
         .transform = nullptr,
         .limit = cf.limit};
+    note_classes(out, 10, cf.data_name + " has 10 classes");
     out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
     mopts.transform = augmentation(file, 28, 28);
     out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
@@ -97,30 +129,35 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
                std::string(d.has_csv() ? "CSV files" : "image folders"));
   if (d.has_image_folder()) {
     const auto& f = d.image_folder();
-    EMBER_CHECK(f.height() > 0 && f.width() > 0, file.at_top("data"),
+    EMBER_CHECK(f.has_height() && f.has_width(), file.at_top("data"),
                 ": data.image_folder needs height and width (every image is resized to them)");
     data::ImageFolderOptions o{
-        .height = f.height(), .width = f.width(), .channels = f.channels() == 0 ? 3 : static_cast<int>(f.channels())};
-    if (f.has_mean() || f.has_std()) {
-      const double mean = f.mean(), sd = f.has_std() ? f.std() : 1.0;
-      EMBER_CHECK(sd > 0, file.at_top("data"), ": data.image_folder.std must be positive");
-      o.transform = data::transforms::normalize({mean}, {sd});
-    }
+        .height = f.height(), .width = f.width(), .channels = f.has_channels() ? static_cast<int>(f.channels()) : 3};
+    if (f.has_mean() || f.has_std())  // model_file::load refused a std that is not positive
+      o.transform = data::transforms::normalize({f.mean()}, {f.has_std() ? f.std() : 1.0});
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
-    out.test = limited(std::make_unique<data::ImageFolder>(test, o));
+    auto test_set = std::make_unique<data::ImageFolder>(test, o);
+    note_classes(out, *test_set, test);
+    out.test = limited(std::move(test_set));
     if (data::Transform aug = augmentation(file, f.height(), f.width())) {
       data::Transform normalise = o.transform;
       o.transform = normalise ? data::transforms::compose({aug, normalise}) : aug;
     }
-    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
+    auto train_set = std::make_unique<data::ImageFolder>(train, o);
+    note_classes(out, *train_set, train);
+    out.train = limited(std::move(train_set));
     cf.data_root = train, cf.data_name = "the image folder " + train;
   } else {
     EMBER_CHECK(!d.has_augment(), file.at_top("data"), ": data.augment applies to images, not CSV rows");
     const auto& c = d.csv();
     data::CsvOptions o{.label_column = c.label_column()};
     const std::string train = resolve(c.train(), "csv.train"), test = resolve(c.test(), "csv.test");
-    out.train = limited(std::make_unique<data::CsvDataset>(train, o));
-    out.test = limited(std::make_unique<data::CsvDataset>(test, o));
+    auto train_set = std::make_unique<data::CsvDataset>(train, o),
+         test_set = std::make_unique<data::CsvDataset>(test, o);
+    note_classes(out, *train_set, train);
+    note_classes(out, *test_set, test);
+    out.train = limited(std::move(train_set));
+    out.test = limited(std::move(test_set));
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
   examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
@@ -134,7 +171,10 @@ void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& fl
   if (!flags.given("data") && !d.mnist().dir().empty()) cf.data = file.resolve(d.mnist().dir()), cf.data_given = true;
   if (!flags.given("seed")) cf.seed = s.training().seed();
   if (!flags.given("limit") && d.has_limit()) cf.limit = d.limit();
-  if (!flags.given("workers") && d.workers() > 0) cf.workers = d.workers();
+  EMBER_CHECK(!d.has_workers() || (d.workers() >= 0 && d.workers() <= examples::kMaxWorkers),
+              file.at_path("data.workers"), ": data.workers is ", d.workers(), " (invalid: expected 0 to ",
+              examples::kMaxWorkers, ", as --workers)");
+  if (!flags.given("workers") && d.has_workers()) cf.workers = d.workers();
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
     cf.tensorboard.dir = s.training().tensorboard();
@@ -150,8 +190,8 @@ examples::CommonFlags common_flags(examples::Flags& flags, const train_file::Tra
                                    const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
   const double file_lr = solver_lr(solver);
   return examples::CommonFlags(
-      flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
-      s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
+      flags, s.training().has_epochs() ? s.training().epochs() : 1,
+      s.data().has_batch_size() ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
       {.lr = lr_help,
        .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
 }
@@ -205,7 +245,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                 n.name(), "' takes examples of ", shape_str(Shape(n.input_shape().begin(), n.input_shape().end())),
                 ", but ", cf.data_name, " gives ", shape_str(data_shape), " (expected input_shape to match)");
     manual_seed(static_cast<uint64_t>(cf.seed));
-    std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
+    std::shared_ptr<nn::Module> net = classifier_network(file, net_index, sets);
     net->to(dev);
     job.wrap(*net, cf.batch_size, static_cast<uint64_t>(cf.seed),
              Shape(n.input_shape().begin(), n.input_shape().end()));

@@ -36,6 +36,7 @@ TEST(CsvDataset, HeaderAndLabelByName) {
   EXPECT_EQ(ds.feature_names(), (std::vector<std::string>{"x1", "x2"}));
   EXPECT_EQ(ds.label_name(), "label");
   EXPECT_EQ(ds.num_classes(), 3);
+  EXPECT_EQ(ds.largest_label_line(), 2);
   Generator g(0);
   Example e = ds.get(0, g);
   EXPECT_EQ(e.input.to_vector<float>(), (std::vector<float>{1.5f, -3.0f}));
@@ -95,4 +96,13 @@ TEST(CsvDataset, MalformedFilesGiveLineAndColumn) {
   CsvFile only_header("a,b\n\n", "onlyheader.csv");
   expect_error([&] { read_csv(only_header.str()); }, "onlyheader.csv", "no data rows");
   expect_error([&] { read_csv("/nonexistent/dir/x.csv"); }, "/nonexistent/dir/x.csv", "cannot be opened");
+}
+
+// The line that holds the largest class label (the first of them; blank lines counted), which the
+// message of a classifier with too few outputs names.
+TEST(CsvDataset, NamesTheLineOfTheLargestLabel) {
+  CsvFile f("1,0\n2,5\n\n3,7\n4,7\n5,1\n");
+  CsvDataset ds(f.str());
+  EXPECT_EQ(ds.num_classes(), 8);
+  EXPECT_EQ(ds.largest_label_line(), 4);
 }

@@ -36,3 +36,12 @@ if "$ember" train "$dir/weights3.pbtxt" --checkpoint-dir "$dir/run_w3" --epochs 
   exit 1
 fi
 grep -qi "weight" "$dir/w3.err"
+# A class label the network has no output for is refused naming the CSV file, its line and the
+# network, before training (it failed inside cross_entropy, naming neither).
+sed 's/name: "fc2" linear { out_features: 2 }/name: "fc2" linear { out_features: 1 }/' "$dir/csv.pbtxt" >"$dir/few.pbtxt"
+if "$ember" train "$dir/few.pbtxt" --checkpoint-dir "$dir/run_few" --epochs 1 2>"$dir/few.err" >/dev/null; then
+  echo "a network of 1 output was accepted for 2 classes"
+  exit 1
+fi
+grep -q "CSV '.*blobs_train.csv' line [0-9]* holds class label 1, but network 'net' (.*few.pbtxt:3) scores 1 classes" \
+  "$dir/few.err" || { cat "$dir/few.err"; exit 1; }

@@ -38,6 +38,39 @@ edit lm_seq lstm_lm.pbtxt 's/ seq_len: 100//'
 expect 1 "data.text.seq_len is missing" "$ember" train "$dir/lm_seq.pbtxt"
 edit augment mnist_cnn.pbtxt 's/  batch_size: 64/  batch_size: 64\n  augment { crop_padding: -1 }/'
 expect 1 "data.augment: crop_padding, horizontal_flip" "$ember" train "$dir/augment.pbtxt" --limit 64 --checkpoint-dir ''
+# Numbers a file gives out of range are invalid, on their own lines: never read as left out (an
+# epochs of 0 once trained 1 epoch, a batch_size of 0 trained batches of 64), never blamed on a flag
+# with the flag list (a rate of 1e400 once was).
+edit lr_inf mnist_cnn.pbtxt 's/adam { lr: 0.001 }/adam { lr: 1e400 }/'
+expect 1 "lr_inf.pbtxt:27: classifier.solver.adam.lr is inf \(invalid: expected a finite rate > 0\)" \
+  "$ember" train "$dir/lr_inf.pbtxt"
+grep -q -- "--batch-size" "$dir/err" && echo "FAIL: the file's rate was blamed on a flag:" && cat "$dir/err" &&
+  failures=$((failures + 1))
+edit epochs0 mnist_cnn.pbtxt 's/epochs: 5/epochs: 0/'
+expect 1 "epochs0.pbtxt:30: training.epochs is 0 \(invalid" "$ember" train "$dir/epochs0.pbtxt"
+edit batch0 mnist_cnn.pbtxt 's/batch_size: 64/batch_size: 0/'
+expect 1 "batch0.pbtxt:24: data.batch_size is 0 \(invalid" "$ember" train "$dir/batch0.pbtxt"
+edit workers mnist_cnn.pbtxt 's/batch_size: 64/batch_size: 64 workers: -2/'
+expect 1 "workers.pbtxt:24: data.workers is -2 \(invalid" "$ember" train "$dir/workers.pbtxt" --limit 64
+edit channels mnist_cnn.pbtxt 's/out_channels: 32/out_channels: -3/'
+expect 1 "channels.pbtxt:9: network 'net', layer 'c1' \(conv2d\): out_channels is -3 \(invalid" \
+  "$ember" train "$dir/channels.pbtxt" --summary
+# An input_shape far too large: refused naming it and the data's shape, or, for --summary, naming
+# the network (not the allocator's "out of memory" alone).
+edit huge mnist_cnn.pbtxt 's/input_shape: \[1, 28, 28\]/input_shape: [100000, 100000, 7840]/'
+expect 1 "network 'net' takes examples of \[100000, 100000, 7840\], but .* gives \[1, 28, 28\]" \
+  "$ember" train "$dir/huge.pbtxt" --limit 64 --checkpoint-dir ''
+expect 1 "huge.pbtxt:6: network 'net': one example of input_shape \[100000, 100000, 7840\] cannot be made" \
+  "$ember" train "$dir/huge.pbtxt" --summary
+# concat {} joins channels: the residual network with its sum made a concatenation has 64 channels
+# after the join (the summary's next layer, relu2), and its batch stays 1 (a join of the batch made
+# [2, 32, 14, 14]).
+edit concat residual_cnn.pbtxt 's/name: "sum" add {}/name: "sum" concat {}/'
+"$ember" train "$dir/concat.pbtxt" --summary >"$dir/out" 2>"$dir/err"
+if ! grep -E "^relu2 .*\[1, 64, 14, 14\]" "$dir/out" >/dev/null; then
+  echo "FAIL: concat {} did not join the channels:" && cat "$dir/out" "$dir/err"
+  failures=$((failures + 1))
+fi
 # The export's own flags.
 expect 2 "--network: .* has no network 'nope'" "$ember" export onnx x.ckpt --model-file "$models/mlp_gan.pbtxt" \
   --network nope -o "$dir/x.onnx"
