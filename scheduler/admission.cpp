@@ -133,12 +133,7 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   std::sort(ahead.begin(), ahead.end());
 
   FreeMap free = s.cluster->free();
-  struct End {
-    double at;
-    Placement where;
-  };
-  auto later = [](const End& a, const End& b) { return a.at > b.at; };
-  std::vector<End> ends;
+  std::vector<Release> ends;
   for (const Job* r : s.running) {
     if (preemptive && !(rank(*r) < mine)) {
       free.give(placement_of(topo, *r));  // it would give way to this job
@@ -148,7 +143,7 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
       ends.push_back({preemptive ? ranking->ahead_until(*r, mine, s.now, end) : end, placement_of(topo, *r)});
     }
   }
-  std::make_heap(ends.begin(), ends.end(), later);
+  std::make_heap(ends.begin(), ends.end());
 
   long need = j.spec.gpus - free.total_free();
   for (const Ranked& r : ahead) need += r.job->spec.gpus;
@@ -161,30 +156,7 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   for (const Ranked& r : ahead) left.push_back(r.job);
   double t = s.now;
   for (;;) {
-    int skipped = 0;
-    std::vector<char> gone(left.size(), 0);
-    for (size_t i = 0; i < left.size() && free.total_free() > 0; ++i) {
-      const Job& a = *left[i];
-      std::optional<Placement> p =
-          a.spec.gpus <= free.total_free() ? free.best_fit(a.spec.gpus, a.spec.mem_per_gpu) : std::nullopt;
-      if (!p) {
-        if (strict || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
-        continue;
-      }
-      free.take(*p);
-      double end = t + remaining(a, s.now, e);
-      if (preemptive) {  // as a running job would from t: it gives way once it falls behind
-        Job started = a;
-        started.status = JobStatus::kRunning;
-        started.last_start = s.now;
-        end = t + (ranking->ahead_until(started, mine, s.now, s.now + (end - t)) - s.now);
-      }
-      ends.push_back({end, *p});
-      std::push_heap(ends.begin(), ends.end(), later);
-      gone[i] = 1;
-    }
-    size_t k = 0;
-    std::erase_if(left, [&](const Job*) { return gone[k++] != 0; });
+    start_fitting(s, mine, t, left, free, ends, e);
     const bool blocked = strict && !left.empty();
     if (!blocked && j.spec.gpus <= free.total_free() && free.best_fit(j.spec.gpus, j.spec.mem_per_gpu)) break;
     if (ends.empty()) {  // devices held outside the view (jobs still stopping): a mean run more
@@ -194,7 +166,7 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
     }
     const double at = ends.front().at;
     while (!ends.empty() && ends.front().at <= at) {
-      std::pop_heap(ends.begin(), ends.end(), later);
+      std::pop_heap(ends.begin(), ends.end());
       free.give(ends.back().where);
       ends.pop_back();
     }
@@ -203,6 +175,37 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   e.lookahead = t - s.now;
   e.calibrated = e.lookahead < 60 ? e.lookahead : e.lookahead * calibration_;
   return e;
+}
+
+void AdmissionControl::start_fitting(const SchedState& s, const Ranked& mine, double t, std::vector<const Job*>& left,
+                                     FreeMap& free, std::vector<Release>& ends, StartEstimate& e) const {
+  auto* ranking = dynamic_cast<RankingPolicy*>(policy_);
+  const bool preemptive = ranking && policy_->traits().preemptive;
+  const bool strict = policy_ && policy_->name() == "fcfs";
+  int skipped = 0;
+  std::vector<char> gone(left.size(), 0);
+  for (size_t i = 0; i < left.size() && free.total_free() > 0; ++i) {
+    const Job& a = *left[i];
+    std::optional<Placement> p =
+        a.spec.gpus <= free.total_free() ? free.best_fit(a.spec.gpus, a.spec.mem_per_gpu) : std::nullopt;
+    if (!p) {
+      if (strict || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
+      continue;
+    }
+    free.take(*p);
+    double end = t + remaining(a, s.now, e);
+    if (preemptive) {  // as a running job would from t: it gives way once it falls behind
+      Job started = a;
+      started.status = JobStatus::kRunning;
+      started.last_start = s.now;
+      end = t + (ranking->ahead_until(started, mine, s.now, s.now + (end - t)) - s.now);
+    }
+    ends.push_back({end, *p});
+    std::push_heap(ends.begin(), ends.end());
+    gone[i] = 1;
+  }
+  size_t k = 0;
+  std::erase_if(left, [&](const Job*) { return gone[k++] != 0; });
 }
 
 AdmissionAnswer AdmissionControl::decide(const SchedState& s, const Job& j, int defers_so_far) const {

@@ -24,7 +24,9 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
 #include "scheduler/predict.h"
 
@@ -130,6 +132,17 @@ class AdmissionControl {
   double remaining(const Job& x, double now, StartEstimate& e) const;
   Basis mean_basis() const { return sum_g_ > 0 && sum_gd_ > 0 ? Basis::kHistory : Basis::kPrior; }
   static void count(Basis b, StartEstimate& e);
+  // When a job that holds devices in the look-ahead gives them up; ordered for a min-heap of
+  // std::push_heap (the earliest first).
+  struct Release {
+    double at;
+    Placement where;
+    bool operator<(const Release& o) const { return at > o.at; }
+  };
+  // The look-ahead's step at `t`: the jobs of `left` that fit on `free` start in order (under
+  // strict FCFS up to the first that does not), leave `left` and add their releases to `ends`.
+  void start_fitting(const SchedState& s, const Ranked& mine, double t, std::vector<const Job*>& left, FreeMap& free,
+                     std::vector<Release>& ends, StartEstimate& e) const;
 };
 
 // "2 h 10 min", "1 h", "35 min", "2 min 30 s", "40 s", "now": how the daemon tells a submitter.

@@ -35,6 +35,17 @@ std::string workdir_problem(const std::string& dir) {
   return "does not exist; expected the folder the job runs in";
 }
 
+// A job's working directory is a folder and its command a program found from there.
+void check_runnable(const proto::JobSpec& spec) {
+  const std::string workdir = workdir_problem(spec.workdir());
+  EMBER_CHECK(workdir.empty(), "job '", spec.name(), "': working directory '", spec.workdir(), "' ", workdir);
+  const std::string search = program_search_path(spec);
+  EMBER_CHECK(
+      !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
+      spec.command(), "' is not an executable file",
+      spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
+}
+
 }  // namespace
 
 void Daemon::accept_all() {
@@ -166,13 +177,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   }
   if (spec.workdir().empty()) spec.set_workdir(state_dir_);
   if (access_.runs_jobs_as_owners() && who.uid != access_.self().uid) check_paths_as(who, spec);
-  const std::string workdir = workdir_problem(spec.workdir());
-  EMBER_CHECK(workdir.empty(), "job '", spec.name(), "': working directory '", spec.workdir(), "' ", workdir);
-  const std::string search = program_search_path(spec);
-  EMBER_CHECK(
-      !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
-      spec.command(), "' is not an executable file",
-      spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
+  check_runnable(spec);
   // Admission: where the policy would put the job now, and whether that meets the target.
   const double now0 = wall_now();
   Job probe;
