@@ -44,15 +44,25 @@ void AdmissionControl::arrived(const Job& j, double t) {
   arrivals_.push_back(t);
   if (static_cast<int>(arrivals_.size()) > opt_.history) arrivals_.pop_front();
   // A clock that stepped back (the daemon's is the wall clock) asks as of the newest finish.
-  if (opt_.use_estimates && j.spec.estimate > 0)
-    predicted_[j.id] = j.spec.estimate;
-  else if (!predicted_.count(j.id))
-    predicted_[j.id] = predictor_.predict({j.spec.queue, j.spec.gpus, std::max(t, newest_)});
+  if (opt_.use_estimates && j.spec.estimate > 0) {
+    predicted_[j.id] = {j.spec.estimate, Basis::kEstimate};
+  } else if (!predicted_.count(j.id)) {
+    const SubmitFeatures f{j.spec.queue, j.spec.gpus, std::max(t, newest_)};
+    // The predictor answers with its prior until one of the job's groups holds min_samples
+    // finishes; the last group, every job's, holds them all.
+    const bool learned = static_cast<int>(predictor_.groups(f)[3]->sorted.size()) >= predictor_.options().min_samples;
+    predicted_[j.id] = {predictor_.predict(f), learned ? Basis::kHistory : Basis::kPrior};
+  }
 }
 
-double AdmissionControl::remaining(const Job& x, double now) const {
+void AdmissionControl::count(Basis b, StartEstimate& e) {
+  ++(b == Basis::kEstimate ? e.from_estimates : b == Basis::kHistory ? e.from_history : e.from_prior);
+}
+
+double AdmissionControl::remaining(const Job& x, double now, StartEstimate& e) const {
   auto it = predicted_.find(x.id);
-  const double total = it != predicted_.end() ? it->second : mean_service();
+  const double total = it != predicted_.end() ? it->second.seconds : mean_service();
+  count(it != predicted_.end() ? it->second.basis : mean_basis(), e);
   const double ran = x.work(now);
   return ran < total ? total - ran : std::max(1.0, ran);
 }
@@ -67,6 +77,7 @@ void AdmissionControl::started(double estimate, double delay) {
 
 void AdmissionControl::finished(const Job& j, double run_time, double t) {
   newest_ = std::max(newest_, t);
+  ++finishes_;
   predictor_.observe({j.spec.queue, j.spec.gpus, std::min(j.spec.submit, newest_)}, run_time, newest_);
   predicted_.erase(j.id);
   const int gpus = j.spec.gpus;
@@ -112,6 +123,9 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   me.status = JobStatus::kWaiting;
   me.queued_since = s.now;
   const Ranked mine = rank(me);
+  StartEstimate e;
+  e.finished_jobs = finishes_;
+  e.prior = predictor_.options().prior;
 
   std::vector<Ranked> ahead;
   for (const Job* w : s.waiting)
@@ -119,24 +133,18 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   std::sort(ahead.begin(), ahead.end());
 
   FreeMap free = s.cluster->free();
-  struct End {
-    double at;
-    Placement where;
-  };
-  auto later = [](const End& a, const End& b) { return a.at > b.at; };
-  std::vector<End> ends;
+  std::vector<Release> ends;
   for (const Job* r : s.running) {
     if (preemptive && !(rank(*r) < mine)) {
       free.give(placement_of(topo, *r));  // it would give way to this job
     } else {
       // It holds its devices until it ends or, under a preemptive policy, falls behind this job.
-      const double end = s.now + remaining(*r, s.now);
+      const double end = s.now + remaining(*r, s.now, e);
       ends.push_back({preemptive ? ranking->ahead_until(*r, mine, s.now, end) : end, placement_of(topo, *r)});
     }
   }
-  std::make_heap(ends.begin(), ends.end(), later);
+  std::make_heap(ends.begin(), ends.end());
 
-  StartEstimate e;
   long need = j.spec.gpus - free.total_free();
   for (const Ranked& r : ahead) need += r.job->spec.gpus;
   e.queueing = need <= 0 ? 0.0 : (static_cast<double>(need) - 1 + (1 + scv) / 2) * es / devices;
@@ -148,39 +156,17 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   for (const Ranked& r : ahead) left.push_back(r.job);
   double t = s.now;
   for (;;) {
-    int skipped = 0;
-    std::vector<char> gone(left.size(), 0);
-    for (size_t i = 0; i < left.size() && free.total_free() > 0; ++i) {
-      const Job& a = *left[i];
-      std::optional<Placement> p =
-          a.spec.gpus <= free.total_free() ? free.best_fit(a.spec.gpus, a.spec.mem_per_gpu) : std::nullopt;
-      if (!p) {
-        if (strict || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
-        continue;
-      }
-      free.take(*p);
-      double end = t + remaining(a, s.now);
-      if (preemptive) {  // as a running job would from t: it gives way once it falls behind
-        Job started = a;
-        started.status = JobStatus::kRunning;
-        started.last_start = s.now;
-        end = t + (ranking->ahead_until(started, mine, s.now, s.now + (end - t)) - s.now);
-      }
-      ends.push_back({end, *p});
-      std::push_heap(ends.begin(), ends.end(), later);
-      gone[i] = 1;
-    }
-    size_t k = 0;
-    std::erase_if(left, [&](const Job*) { return gone[k++] != 0; });
+    start_fitting(s, mine, t, left, free, ends, e);
     const bool blocked = strict && !left.empty();
     if (!blocked && j.spec.gpus <= free.total_free() && free.best_fit(j.spec.gpus, j.spec.mem_per_gpu)) break;
     if (ends.empty()) {  // devices held outside the view (jobs still stopping): a mean run more
       t += es;
+      count(mean_basis(), e);
       break;
     }
     const double at = ends.front().at;
     while (!ends.empty() && ends.front().at <= at) {
-      std::pop_heap(ends.begin(), ends.end(), later);
+      std::pop_heap(ends.begin(), ends.end());
       free.give(ends.back().where);
       ends.pop_back();
     }
@@ -189,6 +175,37 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   e.lookahead = t - s.now;
   e.calibrated = e.lookahead < 60 ? e.lookahead : e.lookahead * calibration_;
   return e;
+}
+
+void AdmissionControl::start_fitting(const SchedState& s, const Ranked& mine, double t, std::vector<const Job*>& left,
+                                     FreeMap& free, std::vector<Release>& ends, StartEstimate& e) const {
+  auto* ranking = dynamic_cast<RankingPolicy*>(policy_);
+  const bool preemptive = ranking && policy_->traits().preemptive;
+  const bool strict = policy_ && policy_->name() == "fcfs";
+  int skipped = 0;
+  std::vector<char> gone(left.size(), 0);
+  for (size_t i = 0; i < left.size() && free.total_free() > 0; ++i) {
+    const Job& a = *left[i];
+    std::optional<Placement> p =
+        a.spec.gpus <= free.total_free() ? free.best_fit(a.spec.gpus, a.spec.mem_per_gpu) : std::nullopt;
+    if (!p) {
+      if (strict || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
+      continue;
+    }
+    free.take(*p);
+    double end = t + remaining(a, s.now, e);
+    if (preemptive) {  // as a running job would from t: it gives way once it falls behind
+      Job started = a;
+      started.status = JobStatus::kRunning;
+      started.last_start = s.now;
+      end = t + (ranking->ahead_until(started, mine, s.now, s.now + (end - t)) - s.now);
+    }
+    ends.push_back({end, *p});
+    std::push_heap(ends.begin(), ends.end());
+    gone[i] = 1;
+  }
+  size_t k = 0;
+  std::erase_if(left, [&](const Job*) { return gone[k++] != 0; });
 }
 
 AdmissionAnswer AdmissionControl::decide(const SchedState& s, const Job& j, int defers_so_far) const {
@@ -208,6 +225,23 @@ AdmissionAnswer AdmissionControl::decide(const SchedState& s, const Job& j, int 
   return a;
 }
 
+std::string estimate_basis(const StartEstimate& e) {
+  auto jobs = [](long n) { return std::to_string(n) + (n == 1 ? " job" : " jobs"); };
+  if (e.from_prior > 0) {
+    const std::string finished = e.finished_jobs == 0 ? "no job has finished here yet"
+                                                      : "only " + jobs(e.finished_jobs) + " finished here so far";
+    return "a guess: " + finished + ", too few to learn run times from, so " + jobs(e.from_prior) +
+           " ahead without --expected " + (e.from_prior == 1 ? "is" : "are") + " taken to run " +
+           format_delay(e.prior) + (e.from_prior == 1 ? "" : " each");
+  }
+  std::string basis;
+  if (e.from_estimates > 0) basis = "the --expected times of " + jobs(e.from_estimates) + " ahead";
+  if (e.from_history > 0)
+    basis +=
+        (basis.empty() ? "" : " and ") + std::string("the run times of ") + jobs(e.finished_jobs) + " finished here";
+  return basis.empty() ? "" : "from " + basis;
+}
+
 std::string format_delay(double seconds) {
   char buf[64];
   if (!std::isfinite(seconds)) return "unknown (the queue grows faster than it drains)";
@@ -224,7 +258,10 @@ std::string format_delay(double seconds) {
     std::snprintf(buf, sizeof buf, "%.0f min", std::round(seconds / 60));
   } else {
     const long m = std::lround(seconds / 60);
-    std::snprintf(buf, sizeof buf, "%ld h %ld min", m / 60, m % 60);
+    if (m % 60)  // whole hours as "1 h", as whole minutes are "2 min"
+      std::snprintf(buf, sizeof buf, "%ld h %ld min", m / 60, m % 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ld h", m / 60);
   }
   return buf;
 }

@@ -24,7 +24,9 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
 #include "scheduler/predict.h"
 
@@ -58,7 +60,18 @@ struct StartEstimate {
   double steady = 0;      // seconds, M/G/c's mean wait at the recent arrival rate (the cluster's state aside)
   double calibrated = 0;  // seconds, the look-ahead scaled by the record of past estimates: what the rule uses
   double decision() const { return calibrated; }
+  // What the look-ahead's run times rest on, counted over the jobs it let run before this one:
+  // their submitters' estimates (AdmissionOptions::use_estimates), the run times of finished jobs,
+  // or, with too few jobs finished to learn from, the predictor's prior (a guess).
+  int from_estimates = 0, from_history = 0, from_prior = 0;
+  long finished_jobs = 0;  // finished jobs the history had learned from
+  double prior = 0;        // seconds each job of from_prior was taken to run
 };
+
+// The basis of an estimate in words, for a submitter: "a guess: ..." when a prior stood in for run
+// times, else "from the run times of 12 finished jobs" and the like; "" when the look-ahead
+// needed no run time (the job fits now).
+std::string estimate_basis(const StartEstimate& e);
 
 enum class Verdict { kAdmit, kDefer, kRefuse };
 
@@ -104,15 +117,35 @@ class AdmissionControl {
   double sum_g_ = 0, sum_gd_ = 0, sum_gd2_ = 0;
   std::deque<double> arrivals_;
   HistoryPredictor predictor_;
-  std::unordered_map<JobId, double> predicted_;  // run time predicted at each live job's arrival
-  std::deque<double> ratios_;                    // actual / max(estimate, 60 s) of recent starts
-  double calibration_ = 1;                       // their `slo` quantile (1 before any start)
-  double newest_ = -kInf;                        // the newest finish told
-  // Seconds `x` still has to run at `now` by its prediction (a job past it: as long as it has run).
-  double remaining(const Job& x, double now) const;
+  enum class Basis { kEstimate, kHistory, kPrior };
+  struct Predicted {
+    double seconds;
+    Basis basis;
+  };
+  std::unordered_map<JobId, Predicted> predicted_;  // run time predicted at each live job's arrival
+  long finishes_ = 0;                               // finished jobs told
+  std::deque<double> ratios_;                       // actual / max(estimate, 60 s) of recent starts
+  double calibration_ = 1;                          // their `slo` quantile (1 before any start)
+  double newest_ = -kInf;                           // the newest finish told
+  // Seconds `x` still has to run at `now` by its prediction (a job past it: as long as it has run),
+  // counted in `e` by what the prediction rests on.
+  double remaining(const Job& x, double now, StartEstimate& e) const;
+  Basis mean_basis() const { return sum_g_ > 0 && sum_gd_ > 0 ? Basis::kHistory : Basis::kPrior; }
+  static void count(Basis b, StartEstimate& e);
+  // When a job that holds devices in the look-ahead gives them up; ordered for a min-heap of
+  // std::push_heap (the earliest first).
+  struct Release {
+    double at;
+    Placement where;
+    bool operator<(const Release& o) const { return at > o.at; }
+  };
+  // The look-ahead's step at `t`: the jobs of `left` that fit on `free` start in order (under
+  // strict FCFS up to the first that does not), leave `left` and add their releases to `ends`.
+  void start_fitting(const SchedState& s, const Ranked& mine, double t, std::vector<const Job*>& left, FreeMap& free,
+                     std::vector<Release>& ends, StartEstimate& e) const;
 };
 
-// "2 h 10 min", "35 min", "2 min 30 s", "40 s", "now": how the daemon tells a submitter.
+// "2 h 10 min", "1 h", "35 min", "2 min 30 s", "40 s", "now": how the daemon tells a submitter.
 std::string format_delay(double seconds);
 
 }  // namespace ember::sched

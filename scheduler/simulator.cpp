@@ -253,9 +253,21 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     }
     return false;
   };
+  // The clock moves on to `to`, counting the devices held meanwhile.
+  auto advance = [&](double to) {
+    const int busy = cluster.busy();
+    busy_area += busy * std::max(0.0, std::min(to, window1) - std::max(t, window0));
+    whole_area += busy * (to - t);
+    t = to;
+  };
   while (done < n) {
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
+      // An arrival up to kEps after the clock (a completion or wake-up that floating point put just
+      // short of the arrival's second) is taken at its own time, not before it: a policy must never
+      // see a job submitted after the moment it decides at (the learned policy's history refused
+      // one, and a job could start before its submission).
+      if (j.spec.submit > t) advance(j.spec.submit);
       if (opt.predictor) j.spec.estimate = predicted[j.id] = opt.predictor->predict(features(j));
       if (admit(j)) enqueue(j, j.spec.submit);
     }
@@ -353,11 +365,7 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
                  waiting.empty() ? "" : waiting.front()->spec.name, "', ",
                  waiting.empty() ? 0 : waiting.front()->spec.gpus, " device(s))");
     }
-    const double dt = t_next - t;
-    const int busy = cluster.busy();
-    busy_area += busy * std::max(0.0, std::min(t_next, window1) - std::max(t, window0));
-    whole_area += busy * dt;
-    t = t_next;
+    advance(t_next);
 
     // Jobs ending at the same instant are told to the policy and the predictor in the order they
     // started (what a history window keeps depends on it).

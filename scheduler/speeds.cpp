@@ -1,8 +1,11 @@
 #include "scheduler/speeds.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -37,8 +40,12 @@ SpeedTable SpeedTable::defaults() {
 }
 
 SpeedTable SpeedTable::read(const std::string& path) {
+  // A folder opens as a stream that reads nothing: say so instead of "expected a header".
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "speed table '", path,
+              "': is a folder, expected a CSV file 'model,TYPE,...'");
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in, "speed table '", path, "': cannot open it");
+  EMBER_CHECK(in, "speed table '", path, "': cannot open it (", std::strerror(errno), ")");
   std::ostringstream text;
   text << in.rdbuf();
   return parse(text.str(), "speed table '" + path + "'");

@@ -1,8 +1,11 @@
 #include "scheduler/teams.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -40,8 +43,12 @@ Shares parse_shares(const std::string& text, const std::string& name, int capaci
 }
 
 Shares read_shares(const std::string& path, int capacity) {
+  // A folder opens as a stream that reads nothing: say so instead of "no teams".
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "quota file '", path,
+              "': is a folder, expected a file of 'TEAM DEVICES' lines");
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in, "quota file '", path, "': cannot open it");
+  EMBER_CHECK(in, "quota file '", path, "': cannot open it (", std::strerror(errno), ")");
   std::ostringstream text;
   text << in.rdbuf();
   EMBER_CHECK(!in.bad(), "quota file '", path, "': read error");

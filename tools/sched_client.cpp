@@ -166,10 +166,12 @@ int sched_submit(const std::vector<std::string>& all_args) {
     proto::Request req;
     *req.mutable_submit()->mutable_spec() = spec;
     proto::Response r = call(f, req);
-    std::cout << "submitted job " << r.job() << " (" << spec.name() << "): "
-              << (r.expected_start_s() < 1 ? std::string("started")
-                                           : "expected start in ~" + format_delay(r.expected_start_s()))
-              << "\n";
+    std::cout << "submitted job " << r.job() << " (" << spec.name() << "): ";
+    if (r.expected_start_s() < 1)
+      std::cout << "started\n";
+    else  // with what the estimate rests on: a guess is said to be one
+      std::cout << "expected start in ~" << format_delay(r.expected_start_s())
+                << (r.expected_start_basis().empty() ? "" : " (" + r.expected_start_basis() + ")") << "\n";
     return 0;
   });
 }

@@ -15,7 +15,8 @@ int sched_serve(const std::vector<std::string>& args) {
   Flags f;
   f.add("state", "DIR", "folder for the socket, the SQLite state and the job logs (created if missing)")
       .add("devices", "SPEC",
-           "auto (GPUs, else one CPU device per core), gpu, gpu:0,1,..., cpu:N or cpu:NxC (N devices of C cores)")
+           "auto (GPUs, else one CPU device per core), gpu, gpu:0,1,..., cpu:N, cpu:NxC (N devices of C cores) or "
+           "cpu:N@TYPE,M@TYPE,... (N devices of type TYPE, M of another: a pool of device types, see --speeds)")
       .add("backend", "B",
            "local (run jobs on this machine's --devices, default) or slurm (Slurm runs them on its nodes; "
            "docs/scheduler/slurm.md)")

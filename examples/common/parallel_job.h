@@ -39,6 +39,22 @@
 
 namespace ember::examples {
 
+// The number of ranks of the MPI job this process was started as one of, from what the launchers
+// set: Open MPI's mpirun (and so ember launch), MPICH's Hydra and Slurm's PMI-2, Slurm's srun
+// under PMIx; 1 outside an MPI job. The environment, not MPI itself, so that a build without MPI
+// sees it too and a single process never starts MPI.
+inline int mpi_world_size_from_env() {
+  auto size_in = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::atoi(v) : 0;
+  };
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const int n = size_in(name); n > 0) return n;
+  if (std::getenv("PMIX_RANK"))
+    if (const int n = size_in("SLURM_STEP_NUM_TASKS"); n > 0) return n;
+  return 1;
+}
+
 // The data-parallel flags, declared after an example's own.
 struct ParallelFlags {
   bool on, speed_weighted, overlap, reshard;
@@ -78,8 +94,12 @@ class ParallelJob {
 
   // With --data-parallel: joins the MPI job (an ember::Error unless started by mpirun or ember
   // launch), silences stdout on ranks > 0 and returns the device this rank trains on; else `dev`.
+  // Without either, under an MPI job of several ranks: an ember::Error (see refuse_unsplit).
   Device start(Device dev) {
-    if (!flags_.on && !flags_.pipeline) return dev;
+    if (!flags_.on && !flags_.pipeline) {
+      refuse_unsplit();
+      return dev;
+    }
     const char* flag = flags_.pipeline ? "--pipeline" : "--data-parallel";
 #ifdef EMBER_HAVE_DIST
     if (flags_.pipeline) {
@@ -98,6 +118,16 @@ class ParallelJob {
 #else
     EMBER_FAIL(flag, ": this build has no MPI (install libopenmpi-dev and rebuild)");
 #endif
+  }
+  // Several ranks not asked to split the work would each train the whole model alone and write the
+  // same checkpoint and metrics files, racing. Refused rather than made data-parallel by default:
+  // what a run does then depends on its flags, never on how it was started.
+  void refuse_unsplit() const {
+    const int ranks = mpi_world_size_from_env();
+    EMBER_CHECK(ranks <= 1, "started as one of ", ranks,
+                " MPI ranks (mpirun -np N / ember launch -n N) without --data-parallel or --pipeline K: each rank "
+                "would train the whole model alone and write the same checkpoint and metrics files; add "
+                "--data-parallel (or --pipeline K) to split the work over the ranks, or start one process");
   }
   // Joined an MPI job (start() with --data-parallel).
   bool active() const {

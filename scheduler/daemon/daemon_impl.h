@@ -156,6 +156,7 @@ class Daemon {
   // Admitted jobs not yet started: their start estimate and when they were admitted (calibration).
   std::map<int64_t, std::pair<double, double>> estimates_;
   double last_estimate_ = 0;  // the latest submission's start estimate, for its answer
+  std::string last_basis_;    // and what it rests on (admission.h's estimate_basis)
   // Throws ember::Error naming the job when its team has no share (quotas only).
   void check_team(const proto::JobSpec& spec, const std::string& what) const;
   std::unique_ptr<Store> store_;

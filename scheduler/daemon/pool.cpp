@@ -163,7 +163,7 @@ Pool make_pool(const std::string& spec, double cpu_memory_gib) {
     }
     return gpu_pool(chosen);
   }
-  EMBER_FAIL("--devices: expected auto, gpu, gpu:I,J,..., cpu:N or cpu:NxC, got '", spec, "'");
+  EMBER_FAIL("--devices: expected auto, gpu, gpu:I,J,..., cpu:N, cpu:NxC or cpu:N@TYPE,M@TYPE,..., got '", spec, "'");
 }
 
 Topology Pool::topology() const {

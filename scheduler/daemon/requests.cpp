@@ -23,6 +23,31 @@ namespace ember::sched::daemon_impl {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// What keeps `dir` from being a job's working directory, as a phrase after its name ("" when it is
+// a folder): a file there is named as one, not as a folder that does not exist.
+std::string workdir_problem(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::is_directory(st)) return "";
+  if (fs::exists(st)) return "is not a folder (it is a file); expected the folder the job runs in";
+  return "does not exist; expected the folder the job runs in";
+}
+
+// A job's working directory is a folder and its command a program found from there.
+void check_runnable(const proto::JobSpec& spec) {
+  const std::string workdir = workdir_problem(spec.workdir());
+  EMBER_CHECK(workdir.empty(), "job '", spec.name(), "': working directory '", spec.workdir(), "' ", workdir);
+  const std::string search = program_search_path(spec);
+  EMBER_CHECK(
+      !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
+      spec.command(), "' is not an executable file",
+      spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
+}
+
+}  // namespace
+
 void Daemon::accept_all() {
   // Every connection waiting now is one batch: the requests are handled in arrival order, their
   // changes made durable together (one sync: group commit), and only then answered. Under many
@@ -81,6 +106,7 @@ proto::Response Daemon::handle(const proto::Request& req, const Identity& who) {
     case proto::Request::kSubmit:
       resp.set_job(submit(req.submit().spec(), who));
       resp.set_expected_start_s(last_estimate_);
+      resp.set_expected_start_basis(last_basis_);
       break;
     case proto::Request::kStatus:
       status(req.status(), resp, who);
@@ -151,13 +177,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   }
   if (spec.workdir().empty()) spec.set_workdir(state_dir_);
   if (access_.runs_jobs_as_owners() && who.uid != access_.self().uid) check_paths_as(who, spec);
-  EMBER_CHECK(fs::is_directory(spec.workdir()), "job '", spec.name(), "': working directory '", spec.workdir(),
-              "' does not exist");
-  const std::string search = program_search_path(spec);
-  EMBER_CHECK(
-      !find_program(spec.command(), spec.workdir(), search).empty(), "job '", spec.name(), "': command '",
-      spec.command(), "' is not an executable file",
-      spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
+  check_runnable(spec);
   // Admission: where the policy would put the job now, and whether that meets the target.
   const double now0 = wall_now();
   Job probe;
@@ -192,6 +212,7 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   estimates_[id] = {verdict.estimate.decision(), now};
   schedule();  // before answering: the caller's next status sees the decision
   last_estimate_ = rec.info.state() == proto::QUEUED ? verdict.estimate.decision() : 0.0;
+  last_basis_ = last_estimate_ > 0 ? estimate_basis(verdict.estimate) : "";
   return id;
 }
 
@@ -210,6 +231,8 @@ void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {
   fs::path ckpt = spec.checkpoint_dir();
   if (!ckpt.empty() && ckpt.is_relative()) ckpt = fs::path(spec.workdir()) / ckpt;
   const int verdict = run_as(who, [&]() -> int {
+    std::error_code ec;  // a file is named as one, as its owner sees it
+    if (fs::exists(spec.workdir(), ec) && !fs::is_directory(spec.workdir(), ec)) return 4;
     if (::access(spec.workdir().c_str(), X_OK) != 0) return 1;
     if (find_program(spec.command(), spec.workdir(), search).empty()) return 2;
     if (!ckpt.empty()) {
@@ -223,6 +246,8 @@ void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {
     return 0;
   });
   EMBER_CHECK(verdict >= 0, "job '", spec.name(), "': cannot check its paths as user ", who.name);
+  EMBER_CHECK(verdict != 4, "job '", spec.name(), "': working directory '", spec.workdir(),
+              "' is not a folder (it is a file); expected the folder the job runs in");
   EMBER_CHECK(verdict != 1, "job '", spec.name(), "': user ", who.name, " may not enter the working directory '",
               spec.workdir(), "'");
   EMBER_CHECK(verdict != 2, "job '", spec.name(), "': command '", spec.command(), "' is not a program user ", who.name,

@@ -127,6 +127,28 @@ TEST(Admission, LookAheadOnAHandState) {
   auto las = make_policy("las", {{"las.thresholds", "1"}});
   jobs[0].executed = jobs[1].executed = 10;
   EXPECT_DOUBLE_EQ(trained({.target = 120}, las.get())->estimate(s, jobs[3]).lookahead, 0);
+  // What the FCFS estimate rests on: A's, B's and C's run times, learned from the 12 finishes.
+  EXPECT_EQ(e.from_history, 3);
+  EXPECT_EQ(e.from_prior + e.from_estimates, 0);
+  EXPECT_EQ(estimate_basis(e), "from the run times of 12 jobs finished here");
+  // With nothing finished the run times without a submitter's estimate are a prior guess, and the
+  // basis says so: here A's estimate and a guess for B and C.
+  AdmissionControl fresh({.target = 120, .use_estimates = true}, fcfs.get());
+  jobs[0].spec.estimate = 100;
+  for (const Job& j : jobs) fresh.arrived(j, 0);
+  Job one;
+  one.id = 99;
+  fresh.finished(one, 50, 0);
+  const StartEstimate g = fresh.estimate(s, jobs[3]);
+  EXPECT_EQ(g.from_estimates, 1);
+  EXPECT_EQ(g.from_prior, 2);
+  EXPECT_EQ(estimate_basis(g),
+            "a guess: only 1 job finished here so far, too few to learn run times from, so 2 jobs ahead without "
+            "--expected are taken to run 1 h each");
+  jobs[1].spec.estimate = jobs[2].spec.estimate = 10;
+  AdmissionControl told({.target = 120, .use_estimates = true}, fcfs.get());
+  for (const Job& j : jobs) told.arrived(j, 0);
+  EXPECT_EQ(estimate_basis(told.estimate(s, jobs[3])), "from the --expected times of 3 jobs ahead");
 }
 
 TEST(Admission, AnArrivalWaitsUntilTheRunningJobFallsBehindItNotUntilItEnds) {
@@ -237,6 +259,7 @@ TEST(Admission, BadOptionsAreErrors) {
   EXPECT_EQ(format_delay(150), "2 min 30 s");
   EXPECT_EQ(format_delay(120), "2 min");
   EXPECT_EQ(format_delay(2 * 3600 + 10 * 60), "2 h 10 min");
+  EXPECT_EQ(format_delay(3600), "1 h");
 }
 
 }  // namespace

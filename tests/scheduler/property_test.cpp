@@ -112,7 +112,7 @@ TEST_P(Properties, HoldOnRandomTraces) {
   EXPECT_GT(checked_decisions, 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPolicies, Properties, ::testing::ValuesIn(policy_names()),
+INSTANTIATE_TEST_SUITE_P(AllPolicies, Properties, ::testing::ValuesIn(testing::every_policy()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param;
                            for (char& c : n)

@@ -26,6 +26,14 @@ inline JobSpec job(const std::string& name, double submit, int gpus, double dura
   return j;
 }
 
+// Every registered policy and the shipped learned network (`learned`, found beside the test
+// program in the build tree): what the tests of every policy run.
+inline std::vector<std::string> every_policy() {
+  std::vector<std::string> names = policy_names();
+  names.push_back("learned");
+  return names;
+}
+
 inline SimResult run(const std::string& policy, const std::vector<JobSpec>& jobs, int gpus, int node_gpus = 0,
                      double preempt_cost = 0, const PolicyParams& params = {}) {
   auto p = make_policy(policy, params);

@@ -260,6 +260,18 @@ TEST_F(DaemonTest, BadSpecsAndImpossibleJobsAreRejectedWithTheReason) {
   r = cli({"submit"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("nothing to run"), std::string::npos) << r.out;
+  // A working directory that is a file is named as one, not as a folder that does not exist.
+  r = cli({"submit", "--workdir", dir_ + "/spec.pbtxt", "--", "/bin/true"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("working directory '" + dir_ +
+                       "/spec.pbtxt' is not a folder (it is a file); expected the folder the job runs in"),
+            std::string::npos)
+      << r.out;
+  r = cli({"submit", "--workdir", dir_ + "/nowhere", "--", "/bin/true"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("working directory '" + dir_ + "/nowhere' does not exist; expected the folder the job runs in"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(status().jobs_size(), 0) << "nothing was queued";
   // The bound on queued work: one running, one queued, the next refused.
   submit(gated("a", 2, "gate"));

@@ -238,6 +238,12 @@ TEST_F(SecurityTest, ASpecThatReachesIntoAnotherUsersFolderIsRefused) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("user " + std::string(kUserB) + " may not enter the working directory"), std::string::npos)
       << r.error;
+  // A file B can see, given as the working directory, is named as a file (checked as B).
+  write_file(dir_ + "/a-file", "");
+  r = submit_as(b_, whoami("b-file", dir_ + "/a-file", "gate"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("working directory '" + dir_ + "/a-file' is not a folder (it is a file)"), std::string::npos)
+      << r.error;
 
   JobSpec prog = whoami("b-prog", dir_, "gate");
   prog.set_command(home_a_ + "/run.sh");

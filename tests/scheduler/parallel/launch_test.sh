@@ -58,6 +58,26 @@ cat "$out"
 grep -q "still runs 1 s after the signal: killing it" "$out" || fail "a launcher deaf to SIGTERM was not killed"
 [ $status -ne 0 ] || fail "a killed job returned 0"
 
+# Several ranks of a program asked for neither --data-parallel nor --pipeline would each train the
+# whole model and race on one checkpoint folder: every rank refuses, naming the flags, and nothing
+# is written. One rank is one process and trains as without the launcher.
+rm -rf ckpt_unsplit
+"$ember" launch -n 2 -- "$mnist" --limit 64 --epochs 1 --max-steps 1 --batch-size 32 --checkpoint-dir ckpt_unsplit >"$out" 2>&1
+status=$?
+cat "$out"
+[ $status -eq 1 ] || fail "2 ranks without --data-parallel: expected status 1, got $status"
+for r in 0 1; do
+  grep -q "^\[rank $r\] mnist_cnn: started as one of 2 MPI ranks .* without --data-parallel or --pipeline K" "$out" ||
+    fail "rank $r did not refuse naming --data-parallel"
+done
+[ -e ckpt_unsplit ] && fail "a refused run wrote its checkpoint folder"
+"$ember" launch -n 1 -- "$mnist" --limit 64 --epochs 1 --max-steps 1 --batch-size 32 --checkpoint-dir ckpt_unsplit >"$out" 2>&1
+status=$?
+cat "$out"
+[ $status -eq 0 ] || fail "one rank without --data-parallel failed ($status)"
+test -s ckpt_unsplit/last.ckpt || fail "one rank wrote no checkpoint"
+rm -rf ckpt_unsplit
+
 # The README's command, shortened.
 rm -rf ckpt_launch
 "$ember" launch -n 2 --rank0-only -- "$mnist" --data-parallel --limit 256 --epochs 1 --max-steps 3 --batch-size 32 >"$out" 2>&1
