@@ -133,7 +133,7 @@ void lm_epoch_end(const LmFlags& f, const examples::Corpus& c, const examples::E
   std::fflush(stdout);
 }
 
-int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
+int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
   data::LanguageModelDataset train_set(c.train_ids, f.seq_len), test_set(c.test_ids, f.seq_len);
   examples::score_baseline(c, test_set);
   manual_seed(static_cast<uint64_t>(f.seed));
@@ -174,7 +174,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                              {"flag.batch-size", std::to_string(f.batch)},
                              {"flag.seq-len", std::to_string(f.seq_len)}},
                             &job);
-  examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
+  examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.resume_path();
       path &&
       !examples::vocabulary_matches_checkpoint(
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
                                                 .test_fraction = f.test_fraction,
                                                 .split_seed = f.split_seed,
                                                 .limit = f.limit});
-    return train(f, flags, c, dev, job);
+    return train(f, c, dev, job);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     return job.fail(e);
   }

@@ -81,7 +81,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     return file.resolve(p);
   };
   if (d.has_mnist()) {
-    cf.prepare(flags);
+    cf.prepare();
     const auto& m = d.mnist();
     data::MnistOptions mopts{
         .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
@@ -123,7 +123,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     out.test = limited(std::make_unique<data::CsvDataset>(test, o));
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
-  examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+  examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
   return out;
 }
 
@@ -306,7 +306,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
                     model_file::build_network(file, i)->summary(example_shape(s.network(i))).c_str());
       return 0;
     }
-    cf.prepare(flags);
+    cf.prepare();
     if (lf.samples_dir.empty()) lf.samples_dir = cf.checkpoint_dir;
     manual_seed(static_cast<uint64_t>(cf.seed));
     auto gen = model_file::build_network(file, gi);
@@ -328,8 +328,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
                              .meta = {{"model_file", file.path}}};
     return examples::run_gan_loop(cf, lf, s.name(), g.logits(), parts);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ember train: %s\n", e.what());
-    return 1;
+    return examples::report_failure("ember train", e);
   }
 }
 
@@ -396,7 +395,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                                {"flag.seed", std::to_string(cf.seed)},
                                {"flag.batch-size", std::to_string(cf.batch_size)}},
                               &job);
-    examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+    examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
     if (const auto path = trainer.resume_path();
         path &&
         !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
@@ -446,8 +445,7 @@ int train(const std::vector<std::string>& args) {
   try {
     file = model_file::load(args[0]);
   } catch (const Error& e) {
-    std::cerr << "ember train: " << e.what() << "\n";
-    return 1;
+    return examples::report_failure("ember train", e);
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
@@ -460,8 +458,7 @@ int train(const std::vector<std::string>& args) {
         return train_classifier(file, rest);
     }
   } catch (const Error& e) {  // a GAN file whose networks do not fit the task
-    std::cerr << "ember train: " << e.what() << "\n";
-    return 1;
+    return examples::report_failure("ember train", e);
   }
 }
 

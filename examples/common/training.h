@@ -102,28 +102,28 @@ inline std::pair<std::string, std::string> find_mnist_data(const std::string& di
              found ? "" : "; leave out --data to train on Fashion-MNIST", ")");
 }
 
-// The output folder of --<flag> (a checkpoint dir): refuses (exit 2, before any training) a
-// path that is not a folder, cannot be created or cannot be written (an existing /proc/self was
-// once found only at the first checkpoint, after a whole epoch), and a fresh run (no --resume)
-// into a folder that already holds a checkpoint unless `overwrite`: that used to replace
-// last.ckpt and append to the old metrics.csv without a word. Call it once the data are found,
-// so that bad data leave no empty folder behind.
-inline void prepare_output_dir(Flags& f, const std::string& flag, const std::string& dir, bool fresh, bool overwrite) {
+// The output folder of --<flag> (a checkpoint dir): refuses, before any training, a path that is
+// not a folder, cannot be created or cannot be written (an existing /proc/self was once found only
+// at the first checkpoint, after a whole epoch), and a fresh run (no --resume) into a folder that
+// already holds a checkpoint unless `overwrite`: that used to replace last.ckpt and append to the
+// old metrics.csv without a word. Each is an ember::Error (exit status 1): the flags are well
+// formed, the folder is what is wrong, and the flag list would only push the message off the
+// screen. Call it once the data are found, so that bad data leave no empty folder behind.
+inline void prepare_output_dir(const std::string& flag, const std::string& dir, bool fresh, bool overwrite) {
   namespace fs = std::filesystem;
   if (dir.empty()) return;
   std::error_code ec;
   // Checked again after creating: data-parallel ranks create the same folder at the same time.
-  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec) && !fs::is_directory(dir))
-    f.fail("cannot create --" + flag + " '" + dir + "': " + (ec ? ec.message() : "not a directory"));
+  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec) && !fs::is_directory(dir, ec))
+    EMBER_FAIL("cannot create --", flag, " '", dir, "': ", ec ? ec.message() : "not a directory");
   std::string probe = (fs::path(dir) / ".write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0) f.fail("cannot write to --" + flag + " '" + dir + "': " + std::strerror(errno));
+  EMBER_CHECK(fd >= 0, "cannot write to --", flag, " '", dir, "': ", std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
-  if (fresh && !overwrite && fs::exists(fs::path(dir) / "last.ckpt", ec))
-    f.fail("--" + flag + " '" + dir +
-           "' already holds a checkpoint (last.ckpt): pass --resume auto to continue it, or --overwrite to start "
-           "afresh (replacing it and its metrics.csv)");
+  EMBER_CHECK(!fresh || overwrite || !fs::exists(fs::path(dir) / "last.ckpt", ec), "--", flag, " '", dir,
+              "' already holds a checkpoint (last.ckpt): pass --resume auto to continue it, or --overwrite to start "
+              "afresh (replacing it and its metrics.csv)");
 }
 
 // The "flag.*" checkpoint metadata that a resume must match (check_resume_settings): the
@@ -206,9 +206,9 @@ struct CommonFlags {
   }
   // Finds the data (an ember::Error when --data lacks them), then prepares --checkpoint-dir
   // (prepare_output_dir), in that order.
-  void prepare(Flags& f) {
+  void prepare() {
     std::tie(data_root, data_name) = find_mnist_data(data, data_given);
-    prepare_output_dir(f, "checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
+    prepare_output_dir("checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
   }
   // The settings a resume must share with its checkpoint (Checkpointer compares them).
   std::map<std::string, std::string> settings() const {
@@ -318,6 +318,7 @@ inline bool vocabulary_matches_checkpoint(const data::Vocabulary& vocab, const s
                                           const std::string& program, const std::string& flags) {
   const std::filesystem::path saved = std::filesystem::path(ckpt_path).parent_path() / "vocab.txt";
   if (!std::filesystem::exists(saved) || vocab.same_ids_as(data::Vocabulary::load(saved.string()))) return true;
+  std::fflush(stdout);  // what came before the error, before it
   std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: resume with the same %s.\n",
                program.c_str(), saved.c_str(), flags.c_str());
   return false;

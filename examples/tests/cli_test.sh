@@ -26,6 +26,9 @@ expect() {
   local got=$?
   [ "$got" = "$want" ] || fail "$prog $*: exit status $got, expected $want"
   [ -z "$regex" ] || cat out err | grep -Eq -- "$regex" || fail "$prog $*: output does not match '$regex'"
+  # The flag list follows usage errors (status 2) only: after any other error it would push the
+  # message off the screen.
+  [ "$want" = 2 ] || ! grep -q '^Flags:' err || fail "$prog $*: the flag list follows an error that is not a usage error"
 }
 # The value of column NAME in the last row of CSV file FILE.
 last_value() {
@@ -107,10 +110,11 @@ log_write_error)
       --checkpoint-dir ''
   done
   ;;
-# Item 6: an existing folder that cannot be written is refused before training.
+# Item 6: an existing folder that cannot be written is refused before training (status 1 and no
+# flag list: the flags are fine, the folder is not).
 unwritable_checkpoint_dir)
   for prog in mnist_cnn custom_model mnist_gan; do
-    expect 2 "cannot write to --checkpoint-dir '/proc/self'" $prog --limit 64 --max-steps 1 --checkpoint-dir /proc/self
+    expect 1 "cannot write to --checkpoint-dir '/proc/self'" $prog --limit 64 --max-steps 1 --checkpoint-dir /proc/self
   done
   ;;
 # Item 7: --limit is -1 or >= 1 and --max-steps -1 or >= 0, in every example.
@@ -133,7 +137,7 @@ csv_after_kill)
   expect 0 "Resumed from k/last.ckpt" "${gan[@]}" --max-steps 6 --resume auto
   steps=$(cut -d, -f2 k/metrics.csv | tail -n +2 | tr '\n' ' ')
   [ "$steps" = "1 2 3 4 5 6 " ] || fail "metrics.csv steps after the resume: $steps"
-  expect 2 "--checkpoint-dir 'k' already holds a checkpoint \(last.ckpt\): pass --resume auto" "${gan[@]}" --max-steps 2
+  expect 1 "--checkpoint-dir 'k' already holds a checkpoint \(last.ckpt\): pass --resume auto" "${gan[@]}" --max-steps 2
   expect 0 "" "${gan[@]}" --max-steps 2 --overwrite
   steps=$(cut -d, -f2 k/metrics.csv | tail -n +2 | tr '\n' ' ')
   [ "$steps" = "1 2 " ] || fail "metrics.csv steps after --overwrite: $steps"

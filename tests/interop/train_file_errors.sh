@@ -42,5 +42,9 @@ expect 1 "data.augment: crop_padding, horizontal_flip" "$ember" train "$dir/augm
 expect 2 "--network: .* has no network 'nope'" "$ember" export onnx x.ckpt --model-file "$models/mlp_gan.pbtxt" \
   --network nope -o "$dir/x.onnx"
 expect 2 "--network goes with --model-file" "$ember" export onnx x.ckpt --model mnist_cnn --network g -o "$dir/x.onnx"
+# Runtime errors (a folder that cannot be written) end with status 1 and without the flag list.
+expect 1 "cannot write to --checkpoint-dir '/proc/self'" "$ember" train "$models/mnist_cnn.pbtxt" --limit 64 \
+  --checkpoint-dir /proc/self
+grep -q '^Flags:' "$dir/err" && echo "FAIL: the flag list follows a runtime error" && failures=$((failures + 1))
 echo "train_file_errors: $failures failure(s)"
 ((failures == 0))
