@@ -115,11 +115,14 @@ struct ClassifyFlags {
     device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
     ckpt_dir = flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
     resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    overwrite = flags.boolean(
+        "overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
     workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
-    log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+    log_path = flags.str(
+        "log", "",
+        "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = examples::TensorBoardFlags(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
@@ -292,6 +295,7 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,
+                             .overwrite = f.overwrite,
                              .columns = columns,
                              .tensorboard = f.tensorboard},
                             {&clf, {&opt}, {{"default", &default_generator()}}}, loader,

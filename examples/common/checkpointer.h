@@ -55,10 +55,13 @@ class Checkpointer {
     pos.epoch = pos.loader_epoch;
     if (pos.loader_batch > 0) running_ = get_running(file_meta);
     resumed_ = true;
+    resumed_from_ = path;
     print_resumed(path, pos, loader_.batches_per_epoch(), resharded ? " (resharded to a new number of ranks)" : "");
     return pos;
   }
   bool resumed() const { return resumed_; }
+  // The checkpoint resume() loaded (empty before, or when it started fresh).
+  const std::string& resumed_from() const { return resumed_from_; }
   // The running sums of the epoch the checkpoint stopped in (empty at an epoch's start, or for
   // an older checkpoint); handed out once, for the first epoch after the resume.
   RunningSums take_running() { return std::exchange(running_, {}); }
@@ -125,6 +128,7 @@ class Checkpointer {
   ParallelJob* job_;
   RunningSums running_;
   bool resumed_ = false;
+  std::string resumed_from_;
 };
 
 }  // namespace ember::examples

@@ -189,13 +189,16 @@ struct CommonFlags {
     device = f.device("device", "auto", "auto, cpu, cuda or cuda:N");
     checkpoint_dir = f.str("checkpoint-dir", w.checkpoint_dir.value_or("runs/" + name), w.checkpoint_dir_help);
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    overwrite = f.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    overwrite = f.boolean("overwrite", false,
+                          "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = f.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
     checkpoint_every = checkpoint_every_flag(f);
     limit = f.count_or_none("limit", 1, "all", "use only the first N training and test examples");
     workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
     threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");
-    log = f.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
+    log = f.str("log", "",
+                "metrics file (CSV; a resumed run appends to it, a fresh one needs --overwrite if it holds rows); "
+                "empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
     tensorboard = TensorBoardFlags(f);
   }
   // Checks what the flags alone can tell (exit 2) and applies --threads.
@@ -281,25 +284,26 @@ inline void print_resumed(const std::string& path, const TrainingPosition& pos, 
                 (long long)pos.loader_epoch + 1, extra.c_str());
 }
 
-// What a metrics log keeps of an existing file. A resumed run keeps the rows up to its
+// What a metrics log does with an existing file. A resumed run keeps the rows up to its
 // checkpoint: a run killed after writing rows but before its next checkpoint writes them again
 // (SIGKILL once left the GAN's steps 210 and 220 twice), and with `per_epoch` the row of the epoch
 // in progress goes too (a --max-steps stop wrote it for part of the epoch; the resumed run
-// writes it for the whole). A fresh run restarts the checkpoint folder's own metrics.csv, and
-// appends to a --log elsewhere.
-inline MetricsLog::Keep rows_to_keep(bool resumed, const TrainingPosition& pos, bool per_epoch, const std::string& log,
-                                     const std::string& checkpoint_dir) {
+// writes it for the whole). A fresh run restarts the checkpoint folder's own metrics.csv (the
+// folder held no checkpoint, or --overwrite was given), and a --log elsewhere only with
+// `overwrite`: without it, a log that holds rows is another run's and is refused.
+inline MetricsLog::Existing existing_log(bool resumed, const TrainingPosition& pos, bool per_epoch,
+                                         const std::string& log, const std::string& checkpoint_dir, bool overwrite) {
   namespace fs = std::filesystem;
   if (resumed)
-    return [step = pos.step, done = pos.epoch, per_epoch](const std::map<std::string, double>& row) {
-      auto s = row.find("step"), e = row.find("epoch");
-      if (s == row.end() || s->second > double(step)) return false;
-      return !per_epoch || (e != row.end() && e->second <= double(done));
-    };
-  if (!checkpoint_dir.empty() &&
-      fs::path(log).lexically_normal() == (fs::path(checkpoint_dir) / "metrics.csv").lexically_normal())
-    return [](const std::map<std::string, double>&) { return false; };
-  return nullptr;
+    return {MetricsLog::Existing::kKeep,
+            [step = pos.step, done = pos.epoch, per_epoch](const std::map<std::string, double>& row) {
+              auto s = row.find("step"), e = row.find("epoch");
+              if (s == row.end() || s->second > double(step)) return false;
+              return !per_epoch || (e != row.end() && e->second <= double(done));
+            }};
+  const bool own = !checkpoint_dir.empty() &&
+                   fs::path(log).lexically_normal() == (fs::path(checkpoint_dir) / "metrics.csv").lexically_normal();
+  return {own || overwrite ? MetricsLog::Existing::kRestart : MetricsLog::Existing::kRefuse, nullptr};
 }
 
 // An epoch summary ends with a flush: with stdout a file (`sched logs`), it would otherwise wait

@@ -187,6 +187,38 @@ usage_errors)
   expect 2 "unexpected argument 'stray'" custom_model stray
   expect 0 "Flags:" mnist_cnn --help
   ;;
+# Issue 48 item 8: a fresh run refuses a --log that holds another run's rows unless --overwrite,
+# which starts it anew; a file that is no metrics log is refused even then, untouched; a resumed
+# run appends. What stdout held comes out before the error (both into one file).
+log_of_another_run)
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log l.csv
+  cp l.csv first.csv
+  expect 1 "--log 'l.csv' already holds another run's rows: pass --overwrite" mnist_cnn "${small[@]}" --epochs 1 \
+    --max-steps 2 --log l.csv
+  cmp -s l.csv first.csv || fail "the refused run changed l.csv"
+  "$bin/mnist_cnn" "${small[@]}" --epochs 1 --max-steps 2 --log l.csv >both 2>&1
+  training=$(grep -n '^Training MnistCnn' both | cut -d: -f1) error=$(grep -n 'already holds' both | cut -d: -f1)
+  [ -n "$training" ] && [ -n "$error" ] && [ "$training" -lt "$error" ] || fail "the error came out before 'Training'"
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log l.csv --overwrite
+  [ "$(wc -l <l.csv)" = 2 ] || fail "--overwrite left $(wc -l <l.csv) lines in l.csv, expected header + 1"
+  echo "notes, not metrics" >notes.txt
+  expect 1 "--log 'notes.txt' is not a metrics log" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log notes.txt \
+    --overwrite
+  [ "$(cat notes.txt)" = "notes, not metrics" ] || fail "notes.txt was changed"
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 2 --max-steps 2 --checkpoint-dir r --log r.csv
+  expect 0 "Resumed from" mnist_cnn "${small[@]}" --epochs 2 --checkpoint-dir r --log r.csv --resume auto
+  [ "$(cut -d, -f1 r.csv | tr '\n' ' ')" = "epoch 1 2 " ] || fail "the resumed log: $(cut -d, -f1 r.csv | tr '\n' ' ')"
+  ;;
+# Item 8: --resume auto on a finished run says so and leaves the checkpoint and the model alone.
+finished_run)
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --checkpoint-dir f
+  cp f/last.ckpt saved.ckpt
+  echo mine >f/mnist_cnn.ckpt
+  expect 0 "The run of f/last.ckpt has finished its --epochs 1 .*nothing to train" mnist_cnn "${small[@]}" --epochs 1 \
+    --checkpoint-dir f --resume auto
+  [ "$(cat f/mnist_cnn.ckpt)" = mine ] || fail "the model file was written again"
+  cmp -s f/last.ckpt saved.ckpt || fail "the checkpoint was written again"
+  ;;
 *)
   echo "unknown case $case_name"
   exit 2
