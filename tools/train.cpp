@@ -137,7 +137,7 @@ void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& fl
   if (!flags.given("workers") && d.workers() > 0) cf.workers = d.workers();
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
-    cf.tensorboard.dir = s.training().tensorboard();
+    cf.tensorboard.dir = file.resolve(s.training().tensorboard());
 }
 
 double solver_lr(const train_file::Solver& solver) {
@@ -145,15 +145,18 @@ double solver_lr(const train_file::Solver& solver) {
 }
 
 // The common flags with the file's epochs, batch size, learning rate (`solver`'s, else `lr_def`) and
-// checkpoint folder as their defaults.
-examples::CommonFlags common_flags(examples::Flags& flags, const train_file::TrainFile& s,
+// checkpoint folder as their defaults. The file's checkpoint_dir is relative to the file, as its data
+// paths are; left out, runs/<name> is the flag's default, in the working directory.
+examples::CommonFlags common_flags(examples::Flags& flags, const model_file::LoadedFile& file,
                                    const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
+  const train_file::TrainFile& s = file.spec;
   const double file_lr = solver_lr(solver);
   return examples::CommonFlags(
       flags, s.training().epochs() > 0 ? s.training().epochs() : 1,
       s.data().batch_size() > 0 ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
       {.lr = lr_help,
-       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+       .checkpoint_dir =
+           s.training().checkpoint_dir().empty() ? "runs/" + s.name() : file.resolve(s.training().checkpoint_dir())});
 }
 
 // The command line of a task that trains one network: the file's settings as the common flags'
@@ -168,7 +171,7 @@ struct OneNetworkFlags {
                   const train_file::Solver& solver, double lr_def)
       : argv(file.path, args),
         flags(argv.argc(), argv.argv(), kDescription),
-        cf(common_flags(flags, file.spec, solver, lr_def, "learning rate (the file's by default)")),
+        cf(common_flags(flags, file, solver, lr_def, "learning rate (the file's by default)")),
         summary_only(flags.boolean("summary", false, "print the network's summary and exit")),
         job("ember train", examples::ParallelFlags(flags)) {
     flags.finish();
@@ -292,7 +295,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   Argv argv(file.path, args);
   examples::Flags flags(argv.argc(), argv.argv(), kDescription);
   examples::CommonFlags cf =
-      common_flags(flags, s, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
+      common_flags(flags, file, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
   examples::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();

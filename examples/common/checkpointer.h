@@ -78,10 +78,21 @@ class Checkpointer {
 
   // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
   // return (the scheduler resumes the job later with --resume auto).
+  // Without a checkpoint folder nothing can be kept, and the message says so and how to keep the
+  // next run's progress (the status alone once let a user believe the run could be resumed).
   int preempted(const TrainingPosition& pos, const RunningSums& running = {}) {
     save(pos, running);
-    std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
-                dir_.empty() ? "" : (" after writing a checkpoint to " + last()).c_str(), kPreemptedExit);
+    if (dir_.empty())
+      std::printf(
+          "\nStopped by a signal at step %lld; nothing was saved (no --checkpoint-dir): the training so far is lost. "
+          "Pass --checkpoint-dir DIR to keep a run's progress, and --resume auto to continue it. Exiting with status "
+          "%d (preempted).\n",
+          (long long)pos.step, kPreemptedExit);
+    else
+      std::printf(
+          "\nStopped by a signal at step %lld after writing a checkpoint to %s; exiting with status %d "
+          "(preempted).\n",
+          (long long)pos.step, last().c_str(), kPreemptedExit);
     std::fflush(stdout);
     return kPreemptedExit;
   }

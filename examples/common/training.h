@@ -45,8 +45,9 @@ inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
 // its reason, before training starts.
 inline std::string device_label(const Device& dev) {
   if (dev.type != DeviceType::CPU) return dev.str();
-  return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(get_num_threads()) +
-         " threads; OpenBLAS " + blas_kernels_description() + ")";
+  const int threads = get_num_threads();
+  return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads") + "; OpenBLAS " + blas_kernels_description() + ")";
 }
 
 // `v` in the fewest digits that read back as exactly `v` (0.0002, not 0.00020000000000000001):

@@ -219,6 +219,19 @@ finished_run)
   [ "$(cat f/mnist_cnn.ckpt)" = mine ] || fail "the model file was written again"
   cmp -s f/last.ckpt saved.ckpt || fail "the checkpoint was written again"
   ;;
+# Item 12: a signal in a run without --checkpoint-dir says that nothing was saved and how to keep
+# it; the start-up line counts one thread as one.
+interrupted_without_checkpoint_dir)
+  "$bin/mnist_cnn" --limit 512 --batch-size 32 --epochs 50 --threads 1 --device cpu >out 2>err &
+  pid=$!
+  while ! grep -q '^epoch 1:' out && kill -0 $pid 2>/dev/null; do sleep 0.05; done
+  kill -INT $pid
+  wait $pid
+  status=$?
+  [ $status = 75 ] || fail "exit status $status after SIGINT, expected 75"
+  grep -q 'nothing was saved (no --checkpoint-dir).*Pass --checkpoint-dir DIR' out || fail "no word that nothing was saved"
+  grep -q ', 1 thread;' out || fail "the start-up line does not say '1 thread'"
+  ;;
 *)
   echo "unknown case $case_name"
   exit 2

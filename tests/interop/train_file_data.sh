@@ -36,3 +36,11 @@ if "$ember" train "$dir/weights3.pbtxt" --checkpoint-dir "$dir/run_w3" --epochs 
   exit 1
 fi
 grep -qi "weight" "$dir/w3.err"
+# The file's checkpoint_dir and tensorboard are relative to the file, as its data paths are, not
+# to the working directory (issue 48).
+sed 's/training { epochs: 4 seed: 3 }/training { epochs: 1 seed: 3 checkpoint_dir: "rel_run" tensorboard: "rel_tb" }/' \
+  "$dir/csv.pbtxt" >"$dir/rel.pbtxt"
+mkdir "$dir/elsewhere"
+(cd "$dir/elsewhere" && "$ember" train ../rel.pbtxt >/dev/null)
+test -s "$dir/rel_run/last.ckpt" && test -d "$dir/rel_tb" && test ! -e "$dir/elsewhere/rel_run"
+echo "train_file_data: ok"
