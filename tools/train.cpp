@@ -107,12 +107,13 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
       o.transform = data::transforms::normalize({mean}, {sd});
     }
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
+    data::ImageFolderOptions train_o = o;
+    if (data::Transform aug = augmentation(file, f.height(), f.width()))
+      train_o.transform = o.transform ? data::transforms::compose({aug, o.transform}) : aug;
+    auto train_set = std::make_unique<data::ImageFolder>(train, train_o);
+    o.classes = train_set->classes();  // the test images labelled as the training ones
     out.test = limited(std::make_unique<data::ImageFolder>(test, o));
-    if (data::Transform aug = augmentation(file, f.height(), f.width())) {
-      data::Transform normalise = o.transform;
-      o.transform = normalise ? data::transforms::compose({aug, normalise}) : aug;
-    }
-    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
+    out.train = limited(std::move(train_set));
     cf.data_root = train, cf.data_name = "the image folder " + train;
   } else {
     EMBER_CHECK(!d.has_augment(), file.at_top("data"), ": data.augment applies to images, not CSV rows");

@@ -36,6 +36,24 @@ if "$ember" train "$dir/weights3.pbtxt" --checkpoint-dir "$dir/run_w3" --epochs 
   exit 1
 fi
 grep -qi "weight" "$dir/w3.err"
+# A test image folder is labelled by the training folder's classes (issue 48): one holding only
+# 'dark' (training's second class) scores as well as the whole test set; numbered by its own
+# subfolders it once scored 0 with status 0. A test class the training folder lacks is refused,
+# naming both lists (an empty 'cat' once failed as "target 2 is out of range", naming no file).
+mkdir -p "$dir/images/test_dark" "$dir/images/test_cat/cat"
+cp -r "$dir/images/test/dark" "$dir/images/test_dark/"
+cp -r "$dir/images/test/dark" "$dir/images/test/bright" "$dir/images/test_cat/"
+sed 's#test: "images/test"#test: "images/test_dark"#' "$dir/images.pbtxt" >"$dir/images_dark.pbtxt"
+"$ember" train "$dir/images_dark.pbtxt" --checkpoint-dir "$dir/run_dark" >/dev/null
+acc=$(tail -n 1 "$dir/run_dark/metrics.csv" | cut -d, -f6)
+echo "images, test set of the 'dark' class only: held-out accuracy $acc"
+awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'
+sed 's#test: "images/test"#test: "images/test_cat"#' "$dir/images.pbtxt" >"$dir/images_cat.pbtxt"
+if "$ember" train "$dir/images_cat.pbtxt" --checkpoint-dir "$dir/run_cat" >/dev/null 2>"$dir/cat.err"; then
+  echo "a test class the training folder lacks was accepted"
+  exit 1
+fi
+grep -q "test_cat' has classes \[bright, cat, dark\], but the training set's are \[bright, dark\]: 'cat'" "$dir/cat.err"
 # The file's checkpoint_dir and tensorboard are relative to the file, as its data paths are, not
 # to the working directory (issue 48).
 sed 's/training { epochs: 4 seed: 3 }/training { epochs: 1 seed: 3 checkpoint_dir: "rel_run" tensorboard: "rel_tb" }/' \
