@@ -23,7 +23,7 @@ namespace ember::examples {
 
 class Checkpointer {
  public:
-  // `meta` goes into every checkpoint; its "flag.*" entries must match on resume
+  // `meta` goes into every checkpoint; its "flag.*" and "setting.*" entries must match on resume
   // (check_resume_settings). `job`: the program takes --data-parallel (mnist_cnn): its
   // checkpoints are the job's, and a data-parallel checkpoint resumed by one process needs --reshard.
   Checkpointer(std::string dir, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta,

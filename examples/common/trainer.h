@@ -88,7 +88,7 @@ struct TrainingLoop {
 
 class Trainer {
  public:
-  // `meta` goes into every checkpoint (its "flag.*" entries must match on resume); `job`: the
+  // `meta` goes into every checkpoint (its "flag.*" and "setting.*" entries must match on resume); `job`: the
   // program takes --data-parallel (ParallelJob, whether or not this run is data-parallel).
   Trainer(TrainerOptions opts, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta,
           ParallelJob* job = nullptr)

@@ -240,19 +240,23 @@ inline bool reached_max_steps(int64_t step, int64_t max_steps) {
   return true;
 }
 
-// Settings a checkpoint was written with ("flag.<name>" metadata) that differ from this run's:
-// a resume keeps the checkpoint's optimizer state and data order, so a new --lr or --seed would
-// be silently ignored and a new --data or --batch-size would continue at the wrong example. An
-// ember::Error that lists every difference; a key missing on either side (an older checkpoint)
-// is not compared.
+// Settings a checkpoint was written with that differ from this run's: the flags ("flag.<name>"
+// metadata) and what a model file sets ("setting.<field>": its optimizers, schedules and layers,
+// tools/train.cpp). A resume keeps the checkpoint's optimizer state and data order, so a new --lr,
+// --seed or weight_decay would be silently ignored, a new --data or --batch-size would continue at
+// the wrong example, and a layer without weights (a dropout) added or changed would go unnoticed.
+// An ember::Error that lists every difference; a key missing on either side (an older
+// checkpoint) is not compared.
 inline void check_resume_settings(const std::string& path, const std::map<std::string, std::string>& file,
                                   const std::map<std::string, std::string>& now) {
   std::string diff;
   for (const auto& [key, value] : now) {
-    if (key.rfind("flag.", 0) != 0) continue;
+    const bool flag = key.rfind("flag.", 0) == 0;
+    if (!flag && key.rfind("setting.", 0) != 0) continue;
     auto it = file.find(key);
     if (it == file.end() || it->second == value) continue;
-    diff += std::string(diff.empty() ? "" : ", ") + "--" + key.substr(5) + " " + it->second + " (now " + value + ")";
+    diff += std::string(diff.empty() ? "" : ", ") + (flag ? "--" + key.substr(5) : key.substr(8)) + " " + it->second +
+            " (now " + value + ")";
   }
   EMBER_CHECK(diff.empty(), "--resume ", path, ": the checkpoint was written with ", diff,
               "; resume with the same values, or start a fresh run");

@@ -54,6 +54,26 @@ if "$ember" train "$dir/images_cat.pbtxt" --checkpoint-dir "$dir/run_cat" >/dev/
   exit 1
 fi
 grep -q "test_cat' has classes \[bright, cat, dark\], but the training set's are \[bright, dark\]: 'cat'" "$dir/cat.err"
+# A resume compares the file's settings as it compares the flags (issue 48): an optimizer setting
+# changed (the checkpoint's value once won) or a layer added without weights (a dropout) is
+# refused, naming the setting with its old and new values; the same file resumes.
+sed 's/training { epochs: 4 seed: 3 }/training { epochs: 1 seed: 3 }/' "$dir/csv.pbtxt" >"$dir/r.pbtxt"
+"$ember" train "$dir/r.pbtxt" --checkpoint-dir "$dir/run_r" >/dev/null
+sed 's/momentum: 0.9 }/momentum: 0.9 weight_decay: 5 }/' "$dir/r.pbtxt" >"$dir/r_decay.pbtxt"
+if "$ember" train "$dir/r_decay.pbtxt" --checkpoint-dir "$dir/run_r" --resume auto --epochs 2 >/dev/null 2>"$dir/r.err"; then
+  echo "a resume with another weight_decay was accepted"
+  exit 1
+fi
+grep -q "classifier.solver.sgd.weight_decay 0 (now 5)" "$dir/r.err"
+sed 's/  layer { name: "relu" relu {} }/  layer { name: "relu" relu {} }\n  layer { name: "drop" dropout { p: 0.5 } }/' \
+  "$dir/r.pbtxt" >"$dir/r_drop.pbtxt"
+if "$ember" train "$dir/r_drop.pbtxt" --checkpoint-dir "$dir/run_r" --resume auto --epochs 2 >/dev/null 2>"$dir/r.err"; then
+  echo "a resume with a dropout layer added was accepted"
+  exit 1
+fi
+grep -q "network.net.layers \[.*\] (now \[.*name: \"drop\" dropout { p: 0.5 }.*\])" "$dir/r.err"
+"$ember" train "$dir/r.pbtxt" --checkpoint-dir "$dir/run_r" --resume auto --epochs 2 >"$dir/r.out"
+grep -q "Resumed from" "$dir/r.out"
 # The file's checkpoint_dir and tensorboard are relative to the file, as its data paths are, not
 # to the working directory (issue 48).
 sed 's/training { epochs: 4 seed: 3 }/training { epochs: 1 seed: 3 checkpoint_dir: "rel_run" tensorboard: "rel_tb" }/' \
