@@ -4,9 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/ops.h"
 
 namespace ember::data {
@@ -43,8 +44,7 @@ bool parse_number(const std::string& s, double& v) {
 }  // namespace
 
 CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
-  std::ifstream in(path);
-  EMBER_CHECK(in.is_open(), "CSV '", path, "' cannot be opened: ", std::strerror(errno));
+  std::istringstream in(read_input_file(path, "a CSV table"));
   std::vector<std::string> names;
   std::vector<double> feats, labels;
   int64_t ncols = -1, label_col = -1, line_no = 0, rows = 0;

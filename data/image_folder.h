@@ -1,5 +1,6 @@
 // ImageFolder: a classification data set laid out as root/<class>/<image>, one subfolder per
-// class (classes are the subfolder names in sorted order, labels their positions). PNG, JPEG and
+// class (classes are the subfolder names in sorted order, labels their positions, or positions
+// in a given class list: ImageFolderOptions::classes). PNG, JPEG and
 // BMP files are decoded with stb_image when an example is requested (so the DataLoader's workers
 // decode in parallel), converted to `channels`, resized bilinearly to height x width and handed
 // out as float32 [C, H, W] in [0, 1] with an int64 label. A file that cannot be decoded is an
@@ -23,6 +24,11 @@ struct ImageFolderOptions {
   Transform transform;  // applied to each float image after resizing
   // Files with other extensions (compared without case) are ignored, as are hidden files.
   std::vector<std::string> extensions = {".png", ".jpg", ".jpeg", ".bmp"};
+  // Given (a test set: the training set's classes()), labels are positions in this list rather
+  // than in the folder's own subfolders, which may be fewer; a subfolder that is not in it is an
+  // ember::Error naming both lists. A test set numbered by its own subfolders once scored a model
+  // trained on {cat, dog, eel} against labels shifted by one, with status 0.
+  std::vector<std::string> classes;
 };
 
 class ImageFolder : public Dataset {

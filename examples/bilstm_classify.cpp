@@ -115,11 +115,14 @@ struct ClassifyFlags {
     device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
     ckpt_dir = flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
     resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    overwrite = flags.boolean(
+        "overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
     workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
-    log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+    log_path = flags.str(
+        "log", "",
+        "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = examples::TensorBoardFlags(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
@@ -142,9 +145,9 @@ std::vector<std::string> read_language(const ClassifyFlags& f, const fs::path& d
   return texts;
 }
 
-// The classes: every name=folder of --languages whose folder exists. False (after saying why on
-// stderr) when a language has too few fortunes or fewer than two languages are found.
-bool read_languages(const ClassifyFlags& f, examples::Flags& flags, std::vector<std::string>& names,
+// The classes: every name=folder of --languages whose folder exists. An ember::Error when a
+// language has too few fortunes or fewer than two languages are found.
+void read_languages(const ClassifyFlags& f, examples::Flags& flags, std::vector<std::string>& names,
                     std::vector<std::vector<std::string>>& per_class) {
   std::stringstream ls(f.languages);
   for (std::string item; std::getline(ls, item, ',');) {
@@ -160,19 +163,12 @@ bool read_languages(const ClassifyFlags& f, examples::Flags& flags, std::vector<
       continue;
     }
     std::vector<std::string> texts = read_language(f, dir);
-    if (texts.size() < 2) {
-      std::fprintf(stderr, "bilstm_classify: %s has %zu usable fortunes; need at least 2\n", dir.c_str(), texts.size());
-      return false;
-    }
+    EMBER_CHECK(texts.size() >= 2, dir.string(), " has ", texts.size(), " usable fortunes; need at least 2");
     names.push_back(item.substr(0, eq));
     per_class.push_back(std::move(texts));
   }
-  if (names.size() >= 2) return true;
-  std::fprintf(stderr,
-               "bilstm_classify: need at least two languages, found %zu under %s (scripts/setup.sh "
-               "installs fortunes, fortunes-de, fortunes-it and fortunes-es)\n",
-               names.size(), f.data_dir.c_str());
-  return false;
+  EMBER_CHECK(names.size() >= 2, "need at least two languages, found ", names.size(), " under ", f.data_dir,
+              " (scripts/setup.sh installs fortunes, fortunes-de, fortunes-it and fortunes-es)");
 }
 
 // The training and test fortunes with their classes, and the training texts (for the vocabulary).
@@ -277,7 +273,7 @@ void print_confusion(const Classes& k, const Confusion& cm) {
   }
 }
 
-int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, const data::Vocabulary& vocab,
+int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& vocab,
           const data::LabelledTextDataset& train_set, const data::LabelledTextDataset& test_set, Device dev) {
   const auto K = static_cast<int64_t>(k.names.size());
   manual_seed(static_cast<uint64_t>(f.seed));
@@ -299,6 +295,7 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,
+                             .overwrite = f.overwrite,
                              .columns = columns,
                              .tensorboard = f.tensorboard},
                             {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
@@ -308,7 +305,7 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
                              {"flag.lr", examples::exact_number(f.lr)},
                              {"flag.seed", std::to_string(f.seed)},
                              {"flag.batch-size", std::to_string(f.batch)}});
-  examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
+  examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.resume_path();
       path && !examples::vocabulary_matches_checkpoint(
                   vocab, *path, "bilstm_classify",
@@ -342,7 +339,7 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
 int run(const ClassifyFlags& f, examples::Flags& flags, Device dev) {
   Classes k;
   std::vector<std::vector<std::string>> per_class;
-  if (!read_languages(f, flags, k.names, per_class)) return 1;
+  read_languages(f, flags, k.names, per_class);
   const auto K = static_cast<int64_t>(k.names.size());
   Split split = split_languages(f, per_class);
   const data::TokenizerOptions tok{.level = f.level == "char" ? data::TokenLevel::Char : data::TokenLevel::Word};
@@ -353,7 +350,7 @@ int run(const ClassifyFlags& f, examples::Flags& flags, Device dev) {
   k.majority =
       static_cast<size_t>(std::max_element(k.train_counts.begin(), k.train_counts.end()) - k.train_counts.begin());
   k.majority_acc = static_cast<double>(k.test_counts[k.majority]) / static_cast<double>(test_set.size());
-  return train(f, flags, k, vocab, train_set, test_set, dev);
+  return train(f, k, vocab, train_set, test_set, dev);
 }
 
 }  // namespace
@@ -371,7 +368,6 @@ int main(int argc, char** argv) {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     return run(f, flags, f.device == "auto" ? Device::best() : Device(f.device));
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
-    std::fprintf(stderr, "bilstm_classify: %s\n", e.what());
-    return 1;
+    return examples::report_failure("bilstm_classify", e);
   }
 }

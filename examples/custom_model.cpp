@@ -39,12 +39,11 @@ int main(int argc, char** argv) {
   flags.finish();
   cf.check(flags);
   try {
-    cf.prepare(flags);  // the data first: bad data leave no empty --checkpoint-dir behind
+    cf.prepare();  // the data first: bad data leave no empty --checkpoint-dir behind
     manual_seed(static_cast<uint64_t>(cf.seed));
     ResidualNet net;
     return examples::train_mnist_classifier(net, "ResidualNet", cf);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "custom_model: %s\n", e.what());
-    return 1;
+    return examples::report_failure("custom_model", e);
   }
 }

@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
   if (!a.tensorboard.empty()) tb.emplace(a.tensorboard);
   manual_seed(0);
   const Device dev = Device::best();
-  std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d threads\n", lr, steps, dev.str().c_str(),
-              get_num_threads());
+  const int threads = get_num_threads();
+  std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d thread%s\n", lr, steps, dev.str().c_str(),
+              threads, threads == 1 ? "" : "s");
 
   // Data: x ~ N(0, 1); targets from a tanh teacher network that the student cannot see.
   const int64_t n = 512, in = 8, hidden = 32, teacher_hidden = 16;

@@ -79,7 +79,8 @@ struct LmFlags {
     device = flags.device("device", "auto", "auto, cpu, cuda or cuda:N");
     ckpt_dir = flags.str("checkpoint-dir", "", "write a checkpoint (and the vocabulary) here after every epoch");
     resume = flags.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    overwrite = flags.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    overwrite = flags.boolean(
+        "overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
     checkpoint_every = examples::checkpoint_every_flag(flags);
     sample_len = flags.integer("sample-length", 400, "tokens to generate after each epoch (0: none)");
@@ -87,7 +88,9 @@ struct LmFlags {
     top_k = flags.integer("top-k", 0, "sample among the k most likely tokens (0: all)");
     workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
-    log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
+    log_path = flags.str(
+        "log", "",
+        "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = examples::TensorBoardFlags(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
@@ -133,7 +136,7 @@ void lm_epoch_end(const LmFlags& f, const examples::Corpus& c, const examples::E
   std::fflush(stdout);
 }
 
-int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
+int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
   data::LanguageModelDataset train_set(c.train_ids, f.seq_len), test_set(c.test_ids, f.seq_len);
   examples::score_baseline(c, test_set);
   manual_seed(static_cast<uint64_t>(f.seed));
@@ -163,6 +166,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                              .checkpoint_dir = f.ckpt_dir,
                              .resume = f.resume,
                              .log = f.log_path,
+                             .overwrite = f.overwrite,
                              .columns = examples::lm_columns(),
                              .tensorboard = f.tensorboard},
                             {&net, {&opt}, {{"default", &default_generator()}}}, loader,
@@ -174,7 +178,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                              {"flag.batch-size", std::to_string(f.batch)},
                              {"flag.seq-len", std::to_string(f.seq_len)}},
                             &job);
-  examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
+  examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.resume_path();
       path &&
       !examples::vocabulary_matches_checkpoint(
@@ -225,7 +229,7 @@ int main(int argc, char** argv) {
                                                 .test_fraction = f.test_fraction,
                                                 .split_seed = f.split_seed,
                                                 .limit = f.limit});
-    return train(f, flags, c, dev, job);
+    return train(f, c, dev, job);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     return job.fail(e);
   }

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   cf.check(flags);
   try {
     const Device dev = job.start(cf.dev());  // data-parallel: this rank's device
-    cf.prepare(flags);                       // after the data: bad data leave no empty folder behind
+    cf.prepare();                            // after the data: bad data leave no empty folder behind
     data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
     data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
 

@@ -13,6 +13,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/ops.h"
 #include "interop/graph_net.h"
 #include "layers/nn.h"
@@ -225,9 +226,7 @@ void check_input_shape(const LoadedFile& f, int i) {
 }  // namespace
 
 LoadedFile load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in, path, ": cannot be read (expected a model file in Protobuf text format)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_input_file(path, "a model file in Protobuf text format");
   LoadedFile f;
   f.path = path;
   f.where = std::make_shared<LoadedFile::Where>();

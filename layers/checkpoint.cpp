@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace ember {
 
@@ -245,10 +246,11 @@ void write_checkpoint(const std::string& path, const CheckpointContents& c) {
 }
 
 CheckpointContents read_checkpoint(const std::string& path) {
-  EMBER_CHECK(std::filesystem::is_regular_file(path), "checkpoint: '", path, "' does not exist or is not a file");
+  const InputFile f = open_input_file(path, "an Ember checkpoint");
+  std::error_code ec;
+  EMBER_CHECK(std::filesystem::is_regular_file(path, ec), path,
+              ": is not a regular file (expected an Ember checkpoint)");
   const uint64_t file_size = std::filesystem::file_size(path);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  EMBER_CHECK(f, "checkpoint: cannot open '", path, "'");
   unsigned char pre[kPreamble];
   EMBER_CHECK(file_size >= kPreamble && std::fread(pre, 1, kPreamble, f.get()) == kPreamble, "checkpoint: '", path,
               "' is too short to be an Ember checkpoint (", file_size, " bytes)");

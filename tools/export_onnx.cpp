@@ -4,6 +4,7 @@
 // tensors, so the file alone says what to build; loading is strict, so a file of another model
 // is an error that lists every mismatch.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -109,6 +110,15 @@ std::shared_ptr<nn::Module> build_from_model_file(const std::string& model_file,
   return net;
 }
 
+// -o naming a file the export reads (the trained checkpoint, the model file) would replace it with
+// the ONNX model: refused, as the same file under any spelling (a link, ./x, a hard link).
+// equivalent() is false when either does not exist: a new -o cannot be an existing input.
+void refuse_input_as_output(const std::string& out, const std::string& input) {
+  std::error_code ec;  // a missing input is the reader's error, with its own message
+  EMBER_CHECK(!std::filesystem::equivalent(out, input, ec), "-o ", out, ": is the input file ", input,
+              ", which the export would overwrite (expected a new .onnx path)");
+}
+
 int export_onnx(const std::vector<std::string>& args) {
   Flags f;
   f.add("model", "NAME", std::string("the model the file holds: ") + kModels);
@@ -136,6 +146,8 @@ int export_onnx(const std::vector<std::string>& args) {
     if (f.has("model") == f.has("model-file")) throw UsageError("expected one of --model and --model-file");
     if (f.has("network") && !f.has("model-file")) throw UsageError("--network goes with --model-file");
     const std::string model = f.has("model") ? f.str("model") : f.str("model-file"), out = f.require("o");
+    refuse_input_as_output(out, file);
+    if (f.has("model-file")) refuse_input_as_output(out, model);
     const int64_t batch = f.integer("batch", 1, 1, 1 << 20), seq = f.integer("seq-len", 8, 1, 1 << 20);
     std::vector<Tensor> example;
     const std::shared_ptr<nn::Module> m = f.has("model")

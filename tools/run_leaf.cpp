@@ -1,22 +1,26 @@
 #include "tools/run_leaf.h"
 
+#include <cstdio>
 #include <iostream>
 
-#include "core/error.h"
 #include "tools/flags.h"
 
 namespace ember::cli {
 
 int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body) {
+  // What the command printed before failing comes out before the error (both may go to one file).
+  auto flush_output = [] {
+    std::cout.flush();
+    std::fflush(stdout);
+  };
   try {
     return body();
   } catch (const UsageError& e) {
+    flush_output();
     std::cerr << prog << ": " << e.what() << "\n\n" << usage;
     return 2;
-  } catch (const ember::Error& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {  // a file-system error the command did not foresee, say
+  } catch (const std::exception& e) {  // ember::Error, or a file-system error the command did not foresee
+    flush_output();
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
   }

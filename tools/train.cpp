@@ -112,7 +112,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     return file.resolve(p);
   };
   if (d.has_mnist()) {
-    cf.prepare(flags);
+    cf.prepare();
     const auto& m = d.mnist();
     data::MnistOptions mopts{
         .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
@@ -136,15 +136,15 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     if (f.has_mean() || f.has_std())  // model_file::load refused a std that is not positive
       o.transform = data::transforms::normalize({f.mean()}, {f.has_std() ? f.std() : 1.0});
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
+    data::ImageFolderOptions train_o = o;
+    if (data::Transform aug = augmentation(file, f.height(), f.width()))
+      train_o.transform = o.transform ? data::transforms::compose({aug, o.transform}) : aug;
+    auto train_set = std::make_unique<data::ImageFolder>(train, train_o);
+    note_classes(out, *train_set, train);
+    o.classes = train_set->classes();  // the test images labelled as the training ones
     auto test_set = std::make_unique<data::ImageFolder>(test, o);
     note_classes(out, *test_set, test);
     out.test = limited(std::move(test_set));
-    if (data::Transform aug = augmentation(file, f.height(), f.width())) {
-      data::Transform normalise = o.transform;
-      o.transform = normalise ? data::transforms::compose({aug, normalise}) : aug;
-    }
-    auto train_set = std::make_unique<data::ImageFolder>(train, o);
-    note_classes(out, *train_set, train);
     out.train = limited(std::move(train_set));
     cf.data_root = train, cf.data_name = "the image folder " + train;
   } else {
@@ -160,7 +160,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     out.test = limited(std::move(test_set));
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
-  examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+  examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
   return out;
 }
 
@@ -177,7 +177,7 @@ void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& fl
   if (!flags.given("workers") && d.has_workers()) cf.workers = d.workers();
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
-    cf.tensorboard.dir = s.training().tensorboard();
+    cf.tensorboard.dir = file.resolve(s.training().tensorboard());
 }
 
 double solver_lr(const train_file::Solver& solver) {
@@ -185,15 +185,64 @@ double solver_lr(const train_file::Solver& solver) {
 }
 
 // The common flags with the file's epochs, batch size, learning rate (`solver`'s, else `lr_def`) and
-// checkpoint folder as their defaults.
-examples::CommonFlags common_flags(examples::Flags& flags, const train_file::TrainFile& s,
+// checkpoint folder as their defaults. The file's checkpoint_dir is relative to the file, as its data
+// paths are; left out, runs/<name> is the flag's default, in the working directory.
+examples::CommonFlags common_flags(examples::Flags& flags, const model_file::LoadedFile& file,
                                    const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
+  const train_file::TrainFile& s = file.spec;
   const double file_lr = solver_lr(solver);
   return examples::CommonFlags(
       flags, s.training().has_epochs() ? s.training().epochs() : 1,
       s.data().has_batch_size() ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
       {.lr = lr_help,
-       .checkpoint_dir = s.training().checkpoint_dir().empty() ? "runs/" + s.name() : s.training().checkpoint_dir()});
+       .checkpoint_dir =
+           s.training().checkpoint_dir().empty() ? "runs/" + s.name() : file.resolve(s.training().checkpoint_dir())});
+}
+
+// The model file's settings that a resume must share with its checkpoint, as "setting.*" metadata
+// that examples::check_resume_settings compares as it compares the flags. A checkpoint restores its
+// optimizers' hyperparameters and loads weights by name: an edited weight_decay once resumed with
+// the checkpoint's value, and an added dropout (no weights of its own) went unnoticed.
+using Settings = std::map<std::string, std::string>;
+
+// Solver `where` ("classifier.solver"): its optimizer as built (the file's values and the defaults
+// of those it leaves out) and its schedule. `with_lr`: its rate is not the one flag.lr records.
+void add_solver_settings(Settings& meta, const std::string& where, const train_file::Solver& solver,
+                         const optim::Optimizer& opt, bool with_lr) {
+  const std::string kind = solver.has_adam() ? "adam" : "sgd";
+  meta["setting." + where] = kind;
+  if (!opt.param_groups().empty())
+    for (const auto& [name, v] : opt.param_groups()[0].options)
+      if (with_lr || name != "lr") meta["setting." + where + "." + kind + "." + name] = examples::exact_number(v);
+  const auto& st = solver.step_lr();
+  meta["setting." + where + ".step_lr"] = solver.has_step_lr() ? "step_size " + std::to_string(st.step_size()) +
+                                                                     " gamma " + examples::exact_number(st.gamma())
+                                                               : "none";
+}
+
+// Network n's layers in order, each with its settings; not its initialisers, which a resume's loaded
+// weights replace.
+void add_network_settings(Settings& meta, const train_file::Network& n) {
+  std::string layers;
+  for (train_file::Layer l : n.layer()) {
+    l.clear_weight_init();
+    l.clear_bias_init();
+    layers += (layers.empty() ? "" : "; ") + l.ShortDebugString();
+  }
+  meta["setting.network." + n.name() + ".layers"] = "[" + layers + "]";
+}
+
+// A classifier's loss (classifier.loss) on `dev`.
+CrossEntropyOptions classifier_loss(const model_file::LoadedFile& file, const Device& dev) {
+  const auto& lf = file.spec.classifier().loss();
+  EMBER_CHECK(lf.label_smoothing() >= 0 && lf.label_smoothing() < 1, file.at_top("classifier"),
+              ": classifier.loss.label_smoothing must be in [0, 1)");
+  CrossEntropyOptions loss{.label_smoothing = lf.label_smoothing()};
+  if (lf.class_weight_size() > 0)
+    loss.weight =
+        from_vector(std::vector<double>(lf.class_weight().begin(), lf.class_weight().end()), {lf.class_weight_size()})
+            .to(dev, DType::Float32);
+  return loss;
 }
 
 // The command line of a task that trains one network: the file's settings as the common flags'
@@ -208,7 +257,7 @@ struct OneNetworkFlags {
                   const train_file::Solver& solver, double lr_def)
       : argv(file.path, args),
         flags(argv.argc(), argv.argv(), kDescription),
-        cf(common_flags(flags, file.spec, solver, lr_def, "learning rate (the file's by default)")),
+        cf(common_flags(flags, file, solver, lr_def, "learning rate (the file's by default)")),
         summary_only(flags.boolean("summary", false, "print the network's summary and exit")),
         job("ember train", examples::ParallelFlags(flags)) {
     flags.finish();
@@ -235,6 +284,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
       return 0;
     }
     const Device dev = job.start(cf.dev());
+    const CrossEntropyOptions loss = classifier_loss(file, dev);
     ClassifierData sets = classifier_data(file, flags, cf);
     const data::Dataset &train_set = *sets.train, &test_set = *sets.test;
     EMBER_CHECK(train_set.size() > 0 && test_set.size() > 0, s.name(), ": the data have ", train_set.size(),
@@ -256,8 +306,10 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                                                            .shuffle = true,
                                                            .workers = static_cast<int>(cf.workers),
                                                            .seed = static_cast<uint64_t>(cf.seed)}));
-    std::map<std::string, std::string> meta = cf.settings();
+    Settings meta = cf.settings();
     meta.insert({{"model", s.name()}, {"model_file", file.path}, {"data", cf.data_name}});
+    add_solver_settings(meta, "classifier.solver", c.solver(), *opt, false);
+    add_network_settings(meta, n);
     examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
@@ -269,14 +321,6 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                 examples::device_label(dev).c_str(), cf.epochs, cf.batch_size);
     if (job.chatty()) std::printf("%s", net->summary(example).c_str());
     job.print_summary();
-    const auto& lf = c.loss();
-    EMBER_CHECK(lf.label_smoothing() >= 0 && lf.label_smoothing() < 1, file.at_top("classifier"),
-                ": classifier.loss.label_smoothing must be in [0, 1)");
-    CrossEntropyOptions loss{.label_smoothing = lf.label_smoothing()};
-    if (lf.class_weight_size() > 0)
-      loss.weight =
-          from_vector(std::vector<double>(lf.class_weight().begin(), lf.class_weight().end()), {lf.class_weight_size()})
-              .to(dev, DType::Float32);
     auto step = [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
       return examples::classifier_step(*net, *opt, dev, &job, x, y, sums, loss);
     };
@@ -332,7 +376,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   Argv argv(file.path, args);
   examples::Flags flags(argv.argc(), argv.argv(), kDescription);
   examples::CommonFlags cf =
-      common_flags(flags, s, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
+      common_flags(flags, file, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
   examples::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();
@@ -346,7 +390,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
                     model_file::build_network(file, i)->summary(example_shape(s.network(i))).c_str());
       return 0;
     }
-    cf.prepare(flags);
+    cf.prepare();
     if (lf.samples_dir.empty()) lf.samples_dir = cf.checkpoint_dir;
     manual_seed(static_cast<uint64_t>(cf.seed));
     auto gen = model_file::build_network(file, gi);
@@ -366,17 +410,19 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
                              .normalize = {m.has_mean() ? m.mean() : 0.5, m.has_std() ? m.std() : 0.5},
                              .optimizers = "the file's optimizers",
                              .meta = {{"model_file", file.path}}};
+    add_solver_settings(parts.meta, "gan.generator_solver", g.generator_solver(), *opt_g, false);
+    add_solver_settings(parts.meta, "gan.discriminator_solver", g.discriminator_solver(), *opt_d, !flags.given("lr"));
+    for (int i : {gi, di}) add_network_settings(parts.meta, s.network(i));
     return examples::run_gan_loop(cf, lf, s.name(), g.logits(), parts);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ember train: %s\n", e.what());
-    return 1;
+    return examples::report_failure("ember train", e);
   }
 }
 
-int train_language_model(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
+// The network of a language-model file (its index), checked against the file's text source.
+int language_model_network(const model_file::LoadedFile& file) {
   const auto& s = file.spec;
-  const auto& task = s.language_model();
-  const int net_index = model_file::network_index(file, task.network(), "language_model");
+  const int net_index = model_file::network_index(file, s.language_model().network(), "language_model");
   const auto& text = s.data().text();
   EMBER_CHECK(s.data().has_text(), file.at_top("data"),
               ": a language model reads a text source (data { text { ... } })");
@@ -386,6 +432,42 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   const auto& n = s.network(net_index);
   EMBER_CHECK(example_shape(n) == (Shape{1, text.seq_len()}), file.at(net_index), ": network '", n.name(),
               "' must take input_shape [seq_len] = [", text.seq_len(), "] (token windows)");
+  return net_index;
+}
+
+// The fortunes of data.text (--data's folder when given) as lstm_lm reads them.
+examples::Corpus text_corpus(const model_file::LoadedFile& file, const std::string& dir, long long limit) {
+  const auto& text = file.spec.data().text();
+  return examples::read_corpus({.data_dir = dir,
+                                .level = text.level().empty() ? "char" : text.level(),
+                                .lowercase = text.lowercase(),
+                                .min_freq = text.min_freq(),
+                                .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
+                                .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
+                                .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
+                                .limit = limit});
+}
+
+// A language model's checkpoint metadata: what it is and the settings a resume must share.
+Settings language_model_meta(const model_file::LoadedFile& file, int net_index, const examples::CommonFlags& cf,
+                             int64_t vocab_size, const optim::Optimizer& opt) {
+  Settings meta{{"model", file.spec.name()},
+                {"model_file", file.path},
+                {"vocab_size", std::to_string(vocab_size)},
+                {"flag.lr", examples::exact_number(cf.lr)},
+                {"flag.seed", std::to_string(cf.seed)},
+                {"flag.batch-size", std::to_string(cf.batch_size)}};
+  add_solver_settings(meta, "language_model.solver", file.spec.language_model().solver(), opt, false);
+  add_network_settings(meta, file.spec.network(net_index));
+  return meta;
+}
+
+int train_language_model(const model_file::LoadedFile& file, const std::vector<std::string>& args) {
+  const auto& s = file.spec;
+  const auto& task = s.language_model();
+  const int net_index = language_model_network(file);
+  const auto& text = s.data().text();
+  const auto& n = s.network(net_index);
   OneNetworkFlags command(file, args, task.solver(), 2e-3);
   examples::Flags& flags = command.flags;
   examples::CommonFlags& cf = command.cf;
@@ -396,14 +478,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                             : text.dir().empty() ? "/usr/share/games/fortunes"
                                                  : file.resolve(text.dir());
     const Device dev = job.start(cf.dev());
-    examples::Corpus c = examples::read_corpus({.data_dir = dir,
-                                                .level = text.level().empty() ? "char" : text.level(),
-                                                .lowercase = text.lowercase(),
-                                                .min_freq = text.min_freq(),
-                                                .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
-                                                .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
-                                                .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
-                                                .limit = cf.limit});
+    examples::Corpus c = text_corpus(file, dir, cf.limit);
     if (summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       auto net = model_file::build_network(file, net_index, c.vocab.size());
@@ -428,15 +503,9 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
     if (schedule) state.schedulers.push_back(schedule.get());
-    examples::Trainer trainer(topts, state, loader,
-                              {{"model", s.name()},
-                               {"model_file", file.path},
-                               {"vocab_size", std::to_string(c.vocab.size())},
-                               {"flag.lr", examples::exact_number(cf.lr)},
-                               {"flag.seed", std::to_string(cf.seed)},
-                               {"flag.batch-size", std::to_string(cf.batch_size)}},
+    examples::Trainer trainer(topts, state, loader, language_model_meta(file, net_index, cf, c.vocab.size(), *opt),
                               &job);
-    examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+    examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
     if (const auto path = trainer.resume_path();
         path &&
         !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
@@ -486,8 +555,7 @@ int train(const std::vector<std::string>& args) {
   try {
     file = model_file::load(args[0]);
   } catch (const Error& e) {
-    std::cerr << "ember train: " << e.what() << "\n";
-    return 1;
+    return examples::report_failure("ember train", e);
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
@@ -500,8 +568,7 @@ int train(const std::vector<std::string>& args) {
         return train_classifier(file, rest);
     }
   } catch (const Error& e) {  // a GAN file whose networks do not fit the task
-    std::cerr << "ember train: " << e.what() << "\n";
-    return 1;
+    return examples::report_failure("ember train", e);
   }
 }
 

@@ -23,7 +23,7 @@ namespace ember::examples {
 
 class Checkpointer {
  public:
-  // `meta` goes into every checkpoint; its "flag.*" entries must match on resume
+  // `meta` goes into every checkpoint; its "flag.*" and "setting.*" entries must match on resume
   // (check_resume_settings). `job`: the program takes --data-parallel (mnist_cnn): its
   // checkpoints are the job's, and a data-parallel checkpoint resumed by one process needs --reshard.
   Checkpointer(std::string dir, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta,
@@ -55,10 +55,13 @@ class Checkpointer {
     pos.epoch = pos.loader_epoch;
     if (pos.loader_batch > 0) running_ = get_running(file_meta);
     resumed_ = true;
+    resumed_from_ = path;
     print_resumed(path, pos, loader_.batches_per_epoch(), resharded ? " (resharded to a new number of ranks)" : "");
     return pos;
   }
   bool resumed() const { return resumed_; }
+  // The checkpoint resume() loaded (empty before, or when it started fresh).
+  const std::string& resumed_from() const { return resumed_from_; }
   // The running sums of the epoch the checkpoint stopped in (empty at an epoch's start, or for
   // an older checkpoint); handed out once, for the first epoch after the resume.
   RunningSums take_running() { return std::exchange(running_, {}); }
@@ -75,10 +78,21 @@ class Checkpointer {
 
   // After SIGINT/SIGTERM: writes the checkpoint, says so, and returns kPreemptedExit for main to
   // return (the scheduler resumes the job later with --resume auto).
+  // Without a checkpoint folder nothing can be kept, and the message says so and how to keep the
+  // next run's progress (the status alone once let a user believe the run could be resumed).
   int preempted(const TrainingPosition& pos, const RunningSums& running = {}) {
     save(pos, running);
-    std::printf("\nStopped by a signal at step %lld%s; exiting with status %d (preempted).\n", (long long)pos.step,
-                dir_.empty() ? "" : (" after writing a checkpoint to " + last()).c_str(), kPreemptedExit);
+    if (dir_.empty())
+      std::printf(
+          "\nStopped by a signal at step %lld; nothing was saved (no --checkpoint-dir): the training so far is lost. "
+          "Pass --checkpoint-dir DIR to keep a run's progress, and --resume auto to continue it. Exiting with status "
+          "%d (preempted).\n",
+          (long long)pos.step, kPreemptedExit);
+    else
+      std::printf(
+          "\nStopped by a signal at step %lld after writing a checkpoint to %s; exiting with status %d "
+          "(preempted).\n",
+          (long long)pos.step, last().c_str(), kPreemptedExit);
     std::fflush(stdout);
     return kPreemptedExit;
   }
@@ -125,6 +139,7 @@ class Checkpointer {
   ParallelJob* job_;
   RunningSums running_;
   bool resumed_ = false;
+  std::string resumed_from_;
 };
 
 }  // namespace ember::examples

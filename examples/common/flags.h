@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,16 @@
 namespace ember::examples {
 
 inline constexpr int kUsageExit = 2;  // every usage error, as with getopt-style tools
+
+// How main's catch ends a run that failed for any other reason (bad data, a checkpoint that does
+// not fit, a folder that cannot be written): "WHO: message" on stderr, without the flag list, which
+// is for usage errors only, and exit status 1. stdout is flushed first: with both in one file or
+// pipe, the buffered "Training ..." line once came out after the error it preceded.
+inline int report_failure(const std::string& who, const std::exception& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
+  return 1;
+}
 
 class Flags {
  public:

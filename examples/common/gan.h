@@ -259,15 +259,14 @@ int train_gan(int argc, char** argv, const std::string& name, const std::string&
   f.cf.check(flags);
   try {
     // The data first, then the output folders: bad data leave no empty folder behind.
-    f.cf.prepare(flags);
+    f.cf.prepare();
     if (f.loop.samples_dir.empty())
       f.loop.samples_dir = f.cf.checkpoint_dir;
     else
-      prepare_output_dir(flags, "samples-dir", f.loop.samples_dir, /*fresh=*/false, /*overwrite=*/false);
+      prepare_output_dir("samples-dir", f.loop.samples_dir, /*fresh=*/false, /*overwrite=*/false);
     return run_gan<G, D>(f, name, logits);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
-    return 1;
+    return report_failure(name, e);
   }
 }
 

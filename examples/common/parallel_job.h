@@ -340,9 +340,7 @@ class ParallelJob {
 
   // What main's catch prints ("mnist_cnn rank 1: ..." in a data-parallel job); returns status 1.
   int fail(const std::exception& e) const {
-    const std::string who = active() ? program_ + " rank " + std::to_string(rank()) : program_;
-    std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
-    return 1;
+    return report_failure(active() ? program_ + " rank " + std::to_string(rank()) : program_, e);
   }
 
  private:

@@ -11,9 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -22,6 +20,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "interop/summary_writer.h"
 
 namespace ember::examples {
@@ -92,26 +91,35 @@ class MetricsLog {
  public:
   // Decides, from a row's values by column name, whether an existing row stays (see below).
   using Keep = std::function<bool(const std::map<std::string, double>&)>;
+  // What becomes of an existing log (a regular file with content). A new run's rows once went
+  // under an old run's, or under the text of a file that was no log at all, without a word.
+  struct Existing {
+    enum Kind {
+      kRefuse,   // it holds another run's rows: an ember::Error
+      kRestart,  // the run starts it anew (--overwrite, or the checkpoint folder's own log)
+      kKeep,     // a resumed run keeps the rows for which keep(row) is true and appends
+    } kind = kRefuse;
+    Keep keep;
+  };
 
-  // With `keep`, an existing regular file first loses the rows for which keep(row) is false, and
-  // is rewritten atomically (a resumed run drops the rows written after its checkpoint, which it
-  // is about to write again; keep returning false restarts the log).
-  MetricsLog(const std::string& path, std::vector<std::string> columns, const Keep& keep = nullptr)
+  // An existing log must be a metrics log: with kKeep its header must be exactly this one
+  // (rows appended under other columns would be misread), else at least a header whose first
+  // column is "epoch" (--overwrite must not replace a file that is no log).
+  // Rewrites are atomic.
+  MetricsLog(const std::string& path, std::vector<std::string> columns, const Existing& existing)
       : path_(path), columns_(std::move(columns)) {
     if (path.empty()) return;
     namespace fs = std::filesystem;
     std::error_code ec;
+    std::string header;
+    for (size_t i = 0; i < columns_.size(); ++i) header += (i ? "," : "") + columns_[i];
     const bool regular = fs::is_regular_file(path, ec);
-    if (regular && keep) drop_rows(keep);
+    if (regular && fs::file_size(path, ec) > 0) take_over(existing, header);
     const bool fresh = !regular || fs::file_size(path, ec) == 0;
     out_ = std::fopen(path.c_str(), "a");
     // A log that cannot be written is an error at start, not a run that silently records nothing.
     if (!out_) throw Error("--log: cannot write '" + path + "' (" + std::strerror(errno) + ")");
-    if (fresh) {
-      std::string header;
-      for (size_t i = 0; i < columns_.size(); ++i) header += (i ? "," : "") + columns_[i];
-      put(header + "\n");
-    }
+    if (fresh) put(header + "\n");
   }
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -145,12 +153,27 @@ class MetricsLog {
     if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
       throw Error("--log: writing '" + path_ + "' failed (" + (errno ? std::strerror(errno) : "write error") + ")");
   }
+  // An existing log's content: refused, emptied or cut to the rows it keeps (see the constructor).
+  void take_over(const Existing& existing, const std::string& header) {
+    const std::string all = read_input_file(path_, "a metrics log (CSV)");
+    const size_t nl = all.find('\n');
+    const std::string first = all.substr(0, nl);
+    const bool is_log = first.rfind("epoch,", 0) == 0;  // every program's first column
+    if (!is_log || (existing.kind == Existing::kKeep && first != header))
+      throw Error("--log '" + path_ + "' is not a metrics log with these columns: its first line is '" +
+                  first.substr(0, 80) + "' (expected '" + header + "'); name another file");
+    const bool rows = nl != std::string::npos && nl + 1 < all.size();
+    if (existing.kind == Existing::kRefuse && rows)
+      throw Error("--log '" + path_ +
+                  "' already holds another run's rows: pass --overwrite to start it afresh, --resume to continue "
+                  "that run, or name another file");
+    if (existing.kind != Existing::kKeep) return write_file_atomic(path_, "");  // a header alone is no run's
+    keep_rows(all, existing.keep);
+  }
+
   // Rewrites the file with its header and the complete rows that `keep` keeps (a last line
   // without its newline, from a run killed while writing it, goes too).
-  void drop_rows(const Keep& keep) {
-    std::ifstream in(path_);
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw Error("--log: cannot read '" + path_ + "'");
+  void keep_rows(const std::string& all, const Keep& keep) {
     std::vector<std::string> names;
     std::string kept;
     size_t at = 0;

@@ -36,6 +36,7 @@ struct TrainerOptions {
   int64_t max_steps = -1;        // -1: no limit
   int64_t checkpoint_every = 0;  // also checkpoint every N steps within an epoch; 0: at epoch ends only
   std::string checkpoint_dir, resume, log;
+  bool overwrite = false;            // --overwrite: a fresh run restarts a --log that holds rows
   std::vector<std::string> columns;  // of the metrics log
   // The log has a row per epoch (a resume drops the row of the epoch in progress: it is written
   // again for the whole epoch), rather than a row every few steps (the GANs).
@@ -52,6 +53,7 @@ inline TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::st
           .checkpoint_dir = cf.checkpoint_dir,
           .resume = cf.resume,
           .log = cf.log,
+          .overwrite = cf.overwrite,
           .columns = std::move(columns),
           .tensorboard = cf.tensorboard};
 }
@@ -86,7 +88,7 @@ struct TrainingLoop {
 
 class Trainer {
  public:
-  // `meta` goes into every checkpoint (its "flag.*" entries must match on resume); `job`: the
+  // `meta` goes into every checkpoint (its "flag.*" and "setting.*" entries must match on resume); `job`: the
   // program takes --data-parallel (ParallelJob, whether or not this run is data-parallel).
   Trainer(TrainerOptions opts, TrainingState state, data::DataLoader& loader, std::map<std::string, std::string> meta,
           ParallelJob* job = nullptr)
@@ -115,11 +117,13 @@ class Trainer {
 
   // Runs the epochs; returns main's exit status (0, or kPreemptedExit after a signal). `done`,
   // when given, runs once training has ended normally (the examples write their model there); a
-  // run whose position already reaches --max-steps trains nothing and runs no `done`.
+  // run whose position already reaches --max-steps, or a resumed run whose epochs are all done,
+  // trains nothing, runs no `done` and leaves the checkpoint, the model and the log as they are.
   int fit(const TrainingLoop& loop, const std::function<void()>& done = nullptr) {
-    if (reached_max_steps(pos_.step, opts_.max_steps)) return 0;
-    log_.emplace(job_ && !job_->chatty() ? "" : opts_.log, opts_.columns,
-                 rows_to_keep(ckpt_.resumed(), pos_, opts_.rows_per_epoch, opts_.log, opts_.checkpoint_dir));
+    if (reached_max_steps(pos_.step, opts_.max_steps) || finished()) return 0;
+    log_.emplace(
+        job_ && !job_->chatty() ? "" : opts_.log, opts_.columns,
+        existing_log(ckpt_.resumed(), pos_, opts_.rows_per_epoch, opts_.log, opts_.checkpoint_dir, opts_.overwrite));
     if (!opts_.tensorboard.dir.empty() && (!job_ || job_->chatty())) {
       tb_.emplace(opts_.tensorboard.dir);
       log_->mirror_to(&*tb_);
@@ -138,6 +142,18 @@ class Trainer {
   }
 
  private:
+  // A resumed run that has done all its --epochs says so (it once wrote the model again and exited
+  // 0 without a word, as if it had trained).
+  bool finished() const {
+    if (!ckpt_.resumed() || pos_.epoch < opts_.epochs) return false;
+    std::printf(
+        "The run of %s has finished its --epochs %lld (at step %lld): nothing to train, and its checkpoint and "
+        "model are left as they are. Pass a larger --epochs to train further.\n",
+        ckpt_.resumed_from().c_str(), (long long)opts_.epochs, (long long)pos_.step);
+    std::fflush(stdout);
+    return true;
+  }
+
   // One epoch: its steps, its end and its checkpoint. Returns kPreemptedExit after a signal, else
   // 0, with `stop_now` set when --max-steps is reached.
   int run_epoch(const TrainingLoop& loop, bool& stop_now) {

@@ -45,8 +45,9 @@ inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
 // its reason, before training starts.
 inline std::string device_label(const Device& dev) {
   if (dev.type != DeviceType::CPU) return dev.str();
-  return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(get_num_threads()) +
-         " threads; OpenBLAS " + blas_kernels_description() + ")";
+  const int threads = get_num_threads();
+  return dev.str() + " (" + cpu_capability_name(cpu_capability()) + " kernels, " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads") + "; OpenBLAS " + blas_kernels_description() + ")";
 }
 
 // `v` in the fewest digits that read back as exactly `v` (0.0002, not 0.00020000000000000001):
@@ -102,28 +103,28 @@ inline std::pair<std::string, std::string> find_mnist_data(const std::string& di
              found ? "" : "; leave out --data to train on Fashion-MNIST", ")");
 }
 
-// The output folder of --<flag> (a checkpoint dir): refuses (exit 2, before any training) a
-// path that is not a folder, cannot be created or cannot be written (an existing /proc/self was
-// once found only at the first checkpoint, after a whole epoch), and a fresh run (no --resume)
-// into a folder that already holds a checkpoint unless `overwrite`: that used to replace
-// last.ckpt and append to the old metrics.csv without a word. Call it once the data are found,
-// so that bad data leave no empty folder behind.
-inline void prepare_output_dir(Flags& f, const std::string& flag, const std::string& dir, bool fresh, bool overwrite) {
+// The output folder of --<flag> (a checkpoint dir): refuses, before any training, a path that is
+// not a folder, cannot be created or cannot be written (an existing /proc/self was once found only
+// at the first checkpoint, after a whole epoch), and a fresh run (no --resume) into a folder that
+// already holds a checkpoint unless `overwrite`: that used to replace last.ckpt and append to the
+// old metrics.csv without a word. Each is an ember::Error (exit status 1): the flags are well
+// formed, the folder is what is wrong, and the flag list would only push the message off the
+// screen. Call it once the data are found, so that bad data leave no empty folder behind.
+inline void prepare_output_dir(const std::string& flag, const std::string& dir, bool fresh, bool overwrite) {
   namespace fs = std::filesystem;
   if (dir.empty()) return;
   std::error_code ec;
   // Checked again after creating: data-parallel ranks create the same folder at the same time.
-  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec) && !fs::is_directory(dir))
-    f.fail("cannot create --" + flag + " '" + dir + "': " + (ec ? ec.message() : "not a directory"));
+  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec) && !fs::is_directory(dir, ec))
+    EMBER_FAIL("cannot create --", flag, " '", dir, "': ", ec ? ec.message() : "not a directory");
   std::string probe = (fs::path(dir) / ".write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0) f.fail("cannot write to --" + flag + " '" + dir + "': " + std::strerror(errno));
+  EMBER_CHECK(fd >= 0, "cannot write to --", flag, " '", dir, "': ", std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
-  if (fresh && !overwrite && fs::exists(fs::path(dir) / "last.ckpt", ec))
-    f.fail("--" + flag + " '" + dir +
-           "' already holds a checkpoint (last.ckpt): pass --resume auto to continue it, or --overwrite to start "
-           "afresh (replacing it and its metrics.csv)");
+  EMBER_CHECK(!fresh || overwrite || !fs::exists(fs::path(dir) / "last.ckpt", ec), "--", flag, " '", dir,
+              "' already holds a checkpoint (last.ckpt): pass --resume auto to continue it, or --overwrite to start "
+              "afresh (replacing it and its metrics.csv)");
 }
 
 // The "flag.*" checkpoint metadata that a resume must match (check_resume_settings): the
@@ -189,13 +190,16 @@ struct CommonFlags {
     device = f.device("device", "auto", "auto, cpu, cuda or cuda:N");
     checkpoint_dir = f.str("checkpoint-dir", w.checkpoint_dir.value_or("runs/" + name), w.checkpoint_dir_help);
     resume = f.str("resume", "", "checkpoint to resume from, or 'auto' for checkpoint-dir/last.ckpt");
-    overwrite = f.boolean("overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint");
+    overwrite = f.boolean("overwrite", false,
+                          "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = f.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
     checkpoint_every = checkpoint_every_flag(f);
     limit = f.count_or_none("limit", 1, "all", "use only the first N training and test examples");
     workers = f.integer_in("workers", 1, 0, kMaxWorkers, "data-loader worker threads");
     threads = f.integer_in("threads", 0, 0, kMaxThreads, "CPU threads for the math (0: all cores)");
-    log = f.str("log", "", "metrics file (CSV); empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
+    log = f.str("log", "",
+                "metrics file (CSV; a resumed run appends to it, a fresh one needs --overwrite if it holds rows); "
+                "empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
     tensorboard = TensorBoardFlags(f);
   }
   // Checks what the flags alone can tell (exit 2) and applies --threads.
@@ -206,9 +210,9 @@ struct CommonFlags {
   }
   // Finds the data (an ember::Error when --data lacks them), then prepares --checkpoint-dir
   // (prepare_output_dir), in that order.
-  void prepare(Flags& f) {
+  void prepare() {
     std::tie(data_root, data_name) = find_mnist_data(data, data_given);
-    prepare_output_dir(f, "checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
+    prepare_output_dir("checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
   }
   // The settings a resume must share with its checkpoint (Checkpointer compares them).
   std::map<std::string, std::string> settings() const {
@@ -236,19 +240,23 @@ inline bool reached_max_steps(int64_t step, int64_t max_steps) {
   return true;
 }
 
-// Settings a checkpoint was written with ("flag.<name>" metadata) that differ from this run's:
-// a resume keeps the checkpoint's optimizer state and data order, so a new --lr or --seed would
-// be silently ignored and a new --data or --batch-size would continue at the wrong example. An
-// ember::Error that lists every difference; a key missing on either side (an older checkpoint)
-// is not compared.
+// Settings a checkpoint was written with that differ from this run's: the flags ("flag.<name>"
+// metadata) and what a model file sets ("setting.<field>": its optimizers, schedules and layers,
+// tools/train.cpp). A resume keeps the checkpoint's optimizer state and data order, so a new --lr,
+// --seed or weight_decay would be silently ignored, a new --data or --batch-size would continue at
+// the wrong example, and a layer without weights (a dropout) added or changed would go unnoticed.
+// An ember::Error that lists every difference; a key missing on either side (an older
+// checkpoint) is not compared.
 inline void check_resume_settings(const std::string& path, const std::map<std::string, std::string>& file,
                                   const std::map<std::string, std::string>& now) {
   std::string diff;
   for (const auto& [key, value] : now) {
-    if (key.rfind("flag.", 0) != 0) continue;
+    const bool flag = key.rfind("flag.", 0) == 0;
+    if (!flag && key.rfind("setting.", 0) != 0) continue;
     auto it = file.find(key);
     if (it == file.end() || it->second == value) continue;
-    diff += std::string(diff.empty() ? "" : ", ") + "--" + key.substr(5) + " " + it->second + " (now " + value + ")";
+    diff += std::string(diff.empty() ? "" : ", ") + (flag ? "--" + key.substr(5) : key.substr(8)) + " " + it->second +
+            " (now " + value + ")";
   }
   EMBER_CHECK(diff.empty(), "--resume ", path, ": the checkpoint was written with ", diff,
               "; resume with the same values, or start a fresh run");
@@ -281,25 +289,26 @@ inline void print_resumed(const std::string& path, const TrainingPosition& pos, 
                 (long long)pos.loader_epoch + 1, extra.c_str());
 }
 
-// What a metrics log keeps of an existing file. A resumed run keeps the rows up to its
+// What a metrics log does with an existing file. A resumed run keeps the rows up to its
 // checkpoint: a run killed after writing rows but before its next checkpoint writes them again
 // (SIGKILL once left the GAN's steps 210 and 220 twice), and with `per_epoch` the row of the epoch
 // in progress goes too (a --max-steps stop wrote it for part of the epoch; the resumed run
-// writes it for the whole). A fresh run restarts the checkpoint folder's own metrics.csv, and
-// appends to a --log elsewhere.
-inline MetricsLog::Keep rows_to_keep(bool resumed, const TrainingPosition& pos, bool per_epoch, const std::string& log,
-                                     const std::string& checkpoint_dir) {
+// writes it for the whole). A fresh run restarts the checkpoint folder's own metrics.csv (the
+// folder held no checkpoint, or --overwrite was given), and a --log elsewhere only with
+// `overwrite`: without it, a log that holds rows is another run's and is refused.
+inline MetricsLog::Existing existing_log(bool resumed, const TrainingPosition& pos, bool per_epoch,
+                                         const std::string& log, const std::string& checkpoint_dir, bool overwrite) {
   namespace fs = std::filesystem;
   if (resumed)
-    return [step = pos.step, done = pos.epoch, per_epoch](const std::map<std::string, double>& row) {
-      auto s = row.find("step"), e = row.find("epoch");
-      if (s == row.end() || s->second > double(step)) return false;
-      return !per_epoch || (e != row.end() && e->second <= double(done));
-    };
-  if (!checkpoint_dir.empty() &&
-      fs::path(log).lexically_normal() == (fs::path(checkpoint_dir) / "metrics.csv").lexically_normal())
-    return [](const std::map<std::string, double>&) { return false; };
-  return nullptr;
+    return {MetricsLog::Existing::kKeep,
+            [step = pos.step, done = pos.epoch, per_epoch](const std::map<std::string, double>& row) {
+              auto s = row.find("step"), e = row.find("epoch");
+              if (s == row.end() || s->second > double(step)) return false;
+              return !per_epoch || (e != row.end() && e->second <= double(done));
+            }};
+  const bool own = !checkpoint_dir.empty() &&
+                   fs::path(log).lexically_normal() == (fs::path(checkpoint_dir) / "metrics.csv").lexically_normal();
+  return {own || overwrite ? MetricsLog::Existing::kRestart : MetricsLog::Existing::kRefuse, nullptr};
 }
 
 // An epoch summary ends with a flush: with stdout a file (`sched logs`), it would otherwise wait
@@ -318,6 +327,7 @@ inline bool vocabulary_matches_checkpoint(const data::Vocabulary& vocab, const s
                                           const std::string& program, const std::string& flags) {
   const std::filesystem::path saved = std::filesystem::path(ckpt_path).parent_path() / "vocab.txt";
   if (!std::filesystem::exists(saved) || vocab.same_ids_as(data::Vocabulary::load(saved.string()))) return true;
+  std::fflush(stdout);  // what came before the error, before it
   std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: resume with the same %s.\n",
                program.c_str(), saved.c_str(), flags.c_str());
   return false;

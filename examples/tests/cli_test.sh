@@ -26,6 +26,9 @@ expect() {
   local got=$?
   [ "$got" = "$want" ] || fail "$prog $*: exit status $got, expected $want"
   [ -z "$regex" ] || cat out err | grep -Eq -- "$regex" || fail "$prog $*: output does not match '$regex'"
+  # The flag list follows usage errors (status 2) only: after any other error it would push the
+  # message off the screen.
+  [ "$want" = 2 ] || ! grep -q '^Flags:' err || fail "$prog $*: the flag list follows an error that is not a usage error"
 }
 # The value of column NAME in the last row of CSV file FILE.
 last_value() {
@@ -107,10 +110,11 @@ log_write_error)
       --checkpoint-dir ''
   done
   ;;
-# Item 6: an existing folder that cannot be written is refused before training.
+# Item 6: an existing folder that cannot be written is refused before training (status 1 and no
+# flag list: the flags are fine, the folder is not).
 unwritable_checkpoint_dir)
   for prog in mnist_cnn custom_model mnist_gan; do
-    expect 2 "cannot write to --checkpoint-dir '/proc/self'" $prog --limit 64 --max-steps 1 --checkpoint-dir /proc/self
+    expect 1 "cannot write to --checkpoint-dir '/proc/self'" $prog --limit 64 --max-steps 1 --checkpoint-dir /proc/self
   done
   ;;
 # Item 7: --limit is -1 or >= 1 and --max-steps -1 or >= 0, in every example.
@@ -133,7 +137,7 @@ csv_after_kill)
   expect 0 "Resumed from k/last.ckpt" "${gan[@]}" --max-steps 6 --resume auto
   steps=$(cut -d, -f2 k/metrics.csv | tail -n +2 | tr '\n' ' ')
   [ "$steps" = "1 2 3 4 5 6 " ] || fail "metrics.csv steps after the resume: $steps"
-  expect 2 "--checkpoint-dir 'k' already holds a checkpoint \(last.ckpt\): pass --resume auto" "${gan[@]}" --max-steps 2
+  expect 1 "--checkpoint-dir 'k' already holds a checkpoint \(last.ckpt\): pass --resume auto" "${gan[@]}" --max-steps 2
   expect 0 "" "${gan[@]}" --max-steps 2 --overwrite
   steps=$(cut -d, -f2 k/metrics.csv | tail -n +2 | tr '\n' ' ')
   [ "$steps" = "1 2 " ] || fail "metrics.csv steps after --overwrite: $steps"
@@ -182,6 +186,51 @@ usage_errors)
   expect 2 "--resume auto needs --checkpoint-dir" mnist_cnn --resume auto
   expect 2 "unexpected argument 'stray'" custom_model stray
   expect 0 "Flags:" mnist_cnn --help
+  ;;
+# Issue 48 item 8: a fresh run refuses a --log that holds another run's rows unless --overwrite,
+# which starts it anew; a file that is no metrics log is refused even then, untouched; a resumed
+# run appends. What stdout held comes out before the error (both into one file).
+log_of_another_run)
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log l.csv
+  cp l.csv first.csv
+  expect 1 "--log 'l.csv' already holds another run's rows: pass --overwrite" mnist_cnn "${small[@]}" --epochs 1 \
+    --max-steps 2 --log l.csv
+  cmp -s l.csv first.csv || fail "the refused run changed l.csv"
+  "$bin/mnist_cnn" "${small[@]}" --epochs 1 --max-steps 2 --log l.csv >both 2>&1
+  training=$(grep -n '^Training MnistCnn' both | cut -d: -f1) error=$(grep -n 'already holds' both | cut -d: -f1)
+  [ -n "$training" ] && [ -n "$error" ] && [ "$training" -lt "$error" ] || fail "the error came out before 'Training'"
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log l.csv --overwrite
+  [ "$(wc -l <l.csv)" = 2 ] || fail "--overwrite left $(wc -l <l.csv) lines in l.csv, expected header + 1"
+  echo "notes, not metrics" >notes.txt
+  expect 1 "--log 'notes.txt' is not a metrics log" mnist_cnn "${small[@]}" --epochs 1 --max-steps 2 --log notes.txt \
+    --overwrite
+  [ "$(cat notes.txt)" = "notes, not metrics" ] || fail "notes.txt was changed"
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 2 --max-steps 2 --checkpoint-dir r --log r.csv
+  expect 0 "Resumed from" mnist_cnn "${small[@]}" --epochs 2 --checkpoint-dir r --log r.csv --resume auto
+  [ "$(cut -d, -f1 r.csv | tr '\n' ' ')" = "epoch 1 2 " ] || fail "the resumed log: $(cut -d, -f1 r.csv | tr '\n' ' ')"
+  ;;
+# Item 8: --resume auto on a finished run says so and leaves the checkpoint and the model alone.
+finished_run)
+  expect 0 "" mnist_cnn "${small[@]}" --epochs 1 --checkpoint-dir f
+  cp f/last.ckpt saved.ckpt
+  echo mine >f/mnist_cnn.ckpt
+  expect 0 "The run of f/last.ckpt has finished its --epochs 1 .*nothing to train" mnist_cnn "${small[@]}" --epochs 1 \
+    --checkpoint-dir f --resume auto
+  [ "$(cat f/mnist_cnn.ckpt)" = mine ] || fail "the model file was written again"
+  cmp -s f/last.ckpt saved.ckpt || fail "the checkpoint was written again"
+  ;;
+# Item 12: a signal in a run without --checkpoint-dir says that nothing was saved and how to keep
+# it; the start-up line counts one thread as one.
+interrupted_without_checkpoint_dir)
+  "$bin/mnist_cnn" --limit 512 --batch-size 32 --epochs 50 --threads 1 --device cpu >out 2>err &
+  pid=$!
+  while ! grep -q '^epoch 1:' out && kill -0 $pid 2>/dev/null; do sleep 0.05; done
+  kill -INT $pid
+  wait $pid
+  status=$?
+  [ $status = 75 ] || fail "exit status $status after SIGINT, expected 75"
+  grep -q 'nothing was saved (no --checkpoint-dir).*Pass --checkpoint-dir DIR' out || fail "no word that nothing was saved"
+  grep -q ', 1 thread;' out || fail "the start-up line does not say '1 thread'"
   ;;
 *)
   echo "unknown case $case_name"

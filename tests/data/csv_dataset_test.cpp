@@ -95,7 +95,9 @@ TEST(CsvDataset, MalformedFilesGiveLineAndColumn) {
   expect_error([&] { read_csv(onecol.str()); }, "onecol.csv' line 1", "at least 2 columns");
   CsvFile only_header("a,b\n\n", "onlyheader.csv");
   expect_error([&] { read_csv(only_header.str()); }, "onlyheader.csv", "no data rows");
-  expect_error([&] { read_csv("/nonexistent/dir/x.csv"); }, "/nonexistent/dir/x.csv", "cannot be opened");
+  expect_error([&] { read_csv("/nonexistent/dir/x.csv"); }, "/nonexistent/dir/x.csv", "does not exist");
+  // A folder once got past the open and threw std::ios_failure at the first read.
+  expect_error([&] { read_csv(fs::temp_directory_path().string()); }, "is a folder (expected a CSV table)");
 }
 
 // The line that holds the largest class label (the first of them; blank lines counted), which the

@@ -71,6 +71,27 @@ TEST(ImageFolder, FindsClassesAndImagesInSortedOrder) {
   }
 }
 
+// A test set is labelled by the training set's classes: one with fewer classes keeps their
+// training labels (numbered by its own subfolders, {bee, cow} once read as labels 0 and 1), and a
+// class the training set lacks is refused, naming both lists.
+TEST(ImageFolder, GivenClassesLabelATestSetAsItsTrainingSet) {
+  Tree t;
+  fs::remove_all(t.root / "ant");
+  ImageFolder test(t.root.string(), {.height = 2, .width = 2, .classes = {"ant", "bee", "cow"}});
+  EXPECT_EQ(test.classes(), (std::vector<std::string>{"ant", "bee", "cow"}));
+  std::vector<int64_t> labels;
+  for (auto& [path, label] : test.samples()) labels.push_back(label);
+  EXPECT_EQ(labels, (std::vector<int64_t>{1, 2}));
+  Generator g(0);
+  EXPECT_EQ(test.get(0, g).target.item<int64_t>(), 1);
+  fs::create_directories(t.root / "eel");  // empty: once "target 3 is out of range" in the loss, naming no file
+  expect_error(
+      [&] {
+        ImageFolder(t.root.string(), {.height = 2, .width = 2, .classes = {"ant", "bee", "cow"}});
+      },
+      "has classes [bee, cow, eel], but the training set's are [ant, bee, cow]: 'eel' is not among them");
+}
+
 TEST(ImageFolder, CorruptImageIsAnErrorOrSkippedWhenAsked) {
   Tree t;
   std::ofstream(t.root / "bee" / "broken.png") << "\x89PNG\r\n\x1a\nthis is not really a png";

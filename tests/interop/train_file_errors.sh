@@ -75,5 +75,20 @@ fi
 expect 2 "--network: .* has no network 'nope'" "$ember" export onnx x.ckpt --model-file "$models/mlp_gan.pbtxt" \
   --network nope -o "$dir/x.onnx"
 expect 2 "--network goes with --model-file" "$ember" export onnx x.ckpt --model mnist_cnn --network g -o "$dir/x.onnx"
+# Runtime errors (a folder that cannot be written) end with status 1 and without the flag list.
+expect 1 "cannot write to --checkpoint-dir '/proc/self'" "$ember" train "$models/mnist_cnn.pbtxt" --limit 64 \
+  --checkpoint-dir /proc/self
+grep -q '^Flags:' "$dir/err" && echo "FAIL: the flag list follows a runtime error" && failures=$((failures + 1))
+# -o naming the checkpoint (or the model file) being exported is refused, and the file is left
+# alone: it once replaced the trained checkpoint with the ONNX model.
+"$ember" train "$models/mnist_cnn.pbtxt" --limit 64 --max-steps 1 --checkpoint-dir "$dir/run" >/dev/null
+cp "$dir/run/mnist_cnn.ckpt" "$dir/trained.ckpt"
+cp "$models/mnist_cnn.pbtxt" "$dir/model.pbtxt"
+expect 1 "-o .*/mnist_cnn.ckpt: is the input file" "$ember" export onnx "$dir/run/mnist_cnn.ckpt" \
+  --model-file "$dir/model.pbtxt" -o "$dir/run/./mnist_cnn.ckpt"
+expect 1 "-o .*model.pbtxt: is the input file" "$ember" export onnx "$dir/run/mnist_cnn.ckpt" \
+  --model-file "$dir/model.pbtxt" -o "$dir/model.pbtxt"
+cmp -s "$dir/run/mnist_cnn.ckpt" "$dir/trained.ckpt" || { echo "FAIL: the checkpoint was overwritten"; failures=$((failures + 1)); }
+cmp -s "$models/mnist_cnn.pbtxt" "$dir/model.pbtxt" || { echo "FAIL: the model file was overwritten"; failures=$((failures + 1)); }
 echo "train_file_errors: $failures failure(s)"
 ((failures == 0))
