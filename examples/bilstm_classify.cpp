@@ -87,6 +87,7 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
 struct ClassifyFlags {
   std::string data_dir, languages, level, device, ckpt_dir, resume, log_path;
   examples::TensorBoardFlags tensorboard;
+  examples::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, embed, hidden, max_len, min_len, min_freq, limit, split_seed, seed, max_steps, workers,
       threads;
   double lr, clip, test_fraction;
@@ -121,11 +122,13 @@ struct ClassifyFlags {
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
     tensorboard = examples::TensorBoardFlags(flags);
+    init = examples::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
+    init.check(flags, resume);
     if (clip < 0 || min_len < 0 || min_freq < 0) flags.fail("--clip, --min-length and --min-freq must not be negative");
   }
 };
@@ -300,7 +303,8 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
                              .resume = f.resume,
                              .log = f.log_path,
                              .columns = columns,
-                             .tensorboard = f.tensorboard},
+                             .tensorboard = f.tensorboard,
+                             .init = f.init},
                             {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "BiLstmClassifier"},
                              {"classes", classes},

@@ -51,6 +51,7 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
 struct LmFlags {
   std::string data_dir, level, device, ckpt_dir, resume, log_path;
   examples::TensorBoardFlags tensorboard;
+  examples::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
       checkpoint_every, sample_len, top_k, workers, threads;
   double lr, clip, dropout, test_fraction, temperature;
@@ -89,11 +90,13 @@ struct LmFlags {
     threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str("log", "", "append per-epoch metrics to this CSV file");
     tensorboard = examples::TensorBoardFlags(flags);
+    init = examples::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
+    init.check(flags, resume);
     if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
     if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
     if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || sample_len < 0 || top_k < 0)
@@ -164,7 +167,8 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                              .resume = f.resume,
                              .log = f.log_path,
                              .columns = examples::lm_columns(),
-                             .tensorboard = f.tensorboard},
+                             .tensorboard = f.tensorboard,
+                             .init = f.init},
                             {&net, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "LstmLanguageModel"},
                              {"level", f.level},

@@ -35,6 +35,8 @@ std::vector<Command> top_level_commands() {
       {"sched", "multi-job device scheduler: the daemon, its clients, trace simulation",
        [](const std::vector<std::string>& a) { return dispatch("ember sched", sched_commands(), a); }},
       {"train", "train the classifier a model file (.pbtxt) describes", train},
+      {"eval", "a classifier checkpoint's test loss and accuracy, as its training reported them", eval},
+      {"predict", "a classifier checkpoint's class probabilities for images or CSV rows", predict},
       {"export", "write a trained model in another format (onnx)",
        [](const std::vector<std::string>& a) { return dispatch("ember export", export_commands(), a); }},
       {"launch", "start N ranks of a program through mpirun (data-parallel training)", launch},

@@ -20,6 +20,7 @@
 #include "data/transforms.h"
 #include "interop/model_file.h"
 #include "tools/command.h"
+#include "tools/model_file_data.h"
 
 namespace ember::cli {
 namespace {
@@ -45,10 +46,23 @@ Shape example_shape(const train_file::Network& n) {
   return model_file::example_input(n, 1).shape();
 }
 
-// A classifier's training and test sets.
+// A classifier's training and test sets, and what its checkpoints record of them (class_record.h).
 struct ClassifierData {
   std::unique_ptr<data::Dataset> train, test;
+  std::map<std::string, std::string> record;
 };
+
+// What a classifier's checkpoints record besides the settings: the model, the model file by its
+// absolute path (`ember eval` and `ember predict` rebuild the network from it), the data, and
+// their classes and normalisation.
+std::map<std::string, std::string> checkpoint_record(const model_file::LoadedFile& file, const std::string& data_name,
+                                                     const ClassifierData& sets) {
+  std::map<std::string, std::string> r = sets.record;
+  r.insert({{"model", file.spec.name()},
+            {"model_file", std::filesystem::absolute(file.path).lexically_normal().string()},
+            {"data", data_name}});
+  return r;
+}
 
 // The training images' random transforms (data.augment), or none.
 data::Transform augmentation(const model_file::LoadedFile& file, int64_t height, int64_t width) {
@@ -82,11 +96,8 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
   };
   if (d.has_mnist()) {
     cf.prepare(flags);
-    const auto& m = d.mnist();
-    data::MnistOptions mopts{
-        .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
-        .transform = nullptr,
-        .limit = cf.limit};
+    data::MnistOptions mopts{.normalize = mnist_normalize(file), .transform = nullptr, .limit = cf.limit};
+    out.record = examples::class_record(examples::mnist_class_names(cf.data_name), mopts.normalize);
     out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
     mopts.transform = augmentation(file, 28, 28);
     out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
@@ -97,22 +108,16 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
                std::string(d.has_csv() ? "CSV files" : "image folders"));
   if (d.has_image_folder()) {
     const auto& f = d.image_folder();
-    EMBER_CHECK(f.height() > 0 && f.width() > 0, file.at_top("data"),
-                ": data.image_folder needs height and width (every image is resized to them)");
-    data::ImageFolderOptions o{
-        .height = f.height(), .width = f.width(), .channels = f.channels() == 0 ? 3 : static_cast<int>(f.channels())};
-    if (f.has_mean() || f.has_std()) {
-      const double mean = f.mean(), sd = f.has_std() ? f.std() : 1.0;
-      EMBER_CHECK(sd > 0, file.at_top("data"), ": data.image_folder.std must be positive");
-      o.transform = data::transforms::normalize({mean}, {sd});
-    }
+    data::ImageFolderOptions o = image_folder_options(file);
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
     out.test = limited(std::make_unique<data::ImageFolder>(test, o));
     if (data::Transform aug = augmentation(file, f.height(), f.width())) {
       data::Transform normalise = o.transform;
       o.transform = normalise ? data::transforms::compose({aug, normalise}) : aug;
     }
-    out.train = limited(std::make_unique<data::ImageFolder>(train, o));
+    auto train_set = std::make_unique<data::ImageFolder>(train, o);
+    out.record = examples::class_record(train_set->classes(), image_folder_normalize(file));
+    out.train = limited(std::move(train_set));
     cf.data_root = train, cf.data_name = "the image folder " + train;
   } else {
     EMBER_CHECK(!d.has_augment(), file.at_top("data"), ": data.augment applies to images, not CSV rows");
@@ -121,6 +126,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     const std::string train = resolve(c.train(), "csv.train"), test = resolve(c.test(), "csv.test");
     out.train = limited(std::make_unique<data::CsvDataset>(train, o));
     out.test = limited(std::make_unique<data::CsvDataset>(test, o));
+    out.record = examples::class_record({}, std::nullopt);
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
   examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
@@ -185,11 +191,10 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   examples::Flags& flags = command.flags;
   examples::CommonFlags& cf = command.cf;
   examples::ParallelJob& job = command.job;
-  const bool summary_only = command.summary_only;
   try {
     const auto& n = s.network(net_index);
     const Shape example = example_shape(n);
-    if (summary_only) {
+    if (command.summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       std::printf("%s", model_file::build_network(file, net_index)->summary(example).c_str());
       return 0;
@@ -217,7 +222,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                                                            .workers = static_cast<int>(cf.workers),
                                                            .seed = static_cast<uint64_t>(cf.seed)}));
     std::map<std::string, std::string> meta = cf.settings();
-    meta.insert({{"model", s.name()}, {"model_file", file.path}, {"data", cf.data_name}});
+    meta.merge(checkpoint_record(file, cf.data_name, sets));
     examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
@@ -250,7 +255,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
       job.gather_model();
       if (!job.chatty()) return;
       const std::string out = (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string();
-      save(*net, out);
+      save(*net, out, meta);  // with what `ember eval` and `ember predict` read
       std::printf("Model written to %s\n", out.c_str());
     };
     return trainer.fit({.step = step, .end_epoch = end_epoch}, write_model);

@@ -42,6 +42,7 @@ struct TrainerOptions {
   bool rows_per_epoch = true;
   bool say_checkpoint_written = false;  // "Checkpoint written to ..." after every epoch's checkpoint
   TensorBoardFlags tensorboard;         // dir empty: no TensorBoard logs
+  InitFrom init;                        // --init-from: a fresh run starts from these weights
 };
 
 // The options from the common flags (--epochs, --max-steps, --checkpoint-dir, --resume, --log).
@@ -53,7 +54,8 @@ inline TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::st
           .resume = cf.resume,
           .log = cf.log,
           .columns = std::move(columns),
-          .tensorboard = cf.tensorboard};
+          .tensorboard = cf.tensorboard,
+          .init = cf.init};
 }
 
 // What one step reports for the progress bar.
@@ -100,11 +102,20 @@ class Trainer {
   // a checkpoint.
   const TrainingPosition& resume() {
     pos_ = ckpt_.resume(opts_.resume);
+    if (!ckpt_.resumed() && !opts_.init.path.empty()) {
+      const std::string said = init_from_checkpoint(*ckpt_.state().model, opts_.init);
+      if (!job_ || job_->chatty()) std::printf("%s\n", said.c_str());
+    }
     install_stop_handlers();
     return pos_;
   }
-  // The checkpoint resume() will load, if any (to check what lies beside it first).
-  std::optional<std::string> resume_path() const { return ckpt_.resume_path(opts_.resume); }
+  // The checkpoint whose weights resume() will load, if any (to check what lies beside it first,
+  // such as a vocabulary): --resume's, else --init-from's.
+  std::optional<std::string> resume_path() const {
+    if (auto p = ckpt_.resume_path(opts_.resume)) return p;
+    if (!opts_.init.path.empty()) return opts_.init.path;
+    return std::nullopt;
+  }
   const TrainingPosition& position() const { return pos_; }
   // The metrics log, and the seconds since the epoch (or its resumed part) began: for rows
   // written during fit() (a GAN writes one every few steps).
