@@ -196,7 +196,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                           },
                       .end_epoch =
                           [&](const examples::EpochEnd& e) {
-                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, job);
+                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, &job);
                             job.gather_model();  // a pipeline's stages into rank 0's model, which samples
                             if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
                           }},

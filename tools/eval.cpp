@@ -1,13 +1,15 @@
 // `ember eval CHECKPOINT [--model-file F | --model NAME] [--data D]`: the test loss and accuracy of
 // a classifier's checkpoint without training, computed by the examples' own evaluation
 // (examples::evaluate_classifier, batches of 256) on data read as its training read them, so the
-// numbers are the ones the training run printed for the same weights and test set.
+// numbers are the ones the training run printed for the same weights and test set; for a model
+// file's language model, its held-out loss, perplexity and accuracy (eval_language_model.h).
 #include <cstdio>
 #include <iostream>
 
 #include "common/classifier.h"
 #include "tools/command.h"
 #include "tools/command_args.h"
+#include "tools/eval_language_model.h"
 #include "tools/flags.h"
 #include "tools/saved_classifier.h"
 
@@ -19,7 +21,9 @@ const char* const kAbout =
     "mnist_cnn's (or any example's on the zoo's mnist_cnn and lenet5). The network is the model file the\n"
     "checkpoint records (or --model-file), or the example's model (or --model). --data: an MNIST folder, an\n"
     "image folder of class subfolders (named by class or class number) or a CSV file, as the model reads;\n"
-    "left out, the test set the checkpoint was trained with. Use --limit N as the training run did to compare.\n";
+    "left out, the test set the checkpoint was trained with. Use --limit N as the training run did to compare.\n"
+    "A language model's checkpoint (ember train on a language_model file): held-out loss, perplexity and\n"
+    "accuracy on the corpus rebuilt from the file's text source (--data: other fortunes) with the run's --limit.\n";
 
 }  // namespace
 
@@ -45,6 +49,9 @@ int eval(const std::vector<std::string>& args) {
     const long limit = f.integer("limit", -1, -1, 1L << 40);
     if (limit == 0) throw UsageError("--limit: expected -1 (all) or at least 1, got '0'");
     const Device dev = device_flag(f);
+    if (f.str("model").empty())
+      if (const auto lm = language_model_file(ckpt, f.str("model-file")))
+        return eval_language_model(*lm, {ckpt, f.str("data"), limit, f.has("limit"), dev, format == "json"});
     SavedClassifier m = open_classifier(ckpt, {f.str("model"), f.str("model-file")});
     for (const std::string& note : m.notes) std::cerr << "ember eval: note: " << note << "\n";
     if (auto it = m.meta.find("flag.limit");

@@ -1,11 +1,12 @@
-// How a classifier's model file reads its images, shared by `ember train` (the training and test
-// sets) and `ember eval` / `ember predict` (new images read as the training read its own): the
-// MNIST normalisation and the image folder's size, channels and normalisation.
+// How a model file reads its data, shared by `ember train` (the training and test sets) and
+// `ember eval` / `ember predict` (new data read as the training read its own): the MNIST
+// normalisation, the image folder's size, channels and normalisation, and a language model's corpus.
 #pragma once
 
 #include <utility>
 
 #include "common/class_record.h"
+#include "common/language_model.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
 #include "interop/model_file.h"
@@ -38,6 +39,26 @@ inline data::ImageFolderOptions image_folder_options(const model_file::LoadedFil
       .height = f.height(), .width = f.width(), .channels = f.channels() == 0 ? 3 : static_cast<int>(f.channels())};
   if (const auto n = image_folder_normalize(file)) o.transform = data::transforms::normalize({n->first}, {n->second});
   return o;
+}
+
+// data.text's folder (from the model file's folder), or Debian's fortunes.
+inline std::string text_dir(const model_file::LoadedFile& file) {
+  const auto& text = file.spec.data().text();
+  return text.dir().empty() ? "/usr/share/games/fortunes" : file.resolve(text.dir());
+}
+
+// The corpus data.text describes, read from `dir` (its fortunes), of the first `limit` (-1: all).
+inline examples::CorpusOptions corpus_options(const model_file::LoadedFile& file, const std::string& dir,
+                                              int64_t limit) {
+  const auto& text = file.spec.data().text();
+  return {.data_dir = dir,
+          .level = text.level().empty() ? "char" : text.level(),
+          .lowercase = text.lowercase(),
+          .min_freq = text.min_freq(),
+          .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
+          .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
+          .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
+          .limit = limit};
 }
 
 }  // namespace ember::cli

@@ -57,7 +57,7 @@ void from_model_file(SavedClassifier& m, const std::string& path, bool recorded)
   m.file = model_file::load(path);
   const auto& s = m.file->spec;
   EMBER_CHECK(!s.has_gan() && !s.has_language_model(), path, ": it trains a ", s.has_gan() ? "GAN" : "language model",
-              "; ember eval and ember predict take classifiers");
+              "; ember eval and ember predict take classifiers (ember eval also a model file's language model)");
   std::vector<Tensor> example;
   m.net = model_file_network(path, "", m.checkpoint, 1, example);
   const auto& n = s.network(model_file::network_index(*m.file, s.classifier().network(), "classifier"));

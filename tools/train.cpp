@@ -357,18 +357,9 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   examples::ParallelJob& job = command.job;
   const bool summary_only = command.summary_only;
   try {
-    const std::string dir = flags.given("data")  ? cf.data
-                            : text.dir().empty() ? "/usr/share/games/fortunes"
-                                                 : file.resolve(text.dir());
+    const std::string dir = flags.given("data") ? cf.data : text_dir(file);
     const Device dev = job.start(cf.dev());
-    examples::Corpus c = examples::read_corpus({.data_dir = dir,
-                                                .level = text.level().empty() ? "char" : text.level(),
-                                                .lowercase = text.lowercase(),
-                                                .min_freq = text.min_freq(),
-                                                .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
-                                                .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
-                                                .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
-                                                .limit = cf.limit});
+    examples::Corpus c = examples::read_corpus(corpus_options(file, dir, cf.limit));
     if (summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       auto net = model_file::build_network(file, net_index, c.vocab.size());
@@ -393,14 +384,16 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
     if (schedule) state.schedulers.push_back(schedule.get());
-    examples::Trainer trainer(topts, state, loader,
-                              {{"model", s.name()},
-                               {"model_file", file.path},
-                               {"vocab_size", std::to_string(c.vocab.size())},
-                               {"flag.lr", examples::exact_number(cf.lr)},
-                               {"flag.seed", std::to_string(cf.seed)},
-                               {"flag.batch-size", std::to_string(cf.batch_size)}},
-                              &job);
+    // The model file by its absolute path and the corpus's --limit: what `ember eval` rebuilds.
+    const std::map<std::string, std::string> meta{
+        {"model", s.name()},
+        {"model_file", std::filesystem::absolute(file.path).lexically_normal().string()},
+        {"corpus.limit", std::to_string(cf.limit)},
+        {"vocab_size", std::to_string(c.vocab.size())},
+        {"flag.lr", examples::exact_number(cf.lr)},
+        {"flag.seed", std::to_string(cf.seed)},
+        {"flag.batch-size", std::to_string(cf.batch_size)}};
+    examples::Trainer trainer(topts, state, loader, meta, &job);
     examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
     if (const auto path = trainer.resume_path();
         path &&
@@ -422,7 +415,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                             },
                         .end_epoch =
                             [&](const examples::EpochEnd& e) {
-                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, job);
+                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, &job);
                               if (job.chatty()) examples::lm_summary(c, e, ev, trainer.log());
                               std::fflush(stdout);
                               if (schedule) schedule->step();
@@ -431,7 +424,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                          if (cf.checkpoint_dir.empty()) return;
                          job.gather_model();
                          if (job.chatty())
-                           save(*net, (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string());
+                           save(*net, (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string(), meta);
                        });
   } catch (const std::exception& e) {
     return job.fail(e);
