@@ -98,6 +98,18 @@ inline nn::StateDict match(const nn::StateDict& model, const std::map<std::strin
 
 }  // namespace init_from_detail
 
+// `meta` with where a fine-tuned run's weights came from ("init_from", "init_skip"), so that its
+// checkpoints say so.
+inline std::map<std::string, std::string> with_init_record(std::map<std::string, std::string> meta,
+                                                           const InitFrom& init) {
+  if (init.path.empty()) return meta;
+  meta["init_from"] = init.path;
+  std::string skip;
+  for (const std::string& p : init.skip) skip += (skip.empty() ? "" : ",") + p;
+  if (!skip.empty()) meta["init_skip"] = skip;
+  return meta;
+}
+
 // Loads init.path's weights into `model` (on any device), leaving the tensors under init.skip as
 // they are. Returns the line that says what was loaded.
 inline std::string init_from_checkpoint(nn::Module& model, const InitFrom& init) {

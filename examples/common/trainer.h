@@ -95,7 +95,7 @@ class Trainer {
       : opts_(std::move(opts)),
         loader_(loader),
         job_(job),
-        ckpt_(opts_.checkpoint_dir, std::move(state), loader, std::move(meta), job) {}
+        ckpt_(opts_.checkpoint_dir, std::move(state), loader, with_init_record(std::move(meta), opts_.init), job) {}
 
   // Loads --resume (saying from where, or that there is no checkpoint yet), then installs the
   // SIGINT/SIGTERM handlers, before the example's start-up lines: a signal from then on ends in

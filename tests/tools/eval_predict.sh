@@ -6,11 +6,13 @@
 #      images are read as training read MNIST;
 #   3. predict's probabilities for those files agree with eval: its accuracy and its mean
 #      cross-entropy are eval's (to 4 decimals);
-#   4. the table names the classes the checkpoint records.
+#   4. the table names the classes the checkpoint records;
+#   5. a checkpoint of the older kind (weights alone) needs --model, then gives the same numbers and
+#      says what it lacked (normalisation: the example's; class names: numbered).
 # Runs in a fresh folder (no data/mnist there: Fashion-MNIST, as the examples fall back to).
-# Usage: eval_predict.sh EMBER MNIST_CNN MNIST_PNGS
+# Usage: eval_predict.sh EMBER MNIST_CNN EVAL_TEST_DATA
 set -euo pipefail
-ember=$1 mnist_cnn=$2 mnist_pngs=$3
+ember=$1 mnist_cnn=$2 test_data=$3
 work=$(mktemp -d "$PWD/eval_predict.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -25,7 +27,7 @@ for ckpt in cnn/last.ckpt cnn/mnist_cnn.ckpt; do
   grep -qx "$trained" eval.out
 done
 
-"$mnist_pngs" pngs 256 test >/dev/null
+"$test_data" pngs pngs 256 test >/dev/null
 "$ember" eval cnn/mnist_cnn.ckpt --data pngs >png.out
 cat png.out
 grep -qx "$trained" png.out
@@ -47,4 +49,18 @@ echo "predict: $agreed ($(grep -c '"input":' predict.json) images)"
 head -n 3 table.out
 grep -q '^input  *class (probability), then the next' table.out
 grep -Eq 'T-shirt/top|Trouser|Pullover|Dress|Coat|Sandal|Shirt|Sneaker|Bag|Ankle boot|^[^ ]+ +[0-9] \(' table.out
+
+"$test_data" old-checkpoint cnn/mnist_cnn.ckpt old.ckpt
+if "$ember" eval old.ckpt --limit 256 >/dev/null 2>old.err; then
+  echo "a checkpoint that records no model was evaluated"
+  exit 1
+fi
+grep -q "old.ckpt: it records no model .*: pass --model mnist_cnn (or lenet5) or --model-file" old.err
+"$ember" eval old.ckpt --model mnist_cnn --limit 256 >old.out 2>old.err
+cat old.err
+grep -qx "$trained" old.out
+grep -q "note: old.ckpt was written before checkpoints recorded the input normalisation: using the example's" old.err
+grep -q "note: old.ckpt was written before checkpoints recorded class names, or its data are unknown: classes are numbered" old.err
+"$ember" predict old.ckpt --model mnist_cnn --input pngs/0 --format json 2>/dev/null |
+  grep -q '"classes": \["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"\]'
 echo "eval and predict agree with mnist_cnn's own test metrics"

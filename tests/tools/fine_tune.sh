@@ -9,9 +9,9 @@
 #   3. the examples take it too (mnist_cnn --init-from), and --resume auto goes on from the run's
 #      own checkpoint rather than starting again from --init-from;
 #   4. `ember eval` on the fine-tuned checkpoint reports the run's last test metrics.
-# Usage: fine_tune.sh EMBER MNIST_CNN MNIST_PNGS MODELS_DIR
+# Usage: fine_tune.sh EMBER MNIST_CNN EVAL_TEST_DATA MODELS_DIR
 set -euo pipefail
-ember=$1 mnist_cnn=$2 mnist_pngs=$3 models=$4
+ember=$1 mnist_cnn=$2 test_data=$3 models=$4
 work=$(mktemp -d "$PWD/fine_tune.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -22,8 +22,8 @@ fail() {
 }
 
 "$mnist_cnn" --limit 1024 --batch-size 32 --max-steps 32 --checkpoint-dir cnn >/dev/null 2>&1
-"$mnist_pngs" data/train 600 train 0,1,2 >/dev/null
-"$mnist_pngs" data/test 150 test 0,1,2 >/dev/null
+"$test_data" pngs data/train 600 train 0,1,2 >/dev/null
+"$test_data" pngs data/test 150 test 0,1,2 >/dev/null
 # models/mnist_cnn.pbtxt (whose layers are named as models::MnistCnn's) on the image folders,
 # with a 3-class head.
 sed -e 's/out_features: 10/out_features: 3/' -e 's/name: "mnist_cnn"/name: "ft"/' \
