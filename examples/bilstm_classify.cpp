@@ -313,7 +313,7 @@ int train(const ClassifyFlags& f, examples::Flags& flags, const Classes& k, cons
                              {"flag.seed", std::to_string(f.seed)},
                              {"flag.batch-size", std::to_string(f.batch)}});
   examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
-  if (const auto path = trainer.resume_path();
+  if (const auto path = trainer.weights_path();
       path && !examples::vocabulary_matches_checkpoint(
                   vocab, *path, "bilstm_classify",
                   "--data, --languages, --level, --min-freq, --min-length, --balance, --limit and --split-seed"))

@@ -179,7 +179,7 @@ int train(const LmFlags& f, examples::Flags& flags, examples::Corpus& c, Device 
                              {"flag.seq-len", std::to_string(f.seq_len)}},
                             &job);
   examples::prepare_output_dir(flags, "checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
-  if (const auto path = trainer.resume_path();
+  if (const auto path = trainer.weights_path();
       path &&
       !examples::vocabulary_matches_checkpoint(
           c.vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))

@@ -92,14 +92,17 @@ int64_t output_count(SavedClassifier& m) {
   return y.size(1);
 }
 
-// The class names: recorded, else what the data define (MNIST's by the recorded data name, the
-// model file's training folder as it is now), else their numbers; notes say what was missing.
-void name_classes(SavedClassifier& m, int64_t outputs) {
-  const std::string old = m.checkpoint + " was written before checkpoints recorded ";
+// The input normalisation and the class names the checkpoint records; for an older checkpoint,
+// what the model file or the example defines (MNIST's classes by the recorded data name, the model
+// file's training folder as it is now), else class numbers, with a note of what it lacked.
+void apply_record(SavedClassifier& m, int64_t outputs) {
+  auto lacks = [&](const std::string& what, const std::string& instead) {
+    m.notes.push_back(m.checkpoint + " records no " + what + " (written before checkpoints recorded it): " + instead);
+  };
   if (auto n = examples::recorded_normalize(m.meta))
     m.normalize = *n;
   else if (m.kind != InputKind::Csv)
-    m.notes.push_back(old + "the input normalisation: using " + (m.file ? "the model file's" : "the example's"));
+    lacks("input normalisation", m.file ? "using the model file's" : "using the example's");
   if (auto c = examples::recorded_classes(m.meta)) {
     m.classes = *c;
   } else if (m.kind == InputKind::Mnist && m.meta.count("data")) {
@@ -108,10 +111,10 @@ void name_classes(SavedClassifier& m, int64_t outputs) {
              fs::is_directory(m.file->resolve(m.file->spec.data().image_folder().train()))) {
     const std::string train = m.file->resolve(m.file->spec.data().image_folder().train());
     m.classes = data::ImageFolder(train, {.height = m.height, .width = m.width, .channels = m.channels}).classes();
-    m.notes.push_back(old + "class names: taken from the training folder " + train + " as it is now");
+    lacks("class names", "taken from the training folder " + train + " as it is now");
   } else {
     for (int64_t i = 0; i < outputs; ++i) m.classes.push_back(std::to_string(i));
-    if (m.kind != InputKind::Csv) m.notes.push_back(old + "class names, or its data are unknown: classes are numbered");
+    if (m.kind != InputKind::Csv) lacks("class names", "classes are numbered");
   }
   EMBER_CHECK(static_cast<int64_t>(m.classes.size()) == outputs, m.checkpoint, ": it names ", m.classes.size(),
               " classes (", joined(m.classes), ") but ", m.what, " has ", outputs, " outputs");
@@ -247,7 +250,7 @@ SavedClassifier open_classifier(const std::string& checkpoint, const ModelChoice
     EMBER_FAIL(checkpoint,
                ": it records no model (a model file written before checkpoints recorded one): pass --model mnist_cnn "
                "(or lenet5) or --model-file FILE.pbtxt");
-  name_classes(m, output_count(m));
+  apply_record(m, output_count(m));
   return m;
 }
 

@@ -395,7 +395,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
         {"flag.batch-size", std::to_string(cf.batch_size)}};
     examples::Trainer trainer(topts, state, loader, meta, &job);
     examples::prepare_output_dir(flags, "checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
-    if (const auto path = trainer.resume_path();
+    if (const auto path = trainer.weights_path();
         path &&
         !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
       return 1;

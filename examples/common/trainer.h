@@ -109,10 +109,12 @@ class Trainer {
     install_stop_handlers();
     return pos_;
   }
-  // The checkpoint whose weights resume() will load, if any (to check what lies beside it first,
-  // such as a vocabulary): --resume's, else --init-from's.
-  std::optional<std::string> resume_path() const {
-    if (auto p = ckpt_.resume_path(opts_.resume)) return p;
+  // The checkpoint resume() will load, if any (to check what lies beside it first).
+  std::optional<std::string> resume_path() const { return ckpt_.resume_path(opts_.resume); }
+  // The checkpoint whose weights resume() will load, if any: --resume's, else --init-from's (the
+  // text programs check the vocabulary beside it).
+  std::optional<std::string> weights_path() const {
+    if (auto p = resume_path()) return p;
     if (!opts_.init.path.empty()) return opts_.init.path;
     return std::nullopt;
   }

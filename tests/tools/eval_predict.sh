@@ -59,8 +59,8 @@ grep -q "old.ckpt: it records no model .*: pass --model mnist_cnn (or lenet5) or
 "$ember" eval old.ckpt --model mnist_cnn --limit 256 >old.out 2>old.err
 cat old.err
 grep -qx "$trained" old.out
-grep -q "note: old.ckpt was written before checkpoints recorded the input normalisation: using the example's" old.err
-grep -q "note: old.ckpt was written before checkpoints recorded class names, or its data are unknown: classes are numbered" old.err
+grep -q "note: old.ckpt records no input normalisation (written before checkpoints recorded it): using the example's" old.err
+grep -q "note: old.ckpt records no class names (written before checkpoints recorded it): classes are numbered" old.err
 "$ember" predict old.ckpt --model mnist_cnn --input pngs/0 --format json 2>/dev/null |
   grep -q '"classes": \["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"\]'
 echo "eval and predict agree with mnist_cnn's own test metrics"
