@@ -3,6 +3,7 @@
 // its training read its data (tools/saved_classifier.h), as a table or as JSON.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <numeric>
 
@@ -25,10 +26,11 @@ const char* const kAbout =
     "the training read its data (size, channels, normalisation). Table: the most likely classes of each input;\n"
     "JSON: every class's probability.\n";
 
-// The inputs, named, as one float batch [N, ...] of the model's examples.
+// The inputs, named, and how to read examples [at, at + n) of them as one float batch (images are
+// decoded a batch at a time, so a large folder is never held whole).
 struct Inputs {
   std::vector<std::string> names;
-  Tensor x;
+  std::function<Tensor(int64_t at, int64_t n)> batch;
 };
 
 // CSV rows: all columns features, or the training layout with its label column (ignored).
@@ -44,26 +46,29 @@ Inputs csv_inputs(const SavedClassifier& m, const std::vector<std::string>& file
     for (int64_t r = 0; r < t.features.size(0); ++r) in.names.push_back(path + ":row " + std::to_string(r + 1));
     parts.push_back(t.features);
   }
-  in.x = cat(parts, 0);
+  in.batch = [x = cat(parts, 0)](int64_t at, int64_t n) { return x.slice(0, at, at + n); };
   return in;
 }
 
 Inputs image_inputs(const SavedClassifier& m, const std::vector<std::string>& inputs) {
   Inputs in;
   in.names = image_files(inputs);
-  std::vector<Tensor> images;
-  for (const std::string& path : in.names) images.push_back(m.read_image(path));
-  in.x = data::collate(images);
+  in.batch = [&m, names = in.names](int64_t at, int64_t n) {
+    std::vector<Tensor> images;
+    for (int64_t i = at; i < at + n; ++i) images.push_back(m.read_image(names[static_cast<size_t>(i)]));
+    return data::collate(images);
+  };
   return in;
 }
 
 // Softmax of the logits, in batches of 256, on `dev`: float [N, classes] on the CPU.
-Tensor probabilities(nn::Module& net, const Tensor& x, Device dev) {
+Tensor probabilities(nn::Module& net, const Inputs& in, Device dev) {
   NoGradGuard ng;
   net.eval();
   std::vector<Tensor> out;
-  for (int64_t at = 0; at < x.size(0); at += 256)
-    out.push_back(net(x.slice(0, at, std::min(at + 256, x.size(0))).to(dev)).softmax(1).cpu());
+  const int64_t total = static_cast<int64_t>(in.names.size());
+  for (int64_t at = 0; at < total; at += 256)
+    out.push_back(net(in.batch(at, std::min<int64_t>(256, total - at)).to(dev)).softmax(1).cpu());
   return cat(out, 0).contiguous();
 }
 
@@ -137,7 +142,7 @@ int predict(const std::vector<std::string>& args) {
     for (const std::string& note : m.notes) std::cerr << "ember predict: note: " << note << "\n";
     const Inputs in = m.kind == InputKind::Csv ? csv_inputs(m, inputs) : image_inputs(m, inputs);
     m.net->to(dev);
-    const Tensor probs = probabilities(*m.net, in.x, dev);
+    const Tensor probs = probabilities(*m.net, in, dev);
     if (format == "json")
       print_json(m, in, probs);
     else
