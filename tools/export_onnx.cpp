@@ -1,19 +1,12 @@
 // `ember export onnx MODEL_FILE --model NAME -o FILE`: a model file written by an example (or by
 // ember::save) as an ONNX model, through interop/onnx_export.h. The zoo model's sizes that its
 // constructor takes (vocabulary, widths, layers, DCGAN's batch norm) are read off the file's
-// tensors, so the file alone says what to build; loading is strict, so a file of another model
-// is an error that lists every mismatch.
-#include <algorithm>
+// tensors, so the file alone says what to build (tools/saved_model.h); loading is strict, so a
+// file of another model is an error that lists every mismatch.
 #include <iostream>
 #include <memory>
 
-#include "core/ops.h"
-#include "interop/model_file.h"
 #include "interop/onnx_export.h"
-#include "layers/checkpoint.h"
-#include "models/gan.h"
-#include "models/lstm.h"
-#include "models/mnist_cnn.h"
 #include "tools/command.h"
 #include "tools/command_args.h"
 #include "tools/flags.h"
