@@ -52,7 +52,8 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
   double largest_label = 0;
   bool header_done = false;
   std::string line;
-  auto pick_label = [&](int64_t cols) {
+  auto pick_label = [&](int64_t cols) -> int64_t {
+    if (opts.no_label) return -1;
     if (!opts.label_column.empty()) {
       EMBER_CHECK(!names.empty(), "CSV '", path, "': label column '", opts.label_column,
                   "' is given by name but the file has no header row");
@@ -78,8 +79,9 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
       double v;
       for (auto& f : fields) numeric = numeric && parse_number(f, v);
       bool is_header = opts.header == CsvHeader::Yes || (opts.header == CsvHeader::Auto && !numeric);
-      EMBER_CHECK(n >= 2, "CSV '", path, "' line ", line_no, ": need at least 2 columns (features and a label), found ",
-                  n, " (is the delimiter '", std::string(1, opts.delimiter), "'?)");
+      EMBER_CHECK(opts.no_label || n >= 2, "CSV '", path, "' line ", line_no,
+                  ": need at least 2 columns (features and a label), found ", n, " (is the delimiter '",
+                  std::string(1, opts.delimiter), "'?)");
       ncols = n;
       if (is_header) {
         names = fields;
@@ -117,9 +119,9 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
     else
       t.feature_names.push_back(name);
   }
-  t.features = from_vector(feats, {rows, ncols - 1}, TensorOptions{.dtype = DType::Float32});
-  t.labels = opts.label_is_class ? from_vector(labels, {rows}, TensorOptions{.dtype = DType::Int64})
-                                 : from_vector(labels, {rows}, TensorOptions{.dtype = DType::Float32});
+  t.features = from_vector(feats, {rows, ncols - (label_col >= 0 ? 1 : 0)}, TensorOptions{.dtype = DType::Float32});
+  const DType label_type = opts.label_is_class ? DType::Int64 : DType::Float32;
+  if (label_col >= 0) t.labels = from_vector(labels, {rows}, TensorOptions{.dtype = label_type});
   return t;
 }
 

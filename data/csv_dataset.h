@@ -21,6 +21,9 @@ struct CsvOptions {
   CsvHeader header = CsvHeader::Auto;
   char delimiter = ',';
   bool label_is_class = true;
+  // Every column is a feature (rows to predict, which have no label): `labels` stays empty and the
+  // label options are not read.
+  bool no_label = false;
   Transform transform;  // applied to each feature vector
 };
 

@@ -108,6 +108,10 @@ Tensor image_to_float(const Tensor& hwc) {
   return out;
 }
 
+Tensor read_image_resized(const std::string& path, int channels, int64_t height, int64_t width) {
+  return resize_bilinear(image_to_float(read_image(path, channels)), height, width);
+}
+
 Tensor resize_bilinear(const Tensor& chw, int64_t height, int64_t width) {
   EMBER_CHECK(chw.dtype() == DType::Float32 && chw.dim() == 3, "resize_bilinear: expected float32 [C, H, W], got ",
               dtype_name(chw.dtype()), " ", shape_str(chw.shape()));

@@ -36,6 +36,10 @@ Tensor image_to_float(const Tensor& hwc);
 // Bilinear resize of float32 [C, H, W] to [C, height, width], sampling pixel centres as
 // PyTorch's interpolate(mode="bilinear", align_corners=False) does (no anti-aliasing).
 Tensor resize_bilinear(const Tensor& chw, int64_t height, int64_t width);
+// The file at `path` as an image data set hands it out before its transform: decoded to
+// `channels`, float32 [channels, height, width] in [0, 1], resized bilinearly (ImageFolder, and
+// `ember predict` on the images of a model trained on one).
+Tensor read_image_resized(const std::string& path, int channels, int64_t height, int64_t width);
 
 // uint8 [H, W] or [H, W, C] (C = 1, 3 or 4) as the bytes of a PNG file; `what` names the image in
 // errors.

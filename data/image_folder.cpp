@@ -93,8 +93,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions opts) : opt
 
 Tensor ImageFolder::load(int64_t index) const {
   EMBER_CHECK(index >= 0 && index < size(), "ImageFolder: index ", index, " is out of range [0, ", size(), ")");
-  Tensor img = image_to_float(read_image(samples_[static_cast<size_t>(index)].first, opts_.channels));
-  return resize_bilinear(img, opts_.height, opts_.width);
+  return read_image_resized(samples_[static_cast<size_t>(index)].first, opts_.channels, opts_.height, opts_.width);
 }
 
 Example ImageFolder::get(int64_t index, Generator& gen) const {

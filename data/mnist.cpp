@@ -57,13 +57,19 @@ MNIST::MNIST(const std::string& root, Split split, MnistOptions opts) : opts_(st
 }
 
 Tensor MNIST::to_float(const Tensor& u8) const {
+  return pixels_to_float(u8, opts_.normalize);
+}
+
+Tensor MNIST::pixels_to_float(const Tensor& u8, const std::optional<std::pair<double, double>>& normalize) {
+  EMBER_CHECK(u8.dtype() == DType::UInt8 && u8.is_contiguous() && u8.device().is_cpu(),
+              "MNIST::pixels_to_float: expected contiguous uint8 pixels on the CPU, got ", dtype_name(u8.dtype()));
   Tensor out = empty(u8.shape(), {DType::Float32, Device::cpu()});
   const uint8_t* src = u8.data_ptr<uint8_t>();
   float* dst = out.data_ptr<float>();
   float scale = 1.0f / 255.0f, shift = 0.0f;
-  if (opts_.normalize) {
-    scale /= static_cast<float>(opts_.normalize->second);
-    shift = -static_cast<float>(opts_.normalize->first / opts_.normalize->second);
+  if (normalize) {
+    scale /= static_cast<float>(normalize->second);
+    shift = -static_cast<float>(normalize->first / normalize->second);
   }
   parallel_for(0, out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;

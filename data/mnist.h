@@ -35,6 +35,10 @@ class MNIST : public Dataset {
   static std::string find_file(const std::string& root, const std::string& stem);
   // True when root holds all four files.
   static bool available(const std::string& root);
+  // uint8 pixels (any shape) as float32 in [0, 1], normalised as `normalize` says: the one formula
+  // of every MNIST example, also applied to images read from files (`ember predict`) so that they
+  // meet the network exactly as the test set did.
+  static Tensor pixels_to_float(const Tensor& u8, const std::optional<std::pair<double, double>>& normalize);
 
  private:
   Tensor to_float(const Tensor& u8) const;

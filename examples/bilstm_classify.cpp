@@ -87,6 +87,7 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
 struct ClassifyFlags {
   std::string data_dir, languages, level, device, ckpt_dir, resume, log_path;
   examples::TensorBoardFlags tensorboard;
+  examples::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, embed, hidden, max_len, min_len, min_freq, limit, split_seed, seed, max_steps, workers,
       threads;
   double lr, clip, test_fraction;
@@ -124,11 +125,13 @@ struct ClassifyFlags {
         "log", "",
         "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = examples::TensorBoardFlags(flags);
+    init = examples::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
+    init.check(flags, resume);
     if (clip < 0 || min_len < 0 || min_freq < 0) flags.fail("--clip, --min-length and --min-freq must not be negative");
   }
 };
@@ -297,7 +300,8 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
                              .log = f.log_path,
                              .overwrite = f.overwrite,
                              .columns = columns,
-                             .tensorboard = f.tensorboard},
+                             .tensorboard = f.tensorboard,
+                             .init = f.init},
                             {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "BiLstmClassifier"},
                              {"classes", classes},
@@ -306,7 +310,7 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
                              {"flag.seed", std::to_string(f.seed)},
                              {"flag.batch-size", std::to_string(f.batch)}});
   examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
-  if (const auto path = trainer.resume_path();
+  if (const auto path = trainer.weights_path();
       path && !examples::vocabulary_matches_checkpoint(
                   vocab, *path, "bilstm_classify",
                   "--data, --languages, --level, --min-freq, --min-length, --balance, --limit and --split-seed"))

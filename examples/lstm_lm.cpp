@@ -51,6 +51,7 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
 struct LmFlags {
   std::string data_dir, level, device, ckpt_dir, resume, log_path;
   examples::TensorBoardFlags tensorboard;
+  examples::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
       checkpoint_every, sample_len, top_k, workers, threads;
   double lr, clip, dropout, test_fraction, temperature;
@@ -92,11 +93,13 @@ struct LmFlags {
         "log", "",
         "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = examples::TensorBoardFlags(flags);
+    init = examples::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(examples::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
+    init.check(flags, resume);
     if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
     if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
     if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || sample_len < 0 || top_k < 0)
@@ -168,7 +171,8 @@ int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJ
                              .log = f.log_path,
                              .overwrite = f.overwrite,
                              .columns = examples::lm_columns(),
-                             .tensorboard = f.tensorboard},
+                             .tensorboard = f.tensorboard,
+                             .init = f.init},
                             {&net, {&opt}, {{"default", &default_generator()}}}, loader,
                             {{"model", "LstmLanguageModel"},
                              {"level", f.level},
@@ -179,7 +183,7 @@ int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJ
                              {"flag.seq-len", std::to_string(f.seq_len)}},
                             &job);
   examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
-  if (const auto path = trainer.resume_path();
+  if (const auto path = trainer.weights_path();
       path &&
       !examples::vocabulary_matches_checkpoint(
           c.vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))
@@ -196,7 +200,7 @@ int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJ
                           },
                       .end_epoch =
                           [&](const examples::EpochEnd& e) {
-                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, job);
+                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, &job);
                             job.gather_model();  // a pipeline's stages into rank 0's model, which samples
                             if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
                           }},

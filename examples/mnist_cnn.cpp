@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/class_record.h"
 #include "common/classifier.h"
 #include "common/flags.h"
 #include "common/parallel_job.h"
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   try {
     const Device dev = job.start(cf.dev());  // data-parallel: this rank's device
     cf.prepare();                            // after the data: bad data leave no empty folder behind
-    data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
+    data::MnistOptions mopts{.normalize = examples::kMnistNormalize, .transform = nullptr, .limit = cf.limit};
     data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
 
     manual_seed(static_cast<uint64_t>(cf.seed));
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     // What a resume must share with its checkpoint (examples::check_resume_settings).
     std::map<std::string, std::string> meta = cf.settings();
     meta.insert({{"model", "MnistCnn"}, {"data", cf.data_name}});
+    meta.merge(examples::class_record(examples::mnist_class_names(cf.data_name), examples::kMnistNormalize));
     examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
     topts.say_checkpoint_written = true;
     examples::Trainer trainer(topts, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta, &job);
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
       job.gather_model();  // a pipeline's stages into rank 0's model
       if (!job.chatty()) return;
       const std::string file = (std::filesystem::path(cf.checkpoint_dir) / "mnist_cnn.ckpt").string();
-      save(net, file);
+      save(net, file, meta);  // with what `ember eval` and `ember predict` read
       std::printf("Model written to %s\n", file.c_str());
     };
     return trainer.fit({.step = step, .end_epoch = end_epoch}, write_model);

@@ -356,9 +356,10 @@ ScheduleRef::ScheduleRef(optim::ReduceLROnPlateau* s)
   EMBER_CHECK(s != nullptr, "TrainingState: a null ReduceLROnPlateau");
 }
 
-void save(const nn::Module& module, const std::string& path) {
+void save(const nn::Module& module, const std::string& path, const std::map<std::string, std::string>& metadata) {
   CheckpointContents c;
   split_state(module, c);
+  c.metadata = metadata;
   write_checkpoint(path, c);
 }
 

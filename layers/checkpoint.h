@@ -52,8 +52,9 @@ struct CheckpointContents {
 void write_checkpoint(const std::string& path, const CheckpointContents& contents);
 CheckpointContents read_checkpoint(const std::string& path);
 
-// A model alone.
-void save(const nn::Module& module, const std::string& path);
+// A model alone; `metadata` says what it is (the model, its classes, its input normalisation:
+// what `ember eval` and `ember predict` read).
+void save(const nn::Module& module, const std::string& path, const std::map<std::string, std::string>& metadata = {});
 // Loads parameters and buffers into `module` (strict: every name must match both ways).
 void load(nn::Module& module, const std::string& path, bool strict = true);
 // An optimizer alone.

@@ -60,21 +60,6 @@ std::string exact(double v) {
   return buf;
 }
 
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else
-      o += c;
-  }
-  return o + "\"";
-}
-
 std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -115,6 +100,21 @@ std::string aligned(const std::vector<std::vector<std::string>>& rows, size_t te
 }
 
 }  // namespace
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else
+      o += c;
+  }
+  return o + "\"";
+}
 
 std::string format_summary(const SimResult& r) {
   std::ostringstream o;

@@ -20,6 +20,8 @@ std::string format_table(const std::vector<SimResult>& rs, int baseline = -1, in
 // results that carry fairness; empty when none does.
 std::string format_teams(const std::vector<SimResult>& rs);
 std::string to_json(const std::vector<SimResult>& rs);
+// `s` as a JSON string literal, quotes included (`ember predict --format json` writes with it too).
+std::string json_string(const std::string& s);
 std::string to_csv(const std::vector<SimResult>& rs);
 // Empirical CDF of JCT per result on a log time axis.
 std::string to_svg(const std::vector<SimResult>& rs, const std::string& title);

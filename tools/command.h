@@ -38,8 +38,10 @@ int sched_cancel(const std::vector<std::string>& args);
 int sched_preempt(const std::vector<std::string>& args);
 int sched_logs(const std::vector<std::string>& args);
 int sched_drain(const std::vector<std::string>& args);
-int launch(const std::vector<std::string>& args);  // tools/launch.cpp
-int info(const std::vector<std::string>& args);    // tools/info.cpp
-int train(const std::vector<std::string>& args);   // tools/train.cpp
+int launch(const std::vector<std::string>& args);   // tools/launch.cpp
+int info(const std::vector<std::string>& args);     // tools/info.cpp
+int train(const std::vector<std::string>& args);    // tools/train.cpp
+int eval(const std::vector<std::string>& args);     // tools/eval.cpp
+int predict(const std::vector<std::string>& args);  // tools/predict.cpp
 
 }  // namespace ember::cli

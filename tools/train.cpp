@@ -20,6 +20,7 @@
 #include "data/transforms.h"
 #include "interop/model_file.h"
 #include "tools/command.h"
+#include "tools/model_file_data.h"
 
 namespace ember::cli {
 namespace {
@@ -48,12 +49,14 @@ Shape example_shape(const train_file::Network& n) {
   return shape;
 }
 
-// A classifier's training and test sets, and their class labels: how many (1 + the largest) and
-// where they come from, for the check against the network's outputs.
+// A classifier's training and test sets, their class labels: how many (1 + the largest) and where
+// they come from, for the check against the network's outputs; and what its checkpoints record of
+// them (class_record.h).
 struct ClassifierData {
   std::unique_ptr<data::Dataset> train, test;
   int64_t classes = 0;
   std::string classes_from;
+  std::map<std::string, std::string> record;
 };
 
 // Notes a set's number of classes when it exceeds those noted so far, and where it comes from.
@@ -79,6 +82,18 @@ std::shared_ptr<nn::Module> classifier_network(const model_file::LoadedFile& fil
   EMBER_CHECK(d.classes <= outputs, d.classes_from, ", but network '", file.spec.network(net_index).name(), "' (",
               file.at(net_index), ") scores ", outputs, " classes (expected one output per class: ", d.classes, ")");
   return net;
+}
+
+// What a classifier's checkpoints record besides the settings: the model, the model file by its
+// absolute path (`ember eval` and `ember predict` rebuild the network from it), the data, and
+// their classes and normalisation.
+std::map<std::string, std::string> checkpoint_record(const model_file::LoadedFile& file, const std::string& data_name,
+                                                     const ClassifierData& sets) {
+  std::map<std::string, std::string> r = sets.record;
+  r.insert({{"model", file.spec.name()},
+            {"model_file", std::filesystem::absolute(file.path).lexically_normal().string()},
+            {"data", data_name}});
+  return r;
 }
 
 // The training images' random transforms (data.augment), or none.
@@ -113,12 +128,9 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
   };
   if (d.has_mnist()) {
     cf.prepare();
-    const auto& m = d.mnist();
-    data::MnistOptions mopts{
-        .normalize = std::make_pair(m.has_mean() ? m.mean() : 0.1307, m.has_std() ? m.std() : 0.3081),
-        .transform = nullptr,
-        .limit = cf.limit};
+    data::MnistOptions mopts{.normalize = mnist_normalize(file), .transform = nullptr, .limit = cf.limit};
     note_classes(out, 10, cf.data_name + " has 10 classes");
+    out.record = examples::class_record(examples::mnist_class_names(cf.data_name), mopts.normalize);
     out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
     mopts.transform = augmentation(file, 28, 28);
     out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
@@ -129,18 +141,14 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
                std::string(d.has_csv() ? "CSV files" : "image folders"));
   if (d.has_image_folder()) {
     const auto& f = d.image_folder();
-    EMBER_CHECK(f.has_height() && f.has_width(), file.at_top("data"),
-                ": data.image_folder needs height and width (every image is resized to them)");
-    data::ImageFolderOptions o{
-        .height = f.height(), .width = f.width(), .channels = f.has_channels() ? static_cast<int>(f.channels()) : 3};
-    if (f.has_mean() || f.has_std())  // model_file::load refused a std that is not positive
-      o.transform = data::transforms::normalize({f.mean()}, {f.has_std() ? f.std() : 1.0});
+    data::ImageFolderOptions o = image_folder_options(file);
     const std::string train = resolve(f.train(), "image_folder.train"), test = resolve(f.test(), "image_folder.test");
     data::ImageFolderOptions train_o = o;
     if (data::Transform aug = augmentation(file, f.height(), f.width()))
       train_o.transform = o.transform ? data::transforms::compose({aug, o.transform}) : aug;
     auto train_set = std::make_unique<data::ImageFolder>(train, train_o);
     note_classes(out, *train_set, train);
+    out.record = examples::class_record(train_set->classes(), image_folder_normalize(file));
     o.classes = train_set->classes();  // the test images labelled as the training ones
     auto test_set = std::make_unique<data::ImageFolder>(test, o);
     note_classes(out, *test_set, test);
@@ -158,6 +166,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     note_classes(out, *test_set, test);
     out.train = limited(std::move(train_set));
     out.test = limited(std::move(test_set));
+    out.record = examples::class_record({}, std::nullopt);
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
   examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
@@ -274,11 +283,10 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   examples::Flags& flags = command.flags;
   examples::CommonFlags& cf = command.cf;
   examples::ParallelJob& job = command.job;
-  const bool summary_only = command.summary_only;
   try {
     const auto& n = s.network(net_index);
     const Shape example = example_shape(n);
-    if (summary_only) {
+    if (command.summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       std::printf("%s", model_file::build_network(file, net_index)->summary(example).c_str());
       return 0;
@@ -307,7 +315,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
                                                            .workers = static_cast<int>(cf.workers),
                                                            .seed = static_cast<uint64_t>(cf.seed)}));
     Settings meta = cf.settings();
-    meta.insert({{"model", s.name()}, {"model_file", file.path}, {"data", cf.data_name}});
+    meta.merge(checkpoint_record(file, cf.data_name, sets));
     add_solver_settings(meta, "classifier.solver", c.solver(), *opt, false);
     add_network_settings(meta, n);
     examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
@@ -334,7 +342,7 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
       job.gather_model();
       if (!job.chatty()) return;
       const std::string out = (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string();
-      save(*net, out);
+      save(*net, out, meta);  // with what `ember eval` and `ember predict` read
       std::printf("Model written to %s\n", out.c_str());
     };
     return trainer.fit({.step = step, .end_epoch = end_epoch}, write_model);
@@ -435,24 +443,13 @@ int language_model_network(const model_file::LoadedFile& file) {
   return net_index;
 }
 
-// The fortunes of data.text (--data's folder when given) as lstm_lm reads them.
-examples::Corpus text_corpus(const model_file::LoadedFile& file, const std::string& dir, long long limit) {
-  const auto& text = file.spec.data().text();
-  return examples::read_corpus({.data_dir = dir,
-                                .level = text.level().empty() ? "char" : text.level(),
-                                .lowercase = text.lowercase(),
-                                .min_freq = text.min_freq(),
-                                .max_vocab = text.has_max_vocab() ? text.max_vocab() : 10000,
-                                .test_fraction = text.has_test_fraction() ? text.test_fraction() : 0.1,
-                                .split_seed = text.has_split_seed() ? text.split_seed() : 1234,
-                                .limit = limit});
-}
-
 // A language model's checkpoint metadata: what it is and the settings a resume must share.
 Settings language_model_meta(const model_file::LoadedFile& file, int net_index, const examples::CommonFlags& cf,
                              int64_t vocab_size, const optim::Optimizer& opt) {
+  // The model file by its absolute path and the corpus's --limit: what `ember eval` rebuilds.
   Settings meta{{"model", file.spec.name()},
-                {"model_file", file.path},
+                {"model_file", std::filesystem::absolute(file.path).lexically_normal().string()},
+                {"corpus.limit", std::to_string(cf.limit)},
                 {"vocab_size", std::to_string(vocab_size)},
                 {"flag.lr", examples::exact_number(cf.lr)},
                 {"flag.seed", std::to_string(cf.seed)},
@@ -474,11 +471,9 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   examples::ParallelJob& job = command.job;
   const bool summary_only = command.summary_only;
   try {
-    const std::string dir = flags.given("data")  ? cf.data
-                            : text.dir().empty() ? "/usr/share/games/fortunes"
-                                                 : file.resolve(text.dir());
+    const std::string dir = flags.given("data") ? cf.data : text_dir(file);
     const Device dev = job.start(cf.dev());
-    examples::Corpus c = text_corpus(file, dir, cf.limit);
+    examples::Corpus c = examples::read_corpus(corpus_options(file, dir, cf.limit));
     if (summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       auto net = model_file::build_network(file, net_index, c.vocab.size());
@@ -506,7 +501,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
     examples::Trainer trainer(topts, state, loader, language_model_meta(file, net_index, cf, c.vocab.size(), *opt),
                               &job);
     examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
-    if (const auto path = trainer.resume_path();
+    if (const auto path = trainer.weights_path();
         path &&
         !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
       return 1;
@@ -526,7 +521,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                             },
                         .end_epoch =
                             [&](const examples::EpochEnd& e) {
-                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, job);
+                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, &job);
                               if (job.chatty()) examples::lm_summary(c, e, ev, trainer.log());
                               std::fflush(stdout);
                               if (schedule) schedule->step();
@@ -535,7 +530,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                          if (cf.checkpoint_dir.empty()) return;
                          job.gather_model();
                          if (job.chatty())
-                           save(*net, (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string());
+                           save(*net, (std::filesystem::path(cf.checkpoint_dir) / (s.name() + ".ckpt")).string(), meta);
                        });
   } catch (const std::exception& e) {
     return job.fail(e);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/class_record.h"
 #include "common/parallel_job.h"
 #include "common/trainer.h"
 #include "common/training.h"
@@ -114,7 +115,7 @@ inline void classifier_summary(const EpochEnd& e, double test_acc, double test_l
 // kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Call cf.prepare() first. Returns the
 // process exit status.
 inline int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
-  data::MnistOptions mopts{.normalize = std::make_pair(0.1307, 0.3081), .transform = nullptr, .limit = cf.limit};
+  data::MnistOptions mopts{.normalize = kMnistNormalize, .transform = nullptr, .limit = cf.limit};
   data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
   const Device dev = cf.dev();
   net.to(dev);
@@ -125,6 +126,7 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
                                       .pin_memory = dev.is_cuda()});
   std::map<std::string, std::string> meta = cf.settings();
   meta.insert({{"model", model_name}, {"data", cf.data_name}});
+  meta.merge(class_record(mnist_class_names(cf.data_name), kMnistNormalize));
   Trainer trainer(trainer_options(cf, classifier_columns()), {&net, {&opt}, {{"default", &default_generator()}}},
                   loader, meta);
   trainer.resume();

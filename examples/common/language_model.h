@@ -33,18 +33,21 @@ inline std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
 
 // Mean next-token cross-entropy and accuracy over every target of `ds` (each sequence starts from
 // a zero state). In a job each replica scores its shard (through the pipeline's stages in a
-// pipeline) and the sums are added up.
-inline EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch, ParallelJob& job) {
+// pipeline) and the sums are added up; without one (`ember eval`), one process scores them all.
+inline EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch,
+                              ParallelJob* job = nullptr) {
   NoGradGuard ng;
   const bool was_training = net.is_training();
   net.eval();
-  data::DataLoader loader(ds, {.batch_size = batch, .shuffle = false, .rank = job.shard(), .world_size = job.shards()});
+  data::DataLoader loader(
+      ds,
+      {.batch_size = batch, .shuffle = false, .rank = job ? job->shard() : 0, .world_size = job ? job->shards() : 1});
   double loss_sum = 0;
   int64_t correct = 0, total = 0;
   for (auto& [x, y] : loader) {
     Tensor logits;
 #ifdef EMBER_HAVE_DIST
-    if (dist::Pipeline* pipe = job.pipeline()) {  // the logits exist on the last stage only
+    if (dist::Pipeline* pipe = job ? job->pipeline() : nullptr) {  // the logits exist on the last stage only
       logits = pipe->forward(x.to(dev));
       if (!logits.defined()) continue;
     }
@@ -58,8 +61,8 @@ inline EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device d
     total += n;
   }
   net.train(was_training);
-  if (job.active()) {
-    const std::vector<double> s = job.sum({loss_sum, static_cast<double>(correct), static_cast<double>(total)});
+  if (job && job->active()) {
+    const std::vector<double> s = job->sum({loss_sum, static_cast<double>(correct), static_cast<double>(total)});
     loss_sum = s[0], correct = static_cast<int64_t>(s[1]), total = static_cast<int64_t>(s[2]);
   }
   return {total ? loss_sum / static_cast<double>(total) : 0.0,

@@ -43,6 +43,7 @@ struct TrainerOptions {
   bool rows_per_epoch = true;
   bool say_checkpoint_written = false;  // "Checkpoint written to ..." after every epoch's checkpoint
   TensorBoardFlags tensorboard;         // dir empty: no TensorBoard logs
+  InitFrom init;                        // --init-from: a fresh run starts from these weights
 };
 
 // The options from the common flags (--epochs, --max-steps, --checkpoint-dir, --resume, --log).
@@ -55,7 +56,8 @@ inline TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::st
           .log = cf.log,
           .overwrite = cf.overwrite,
           .columns = std::move(columns),
-          .tensorboard = cf.tensorboard};
+          .tensorboard = cf.tensorboard,
+          .init = cf.init};
 }
 
 // What one step reports for the progress bar.
@@ -95,18 +97,29 @@ class Trainer {
       : opts_(std::move(opts)),
         loader_(loader),
         job_(job),
-        ckpt_(opts_.checkpoint_dir, std::move(state), loader, std::move(meta), job) {}
+        ckpt_(opts_.checkpoint_dir, std::move(state), loader, with_init_record(std::move(meta), opts_.init), job) {}
 
   // Loads --resume (saying from where, or that there is no checkpoint yet), then installs the
   // SIGINT/SIGTERM handlers, before the example's start-up lines: a signal from then on ends in
   // a checkpoint.
   const TrainingPosition& resume() {
     pos_ = ckpt_.resume(opts_.resume);
+    if (!ckpt_.resumed() && !opts_.init.path.empty()) {
+      const std::string said = init_from_checkpoint(*ckpt_.state().model, opts_.init);
+      if (!job_ || job_->chatty()) std::printf("%s\n", said.c_str());
+    }
     install_stop_handlers();
     return pos_;
   }
   // The checkpoint resume() will load, if any (to check what lies beside it first).
   std::optional<std::string> resume_path() const { return ckpt_.resume_path(opts_.resume); }
+  // The checkpoint whose weights resume() will load, if any: --resume's, else --init-from's (the
+  // text programs check the vocabulary beside it).
+  std::optional<std::string> weights_path() const {
+    if (auto p = resume_path()) return p;
+    if (!opts_.init.path.empty()) return opts_.init.path;
+    return std::nullopt;
+  }
   const TrainingPosition& position() const { return pos_; }
   // The metrics log, and the seconds since the epoch (or its resumed part) began: for rows
   // written during fit() (a GAN writes one every few steps).

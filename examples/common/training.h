@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "common/flags.h"
+#include "common/init_from.h"
 #include "common/progress.h"
 #include "core/blas_kernels.h"
 #include "core/cpu_capability.h"
@@ -177,6 +178,7 @@ struct CommonFlags {
   bool data_given, overwrite;
   std::string data_root, data_name;  // set by prepare()
   TensorBoardFlags tensorboard;
+  InitFrom init;  // --init-from, --init-skip
 
   CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name,
               const CommonFlagsWording& w = {}) {
@@ -201,10 +203,12 @@ struct CommonFlags {
                 "metrics file (CSV; a resumed run appends to it, a fresh one needs --overwrite if it holds rows); "
                 "empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
     tensorboard = TensorBoardFlags(f);
+    init = InitFrom(f);
   }
   // Checks what the flags alone can tell (exit 2) and applies --threads.
   void check(Flags& f) {
     if (resume == "auto" && checkpoint_dir.empty()) f.fail("--resume auto needs --checkpoint-dir");
+    init.check(f, resume);
     if (threads > 0) set_num_threads(static_cast<int>(threads));
     if (log.empty() && !checkpoint_dir.empty()) log = (std::filesystem::path(checkpoint_dir) / "metrics.csv").string();
   }
@@ -328,7 +332,7 @@ inline bool vocabulary_matches_checkpoint(const data::Vocabulary& vocab, const s
   const std::filesystem::path saved = std::filesystem::path(ckpt_path).parent_path() / "vocab.txt";
   if (!std::filesystem::exists(saved) || vocab.same_ids_as(data::Vocabulary::load(saved.string()))) return true;
   std::fflush(stdout);  // what came before the error, before it
-  std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: resume with the same %s.\n",
+  std::fprintf(stderr, "%s: the vocabulary built now differs from the checkpoint's %s: use the same %s.\n",
                program.c_str(), saved.c_str(), flags.c_str());
   return false;
 }

@@ -70,6 +70,18 @@ TEST(CsvDataset, NoHeaderLabelByIndexAndRegression) {
   EXPECT_EQ(forced.label_name, "3");
 }
 
+// Rows to predict have no label: every column is a feature, a single one included.
+TEST(CsvDataset, NoLabelReadsEveryColumn) {
+  CsvFile f("x1,x2\n1,2\n3,4\n", "nolabel.csv");
+  CsvTable t = read_csv(f.str(), {.no_label = true});
+  EXPECT_EQ(t.features.shape(), (Shape{2, 2}));
+  EXPECT_EQ(t.features.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(t.feature_names, (std::vector<std::string>{"x1", "x2"}));
+  EXPECT_FALSE(t.labels.defined());
+  CsvFile one("7\n8\n", "one.csv");
+  EXPECT_EQ(read_csv(one.str(), {.no_label = true}).features.shape(), (Shape{2, 1}));
+}
+
 TEST(CsvDataset, MalformedFilesGiveLineAndColumn) {
   CsvFile short_row("a,b,c\n1,2,3\n4,5\n", "short.csv");
   expect_error([&] { read_csv(short_row.str()); }, "short.csv' line 3", "expected 3 fields, found 2");
