@@ -498,8 +498,8 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
     if (schedule) state.schedulers.push_back(schedule.get());
-    examples::Trainer trainer(topts, state, loader, language_model_meta(file, net_index, cf, c.vocab.size(), *opt),
-                              &job);
+    const Settings meta = language_model_meta(file, net_index, cf, c.vocab.size(), *opt);
+    examples::Trainer trainer(topts, state, loader, meta, &job);
     examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
     if (const auto path = trainer.weights_path();
         path &&
