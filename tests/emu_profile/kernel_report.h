@@ -1,4 +1,4 @@
-// The kernel efficiency report (docs/cuda/KERNEL-REPORT.md): the emulator's counters per kernel
+// The kernel efficiency report (docs/CUDA-KERNEL-REPORT.md): the emulator's counters per kernel
 // (core/cuda/emu/profile.h) with ptxas's registers, shared memory and spills, the theoretical
 // occupancy on sm_80 and sm_90, a roofline lower bound on an H100 and an H200, and the budgets
 // each kernel family is held to. Every number is the emulator's prediction, not a measurement.
@@ -102,6 +102,14 @@ struct Budget {
   int max_spill_bytes = 0;
 };
 const std::vector<Budget>& budgets();
+// A known breach of a budget, accepted until the kernel is fixed: the budget test prints it instead
+// of failing, and fails when it no longer occurs (so the waiver goes once the fix lands).
+struct Waiver {
+  std::string kernel;     // the row's kernel name contains it
+  std::string violation;  // the check's message contains it
+  std::string why;
+};
+const std::vector<Waiver>& waivers();
 // What the row breaks of the budget; empty when within it.
 std::vector<std::string> check(const Row& row, const Budget& b);
 

@@ -1,15 +1,16 @@
-// The emulator's efficiency counters (core/cuda/emu/profile.h, docs/cuda/KERNEL-REPORT.md).
+// The emulator's efficiency counters (core/cuda/emu/profile.h, docs/CUDA-KERNEL-REPORT.md).
 //
 // An instrumented kernel calls access() before each load and store. The access is classified by
-// its address (the block's shared memory, tracked device memory, or neither: ignored) and held as
-// the lane's pending access, which absorbs the lane's next access when that one continues it
+// its address (the block's shared memory, tracked device memory, or neither: ignored) and held
+// among the lane's pending accesses, which absorb the lane's later accesses that continue them
 // within one aligned 16-byte chunk: the host compiler splits a float4 load into four 4-byte loads
-// that nvcc issues as one. A committed access joins the request (site, k) of its warp, where k
-// counts the lane's earlier accesses at that site: the lanes of a warp executing an instruction
-// for the k-th time are taken to execute it together, as a converged warp does on a GPU. A request
-// is scored when every lane of its warp has joined it, or at the end of the block (then some lane
-// never came: the request is partial). Basic blocks are counted the same way, per lane: a warp
-// executes a block max(count) times, min(count) of them with every lane.
+// (in any order, interleaved with another operand's) that nvcc issues as one. A committed access
+// joins the request (site, k) of its warp, where the site is the access's source line and k counts
+// the lane's earlier accesses there: the lanes of a warp executing a line's k-th access are taken
+// to execute it together, as a converged warp does on a GPU. A request is scored when every lane
+// of its warp has joined it, or at the end of the block (then some lane never came: the request is
+// partial). Basic blocks are counted per lane: a warp executes a block max(count) times, min(count)
+// of them with every lane.
 #include "core/cuda/emu/profile.h"
 
 #include <link.h>
