@@ -8,7 +8,27 @@
 # ember_core with the real kernels, and neither copy may bind to the other's symbols.
 find_package(Boost 1.74 CONFIG REQUIRED COMPONENTS context)
 
+# With PROFILED, <target> holds the same kernel files compiled with access hooks for the efficiency
+# counters (core/cuda/emu/profile.h, docs/CUDA-KERNEL-REPORT.md), and for core a second object
+# library <target>_runtime holds the emulator, uninstrumented, with the hooks; a program links both
+# instead of the plain library. The hooks are the kernel flavour of AddressSanitizer's calls
+# (no runtime, no shadow memory), so profiled builds exist only without EMBER_SANITIZE.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(EMBER_EMU_PROFILE_FLAGS
+      -fsanitize=kernel-address --param=asan-instrumentation-with-call-threshold=0 --param=asan-stack=0
+      --param=asan-globals=0 -fsanitize-coverage=trace-pc -U__SANITIZE_ADDRESS__
+      # One call per source-level access: no loop vectorizer merging a thread's loop into wide loads.
+      -fno-tree-vectorize -g1)
+elseif(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(EMBER_EMU_PROFILE_FLAGS
+      -fsanitize=kernel-address -mllvm -asan-instrumentation-with-call-threshold=0 -mllvm -asan-stack=0
+      -mllvm -asan-globals=0 -fsanitize-coverage=trace-pc -fno-vectorize -fno-slp-vectorize -gline-tables-only)
+else()
+  set(EMBER_EMU_PROFILE_FLAGS "")
+endif()
+
 function(ember_add_kernel_emulation target folder lib)
+  cmake_parse_arguments(arg "PROFILED" "" "" ${ARGN})
   file(GLOB kernel_files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/cuda/*.cu)
   set(generated)
   foreach(f ${kernel_files})
@@ -32,7 +52,17 @@ function(ember_add_kernel_emulation target folder lib)
   if(NOT emu_srcs AND NOT generated)
     return()
   endif()
-  add_library(${target} OBJECT ${emu_srcs} ${generated})
+  if(NOT arg_PROFILED)
+    add_library(${target} OBJECT ${emu_srcs} ${generated})
+  else()
+    add_library(${target} OBJECT ${generated})
+    target_compile_options(${target} PRIVATE ${EMBER_EMU_PROFILE_FLAGS})
+    if(emu_srcs)
+      add_library(${target}_runtime OBJECT ${emu_srcs} ${PROJECT_SOURCE_DIR}/core/cuda/emu/instrument/hooks.cpp)
+      target_link_libraries(${target}_runtime PUBLIC ${lib} Boost::context)
+      set_target_properties(${target}_runtime PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    endif()
+  endif()
   target_link_libraries(${target} PUBLIC ${lib} Boost::context)
   set_target_properties(${target} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 endfunction()

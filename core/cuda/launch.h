@@ -43,7 +43,8 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t shared_
   // One copy of the parameters, as in the launch's parameter buffer; each thread then receives
   // its own by-value copies through std::apply.
   std::tuple<std::decay_t<KernelArgs>...> params(std::forward<Args>(args)...);
-  emu::run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, params); });
+  emu::run_grid(
+      grid, block, shared_bytes, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
 }
 
 // The emulator has one "device": the host.

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/emu/profile.h"
 #include "core/sanitizers.h"
 #if EMBER_ASAN
 #include <sanitizer/asan_interface.h>
@@ -216,6 +217,7 @@ void switch_to_scheduler(Thread& t) {
 
 void yield_to_scheduler(Block& b) {
   ++stats().switches;
+  profile::detail::fiber_switch();
   switch_to_scheduler(*b.current);
   if (b.aborting) throw AbortFiber{};
 }
@@ -445,6 +447,7 @@ class FiberPool {
             if (!b->error) b->error = std::current_exception();
             b->aborting = true;
           }
+          profile::detail::fiber_switch();
           tp->state = State::Exited;
           switch_to_scheduler(*tp);  // wait for the next block (or quit)
         }
@@ -571,6 +574,7 @@ void* static_shared(const void* type_tag, size_t bytes, size_t align, const Sour
   }
   void* p = ::operator new (bytes, std::align_val_t{std::max<size_t>(align, 16)});
   std::memset(p, kPoison, bytes);
+  profile::detail::shared_allocated(p, bytes, true);
   b.shared.push_back({type_tag, where.file_name(), where.line(), where.column(), p});
   return p;
 }
@@ -582,7 +586,8 @@ void* dynamic_shared() {
 
 }  // namespace detail
 
-void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std::function<void()>& body) {
+void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std::function<void()>& body,
+              const void* kernel) {
   using namespace detail;
   const uint64_t threads = uint64_t{block_dim.x} * block_dim.y * block_dim.z;
   EMBER_CHECK(threads >= 1 && threads <= 1024 && block_dim.z <= 64,
@@ -600,10 +605,13 @@ void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std:
   const uint3 saved_bi = tls_block_idx;
   tls_block_dim = block_dim;
   tls_grid_dim = grid;
+  const unsigned g3[3] = {grid.x, grid.y, grid.z}, b3[3] = {block_dim.x, block_dim.y, block_dim.z};
+  profile::detail::launch_begin(kernel, g3, b3, dynamic_shared_bytes);
   struct Restore {
     dim3 bd, gd;
     uint3 bi;
     ~Restore() {
+      profile::detail::launch_end();
       tls_block_dim = bd;
       tls_grid_dim = gd;
       tls_block_idx = bi;
@@ -624,7 +632,9 @@ void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std:
         tls_block = &b;
         ++s.blocks;
         s.threads += threads;
+        profile::detail::block_begin(static_cast<unsigned>(threads), b.dynamic.get(), dynamic_shared_bytes);
         run_block(b, rng);
+        profile::detail::block_end();
         tls_block = nullptr;
       }
     }

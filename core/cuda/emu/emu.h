@@ -136,8 +136,10 @@ struct Stats {
 };
 Stats& stats();
 
-// Runs `body` once per CUDA thread of every block of the grid (what launch() calls).
-void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& body);
+// Runs `body` once per CUDA thread of every block of the grid (what launch() calls). `kernel`
+// names the __global__ function for the efficiency counters (core/cuda/emu/profile.h).
+void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& body,
+              const void* kernel = nullptr);
 
 // ------------------------------------------------------------------ the emulated kernels
 // Kernel files register their host entry points with EMBER_REGISTER_KERNEL(stub, CUDA, fn); under

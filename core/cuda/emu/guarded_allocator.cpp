@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/cuda/emu/profile.h"
 #include "core/sanitizers.h"
 
 namespace ember::emu {
@@ -44,12 +45,15 @@ DataPtr GuardedAllocator::allocate(size_t nbytes) {
     ++stats_.allocations;
     ++stats_.os_allocations;
   }
+  // The efficiency counters count accesses to these blocks as global memory.
+  emu::profile::detail::device_allocated(base + g, nbytes);
   return DataPtr(base + g,
                  [this, nbytes](void* p) { release(static_cast<unsigned char*>(p) - guard_bytes(), nbytes); });
 }
 
 void GuardedAllocator::release(unsigned char* base, size_t nbytes) {
   const size_t g = guard_bytes();
+  emu::profile::detail::device_freed(base + g);
   std::string bad;
   for (size_t i = 0; i < g && bad.empty(); ++i)
     if (base[i] != kGuardByte)

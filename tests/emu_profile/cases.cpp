@@ -1,0 +1,75 @@
+// The shapes the kernel report profiles: a representative use of each kernel family, sized so that
+// full tiles dominate (multiples of the GEMM's 128 x 128 tile) and small enough for the emulator.
+#include "core/cuda/emu/emu_device.h"
+#include "core/ops.h"
+#include "emu_profile/kernel_report.h"
+
+namespace kernel_report {
+namespace {
+
+using ember::Tensor;
+
+Tensor on_emu(ember::Shape shape, ember::DType dtype = ember::DType::Float32) {
+  return ember::randn(std::move(shape), {.dtype = dtype}).to(ember::emu::device());
+}
+
+Case mm_case(const std::string& name, int64_t m, int64_t n, int64_t k, ember::DType dtype, bool transpose_b) {
+  Case c;
+  c.name = name;
+  c.make = [=] {
+    Tensor a = on_emu({m, k}, dtype);
+    Tensor b = transpose_b ? on_emu({n, k}, dtype).t() : on_emu({k, n}, dtype);
+    return std::function<void()>([a, b] { ember::mm(a, b); });
+  };
+  c.flops = 2.0 * static_cast<double>(m * n * k);
+  c.flop_kernel = "gemm_kernel";
+  c.fp64 = dtype == ember::DType::Float64;
+  return c;
+}
+
+Case conv_case() {
+  Case c;
+  c.name = "conv2d 8x32x32x32, 64x3x3";
+  c.make = [] {
+    Tensor x = on_emu({8, 32, 32, 32}), w = on_emu({64, 32, 3, 3});
+    ember::Conv2dParams p;
+    p.padding = {1, 1};
+    return std::function<void()>([x, w, p] { ember::conv2d(x, w, Tensor(), p); });
+  };
+  c.flops = 2.0 * 8 * 64 * 32 * 32 * 32 * 9;
+  c.flop_kernel = "implicit_gemm";
+  return c;
+}
+
+// A memory-bound op on one float tensor.
+Case unary_case(const std::string& name, ember::Shape shape, std::function<void(const Tensor&)> op) {
+  Case c;
+  c.name = name;
+  c.make = [shape, op] {
+    Tensor x = on_emu(shape);
+    return std::function<void()>([x, op] { op(x); });
+  };
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> representative_cases() {
+  using ember::Tensor;
+  std::vector<Case> v;
+  v.push_back(mm_case("mm f32 256x256x256", 256, 256, 256, ember::DType::Float32, false));
+  v.push_back(mm_case("mm f32 256x256x256 B^T", 256, 256, 256, ember::DType::Float32, true));
+  v.push_back(mm_case("mm f64 128x128x128", 128, 128, 128, ember::DType::Float64, false));
+  v.push_back(conv_case());
+  v.push_back(unary_case("relu 256K", {256, 1024}, [](const Tensor& x) { ember::relu(x); }));
+  v.push_back(unary_case("add 256K", {256, 1024}, [](const Tensor& x) { ember::add(x, x); }));
+  v.push_back(unary_case("transpose copy 512x512", {512, 512}, [](const Tensor& x) { x.t().contiguous(); }));
+  v.push_back(unary_case("sum rows 256x1024", {256, 1024}, [](const Tensor& x) { ember::sum(x, {1}); }));
+  v.push_back(unary_case("sum columns 256x1024", {256, 1024}, [](const Tensor& x) { ember::sum(x, {0}); }));
+  v.push_back(unary_case("softmax rows 256x1024", {256, 1024}, [](const Tensor& x) { ember::softmax(x, 1); }));
+  v.push_back(unary_case("layer_norm 256x1024", {256, 1024}, [](const Tensor& x) { ember::layer_norm(x, {1024}); }));
+  v.push_back(unary_case("max_pool2d 8x32x32x32", {8, 32, 32, 32}, [](const Tensor& x) { ember::max_pool2d(x, 2); }));
+  return v;
+}
+
+}  // namespace kernel_report

@@ -1,0 +1,122 @@
+// The kernel efficiency report (docs/CUDA-KERNEL-REPORT.md): the emulator's counters per kernel
+// (core/cuda/emu/profile.h) with ptxas's registers, shared memory and spills, the theoretical
+// occupancy on sm_80 and sm_90, a roofline lower bound on an H100 and an H200, and the budgets
+// each kernel family is held to. Every number is the emulator's prediction, not a measurement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/cuda/emu/profile.h"
+
+namespace kernel_report {
+
+namespace profile = ember::emu::profile;
+
+// ptxas -v's figures for one kernel on one architecture.
+struct PtxasInfo {
+  int regs = -1;  // -1: unknown
+  int smem = 0;   // static shared bytes per block
+  int spill = 0;  // spill stores + loads, bytes
+};
+// By demangled kernel name ("(anonymous namespace)" for nvcc's and the host's anonymous
+// namespaces alike), then architecture ("sm_80").
+using PtxasTable = std::map<std::string, std::map<std::string, PtxasInfo>>;
+// Reads every *.ptxas.log under `dir` (a CUDA build leaves one beside each kernel object).
+PtxasTable load_ptxas(const std::string& dir);
+PtxasTable parse_ptxas(const std::string& log_text);
+std::string demangle(const std::string& mangled);
+
+// The CUDA occupancy calculator's rules for one architecture.
+struct Arch {
+  const char* name;
+  int smem_per_sm;  // the largest carve-out, bytes
+};
+const Arch kSm80{"sm_80", 164 * 1024};
+const Arch kSm90{"sm_90", 228 * 1024};
+struct Occupancy {
+  int blocks = 0;         // resident blocks per SM
+  double fraction = 0.0;  // resident warps / 64
+  std::string limiter;    // "regs", "smem", "warps" or "blocks"
+};
+Occupancy occupancy(const Arch& arch, int regs_per_thread, size_t smem_per_block, unsigned threads);
+
+// Peak rates from NVIDIA's data sheets (SXM parts), as scripts/gpu-check.sh has them.
+struct Gpu {
+  const char* name;
+  double hbm_bytes_per_s, fp32_flops_per_s, fp64_flops_per_s;
+};
+const Gpu kH100{"H100", 3.35e12, 67e12, 34e12};
+const Gpu kH200{"H200", 4.8e12, 67e12, 34e12};
+// max(bytes at HBM bandwidth, FLOPs at peak), seconds.
+double roofline_seconds(const Gpu& g, double bytes, double flops, bool fp64);
+
+// A representative use of the kernels: `make` builds the inputs on the device `emu` (not
+// profiled) and returns the call to profile; `flops` are credited to the kernels whose name
+// contains `flop_kernel`.
+struct Case {
+  std::string name;
+  std::function<std::function<void()>()> make;
+  double flops = 0;
+  std::string flop_kernel;
+  bool fp64 = false;
+};
+
+// One kernel of one case.
+struct Row {
+  std::string case_name, kernel, stub;
+  int launches = 0;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  size_t smem = 0;  // static + dynamic shared bytes per block
+  profile::Totals totals;
+  std::vector<profile::SiteStats> sites;
+  PtxasInfo sm80, sm90;
+  Occupancy occ80, occ90;
+  double flops = 0;
+  bool fp64 = false;
+};
+
+// Runs the case in a profiling session and returns a row per kernel it launched.
+std::vector<Row> run_case(const Case& c, const PtxasTable& ptxas);
+// Rows of the given launches, grouped by kernel (exposed for tests with their own launches).
+std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile::Launch>& launches,
+                         const PtxasTable& ptxas);
+void print_table(std::ostream& os, const std::vector<Row>& rows);
+// "file:line" of instruction addresses of this program (addr2line; "?" without it).
+std::map<uintptr_t, std::string> symbolize_sites(const std::vector<uintptr_t>& addrs);
+// The instructions below the global-efficiency or shared-wavefront budget, with file:line.
+// Every instruction of the row, with its counts.
+void print_sites(std::ostream& os, const Row& row);
+void print_worst_sites(std::ostream& os, const std::vector<Row>& rows, size_t per_row);
+
+// A kernel family's budget (tests/emu_profile/budgets.cpp).
+struct Budget {
+  std::string family, kernel;  // rows whose kernel name contains `kernel`
+  double min_global_efficiency = 0.0;
+  double max_shared_excess = 1e9;  // wavefronts per ideal wavefront (1 = conflict-free)
+  double min_occupancy = 0.0;      // on sm_80 and sm_90, from ptxas (skipped without its data)
+  int max_spill_bytes = 0;
+};
+const std::vector<Budget>& budgets();
+// A known breach of a budget, accepted until the kernel is fixed: the budget test prints it instead
+// of failing, and fails when it no longer occurs (so the waiver goes once the fix lands).
+struct Waiver {
+  std::string kernel;     // the row's kernel name contains it
+  std::string violation;  // the check's message contains it
+  std::string why;
+};
+const std::vector<Waiver>& waivers();
+// What the row breaks of the budget; empty when within it.
+std::vector<std::string> check(const Row& row, const Budget& b);
+
+// The cases the report prints (tests/emu_profile/cases.cpp).
+std::vector<Case> representative_cases();
+
+// Where the build's ptxas logs are (this build's own, when it has CUDA).
+std::string default_ptxas_dir();
+
+}  // namespace kernel_report
