@@ -9,7 +9,7 @@
 find_package(Boost 1.74 CONFIG REQUIRED COMPONENTS context)
 
 # With PROFILED, <target> holds the same kernel files compiled with access hooks for the efficiency
-# counters (core/cuda/emu/profile.h, docs/CUDA-KERNEL-REPORT.md), and for core a second object
+# counters (core/cuda/emu/profile.h, docs/cuda/kernel-report.md), and for core a second object
 # library <target>_runtime holds the emulator, uninstrumented, with the hooks; a program links both
 # instead of the plain library. The hooks are the kernel flavour of AddressSanitizer's calls
 # (no runtime, no shadow memory), so profiled builds exist only without EMBER_SANITIZE.

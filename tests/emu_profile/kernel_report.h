@@ -1,4 +1,4 @@
-// The kernel efficiency report (docs/CUDA-KERNEL-REPORT.md): the emulator's counters per kernel
+// The kernel efficiency report (docs/cuda/kernel-report.md): the emulator's counters per kernel
 // (core/cuda/emu/profile.h) with ptxas's registers, shared memory and spills, the theoretical
 // occupancy on sm_80 and sm_90, a roofline lower bound on an H100 and an H200, and the budgets
 // each kernel family is held to. Every number is the emulator's prediction, not a measurement.

@@ -1,5 +1,5 @@
 // ember_kernel_report: the emulator's efficiency table for the CUDA kernels on representative
-// shapes (docs/CUDA-KERNEL-REPORT.md), the instructions that miss the budgets, each family's
+// shapes (docs/cuda/kernel-report.md), the instructions that miss the budgets, each family's
 // budget verdict, and the kernels ptxas compiled that no case reached.
 //
 //   ember_kernel_report [--ptxas DIR] [--cases SUBSTRING] [--sites]

@@ -1,4 +1,4 @@
-// The emulator's efficiency counters (core/cuda/emu/profile.h, docs/CUDA-KERNEL-REPORT.md).
+// The emulator's efficiency counters (core/cuda/emu/profile.h, docs/cuda/kernel-report.md).
 //
 // An instrumented kernel calls access() before each load and store. The access is classified by
 // its address (the block's shared memory, tracked device memory, or neither: ignored) and held

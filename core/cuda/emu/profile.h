@@ -1,4 +1,4 @@
-// Efficiency counters of the kernel emulator (docs/CUDA-KERNEL-REPORT.md): per launch, from the
+// Efficiency counters of the kernel emulator (docs/cuda/kernel-report.md): per launch, from the
 // addresses that the lanes of each warp touch in one memory instruction, the global-memory
 // requests and the 32-byte sectors they touch, the shared-memory wavefronts per request (32 banks
 // of 4 bytes), and the share of branches whose lanes went different ways.
