@@ -1,4 +1,4 @@
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 #include <atomic>
 

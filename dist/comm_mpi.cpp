@@ -1,4 +1,4 @@
-#include "scheduler/parallel/comm_mpi.h"
+#include "dist/comm_mpi.h"
 
 // The C API only: OpenMPI's deprecated C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "scheduler/parallel/shm_allreduce.h"
+#include "dist/shm_allreduce.h"
 
 namespace ember::dist {
 namespace {

@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace ember::dist {
 

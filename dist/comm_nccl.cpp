@@ -1,6 +1,6 @@
 // Status: run with one rank on a lent H200 (2026-12-04, gpu.nccl_np1 through scripts/gpu-check.sh);
 // two ranks have never run (see comm_nccl.h and tests/gpu/nccl_test.cpp).
-#include "scheduler/parallel/comm_nccl.h"
+#include "dist/comm_nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

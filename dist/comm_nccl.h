@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace ember::dist {
 

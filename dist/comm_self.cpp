@@ -1,4 +1,4 @@
-#include "scheduler/parallel/comm_self.h"
+#include "dist/comm_self.h"
 
 #include "core/error.h"
 

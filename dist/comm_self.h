@@ -5,7 +5,7 @@
 // NCCL tests on a machine that has no MPI launcher (tests/gpu/nccl_test.cpp).
 #pragma once
 
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace ember::dist {
 

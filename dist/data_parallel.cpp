@@ -1,4 +1,4 @@
-#include "scheduler/parallel/data_parallel.h"
+#include "dist/data_parallel.h"
 
 #include <algorithm>
 

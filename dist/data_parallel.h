@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
+#include "dist/ddp.h"
+#include "dist/ddp_checkpoint.h"
+#include "dist/ddp_split.h"
 #include "layers/checkpoint.h"
-#include "scheduler/parallel/comm.h"
-#include "scheduler/parallel/ddp.h"
-#include "scheduler/parallel/ddp_checkpoint.h"
-#include "scheduler/parallel/ddp_split.h"
 
 namespace ember::dist {
 

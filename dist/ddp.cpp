@@ -1,4 +1,4 @@
-#include "scheduler/parallel/ddp.h"
+#include "dist/ddp.h"
 
 #include <algorithm>
 #include <cstring>

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "layers/module.h"
-#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

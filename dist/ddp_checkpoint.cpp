@@ -1,4 +1,4 @@
-#include "scheduler/parallel/ddp_checkpoint.h"
+#include "dist/ddp_checkpoint.h"
 
 #include <filesystem>
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "dist/comm.h"
 #include "layers/checkpoint.h"
-#include "scheduler/parallel/comm.h"
 
 namespace ember::dist {
 

@@ -1,4 +1,4 @@
-#include "scheduler/parallel/ddp_split.h"
+#include "dist/ddp_split.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace ember::dist {
 

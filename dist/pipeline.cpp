@@ -1,4 +1,4 @@
-#include "scheduler/parallel/pipeline.h"
+#include "dist/pipeline.h"
 
 #include <algorithm>
 #include <chrono>

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
+#include "dist/ddp.h"
+#include "dist/pipeline_schedule.h"
 #include "layers/container.h"
-#include "scheduler/parallel/comm.h"
-#include "scheduler/parallel/ddp.h"
-#include "scheduler/parallel/pipeline_schedule.h"
 
 namespace ember::dist {
 

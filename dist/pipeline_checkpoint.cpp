@@ -1,4 +1,4 @@
-#include "scheduler/parallel/pipeline_checkpoint.h"
+#include "dist/pipeline_checkpoint.h"
 
 #include <filesystem>
 #include <set>

@@ -13,9 +13,9 @@
 #include <map>
 #include <string>
 
+#include "dist/ddp_checkpoint.h"
+#include "dist/pipeline.h"
 #include "layers/checkpoint.h"
-#include "scheduler/parallel/ddp_checkpoint.h"
-#include "scheduler/parallel/pipeline.h"
 
 namespace ember::dist {
 

@@ -1,4 +1,4 @@
-#include "scheduler/parallel/pipeline_grid.h"
+#include "dist/pipeline_grid.h"
 
 #include "core/error.h"
 

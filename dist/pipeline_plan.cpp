@@ -1,4 +1,4 @@
-#include "scheduler/parallel/pipeline_plan.h"
+#include "dist/pipeline_plan.h"
 
 #include <algorithm>
 #include <cmath>

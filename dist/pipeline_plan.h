@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/parallel/pipeline_schedule.h"
+#include "dist/pipeline_schedule.h"
 
 namespace ember {
 class Tensor;

@@ -8,8 +8,8 @@
 #include "core/generator.h"
 #include "core/ops.h"
 #include "core/stream.h"
+#include "dist/pipeline_plan.h"
 #include "layers/container.h"
-#include "scheduler/parallel/pipeline_plan.h"
 
 namespace ember::dist {
 namespace {

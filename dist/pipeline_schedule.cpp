@@ -1,4 +1,4 @@
-#include "scheduler/parallel/pipeline_schedule.h"
+#include "dist/pipeline_schedule.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "scheduler/parallel/shm_allreduce.h"
+#include "dist/shm_allreduce.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

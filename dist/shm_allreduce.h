@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace ember::dist {
 

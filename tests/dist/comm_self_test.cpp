@@ -1,7 +1,7 @@
 // SelfCommunicator, the world of one: collectives are the identity or a copy, complete at once,
 // and what needs another rank is an error naming it. (It runs in every rank of the suite's mpirun
 // job, each rank on its own.)
-#include "scheduler/parallel/comm_self.h"
+#include "dist/comm_self.h"
 
 #include <gtest/gtest.h>
 

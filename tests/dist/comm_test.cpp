@@ -6,8 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "dist/comm_mpi.h"
 #include "dist_test_util.h"
-#include "scheduler/parallel/comm_mpi.h"
 
 using namespace ember;
 using namespace ember::dist;

@@ -2,7 +2,7 @@
 // one process gets on the global batch; the ranks agree on a flag one of them raised and add up
 // their sums; the summary names the shares, buckets and backend; a checkpoint written through it
 // restores every rank's model.
-#include "scheduler/parallel/data_parallel.h"
+#include "dist/data_parallel.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Distributed checkpoints: rank 0 writes the model and optimizer, every rank its generators and
 // loader position; resuming restores them and refuses another world size unless resharding.
-#include "scheduler/parallel/ddp_checkpoint.h"
+#include "dist/ddp_checkpoint.h"
 
 #include <filesystem>
 

@@ -2,7 +2,7 @@
 // unequal batch shares) end with the parameters one process gets on the global batch; buckets
 // all-reduce while backward runs, in the same order on every rank; no_sync accumulates; unused
 // parameters are reported or allowed; buffers are synchronised; models that differ are refused.
-#include "scheduler/parallel/ddp.h"
+#include "dist/ddp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "core/autograd/grad_mode.h"
+#include "dist/ddp_split.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
 #include "models/mnist_cnn.h"
-#include "scheduler/parallel/ddp_split.h"
 
 using namespace ember;
 using namespace ember::dist;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 #include "test_helpers.h"
 
 namespace dist_test {

@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "core/ops.h"
+#include "dist/comm_mpi.h"
+#include "dist/ddp.h"
+#include "dist/pipeline.h"
 #include "layers/nn.h"
-#include "scheduler/parallel/comm_mpi.h"
-#include "scheduler/parallel/ddp.h"
-#include "scheduler/parallel/pipeline.h"
 
 using namespace ember;
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       "kill", "leave", "stall", "ddp", "pipeline_throw", "pipeline_kill", "pipeline_mismatch"};
   if (argc != 2 || std::find(modes.begin(), modes.end(), argv[1]) == modes.end()) {
     std::fprintf(stderr,
-                 "usage: ember_parallel_fault kill|leave|stall|ddp|pipeline_throw|pipeline_kill|pipeline_mismatch\n");
+                 "usage: ember_dist_fault kill|leave|stall|ddp|pipeline_throw|pipeline_kill|pipeline_mismatch\n");
     return 2;
   }
   std::string mode = argv[1];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault_test.sh MPIEXEC ember_parallel_fault MODE: runs the fault program on real ranks and checks
+# fault_test.sh MPIEXEC ember_dist_fault MODE: runs the fault program on real ranks and checks
 # that the survivors say what happened and exit (ctest's TIMEOUT is the time bound).
 set -u
 mpiexec=$1 prog=$2 mode=$3

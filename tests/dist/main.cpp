@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "dist/comm_mpi.h"
 #include "dist_test_util.h"
-#include "scheduler/parallel/comm_mpi.h"
 
 namespace dist_test {
 namespace {

@@ -1,14 +1,14 @@
 // Pipeline checkpoints: a job of K stages (and replicas) writes the one-process format; it resumes
 // on the same layout with every rank's generator, on another stage count with --reshard, and in
 // one process through load_training; the continued training equals an uninterrupted one.
-#include "scheduler/parallel/pipeline_checkpoint.h"
+#include "dist/pipeline_checkpoint.h"
 
 #include <filesystem>
 #include <map>
 
+#include "dist/pipeline_grid.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
-#include "scheduler/parallel/pipeline_grid.h"
 
 using namespace ember;
 using namespace ember::dist;

@@ -3,7 +3,7 @@
 // partitions out, both schedules, with and without recompute); a hand example; the refusal when
 // nothing fits and its message; bad input; and the time to plan 200 layers into 16 stages (printed,
 // not asserted). Pure computation: every rank runs it alone, no collectives.
-#include "scheduler/parallel/pipeline_plan.h"
+#include "dist/pipeline_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 
 #include "core/generator.h"
 #include "core/ops.h"
+#include "dist/pipeline_plan.h"
 #include "layers/nn.h"
-#include "scheduler/parallel/pipeline_plan.h"
 #include "test_helpers.h"
 
 using namespace ember;

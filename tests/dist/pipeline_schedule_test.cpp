@@ -3,7 +3,7 @@
 // order, and the activations held at once never exceed pipeline_in_flight (and reach it); GPipe is
 // every forward then every backward; two 1F1B sequences written out by hand; parsing. Pure
 // computation: every rank runs it alone, no collectives.
-#include "scheduler/parallel/pipeline_schedule.h"
+#include "dist/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -3,16 +3,16 @@
 // stage's weights equal to those one process gets training the whole model on the same global
 // batches. Also: buffers stay on their stage and are updated once per micro-batch, 1F1B holds
 // fewer micro-batches than GPipe, the forward-only pass, and arguments that are refused.
-#include "scheduler/parallel/pipeline.h"
+#include "dist/pipeline.h"
 
 #include <cmath>
 #include <map>
 
 #include "core/autograd/grad_mode.h"
+#include "dist/pipeline_grid.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
 #include "rendezvous_comm.h"
-#include "scheduler/parallel/pipeline_grid.h"
 
 using namespace ember;
 using namespace ember::dist;

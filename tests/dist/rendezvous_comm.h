@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
-#include "scheduler/parallel/comm.h"
+#include "dist/comm.h"
 
 namespace dist_test {
 

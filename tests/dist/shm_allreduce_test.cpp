@@ -1,9 +1,9 @@
-// The shared-memory all-reduce protocol (scheduler/parallel/shm_allreduce.h) with threads standing in
+// The shared-memory all-reduce protocol (dist/shm_allreduce.h) with threads standing in
 // for ranks over one segment: every dtype and op against a serial reference, tensors of many
 // rounds through tiny slots, bitwise-equal results on every rank, a mismatch failing every rank
 // and leaving them in step. These run in each MPI rank of the suite but use no MPI; the MPI
 // communicator's own all_reduce over the same code is tested in comm_test.cpp.
-#include "scheduler/parallel/shm_allreduce.h"
+#include "dist/shm_allreduce.h"
 
 #include <atomic>
 #include <cmath>
