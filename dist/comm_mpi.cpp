@@ -386,6 +386,9 @@ class Engine {
     std::_Exit(kPeerLostExit);
   }
 
+  void serve();
+  void leave();
+
   // Stall and dead-peer checks.
   void watch() {
     const auto* op = oldest_collective();
@@ -434,6 +437,9 @@ class Engine {
   }
 
  private:
+  bool take_work(std::vector<std::unique_ptr<MpiCommunicator::Op>>& fresh);
+  void pause(uint32_t seen);
+
   MpiCommunicator::State& st_;
   const MpiOptions& o_;
   int rank_, size_;
@@ -503,6 +509,158 @@ void MpiCommunicator::open_shared_memory() {
   st.shm = std::make_unique<ShmAllReduce>(base, rank_, size_, slot);
 }
 
+namespace {
+
+// The communication thread's loop: takes queued operations, starts them, tests the active ones,
+// beats and listens to the peers' heartbeats, until the communicator stops and nothing is left.
+void Engine::serve() {
+  beat(0);
+  for (;;) {
+    // Read before looking for work: a ring after this makes the doorbell wait below return.
+    const uint32_t seen = st_.shm ? st_.shm->doorbell() : 0;
+    std::vector<std::unique_ptr<MpiCommunicator::Op>> fresh;
+    const bool stop = take_work(fresh);
+    for (auto& op : fresh) {
+      using Op = MpiCommunicator::Op;
+      if (op->kind != Op::Send && op->kind != Op::Recv && op->kind != Op::Call && op->group < 0)
+        op->seq = st_.launched++;
+      start(*op);
+      st_.active.push_back(std::move(op));
+    }
+    bool moved = progress();
+    if (seconds_since(st_.last_beat) >= o_.heartbeat_seconds) {
+      drain();
+      beat(0);
+    }
+    drain();
+    watch();
+    if (stop && st_.active.empty()) {
+      std::lock_guard<std::mutex> lk(st_.mu);
+      if (st_.queue.empty()) break;
+    }
+    if (!st_.active.empty() && !moved) pause(seen);
+  }
+}
+
+// Moves the queued operations to `fresh`, first sleeping while there is nothing to do; returns
+// whether the communicator is stopping.
+bool Engine::take_work(std::vector<std::unique_ptr<MpiCommunicator::Op>>& fresh) {
+  std::unique_lock<std::mutex> lk(st_.mu);
+  if (st_.queue.empty() && st_.active.empty() && !st_.stop) {
+    // Idle: sleep until work arrives, the next heartbeat is due, or half a heartbeat has
+    // passed (to hear the peers). Counting the half heartbeat from the last beat instead, as
+    // this once did, made every wait of a period's second half return at once: the idle
+    // thread spun, taking up to half of its rank's core from the computation.
+    const auto now = Clock::now();
+    const auto wake = std::min(now + seconds_as_duration(o_.heartbeat_seconds / 2),
+                               st_.last_beat + seconds_as_duration(o_.heartbeat_seconds));
+    if (wake > now) st_.cv.wait_until(lk, wake, [&] { return !st_.queue.empty() || st_.stop; });
+  }
+  st_.loops.fetch_add(1, std::memory_order_relaxed);
+  while (!st_.queue.empty()) {
+    fresh.push_back(std::move(st_.queue.front()));
+    st_.queue.pop_front();
+  }
+  return st_.stop;
+}
+
+// Waits a little while operations are in flight and none moved; `seen` is the doorbell as read
+// before this pass looked for work.
+void Engine::pause(uint32_t seen) {
+  // Non-blocking MPI progresses only inside MPI calls: poll often while work is in flight.
+  // While a caller is blocked in wait() its core is idle, so poll back to back (each sleep
+  // would add its wake-up latency to every message of the collective); otherwise sleep
+  // between polls so that two ranks on two cores leave the cores to backward.
+  const bool mpi_in_flight =
+      std::any_of(st_.active.begin(), st_.active.end(), [](const auto& op) { return op->req != MPI_REQUEST_NULL; });
+  if (!mpi_in_flight && st_.shm) {
+    // Only shared-memory work waits: the ranks it waits for ring this rank's doorbell, as
+    // does a caller queueing more. Sleep until then, or until the next heartbeat is due.
+    // While a caller is blocked in wait() its core is idle: watch the doorbell for a while
+    // first, as the MPI path polls back to back then.
+    const bool caller_waits = Work::blocked_waiters().load(std::memory_order_relaxed) > 0;
+    st_.shm->wait_for_doorbell(seen,
+                               std::min(o_.heartbeat_seconds / 2, o_.heartbeat_seconds - seconds_since(st_.last_beat)),
+                               caller_waits ? kShmSpinSeconds : 0.0);
+  } else if (Work::blocked_waiters().load(std::memory_order_relaxed) > 0) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(40));
+  }
+}
+
+// Leaving: tell the others, then wait until every rank has left (or is found dead) before
+// MPI_Finalize, which would otherwise block on a rank that is still computing.
+void Engine::leave() {
+  beat(1);
+  MPI_Request bar;
+  MPI_Ibarrier(st_.ctrl, &bar);
+  for (int done = 0; !done;) {
+    MPI_Test(&bar, &done, MPI_STATUS_IGNORE);
+    drain();
+    if (seconds_since(st_.last_beat) >= o_.heartbeat_seconds) beat(1);
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      if (!st_.peers[p].left && seconds_since(st_.peers[p].heard) > o_.dead_seconds)
+        give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down"));
+      // It will never join the barrier, and MPI_Finalize could wait for it forever.
+      if (st_.peers[p].gave_up)
+        give_up(detail::concat("rank ", p, " gave up while this rank was shutting down; leaving without MPI_Finalize"));
+    }
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  while (!st_.sends.empty()) {
+    MPI_Wait(&st_.sends.front().req, MPI_STATUS_IGNORE);
+    st_.sends.pop_front();
+  }
+  // Heartbeats sent after a peer's last drain are still unmatched: receive them.
+  drain();
+  for (MPI_Op* o : {&st_.half_sum, &st_.half_max, &st_.bf_sum, &st_.bf_max}) MPI_Op_free(o);
+  st_.shm.reset();
+  if (st_.shm_win != MPI_WIN_NULL) MPI_Win_free(&st_.shm_win);  // every rank is here: it is collective
+  for (auto& g : st_.groups) MPI_Comm_free(&g.comm);
+  for (MPI_Comm* c : {&st_.data, &st_.ctrl, &st_.p2p, &st_.node}) MPI_Comm_free(c);
+  MPI_Finalize();
+}
+
+}  // namespace
+
+// Starts MPI on the communication thread: its communicators, this rank's place, the shared-memory
+// all-reduce where every rank is on this node, the 16-bit reductions and the peers' table. Returns
+// the error that stops the communicator, or null.
+std::exception_ptr MpiCommunicator::start_mpi() {
+  State& st = *st_;
+  int provided = 0;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (inited) return std::make_exception_ptr(Error("MpiCommunicator: MPI is already initialised in this process"));
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return std::make_exception_ptr(Error("MpiCommunicator: MPI_Init_thread failed"));
+  // All calls come from this one thread, so FUNNELED would do; SERIALIZED is asked for so that a
+  // future second caller (a GPU backend's bootstrap) stays legal.
+  thread_level_ = provided;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(MPI_COMM_WORLD, &st.data);
+  MPI_Comm_dup(MPI_COMM_WORLD, &st.ctrl);
+  MPI_Comm_dup(MPI_COMM_WORLD, &st.p2p);
+  for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &st.node);
+  MPI_Comm_set_errhandler(st.node, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(st.node, &local_rank_);
+  MPI_Comm_size(st.node, &local_size_);
+  if (size_ > 1 && local_size_ == size_) open_shared_memory();
+  if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank_ = std::atoi(lr);
+  MPI_Op_create(&half_op<Half, false>, 1, &st.half_sum);
+  MPI_Op_create(&half_op<Half, true>, 1, &st.half_max);
+  MPI_Op_create(&half_op<BFloat16, false>, 1, &st.bf_sum);
+  MPI_Op_create(&half_op<BFloat16, true>, 1, &st.bf_max);
+  st.peers.resize(static_cast<size_t>(size_));
+  for (auto& p : st.peers) p.heard = Clock::now();
+  return nullptr;
+}
+
 MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_unique<State>()) {
   EMBER_CHECK(opts.heartbeat_seconds > 0 && opts.stall_seconds > 0 && opts.dead_seconds > opts.heartbeat_seconds,
               "MpiOptions: expected positive heartbeat and stall times and dead_seconds > heartbeat_seconds");
@@ -523,140 +681,14 @@ MpiCommunicator::MpiCommunicator(MpiOptions opts) : opts_(opts), st_(std::make_u
   std::promise<void> ready;
   auto ready_future = ready.get_future();
   thread_ = std::thread([this, &ready] {
-    State& st = *st_;
-    int provided = 0;
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (inited) {
-      ready.set_exception(
-          std::make_exception_ptr(Error("MpiCommunicator: MPI is already initialised in this process")));
+    if (std::exception_ptr failed = start_mpi()) {
+      ready.set_exception(failed);
       return;
     }
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
-      ready.set_exception(std::make_exception_ptr(Error("MpiCommunicator: MPI_Init_thread failed")));
-      return;
-    }
-    // All calls come from this one thread, so FUNNELED would do; SERIALIZED is asked for so that a
-    // future second caller (a GPU backend's bootstrap) stays legal.
-    thread_level_ = provided;
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_dup(MPI_COMM_WORLD, &st.data);
-    MPI_Comm_dup(MPI_COMM_WORLD, &st.ctrl);
-    MPI_Comm_dup(MPI_COMM_WORLD, &st.p2p);
-    for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &st.node);
-    MPI_Comm_set_errhandler(st.node, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(st.node, &local_rank_);
-    MPI_Comm_size(st.node, &local_size_);
-    if (size_ > 1 && local_size_ == size_) open_shared_memory();
-    if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank_ = std::atoi(lr);
-    MPI_Op_create(&half_op<Half, false>, 1, &st.half_sum);
-    MPI_Op_create(&half_op<Half, true>, 1, &st.half_max);
-    MPI_Op_create(&half_op<BFloat16, false>, 1, &st.bf_sum);
-    MPI_Op_create(&half_op<BFloat16, true>, 1, &st.bf_max);
-    st.peers.resize(static_cast<size_t>(size_));
-    for (auto& p : st.peers) p.heard = Clock::now();
     ready.set_value();
-
-    Engine eng(st, opts_, rank_, size_);
-    eng.beat(0);
-    for (;;) {
-      // Read before looking for work: a ring after this makes the doorbell wait below return.
-      const uint32_t seen = st.shm ? st.shm->doorbell() : 0;
-      std::vector<std::unique_ptr<Op>> fresh;
-      bool stop = false;
-      {
-        std::unique_lock<std::mutex> lk(st.mu);
-        if (st.queue.empty() && st.active.empty() && !st.stop) {
-          // Idle: sleep until work arrives, the next heartbeat is due, or half a heartbeat has
-          // passed (to hear the peers). Counting the half heartbeat from the last beat instead, as
-          // this once did, made every wait of a period's second half return at once: the idle
-          // thread spun, taking up to half of its rank's core from the computation.
-          const auto now = Clock::now();
-          const auto wake = std::min(now + seconds_as_duration(opts_.heartbeat_seconds / 2),
-                                     st.last_beat + seconds_as_duration(opts_.heartbeat_seconds));
-          if (wake > now) st.cv.wait_until(lk, wake, [&] { return !st.queue.empty() || st.stop; });
-        }
-        st.loops.fetch_add(1, std::memory_order_relaxed);
-        while (!st.queue.empty()) {
-          fresh.push_back(std::move(st.queue.front()));
-          st.queue.pop_front();
-        }
-        stop = st.stop;
-      }
-      for (auto& op : fresh) {
-        if (op->kind != Op::Send && op->kind != Op::Recv && op->kind != Op::Call && op->group < 0)
-          op->seq = st.launched++;
-        eng.start(*op);
-        st.active.push_back(std::move(op));
-      }
-      bool moved = eng.progress();
-      if (seconds_since(st.last_beat) >= opts_.heartbeat_seconds) {
-        eng.drain();
-        eng.beat(0);
-      }
-      eng.drain();
-      eng.watch();
-      if (stop && st.active.empty()) {
-        std::lock_guard<std::mutex> lk(st.mu);
-        if (st.queue.empty()) break;
-      }
-      // Non-blocking MPI progresses only inside MPI calls: poll often while work is in flight.
-      // While a caller is blocked in wait() its core is idle, so poll back to back (each sleep
-      // would add its wake-up latency to every message of the collective); otherwise sleep
-      // between polls so that two ranks on two cores leave the cores to backward.
-      const bool mpi_in_flight =
-          std::any_of(st.active.begin(), st.active.end(), [](const auto& op) { return op->req != MPI_REQUEST_NULL; });
-      if (!st.active.empty() && !moved && !mpi_in_flight && st.shm) {
-        // Only shared-memory work waits: the ranks it waits for ring this rank's doorbell, as
-        // does a caller queueing more. Sleep until then, or until the next heartbeat is due.
-        // While a caller is blocked in wait() its core is idle: watch the doorbell for a while
-        // first, as the MPI path polls back to back then.
-        const bool caller_waits = Work::blocked_waiters().load(std::memory_order_relaxed) > 0;
-        st.shm->wait_for_doorbell(
-            seen, std::min(opts_.heartbeat_seconds / 2, opts_.heartbeat_seconds - seconds_since(st.last_beat)),
-            caller_waits ? kShmSpinSeconds : 0.0);
-      } else if (!st.active.empty() && !moved) {
-        if (Work::blocked_waiters().load(std::memory_order_relaxed) > 0)
-          std::this_thread::yield();
-        else
-          std::this_thread::sleep_for(std::chrono::microseconds(40));
-      }
-    }
-    // Leaving: tell the others, then wait until every rank has left (or is found dead) before
-    // MPI_Finalize, which would otherwise block on a rank that is still computing.
-    eng.beat(1);
-    MPI_Request bar;
-    MPI_Ibarrier(st.ctrl, &bar);
-    for (int done = 0; !done;) {
-      MPI_Test(&bar, &done, MPI_STATUS_IGNORE);
-      eng.drain();
-      if (seconds_since(st.last_beat) >= opts_.heartbeat_seconds) eng.beat(1);
-      for (int p = 0; p < size_; ++p) {
-        if (p == rank_) continue;
-        if (!st.peers[p].left && seconds_since(st.peers[p].heard) > opts_.dead_seconds)
-          eng.give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down"));
-        // It will never join the barrier, and MPI_Finalize could wait for it forever.
-        if (st.peers[p].gave_up)
-          eng.give_up(
-              detail::concat("rank ", p, " gave up while this rank was shutting down; leaving without MPI_Finalize"));
-      }
-      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    while (!st.sends.empty()) {
-      MPI_Wait(&st.sends.front().req, MPI_STATUS_IGNORE);
-      st.sends.pop_front();
-    }
-    // Heartbeats sent after a peer's last drain are still unmatched: receive them.
-    eng.drain();
-    for (MPI_Op* o : {&st.half_sum, &st.half_max, &st.bf_sum, &st.bf_max}) MPI_Op_free(o);
-    st.shm.reset();
-    if (st.shm_win != MPI_WIN_NULL) MPI_Win_free(&st.shm_win);  // every rank is here: it is collective
-    for (auto& g : st.groups) MPI_Comm_free(&g.comm);
-    for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p, &st.node}) MPI_Comm_free(c);
-    MPI_Finalize();
+    Engine eng(*st_, opts_, rank_, size_);
+    eng.serve();
+    eng.leave();
   });
   try {
     ready_future.get();

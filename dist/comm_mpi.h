@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -86,7 +87,8 @@ class MpiCommunicator final : public Communicator {
   friend class MpiGroupCommunicator;
   MpiView world_view() const;
   WorkPtr enqueue(std::unique_ptr<Op> op);
-  void open_shared_memory();  // on the communication thread, while MPI starts
+  std::exception_ptr start_mpi();  // on the communication thread
+  void open_shared_memory();       // on the communication thread, while MPI starts
 
   MpiOptions opts_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, thread_level_ = 0;
