@@ -198,186 +198,217 @@ void Pipeline::check_header(const Header& h, int from_stage, const char* what, i
               "'s was expected");
 }
 
-double Pipeline::train_step(const Tensor& input, const Tensor& target, const LossFn& loss, const MetricFn& metrics) {
-  EMBER_CHECK(loss || !is_last(), "pipeline ", describe(), ": train_step needs a loss function on the last stage");
-  stats_ = {};
-  Allocator* alloc = get_allocator(comm_.device());
-  const int64_t bytes_at_start = alloc->stats().in_use;
-  alloc->reset_peak();
-  const int k = stages();
-
-  // The batch size and micro-batch count come from the first stage (its input), in every header.
+// One train_step's state, shared by the actions of the schedule.
+struct Pipeline::Step {
+  const Tensor& input;
+  const Tensor& target;
+  const LossFn& loss;
+  const MetricFn& metrics;
   int64_t batch = 0;
-  int m = 0;
-  Header first_in;
-  if (is_first()) {
-    EMBER_CHECK(input.defined() && input.dim() >= 1, "pipeline ", describe(),
-                ": train_step needs the batch's input (a tensor with a batch dimension) on the first stage");
-    batch = input.size(0);
-    m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, batch));
-  } else {
-    first_in = recv_header(stage_ - 1, kForwardTag);
-    batch = first_in.batch;
-    m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, batch));
-    check_header(first_in, stage_ - 1, "activation", 0, m, batch);
-  }
-  EMBER_CHECK(batch >= 1, "pipeline ", describe(), ": the batch is empty");
-  step_micro_batches_ = m;
-  const std::vector<int64_t> sizes = micro_batch_sizes(batch, m);
-  std::vector<int64_t> offsets(sizes.size(), 0);
-  for (size_t i = 1; i < sizes.size(); ++i) offsets[i] = offsets[i - 1] + sizes[i - 1];
-  if (is_last())
-    EMBER_CHECK(target.defined() && target.dim() >= 1 && target.size(0) == batch, "pipeline ", describe(),
-                ": expected a target with the batch's ", batch, " rows on the last stage, got ",
-                target.defined() ? shape_str(target.shape()) : std::string("none"));
-
-  std::vector<Micro> micro(static_cast<size_t>(m));
-  bool have_first_header = !is_first();
+  int m = 0;  // micro-batches
+  std::vector<int64_t> sizes, offsets;
+  std::vector<Micro> micro;
+  Header first_in;  // the first activation's header (read early: it says the batch size)
+  bool have_first_header = false;
   // Each link carries its messages in the order of the upstream stage's actions, which is the only
   // order NCCL can deliver them in: its transfers on one stream run one after another and each
   // waits for its peer's matching one (MPI would buffer a gradient sent ahead; NCCL does not). So
   // before a stage sends micro-batch i's gradient back, it takes every activation that the
   // previous stage sends before taking that gradient; under 1F1B that is the input of its own
   // next forward, received one action early, as Megatron's send_backward_recv_forward does.
-  std::vector<Tensor> received(static_cast<size_t>(m));
+  std::vector<Tensor> received;
   std::vector<PipelineAction> upstream;
-  if (!is_first()) upstream = pipeline_actions(opts_.schedule, k, stage_ - 1, m);
   int next_input = 0;  // the next micro-batch whose activation this stage has not received
-  auto receive_input = [&] {
-    const int i = next_input++;
-    Header h = have_first_header ? first_in : recv_header(stage_ - 1, kForwardTag);
-    have_first_header = false;
-    check_header(h, stage_ - 1, "activation", i, m, batch);
-    Tensor x = recv_data(h, stage_ - 1, kForwardTag);
-    if (h.needs_grad) x.requires_grad_();
-    received[static_cast<size_t>(i)] = x;
-  };
-  auto receive_inputs_sent_before_gradient = [&](int i) {
-    for (const PipelineAction& a : upstream) {
-      if (a.kind == PipelineAction::Backward && a.micro_batch == i) break;
-      if (a.kind == PipelineAction::Forward && a.micro_batch >= next_input) receive_input();
-    }
-  };
   double loss_sum = 0;
   int live = 0;
   bool params_need_grad = false;
-  for (const Tensor& p : stage_module_->parameters()) params_need_grad |= p.requires_grad();
+};
 
-  auto forward_one = [&](int i) {
-    Micro& mb = micro[static_cast<size_t>(i)];
-    mb.weight = static_cast<double>(sizes[i]) / static_cast<double>(batch);
-    Tensor x;
-    if (is_first()) {
-      x = input.narrow(0, offsets[i], sizes[i]);
-    } else {
-      while (next_input <= i) receive_input();
-      x = std::move(received[static_cast<size_t>(i)]);
-    }
-    mb.input = x;
-    if (is_last()) mb.target = target.narrow(0, offsets[i], sizes[i]);
-    const auto t0 = Clock::now();
-    Tensor out;
-    if (opts_.recompute) {
-      mb.rng = default_generator().state();
-      NoGradGuard no_grad;
-      out = run_stage(x);
-      mb.output_needs_grad = params_need_grad || x.requires_grad();
-    } else {
-      out = run_stage(x);
-      mb.output_needs_grad = out.requires_grad();
-    }
-    if (is_last()) {
-      Tensor l = loss(out, mb.target);
-      loss_sum += l.item() * mb.weight;
-      if (metrics) {
-        NoGradGuard no_grad;
-        const std::vector<double> v = metrics(out, mb.target);
-        EMBER_CHECK(static_cast<int>(v.size()) <= kMaxMetrics, "pipeline ", describe(), ": at most ", kMaxMetrics,
-                    " metrics, got ", v.size());
-        if (stats_.metrics.size() < v.size()) stats_.metrics.resize(v.size(), 0.0);
-        for (size_t j = 0; j < v.size(); ++j) stats_.metrics[j] += v[j];
-      }
-      if (!opts_.recompute) mb.output = mul(l, mb.weight);
-    } else {
-      if (!opts_.recompute) mb.output = out;
-      mb.output_shape = out.shape();
-      stats_.compute_seconds += seconds_since(t0);
-      send_tensor(out, stage_ + 1, kForwardTag, i, batch, mb.output_needs_grad);
-    }
-    if (is_last()) stats_.compute_seconds += seconds_since(t0);
-    stats_.max_in_flight = std::max(stats_.max_in_flight, ++live);
-  };
-
-  auto backward_one = [&](int i) {
-    Micro& mb = micro[static_cast<size_t>(i)];
-    Tensor grad_out;
-    if (!is_last() && mb.output_needs_grad) {
-      Header h = recv_header(stage_ + 1, kBackwardTag);
-      check_header(h, stage_ + 1, "gradient", i, m, batch);
-      EMBER_CHECK(h.shape == mb.output_shape, "pipeline ", describe(), ": stage ", stage_ + 1,
-                  " sent a gradient of shape ", shape_str(h.shape), " for micro-batch ", i,
-                  ", but this stage's output was ", shape_str(mb.output_shape));
-      grad_out = recv_data(h, stage_ + 1, kBackwardTag);
-    }
-    const auto t0 = Clock::now();
-    if (opts_.recompute && mb.output_needs_grad) {
-      // The second forward must see the first one's random numbers and must not update the
-      // buffers (batch-norm statistics) a second time.
-      const GeneratorState now = default_generator().state();
-      std::vector<Tensor> saved;
-      for (const Tensor& b : stage_module_->buffers()) saved.push_back(b.clone());
-      default_generator().set_state(mb.rng);
-      Tensor out = run_stage(mb.input);
-      default_generator().set_state(now);
-      {
-        NoGradGuard no_grad;
-        auto bufs = stage_module_->buffers();
-        for (size_t j = 0; j < bufs.size(); ++j) bufs[j].copy_(saved[j]);
-      }
-      mb.output = is_last() ? mul(loss(out, mb.target), mb.weight) : out;
-    }
-    // The replicas average the step's accumulated gradients during the last backward.
-    const bool sync = ddp_ && i == m - 1 && mb.output.defined() && mb.output.requires_grad();
-    try {
-      if (sync) ddp_->prepare_for_backward({mb.output});
-      if (mb.output.defined() && mb.output.requires_grad()) mb.output.backward(grad_out);
-      if (sync) ddp_->synchronize();
-    } catch (const Error& e) {
-      throw Error("pipeline " + describe() + ": backward of micro-batch " + std::to_string(i) + ": " + e.what());
-    }
-    stats_.compute_seconds += seconds_since(t0);
-    Tensor g;
-    if (!is_first() && mb.input.requires_grad()) {
-      g = mb.input.grad();
-      if (!g.defined()) g = zeros_like(mb.input);  // the stage did not use its input
-    }
-    mb = Micro{};  // freed before the next input arrives
-    --live;
-    if (g.defined()) {
-      receive_inputs_sent_before_gradient(i);
-      // At most one sent gradient waits for its receiver, so that a slow previous stage cannot
-      // pile gradients up here beyond the schedule's bound. Waiting cannot deadlock: the previous
-      // stage takes gradient i in its backward i, which needs nothing more from this stage.
-      for (auto& w : grad_sends_) w->wait();
-      grad_sends_.clear();
-      const size_t before = pending_sends_.size();
-      send_tensor(g, stage_ - 1, kBackwardTag, i, batch, false);
-      for (size_t j = before; j < pending_sends_.size(); ++j) grad_sends_.push_back(pending_sends_[j].first);
-    }
-  };
-
-  for (const PipelineAction& a : pipeline_actions(opts_.schedule, k, stage_, m)) {
+double Pipeline::train_step(const Tensor& input, const Tensor& target, const LossFn& loss, const MetricFn& metrics) {
+  EMBER_CHECK(loss || !is_last(), "pipeline ", describe(), ": train_step needs a loss function on the last stage");
+  stats_ = {};
+  Allocator* alloc = get_allocator(comm_.device());
+  const int64_t bytes_at_start = alloc->stats().in_use;
+  alloc->reset_peak();
+  Step s{input, target, loss, metrics};
+  begin_step(s);
+  for (const PipelineAction& a : pipeline_actions(opts_.schedule, stages(), stage_, s.m)) {
     reap_sends();
     if (a.kind == PipelineAction::Forward)
-      forward_one(a.micro_batch);
+      forward_one(s, a.micro_batch);
     else
-      backward_one(a.micro_batch);
+      backward_one(s, a.micro_batch);
   }
   flush_sends();
   stats_.peak_bytes = alloc->stats().peak - bytes_at_start;
+  return share_loss(s.loss_sum);
+}
 
-  // Every stage returns the loss and the metrics, which only the last one computed: [loss, the
-  // number of metrics, the metrics].
+// The batch size and micro-batch count come from the first stage (its input), in every header.
+void Pipeline::begin_step(Step& s) {
+  if (is_first()) {
+    EMBER_CHECK(s.input.defined() && s.input.dim() >= 1, "pipeline ", describe(),
+                ": train_step needs the batch's input (a tensor with a batch dimension) on the first stage");
+    s.batch = s.input.size(0);
+    s.m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, s.batch));
+  } else {
+    s.first_in = recv_header(stage_ - 1, kForwardTag);
+    s.batch = s.first_in.batch;
+    s.m = static_cast<int>(std::min<int64_t>(opts_.micro_batches, s.batch));
+    check_header(s.first_in, stage_ - 1, "activation", 0, s.m, s.batch);
+  }
+  EMBER_CHECK(s.batch >= 1, "pipeline ", describe(), ": the batch is empty");
+  step_micro_batches_ = s.m;
+  s.sizes = micro_batch_sizes(s.batch, s.m);
+  s.offsets.assign(s.sizes.size(), 0);
+  for (size_t i = 1; i < s.sizes.size(); ++i) s.offsets[i] = s.offsets[i - 1] + s.sizes[i - 1];
+  if (is_last())
+    EMBER_CHECK(s.target.defined() && s.target.dim() >= 1 && s.target.size(0) == s.batch, "pipeline ", describe(),
+                ": expected a target with the batch's ", s.batch, " rows on the last stage, got ",
+                s.target.defined() ? shape_str(s.target.shape()) : std::string("none"));
+
+  s.micro.resize(static_cast<size_t>(s.m));
+  s.have_first_header = !is_first();
+  s.received.resize(static_cast<size_t>(s.m));
+  if (!is_first()) s.upstream = pipeline_actions(opts_.schedule, stages(), stage_ - 1, s.m);
+  for (const Tensor& p : stage_module_->parameters()) s.params_need_grad |= p.requires_grad();
+}
+
+void Pipeline::receive_input(Step& s) {
+  const int i = s.next_input++;
+  Header h = s.have_first_header ? s.first_in : recv_header(stage_ - 1, kForwardTag);
+  s.have_first_header = false;
+  check_header(h, stage_ - 1, "activation", i, s.m, s.batch);
+  Tensor x = recv_data(h, stage_ - 1, kForwardTag);
+  if (h.needs_grad) x.requires_grad_();
+  s.received[static_cast<size_t>(i)] = x;
+}
+
+void Pipeline::receive_inputs_sent_before_gradient(Step& s, int i) {
+  for (const PipelineAction& a : s.upstream) {
+    if (a.kind == PipelineAction::Backward && a.micro_batch == i) break;
+    if (a.kind == PipelineAction::Forward && a.micro_batch >= s.next_input) receive_input(s);
+  }
+}
+
+void Pipeline::forward_one(Step& s, int i) {
+  Micro& mb = s.micro[static_cast<size_t>(i)];
+  mb.weight = static_cast<double>(s.sizes[i]) / static_cast<double>(s.batch);
+  Tensor x;
+  if (is_first()) {
+    x = s.input.narrow(0, s.offsets[i], s.sizes[i]);
+  } else {
+    while (s.next_input <= i) receive_input(s);
+    x = std::move(s.received[static_cast<size_t>(i)]);
+  }
+  mb.input = x;
+  if (is_last()) mb.target = s.target.narrow(0, s.offsets[i], s.sizes[i]);
+  const auto t0 = Clock::now();
+  Tensor out;
+  if (opts_.recompute) {
+    mb.rng = default_generator().state();
+    NoGradGuard no_grad;
+    out = run_stage(x);
+    mb.output_needs_grad = s.params_need_grad || x.requires_grad();
+  } else {
+    out = run_stage(x);
+    mb.output_needs_grad = out.requires_grad();
+  }
+  if (is_last()) {
+    take_loss(s, mb, out);
+  } else {
+    if (!opts_.recompute) mb.output = out;
+    mb.output_shape = out.shape();
+    stats_.compute_seconds += seconds_since(t0);
+    send_tensor(out, stage_ + 1, kForwardTag, i, s.batch, mb.output_needs_grad);
+  }
+  if (is_last()) stats_.compute_seconds += seconds_since(t0);
+  stats_.max_in_flight = std::max(stats_.max_in_flight, ++s.live);
+}
+
+// The last stage: the micro-batch's loss (weighted into the step's) and metrics.
+void Pipeline::take_loss(Step& s, Micro& mb, const Tensor& out) {
+  Tensor l = s.loss(out, mb.target);
+  s.loss_sum += l.item() * mb.weight;
+  if (s.metrics) {
+    NoGradGuard no_grad;
+    const std::vector<double> v = s.metrics(out, mb.target);
+    EMBER_CHECK(static_cast<int>(v.size()) <= kMaxMetrics, "pipeline ", describe(), ": at most ", kMaxMetrics,
+                " metrics, got ", v.size());
+    if (stats_.metrics.size() < v.size()) stats_.metrics.resize(v.size(), 0.0);
+    for (size_t j = 0; j < v.size(); ++j) stats_.metrics[j] += v[j];
+  }
+  if (!opts_.recompute) mb.output = mul(l, mb.weight);
+}
+
+void Pipeline::backward_one(Step& s, int i) {
+  Micro& mb = s.micro[static_cast<size_t>(i)];
+  Tensor grad_out;
+  if (!is_last() && mb.output_needs_grad) {
+    Header h = recv_header(stage_ + 1, kBackwardTag);
+    check_header(h, stage_ + 1, "gradient", i, s.m, s.batch);
+    EMBER_CHECK(h.shape == mb.output_shape, "pipeline ", describe(), ": stage ", stage_ + 1,
+                " sent a gradient of shape ", shape_str(h.shape), " for micro-batch ", i,
+                ", but this stage's output was ", shape_str(mb.output_shape));
+    grad_out = recv_data(h, stage_ + 1, kBackwardTag);
+  }
+  const auto t0 = Clock::now();
+  if (opts_.recompute && mb.output_needs_grad) recompute(s, mb);
+  // The replicas average the step's accumulated gradients during the last backward.
+  const bool sync = ddp_ && i == s.m - 1 && mb.output.defined() && mb.output.requires_grad();
+  try {
+    if (sync) ddp_->prepare_for_backward({mb.output});
+    if (mb.output.defined() && mb.output.requires_grad()) mb.output.backward(grad_out);
+    if (sync) ddp_->synchronize();
+  } catch (const Error& e) {
+    throw Error("pipeline " + describe() + ": backward of micro-batch " + std::to_string(i) + ": " + e.what());
+  }
+  stats_.compute_seconds += seconds_since(t0);
+  Tensor g;
+  if (!is_first() && mb.input.requires_grad()) {
+    g = mb.input.grad();
+    if (!g.defined()) g = zeros_like(mb.input);  // the stage did not use its input
+  }
+  mb = Micro{};  // freed before the next input arrives
+  --s.live;
+  if (g.defined()) send_gradient(s, i, g);
+}
+
+// The forward again, with history, for a micro-batch whose first forward kept none.
+void Pipeline::recompute(Step& s, Micro& mb) {
+  // The second forward must see the first one's random numbers and must not update the
+  // buffers (batch-norm statistics) a second time.
+  const GeneratorState now = default_generator().state();
+  std::vector<Tensor> saved;
+  for (const Tensor& b : stage_module_->buffers()) saved.push_back(b.clone());
+  default_generator().set_state(mb.rng);
+  Tensor out = run_stage(mb.input);
+  default_generator().set_state(now);
+  {
+    NoGradGuard no_grad;
+    auto bufs = stage_module_->buffers();
+    for (size_t j = 0; j < bufs.size(); ++j) bufs[j].copy_(saved[j]);
+  }
+  mb.output = is_last() ? mul(s.loss(out, mb.target), mb.weight) : out;
+}
+
+// Micro-batch i's input gradient, back to the previous stage.
+void Pipeline::send_gradient(Step& s, int i, const Tensor& g) {
+  receive_inputs_sent_before_gradient(s, i);
+  // At most one sent gradient waits for its receiver, so that a slow previous stage cannot
+  // pile gradients up here beyond the schedule's bound. Waiting cannot deadlock: the previous
+  // stage takes gradient i in its backward i, which needs nothing more from this stage.
+  for (auto& w : grad_sends_) w->wait();
+  grad_sends_.clear();
+  const size_t before = pending_sends_.size();
+  send_tensor(g, stage_ - 1, kBackwardTag, i, s.batch, false);
+  for (size_t j = before; j < pending_sends_.size(); ++j) grad_sends_.push_back(pending_sends_[j].first);
+}
+
+// Every stage returns the loss and the metrics, which only the last one computed: [loss, the
+// number of metrics, the metrics].
+double Pipeline::share_loss(double loss_sum) {
+  const int k = stages();
   Tensor l = zeros({2 + kMaxMetrics}, {.dtype = DType::Float64});
   if (is_last()) {
     double* p = l.data_ptr<double>();

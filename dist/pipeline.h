@@ -120,6 +120,17 @@ class Pipeline {
                     int64_t batch) const;
   void reap_sends();
   void flush_sends();
+  // train_step's parts (pipeline.cpp): its setup, the schedule's two actions and the loss's sharing.
+  struct Step;
+  void begin_step(Step& s);
+  void receive_input(Step& s);
+  void receive_inputs_sent_before_gradient(Step& s, int i);
+  void forward_one(Step& s, int i);
+  void take_loss(Step& s, Micro& mb, const Tensor& out);
+  void backward_one(Step& s, int i);
+  void recompute(Step& s, Micro& mb);
+  void send_gradient(Step& s, int i, const Tensor& g);
+  double share_loss(double loss_sum);
 
   nn::Sequential& model_;
   std::vector<int> boundaries_;
