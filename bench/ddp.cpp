@@ -18,7 +18,7 @@
 // from the rank's cores whether or not it overlaps; EMBER_MPI_SHM_SLOT_BYTES=0 compares the
 // shared-memory all-reduce with MPI's).
 // Medians over the timed steps. One math thread per rank unless OMP_NUM_THREADS says otherwise.
-#include "scheduler/parallel/ddp.h"
+#include "dist/ddp.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,11 +29,11 @@
 
 #include "bench/bench_util.h"
 #include "core/parallel.h"
+#include "dist/comm_mpi.h"
+#include "dist/ddp_split.h"
 #include "layers/nn.h"
 #include "models/lstm.h"
 #include "models/mnist_cnn.h"
-#include "scheduler/parallel/comm_mpi.h"
-#include "scheduler/parallel/ddp_split.h"
 
 using namespace ember;
 using namespace ember::dist;

@@ -23,7 +23,7 @@
 // Variants alternate within each round, so a change in the machine's load hits all of them;
 // medians over the rounds, warm-up steps excluded. One math thread per rank unless OMP_NUM_THREADS
 // says otherwise.
-#include "scheduler/parallel/pipeline.h"
+#include "dist/pipeline.h"
 
 #include <unistd.h>
 
@@ -38,8 +38,8 @@
 #include "core/allocator.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "dist/comm_mpi.h"
 #include "layers/nn.h"
-#include "scheduler/parallel/comm_mpi.h"
 
 using namespace ember;
 using namespace ember::dist;

@@ -5,9 +5,9 @@
 //
 // With --data-parallel it is one rank of a data-parallel job started by `mpirun -np N` or
 // `ember launch -n N`: every rank takes its share of each global batch, gradients are averaged
-// across ranks while backward runs (scheduler/parallel/data_parallel.h), and rank 0 prints and
+// across ranks while backward runs (dist/data_parallel.h), and rank 0 prints and
 // writes the model. With --pipeline K the model is cut into K stages instead, N/K replicas of the
-// pipeline splitting each batch (scheduler/parallel/pipeline.h). The loop itself (epochs, progress, checkpoints,
+// pipeline splitting each batch (dist/pipeline.h). The loop itself (epochs, progress, checkpoints,
 // signals) is examples/common/trainer.h; this file says what is trained, on what, and what one step does.
 #include "models/mnist_cnn.h"
 

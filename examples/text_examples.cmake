@@ -57,8 +57,8 @@ set_tests_properties(example.bilstm_classify_language_twice PROPERTIES LABELS ex
 
 # Data-parallel and pipeline training (--data-parallel, --pipeline K) when the distributed library
 # is built (MPI found).
-if(TARGET ember_parallel)
-  target_link_libraries(lstm_lm PRIVATE Ember::ember_parallel)
+if(TARGET ember_dist)
+  target_link_libraries(lstm_lm PRIVATE Ember::ember_dist)
   target_compile_definitions(lstm_lm PRIVATE EMBER_HAVE_DIST=1)
   # A 2-layer model (embedding, two LSTM layers, output: four pipeline elements) with its gradient
   # clipped hard, so that clipping acts on every step: 4 steps as 2 pipeline stages, as 2 stages x
@@ -71,7 +71,7 @@ if(TARGET ember_parallel)
   add_test(NAME example.lstm_lm_pipeline
            COMMAND bash -c "[ -d ${_fortunes} ] || exit 77; set -e; rm -rf lm_pp && mkdir lm_pp && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 && $<TARGET_FILE:lstm_lm> ${_lm_pp} --log lm_pp/one.csv >/dev/null && a=$(tail -n1 lm_pp/one.csv | cut -d, -f3,5) && for run in 'np2 -np 2 --pipeline 2 --micro-batches 3 --schedule gpipe' 'np4 -np 4 --pipeline 2 --micro-batches 2 --checkpoint-dir lm_pp/ck' 'dp -np 2 --data-parallel'; do set -- $run; name=$1; shift; np=\"$1 $2\"; shift 2; ${MPIEXEC_EXECUTABLE} $np --oversubscribe $<TARGET_FILE:lstm_lm> ${_lm_pp} --log lm_pp/$name.csv \"$@\" > lm_pp/$name.out; b=$(tail -n1 lm_pp/$name.csv | cut -d, -f3,5); echo \"one process $a, $name $b\"; ${_lm_close}; done && grep -q 'Pipeline: 2 stages x 2 replicas, 2 micro-batches per step, 1f1b' lm_pp/np4.out && test -s lm_pp/ck/lstm_lm.ckpt && $<TARGET_FILE:lstm_lm> ${_lm_small} --layers 2 --max-steps 6 --checkpoint-dir lm_pp/ck --resume auto --reshard | grep -q 'Resumed from'")
   set_tests_properties(example.lstm_lm_pipeline PROPERTIES LABELS "examples;dist" TIMEOUT 600 SKIP_RETURN_CODE 77)
-  if(EMBER_SANITIZE)  # OpenMPI's own allocations outlive MPI_Finalize (tests/scheduler/parallel/parallel_tests.cmake)
+  if(EMBER_SANITIZE)  # OpenMPI's own allocations outlive MPI_Finalize (tests/dist/dist_tests.cmake)
     set_tests_properties(example.lstm_lm_pipeline PROPERTIES ENVIRONMENT "${EMBER_DIST_SANITIZER_ENV}")
   endif()
 endif()

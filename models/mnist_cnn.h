@@ -8,7 +8,7 @@ namespace ember::models {
 // Conv(1->32, 3x3)+ReLU, MaxPool 2, Conv(32->64, 3x3)+ReLU, MaxPool 2, Conv(64->64, 3x3)+ReLU,
 // Flatten, Linear(576->64)+ReLU, Linear(64->10). Input [N, 1, 28, 28], output logits [N, 10].
 // A Sequential of those twelve layers, so that a pipeline can cut it anywhere
-// (scheduler/parallel/pipeline.h); the layers with parameters are named c1..c3, f1, f2.
+// (dist/pipeline.h); the layers with parameters are named c1..c3, f1, f2.
 class MnistCnn : public nn::Sequential {
   struct Layers;
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Checks the layering of docs/ARCHITECTURE.md: every #include of a project header must point
 # down the table (core knows nothing above it; only interop/, tools/, examples/, tests/ and bench/
-# reach models/), the two halves of scheduler/ (the job scheduler and scheduler/parallel/, in-job
-# parallelism) share nothing but the error type, and inside core/ the tensor layer knows neither
-# ops nor autograd, and the kernels know neither each other's backend nor the ops. Prints each
-# offending line and exits 1 if there is one. Run by ctest (test "layering"); usage:
+# reach models/), the job scheduler (scheduler/) and in-job parallelism (dist/) share nothing but
+# the error type, and inside core/ the tensor layer knows neither ops nor autograd, and the
+# kernels know neither each other's backend nor the ops. Prints each offending line and exits 1
+# if there is one. Run by ctest (test "layering"); usage:
 # check-layering.sh [repository root]
 set -euo pipefail
 
@@ -14,7 +14,7 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 # their own (a file belongs to the longest unit its path starts with). The unit `core` is what is
 # left of core/: the tensor layer, dtypes, devices, allocators, streams, RNG, dispatch and the
 # kernel interfaces; core/ops.h gathers the op API, so it is a unit of the ops' side.
-sub_units=(scheduler/parallel scheduler/learned core/ops core/ops.h core/autograd core/cpu core/cuda)
+sub_units=(scheduler/learned core/ops core/ops.h core/autograd core/cpu core/cuda)
 
 # What each unit may include besides system and third-party headers: units, whole folders with
 # every unit inside them (an entry ending in /), or single headers (an entry ending in .h).
@@ -37,10 +37,10 @@ declare -A allowed=(
   [interop]="core/ layers data models proto interop"
   [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h scheduler/learned/quantile_predictor.h"
   [scheduler/learned]="core/ layers scheduler scheduler/learned proto"
-  [scheduler/parallel]="core/ layers scheduler/parallel"
-  [examples]="core/ layers data models interop scheduler scheduler/parallel proto ember"
+  [dist]="core/ layers dist"
+  [examples]="core/ layers data models interop scheduler dist proto ember"
 )
-project_dirs=" core layers data models interop scheduler proto tools examples tests bench ember "
+project_dirs=" core layers data models interop scheduler dist proto tools examples tests bench ember "
 
 unit_of() {
   local path=$1 best=${1%%/*} u

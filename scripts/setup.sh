@@ -61,7 +61,7 @@ test_packages=(
   coinor-libcbc-dev
   # bench/: optional reference for the benchmarks (bench/layers compares with libtorch when found)
   libtorch-dev
-  # scheduler/parallel: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
+  # dist: data-parallel training over MPI ranks (mpirun, libmpi), `ember launch`
   libopenmpi-dev
   openmpi-bin
   # tests/slurm: a real Slurm controller and node daemon started by the tests themselves (training

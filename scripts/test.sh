@@ -111,7 +111,7 @@ if [[ "${EMBER_TSAN:-1}" != 0 ]]; then
   # The interop.* entries are the Python readers of exported files (no threads of Ember's).
   export TSAN_OPTIONS=${TSAN_OPTIONS:-ignore_noninstrumented_modules=1:halt_on_error=1:second_deadlock_stack=1}
   CC=clang CXX=clang++ CTEST_ARGS="-L ^(core|data|interop|scheduler|dist|tsan)$ -E ^interop\\." \
-    TARGETS="ember_core_tests ember_data_tests ember_interop_tests ember_parallel_tests ember_parallel_fault
+    TARGETS="ember_core_tests ember_data_tests ember_interop_tests ember_dist_tests ember_dist_fault
              ember_sched_daemon_tests tsan_planted_race" \
     build_and_test build-tsan tsan -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TESTS=ON -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DEMBER_SANITIZE=thread \
     -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DEMBER_CPU_DISPATCH=OFF -DEMBER_CUDA=OFF -DEMBER_BUILD_BENCH=OFF \

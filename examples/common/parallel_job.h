@@ -1,7 +1,7 @@
 // The parallel side of an example (mnist_cnn --data-parallel, --pipeline K): its flags, joining the
 // MPI job (a communicator per kind of traffic, one device per rank, rank 0 speaking for the job),
-// the model wrapped in dist::DataParallel (scheduler/parallel/data_parallel.h) or cut into a
-// dist::Pipeline of K stages times N/K data-parallel replicas (scheduler/parallel/pipeline.h), the
+// the model wrapped in dist::DataParallel (dist/data_parallel.h) or cut into a
+// dist::Pipeline of K stages times N/K data-parallel replicas (dist/pipeline.h), the
 // loader sharded by the batch splitter or by replica, the per-step agreements, and the job's
 // checkpoints. A single process
 // (no --data-parallel, or a build without MPI) gets the same calls as no-ops, so that the
@@ -26,14 +26,14 @@
 #include "layers/module.h"
 #include "layers/optim/clip_grad.h"
 #ifdef EMBER_HAVE_DIST
-#include "scheduler/parallel/comm_mpi.h"
-#include "scheduler/parallel/data_parallel.h"
-#include "scheduler/parallel/pipeline.h"
-#include "scheduler/parallel/pipeline_checkpoint.h"
-#include "scheduler/parallel/pipeline_grid.h"
-#include "scheduler/parallel/pipeline_plan.h"
+#include "dist/comm_mpi.h"
+#include "dist/data_parallel.h"
+#include "dist/pipeline.h"
+#include "dist/pipeline_checkpoint.h"
+#include "dist/pipeline_grid.h"
+#include "dist/pipeline_plan.h"
 #ifdef EMBER_HAVE_NCCL
-#include "scheduler/parallel/comm_nccl.h"
+#include "dist/comm_nccl.h"
 #endif
 #endif
 

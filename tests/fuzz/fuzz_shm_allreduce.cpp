@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "dist/shm_allreduce.h"
 #include "fuzz_support.h"
-#include "scheduler/parallel/shm_allreduce.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ember;

@@ -21,14 +21,14 @@
 #include "core/device.h"
 #include "core/generator.h"
 #include "core/ops.h"
+#include "dist/comm_mpi.h"
+#include "dist/comm_nccl.h"
+#include "dist/comm_self.h"
+#include "dist/ddp.h"
+#include "dist/ddp_split.h"
+#include "dist/pipeline.h"
 #include "layers/nn.h"
 #include "models/mnist_cnn.h"
-#include "scheduler/parallel/comm_mpi.h"
-#include "scheduler/parallel/comm_nccl.h"
-#include "scheduler/parallel/comm_self.h"
-#include "scheduler/parallel/ddp.h"
-#include "scheduler/parallel/ddp_split.h"
-#include "scheduler/parallel/pipeline.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -185,7 +185,7 @@ TEST(Nccl, SplitGivesEachGroupItsCommunicator) {
 }
 
 // A pipeline of one stage per GPU rank (activations and gradients through NCCL in the order of
-// scheduler/parallel/pipeline.cpp; one stage, gradient accumulation, on a single GPU) ends 2 steps
+// dist/pipeline.cpp; one stage, gradient accumulation, on a single GPU) ends 2 steps
 // of both schedules with the weights of one process training the whole model on the batch.
 TEST(Nccl, PipelineTrainsLikeOneProcess) {
   const int k = size();

@@ -13,9 +13,9 @@ check() {
 check "core/upward.h:7: includes layers/linear.h"
 check "core/upward.h:8: includes models/mnist_cnn.h"
 check "data/sideways.cpp:3: includes scheduler/placement.h"
-check "scheduler/parallel/reaches_jobs.cpp:3: includes scheduler/policy.h"
-check "scheduler/reaches_parallel.cpp:4: includes core/tensor.h"
-check "scheduler/reaches_parallel.cpp:5: includes scheduler/parallel/comm.h"
+check "dist/reaches_jobs.cpp:3: includes scheduler/policy.h"
+check "scheduler/reaches_dist.cpp:4: includes core/tensor.h"
+check "scheduler/reaches_dist.cpp:5: includes dist/comm.h"
 # Inside core/: the tensor layer, the op umbrella, ops, autograd and the two kernel folders.
 check "core/reaches_ops.cpp:4: includes core/ops.h"
 check "core/reaches_ops.cpp:5: includes core/ops/elementwise.h"

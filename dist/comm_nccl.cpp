@@ -1,0 +1,253 @@
+// Status: run with one rank on a lent H200 (2026-12-04, gpu.nccl_np1 through scripts/gpu-check.sh);
+// two ranks have never run (see comm_nccl.h and tests/gpu/nccl_test.cpp).
+#include "dist/comm_nccl.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/stream.h"
+
+namespace ember::dist {
+namespace {
+
+void check_nccl(ncclResult_t r, const std::string& what) {
+  EMBER_CHECK(r == ncclSuccess, what, ": NCCL failed: ", ncclGetErrorString(r));
+}
+
+void check_cuda(cudaError_t e, const std::string& what) {
+  EMBER_CHECK(e == cudaSuccess, what, ": CUDA failed: ", cudaGetErrorString(e));
+}
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::UInt8:
+    case DType::Bool:
+      return ncclUint8;
+    case DType::Float16:
+      return ncclFloat16;
+    case DType::BFloat16:
+      return ncclBfloat16;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(DType t, ReduceOp op) {
+  if (t == DType::Bool) return ncclMax;  // sum of bools is logical or, as in the MPI backend
+  switch (op) {
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+// Completion is an event on the communication stream; waiting makes the compute stream wait.
+class NcclWork final : public Work {
+ public:
+  NcclWork(std::string what, std::unique_ptr<Event> done, Stream& compute, std::vector<Tensor> keep,
+           bool host_waits = false)
+      : Work(std::move(what)),
+        done_(std::move(done)),
+        compute_(compute),
+        keep_(std::move(keep)),
+        host_waits_(host_waits) {}
+  // A handle dropped without wait() still orders the compute stream after the collective: the
+  // caching allocator hands the tensors' memory to the next compute-stream allocation once they
+  // are released here, and NCCL may still be writing it.
+  ~NcclWork() override {
+    if (completed_by_wait_) return;
+    try {
+      compute_.wait(*done_);
+    } catch (...) {  // a failing device; nothing a destructor can do about it
+    }
+  }
+  void wait() override {
+    compute_.wait(*done_);
+    if (host_waits_) done_->synchronize();
+    completed_by_wait_ = true;
+    finish();
+  }
+  bool completed() const override { return done_->query(); }
+
+ private:
+  std::unique_ptr<Event> done_;
+  Stream& compute_;
+  std::vector<Tensor> keep_;  // the tensors stay alive until the work is dropped
+  bool completed_by_wait_ = false;
+  bool host_waits_ = false;
+};
+
+}  // namespace
+
+struct NcclCommunicator::Impl {
+  ncclComm_t comm = nullptr;
+  Stream* compute = nullptr;
+  Stream* comm_stream = nullptr;
+  Device device;
+
+  // Orders the communication stream after the compute stream's queued work, runs `launch` on it
+  // and returns the handle of its completion.
+  template <typename F>
+  WorkPtr run(std::string what, std::vector<Tensor> keep, F&& launch, bool host_waits = false) {
+    check_cuda(cudaSetDevice(device.index), what);
+    auto ready = make_event(device);
+    ready->record(*compute);
+    comm_stream->wait(*ready);
+    auto stream = static_cast<cudaStream_t>(comm_stream->native_handle());
+    check_nccl(launch(stream), what);
+    auto done = make_event(device);
+    done->record(*comm_stream);
+    auto w = std::make_shared<NcclWork>(std::move(what), std::move(done), *compute, std::move(keep), host_waits);
+    w->mark_started();
+    return w;
+  }
+};
+
+NcclCommunicator::NcclCommunicator(Communicator& bootstrap) : impl_(std::make_unique<Impl>()) {
+  rank_ = bootstrap.rank();
+  size_ = bootstrap.size();
+  local_rank_ = bootstrap.local_rank();
+  local_size_ = bootstrap.local_size();
+  int devices = cuda_device_count();
+  EMBER_CHECK(local_rank_ < devices, "NcclCommunicator: local rank ", local_rank_, " needs device cuda:", local_rank_,
+              " but this node has ", devices, " CUDA device(s); start at most one rank per device");
+  device_ = Device::cuda(local_rank_);
+  impl_->device = device_;
+  check_cuda(cudaSetDevice(local_rank_), "NcclCommunicator");
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "NcclCommunicator: ncclGetUniqueId");
+  Tensor buf = empty({static_cast<int64_t>(sizeof(id))}, {.dtype = DType::UInt8});
+  std::memcpy(buf.raw_data(), &id, sizeof(id));
+  bootstrap.broadcast(buf, 0, "nccl unique id")->wait();
+  std::memcpy(&id, buf.raw_data(), sizeof(id));
+  check_nccl(ncclCommInitRank(&impl_->comm, size_, id, rank_), "NcclCommunicator: ncclCommInitRank");
+  impl_->compute = &get_stream(device_, StreamKind::Compute);
+  impl_->comm_stream = &get_stream(device_, StreamKind::Communication);
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (impl_->comm) {
+    impl_->comm_stream->synchronize();
+    ncclCommDestroy(impl_->comm);
+  }
+}
+
+WorkPtr NcclCommunicator::all_reduce(Tensor t, ReduceOp op, std::string label) {
+  check_tensor(t, "all_reduce", device_);
+  check_reducible(t, op, "all_reduce");
+  void* p = t.raw_data();
+  auto n = static_cast<size_t>(t.numel());
+  auto dt = t.dtype();
+  return impl_->run(describe("all_reduce", t, label, reduce_op_name(op)), {t}, [&](cudaStream_t s) {
+    return ncclAllReduce(p, p, n, nccl_type(dt), nccl_op(dt, op), impl_->comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::broadcast(Tensor t, int root, std::string label) {
+  check_tensor(t, "broadcast", device_);
+  EMBER_CHECK(root >= 0 && root < size_, "broadcast: root must be a rank in [0, ", size_, "), got ", root);
+  void* p = t.raw_data();
+  auto n = static_cast<size_t>(t.numel());
+  auto dt = t.dtype();
+  return impl_->run(describe("broadcast", t, label), {t},
+                    [&](cudaStream_t s) { return ncclBroadcast(p, p, n, nccl_type(dt), root, impl_->comm, s); });
+}
+
+WorkPtr NcclCommunicator::all_gather(Tensor out, Tensor in, std::string label) {
+  check_tensor(out, "all_gather output", device_);
+  check_tensor(in, "all_gather input", device_);
+  EMBER_CHECK(out.dtype() == in.dtype(), "all_gather: output dtype ", dtype_name(out.dtype()),
+              " differs from input dtype ", dtype_name(in.dtype()));
+  EMBER_CHECK(out.numel() == in.numel() * size_,
+              "all_gather: the output needs size() * input elements = ", in.numel() * size_, ", got ", out.numel());
+  return impl_->run(describe("all_gather", in, label), {out, in}, [&](cudaStream_t s) {
+    return ncclAllGather(in.raw_data(), out.raw_data(), static_cast<size_t>(in.numel()), nccl_type(in.dtype()),
+                         impl_->comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::reduce_scatter(Tensor out, Tensor in, ReduceOp op, std::string label) {
+  check_tensor(out, "reduce_scatter output", device_);
+  check_tensor(in, "reduce_scatter input", device_);
+  check_reducible(in, op, "reduce_scatter");
+  EMBER_CHECK(out.dtype() == in.dtype(), "reduce_scatter: output dtype ", dtype_name(out.dtype()),
+              " differs from input dtype ", dtype_name(in.dtype()));
+  EMBER_CHECK(in.numel() == out.numel() * size_,
+              "reduce_scatter: the input needs size() * output elements = ", out.numel() * size_, ", got ", in.numel());
+  return impl_->run(describe("reduce_scatter", in, label, reduce_op_name(op)), {out, in}, [&](cudaStream_t s) {
+    return ncclReduceScatter(in.raw_data(), out.raw_data(), static_cast<size_t>(out.numel()), nccl_type(in.dtype()),
+                             nccl_op(in.dtype(), op), impl_->comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::send(Tensor t, int dst, int tag) {
+  check_tensor(t, "send", device_);
+  EMBER_CHECK(dst >= 0 && dst < size_ && dst != rank_, "send: expected another rank in [0, ", size_, "), got ", dst);
+  // NCCL matches point-to-point transfers by order, not by tag.
+  (void)tag;
+  return impl_->run(describe("send", t, ""), {t}, [&](cudaStream_t s) {
+    return ncclSend(t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), dst, impl_->comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::recv(Tensor t, int src, int tag) {
+  check_tensor(t, "recv", device_);
+  EMBER_CHECK(src >= 0 && src < size_ && src != rank_, "recv: expected another rank in [0, ", size_, "), got ", src);
+  (void)tag;
+  return impl_->run(describe("recv", t, ""), {t}, [&](cudaStream_t s) {
+    return ncclRecv(t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), src, impl_->comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::barrier(std::string label) {
+  Tensor one = empty({1}, {.dtype = DType::Float32, .device = device_});
+  void* p = one.raw_data();
+  return impl_->run(
+      describe("barrier", Tensor(), label), {one},
+      [&](cudaStream_t s) { return ncclAllReduce(p, p, 1, ncclFloat32, ncclSum, impl_->comm, s); }, true);
+}
+
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl, int rank, int size, int local_rank, int local_size,
+                                   Device device)
+    : rank_(rank),
+      size_(size),
+      local_rank_(local_rank),
+      local_size_(local_size),
+      device_(device),
+      impl_(std::move(impl)) {}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  EMBER_CHECK(color >= 0, "split: expected a colour >= 0, got ", color);
+  check_cuda(cudaSetDevice(device_.index), "split");
+  // Whatever this rank queued on the parent must be ordered before the group's first operation:
+  // both share the device's communication stream, which runs them in the order issued.
+  auto impl = std::make_unique<Impl>();
+  impl->device = device_;
+  impl->compute = impl_->compute;
+  impl->comm_stream = impl_->comm_stream;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  check_nccl(ncclCommSplit(impl_->comm, color, key, &impl->comm, &config), "split: ncclCommSplit");
+  int rank = 0, size = 0;
+  check_nccl(ncclCommUserRank(impl->comm, &rank), "split: ncclCommUserRank");
+  check_nccl(ncclCommCount(impl->comm, &size), "split: ncclCommCount");
+  return std::unique_ptr<Communicator>(
+      new NcclCommunicator(std::move(impl), rank, size, local_rank_, local_size_, device_));
+}
+
+}  // namespace ember::dist

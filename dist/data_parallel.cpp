@@ -1,0 +1,58 @@
+#include "dist/data_parallel.h"
+
+#include <algorithm>
+
+#include "core/ops.h"
+
+namespace ember::dist {
+
+DataParallel::DataParallel(nn::Module& module, Communicator& comm, int64_t global_batch, DataParallelOptions opts,
+                           Communicator* grad_comm)
+    : comm_(comm),
+      grad_comm_(grad_comm ? *grad_comm : comm),
+      overlap_(opts.ddp.overlap),
+      ddp_(module, grad_comm_, opts.ddp),
+      split_(comm, global_batch, opts.split) {
+  if (!opts.weights.empty()) split_.set_weights(opts.weights);
+}
+
+Tensor DataParallel::forward(const Tensor& x) {
+  split_.begin_compute();
+  return ddp_.forward(x);
+}
+
+Tensor DataParallel::weight(Tensor loss) const {
+  return loss.mul_(split_.loss_weight());
+}
+
+bool DataParallel::end_step() {
+  split_.end_compute(ddp_.last_timeline().last_grad);
+  return split_.end_step();
+}
+
+bool DataParallel::any(bool flag) {
+  Tensor t = full({1}, flag ? 1.0 : 0.0);
+  comm_.all_reduce(t, ReduceOp::Max, "stop flag")->wait();
+  return t.item() > 0;
+}
+
+std::vector<double> DataParallel::sum(const std::vector<double>& values) {
+  if (values.empty()) return {};
+  Tensor t = empty({static_cast<int64_t>(values.size())}, {.dtype = DType::Float64});
+  std::copy(values.begin(), values.end(), t.data_ptr<double>());
+  comm_.all_reduce(t, ReduceOp::Sum, "sums")->wait();
+  return t.to_vector<double>();
+}
+
+std::string DataParallel::summary() const {
+  std::string shares;
+  for (int64_t v : split_.shares()) {
+    if (!shares.empty()) shares += '/';
+    shares += std::to_string(v);
+  }
+  return "Data-parallel over " + std::to_string(comm_.size()) + " ranks: shares of each batch " + shares + ", " +
+         std::to_string(ddp_.bucket_layout().size()) + " gradient buckets (" + grad_comm_.backend() + ")" +
+         (overlap_ ? "" : ", overlap off");
+}
+
+}  // namespace ember::dist

@@ -1,0 +1,136 @@
+// DataParallel on real ranks: steps through the wrapper with unequal shares end with the parameters
+// one process gets on the global batch; the ranks agree on a flag one of them raised and add up
+// their sums; the summary names the shares, buckets and backend; a checkpoint written through it
+// restores every rank's model.
+#include "dist/data_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "dist_test_util.h"
+#include "layers/nn.h"
+#include "models/mnist_cnn.h"
+
+using namespace ember;
+using namespace ember::dist;
+using dist_test::comm;
+using test_util::error_of;
+using test_util::has;
+
+namespace {
+
+double max_param_diff(nn::Module& a, nn::Module& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    auto va = pa[i].to_vector<double>(), vb = pb[i].to_vector<double>();
+    for (size_t j = 0; j < va.size(); ++j) worst = std::max(worst, std::abs(va[j] - vb[j]));
+  }
+  return worst;
+}
+
+// 1, 2, ... per rank: unequal shares, which only the loss weight makes average right.
+std::vector<double> unequal_weights() {
+  std::vector<double> w;
+  for (int r = 0; r < comm().size(); ++r) w.push_back(r + 1.0);
+  return w;
+}
+
+}  // namespace
+
+TEST(DataParallel, UnequalSharesMatchOneProcessOnTheGlobalBatch) {
+  const int64_t global = 12;
+  manual_seed(200 + static_cast<uint64_t>(comm().rank()));  // different weights per rank, until rank 0's win
+  models::MnistCnn model;
+  DataParallel net(model, comm(), global, {.weights = unequal_weights()});
+  manual_seed(200);
+  models::MnistCnn ref;
+  ASSERT_EQ(max_param_diff(model, ref), 0.0) << "DataParallel did not start from rank 0's parameters";
+  int64_t offset = 0;
+  for (int r = 0; r < comm().rank(); ++r) offset += net.shares()[static_cast<size_t>(r)];
+  optim::SGD opt(model.parameters(), {.lr = 0.05});
+  optim::SGD ref_opt(ref.parameters(), {.lr = 0.05});
+  for (int s = 0; s < 2; ++s) {
+    Generator g(17 + static_cast<uint64_t>(s));
+    Tensor x = randn({global, 1, 28, 28}, {}, &g), y = randint(0, 10, {global}, {.dtype = DType::Int64}, &g);
+    const int64_t share = net.shares()[static_cast<size_t>(comm().rank())];
+    Tensor loss = net.weight(cross_entropy(net(x.narrow(0, offset, share)), y.narrow(0, offset, share)));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    EXPECT_FALSE(net.end_step()) << "fixed shares changed";
+    ref_opt.zero_grad();
+    cross_entropy(ref(x), y).backward();
+    ref_opt.step();
+  }
+  EXPECT_LT(max_param_diff(model, ref), 2e-5) << "rank " << comm().rank();
+  manual_seed(200);
+  models::MnistCnn init;
+  EXPECT_GT(max_param_diff(model, init), 1e-3) << "the parameters did not move";
+  // The weight is size * share / global, and the shard weights reproduce the shares.
+  const double share = static_cast<double>(net.shares()[static_cast<size_t>(comm().rank())]);
+  EXPECT_DOUBLE_EQ(net.loss_weight(), comm().size() * share / static_cast<double>(global));
+  EXPECT_EQ(net.shard_weights().size(), static_cast<size_t>(comm().size()));
+}
+
+TEST(DataParallel, AnyIsTrueOnEveryRankWhenOneRankRaisesIt) {
+  models::MnistCnn model;
+  DataParallel net(model, comm(), 8);
+  EXPECT_TRUE(net.any(comm().rank() == comm().size() - 1));
+  EXPECT_FALSE(net.any(false));
+}
+
+TEST(DataParallel, SumAddsEachValueOverTheRanks) {
+  models::MnistCnn model;
+  DataParallel net(model, comm(), 8);
+  const double n = comm().size();
+  std::vector<double> s = net.sum({static_cast<double>(comm().rank()), 1.0, 0.25});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0], n * (n - 1) / 2);
+  EXPECT_EQ(s[1], n);
+  EXPECT_EQ(s[2], 0.25 * n);
+  EXPECT_TRUE(net.sum({}).empty());
+}
+
+TEST(DataParallel, SummaryNamesTheSharesBucketsAndBackend) {
+  models::MnistCnn model;
+  DataParallel net(model, comm(), 6 * comm().size(), {.ddp = {.overlap = false}});
+  const std::string s = net.summary();
+  std::string shares;
+  for (int r = 0; r < comm().size(); ++r) shares += (r ? "/" : "") + std::to_string(6);
+  EXPECT_TRUE(has(s, "Data-parallel over " + std::to_string(comm().size()) + " ranks: shares of each batch " + shares))
+      << s;
+  EXPECT_TRUE(has(s, "gradient buckets (" + comm().backend() + "), overlap off")) << s;
+}
+
+TEST(DataParallel, AWeightPerRankIsRequired) {
+  models::MnistCnn model;
+  const std::string e = error_of([&] { DataParallel net(model, comm(), 8, {.weights = {1.0, 2.0, 3.0, 4.0}}); });
+  EXPECT_TRUE(has(e, "expected one weight per rank")) << e;
+}
+
+TEST(DataParallel, ACheckpointRestoresEveryRanksModel) {
+  // One folder per world size: ctest runs the 2- and 3-rank suites at the same time.
+  const std::string dir = "data_parallel_ckpt_np" + std::to_string(comm().size());
+  manual_seed(300);
+  models::MnistCnn model;
+  DataParallel net(model, comm(), 8);
+  optim::SGD opt(model.parameters(), {.lr = 0.1});
+  if (comm().rank() == 0) std::filesystem::create_directories(dir);
+  comm().barrier("mkdir")->wait();
+  TrainingPosition pos;
+  pos.step = 5;
+  net.save(dir, {&model, {&opt}, {}}, pos, {{"flag.lr", "0.1"}});
+  manual_seed(301);
+  models::MnistCnn other;
+  optim::SGD other_opt(other.parameters(), {.lr = 0.1});
+  ASSERT_GT(max_param_diff(model, other), 0.0);
+  DistributedResume r = net.load(dir, {&other, {&other_opt}, {}}, /*allow_reshard=*/false);
+  EXPECT_EQ(r.position.step, 5);
+  EXPECT_EQ(r.metadata.at("flag.lr"), "0.1");
+  EXPECT_FALSE(r.resharded);
+  EXPECT_EQ(max_param_diff(model, other), 0.0);
+  comm().barrier("done")->wait();
+  if (comm().rank() == 0) std::filesystem::remove_all(dir);
+}

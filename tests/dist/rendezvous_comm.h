@@ -1,0 +1,95 @@
+// NCCL's point-to-point semantics on CPU ranks, for the tests: CI has no GPU, and a machine with
+// one GPU cannot run two NCCL ranks either, so code that will send through NCCL is proven here
+// against what makes NCCL differ from MPI.
+//   - Transfers are matched by order, not by tag: every tag given is ignored.
+//   - A send completes only when the peer has posted the matching receive (NCCL has no eager
+//     buffer to leave a message in), and a receive only when the send arrived.
+//   - A rank's transfers and collectives run one after another, in the order issued (they share
+//     one communication stream).
+// Each operation therefore runs to completion before the call returns, which is exactly as strict
+// as one stream: a cycle of transfers that NCCL would leave hanging on its stream hangs here too,
+// and is reported after `deadline` as an ember::Error naming the transfer, instead of hanging.
+// The rendezvous is an acknowledgement: the receiver answers every message with a one-byte one.
+#pragma once
+
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "dist/comm.h"
+
+namespace dist_test {
+
+class RendezvousCommunicator final : public ember::dist::Communicator {
+ public:
+  // The tags of the inner communicator's messages and acknowledgements.
+  static constexpr int kDataTag = 2900, kAckTag = 2901;
+
+  explicit RendezvousCommunicator(ember::dist::Communicator& inner,
+                                  std::chrono::milliseconds deadline = std::chrono::seconds(20))
+      : inner_(inner), deadline_(deadline) {}
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  int local_rank() const override { return inner_.local_rank(); }
+  int local_size() const override { return inner_.local_size(); }
+  std::string backend() const override { return "rendezvous(" + inner_.backend() + ")"; }
+
+  ember::dist::WorkPtr all_reduce(ember::Tensor t, ember::dist::ReduceOp op, std::string label) override {
+    return finish(inner_.all_reduce(std::move(t), op, std::move(label)));
+  }
+  ember::dist::WorkPtr broadcast(ember::Tensor t, int root, std::string label) override {
+    return finish(inner_.broadcast(std::move(t), root, std::move(label)));
+  }
+  ember::dist::WorkPtr all_gather(ember::Tensor out, ember::Tensor in, std::string label) override {
+    return finish(inner_.all_gather(std::move(out), std::move(in), std::move(label)));
+  }
+  ember::dist::WorkPtr reduce_scatter(ember::Tensor out, ember::Tensor in, ember::dist::ReduceOp op,
+                                      std::string label) override {
+    return finish(inner_.reduce_scatter(std::move(out), std::move(in), op, std::move(label)));
+  }
+  ember::dist::WorkPtr barrier(std::string label) override { return finish(inner_.barrier(std::move(label))); }
+
+  ember::dist::WorkPtr send(ember::Tensor t, int dst, int) override {
+    const std::string what = ember::dist::describe("send", t, "to rank " + std::to_string(dst));
+    auto sent = inner_.send(t, dst, kDataTag);
+    ember::Tensor ack = ember::empty({1}, {.dtype = ember::DType::UInt8});
+    await(inner_.recv(ack, dst, kAckTag), what + ": the receiver never posted its receive");
+    await(sent, what);
+    return done(what);
+  }
+  ember::dist::WorkPtr recv(ember::Tensor t, int src, int) override {
+    const std::string what = ember::dist::describe("recv", t, "from rank " + std::to_string(src));
+    await(inner_.recv(t, src, kDataTag), what + ": the sender never sent");
+    ember::Tensor ack = ember::zeros({1}, {.dtype = ember::DType::UInt8});
+    await(inner_.send(ack, src, kAckTag), what);
+    return done(what);
+  }
+
+ private:
+  void await(const ember::dist::WorkPtr& w, const std::string& what) const {
+    const auto until = std::chrono::steady_clock::now() + deadline_;
+    while (!w->completed()) {
+      EMBER_CHECK(std::chrono::steady_clock::now() < until, "rank ", rank(), ": deadlock under NCCL's ordering: ", what,
+                  " (nothing matched it within ", deadline_.count(), " ms)");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    w->wait();
+  }
+  ember::dist::WorkPtr finish(const ember::dist::WorkPtr& w) const {
+    await(w, w->what());
+    return w;
+  }
+  static ember::dist::WorkPtr done(std::string what) {
+    auto w = std::make_shared<ember::dist::Work>(std::move(what));
+    w->mark_started();
+    w->finish();
+    return w;
+  }
+
+  ember::dist::Communicator& inner_;
+  std::chrono::milliseconds deadline_;
+};
+
+}  // namespace dist_test
