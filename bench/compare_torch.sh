@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# Ember against standalone libtorch on the training workloads of bench/workloads.h, each engine in
-# a process of its own, alternating: every round runs, for each workload and thread count T,
-# bench/step_rate (Ember at T threads) and bench/torch_ref at every thread count t <= T (libtorch
-# the way a careful user runs it: its best setting up to T, torch::set_num_threads(t) with OpenMP
-# and OpenBLAS threads matched). Each process times 3 runs after a warm-up (bench/step_rate_main.h);
-# the table gives the median over rounds of those medians, the min-max over rounds, Ember's rate
-# over libtorch's best (> 1: Ember is faster), and Ember's GFLOP/s (bench/workloads.h counts the
-# FLOP) against the machine's SGEMM rate at the same thread count (bench/sgemm_rate, OpenBLAS, measured
-# every round; the median over rounds).
-# With --batch 16,64,256 every workload runs at each batch size (the scaling table); without it, at
-# its own batch (bench/workloads.h).
+# Ember against what users run, on the training workloads of bench/workloads.h, each engine in a
+# process of its own, alternating: every round runs, for each workload and thread count T,
+# bench/step_rate (Ember at T threads), and at every thread count t <= T (each side the way a
+# careful user runs it: its best setting up to T, OpenMP and BLAS threads matched):
+# - bench/torch_ref, libtorch 1.13 (Debian's, on Debian's OpenBLAS), with OPENBLAS_CORETYPE set to
+#   the kernel family Ember runs (`ember info`'s "blas kernels"), so both use the same GEMM kernels;
+# - bench/torch2_ref.py, PyTorch 2.x from PyPI (bench/setup_torch.sh pins and installs it into
+#   bench/.venv-torch), eager, and again with torch.compile on the models (a fresh Inductor cache
+#   each process, so its compile time is a cold one; capped at --compile-timeout seconds).
+# Each process times 3 runs after a warm-up (bench/step_rate_main.h). The table gives the median
+# over rounds of those medians and the min-max over rounds; each ratio (> 1: Ember is faster) is the
+# median of the per-round ratios, the spread over rounds in brackets. GFLOP/s: nominal (workloads.h)
+# and executed (bench/flops.h: input gradients autograd skips left out, Winograd's transforms and
+# reduced multiplies as run); "of SGEMM" divides the executed rate by the machine's SGEMM rate at
+# the same thread count (bench/sgemm_rate, OpenBLAS, measured every round), per round.
+# With --batch 16,64,256 every workload runs at each batch size; without it, at its own batch.
+#   bench/setup_torch.sh    # once: about 5 GB, most of it NVIDIA libraries PyPI's wheel links
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
+#                          [--no-torch2] [--no-compile] [--compile-timeout S]
+# The full comparison: bench/compare_torch.sh build --rounds 5 on a quiet machine (~1 h at 1,2).
 set -euo pipefail
 build=build
 rounds=3
 workloads=mnist_cnn,mlp_gan,dcgan,lstm_lm,lstm_classifier,bilstm
 threads=1,2
 batches=0
+torch2=1
+compile=1
+compile_timeout=900
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --batch) batches=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-torch2) torch2=0; shift ;;
+    --no-compile) compile=0; shift ;;
+    --compile-timeout) compile_timeout=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare_torch.sh: unknown flag $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -35,82 +49,144 @@ for p in step_rate torch_ref sgemm_rate; do
     exit 1
   fi
 done
+here=$(cd "$(dirname "$0")" && pwd)
+py=$here/.venv-torch/bin/python
+if ((torch2)) && [[ ! -x $py ]]; then
+  echo "compare_torch.sh: $py is missing: run bench/setup_torch.sh (or pass --no-torch2)" >&2
+  exit 1
+fi
+# ember info's cpu line carries cpuid's family and model: the brand string can be a bare "AMD EPYC".
+info=$("$build/tools/ember" info 2>/dev/null || true)
+# The OpenBLAS kernels Ember runs (and who chose them): "Cooperlake", "SkylakeX (Ember's choice
+# over OpenBLAS's Prescott)", ...; libtorch 1.13's process gets the same family.
+blas=$(grep -m1 '^blas kernels:' <<<"$info" | sed 's/^blas kernels: *//; s/^OpenBLAS *//' || true)
+core=${blas%% *}
+[[ -n $core ]] || { echo "compare_torch.sh: no 'blas kernels' line from $build/tools/ember info" >&2; exit 1; }
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
 IFS=, read -r -a wl <<< "$workloads"
 IFS=, read -r -a th <<< "$threads"
 IFS=, read -r -a bs <<< "$batches"
+for w in "${wl[@]}"; do
+  for b in "${bs[@]}"; do
+    "$build/bench/step_rate" --workload "$w" --batch "$b" --flops >> "$out"
+  done
+done
 for ((r = 1; r <= rounds; r++)); do
   # The machine's SGEMM rate every round, so that a drift in the VM's speed moves the ceiling
-  # with the workloads it is compared to (the table takes the median over rounds).
+  # with the workloads it is compared to.
   for t in "${th[@]}"; do
-    echo "sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
+    echo "$r sgemm $("$build/bench/sgemm_rate" --threads "$t")" >> "$out"
   done
   for w in "${wl[@]}"; do
     for b in "${bs[@]}"; do
       for t in "${th[@]}"; do
         echo "round $r/$rounds: $w, batch $b (0: its own), $t thread(s)" >&2
-        echo "ember $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" --threads "$t" --batch "$b")" >> "$out"
+        echo "$r ember $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" --threads "$t" --batch "$b")" >> "$out"
         for ((u = 1; u <= t; u++)); do
-          echo "torch $(OMP_NUM_THREADS=$u OPENBLAS_NUM_THREADS=$u "$build/bench/torch_ref" --workload "$w" --threads "$u" --batch "$b")" >> "$out"
+          echo "$r torch $(OPENBLAS_CORETYPE=$core OMP_NUM_THREADS=$u OPENBLAS_NUM_THREADS=$u "$build/bench/torch_ref" --workload "$w" --threads "$u" --batch "$b" 2>"$err")" >> "$out"
+          grep -q "OpenBLAS $core" "$err" || { echo "compare_torch.sh: torch_ref did not run OpenBLAS $core: $(cat "$err")" >&2; exit 1; }
+          ((torch2)) || continue
+          echo "$r torch2 $(OMP_NUM_THREADS=$u MKL_NUM_THREADS=$u "$py" "$here/torch2_ref.py" --workload "$w" --threads "$u" --batch "$b" 2>/dev/null)" >> "$out"
+          ((compile)) || continue
+          cache=$(mktemp -d)
+          rc=0
+          line=$(TORCHINDUCTOR_CACHE_DIR=$cache OMP_NUM_THREADS=$u MKL_NUM_THREADS=$u timeout "$compile_timeout" \
+            "$py" "$here/torch2_ref.py" --workload "$w" --threads "$u" --batch "$b" --compile 2>"$err") || rc=$?
+          rm -rf "$cache"
+          if ((rc == 0)); then
+            echo "$r torch2c $line" >> "$out"
+            grep -m1 '^# compile ' "$err" | sed "s/^# compile /$r compile $b /" >> "$out" || true
+          elif ((rc == 124)); then
+            echo "$r nocompile $w $b over the ${compile_timeout} s cap" >> "$out"
+          else
+            reason=$(grep -m1 '^# did not compile' "$err" | sed 's/^# did not compile [^:]*: //' || true)
+            echo "$r nocompile $w $b ${reason:-exit $rc: $(tail -1 "$err")}" >> "$out"
+          fi
         done
       done
     done
   done
 done
-# ember info's cpu line carries cpuid's family and model: the brand string can be a bare "AMD EPYC".
-info=$("$build/tools/ember" info 2>/dev/null || true)
 cpu=$(grep -m1 '^cpu:' <<<"$info" | sed 's/^cpu: *//' || true)
 [[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 level=$(grep -m1 'level in use' <<<"$info" | sed 's/  */ /g' || true)
-# The OpenBLAS kernels Ember runs (and who chose them). libtorch's GEMMs use the same OpenBLAS,
-# its convolutions oneDNN, which picks its own instructions.
-blas=$(grep -m1 '^blas kernels:' <<<"$info" | sed 's/^blas kernels: *//' || true)
-python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" <<'PY'
+torch2v=$( ((torch2)) && "$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
+python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" "$torch2v" <<'PY'
 import statistics, sys
-path, cpu, level, rounds, workloads, threads, blas = sys.argv[1:]
-runs, per, gflop, sgemm = {}, {}, {}, {}
+path, cpu, level, rounds, workloads, threads, blas, torch2v = sys.argv[1:]
+med = statistics.median
+runs, per, gflop, executed, sgemm, comp, nocomp = {}, {}, {}, {}, {}, {}, {}
 for line in open(path):
     f = line.split()
-    if f[0] == "sgemm":  # "sgemm sgemm <threads> <n> <GFLOP/s>"
-        sgemm.setdefault(int(f[2]), []).append(float(f[4]))
+    if f[0] == "flops":  # "flops <workload> <batch> <nominal> <executed>"
+        executed[(f[1], int(f[2]))] = float(f[4])
         continue
-    engine, w, t, med, batch = f[0], f[1], int(f[2]), float(f[3]), int(f[6])
-    per[(w, batch)], gflop[(w, batch)] = batch, float(f[7])
-    runs.setdefault((engine, w, batch, t), []).append(med)
-print(f"CPU: {cpu}; {level or 'capability level: see ember info'}; BLAS: {blas or 'see ember info'}")
-print(f"Ember (bench/step_rate) and libtorch (bench/torch_ref), separate processes alternating, {rounds} rounds;")
-sgemm_runs = sgemm
-sgemm = {t: statistics.median(v) for t, v in sgemm_runs.items()}
-print("SGEMM (OpenBLAS, 2048^3, median over rounds [min-max]): " + ", ".join(
-    f"{sgemm[t]:.0f} [{min(v):.0f}-{max(v):.0f}] GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm_runs.items())))
-print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]\n")
-hdr = ["workload", "batch", "threads", "Ember", "libtorch best (its threads)", "ratio", "Ember GFLOP/s", "of SGEMM"]
+    r, kind = int(f[0]), f[1]
+    if kind == "sgemm":  # "r sgemm sgemm <threads> <n> <GFLOP/s>"
+        sgemm.setdefault(int(f[3]), {})[r] = float(f[5])
+    elif kind == "compile":  # "r compile <batch arg> <workload> <threads> <first step s> <graphs> <breaks>"
+        comp.setdefault(f[3], []).append((float(f[5]), int(f[6]), int(f[7])))
+    elif kind == "nocompile":
+        nocomp.setdefault(f[2], " ".join(f[4:]))
+    elif len(f) >= 8:  # "r <engine> <workload> <threads> <median> <min> <max> <batch> <GFLOP>"
+        w, t, m, batch = f[2], int(f[3]), float(f[4]), int(f[7])
+        per[(w, batch)], gflop[(w, batch)] = batch, float(f[8])
+        runs.setdefault((kind, w, batch, t), {})[r] = m
+def spread(v, k=1.0, fmt="{:,.0f}"):
+    v = list(v)
+    return f"{fmt.format(med(v) * k)} [{fmt.format(min(v) * k)}-{fmt.format(max(v) * k)}]"
+print(f"CPU: {cpu}; {level or 'capability level: see ember info'}; BLAS: OpenBLAS {blas or '?'} (Ember's and libtorch 1.13's)")
+print(f"Ember (bench/step_rate), libtorch 1.13 (bench/torch_ref), PyTorch {torch2v} (bench/torch2_ref.py, eager and "
+      f"torch.compile), separate processes alternating, {rounds} rounds")
+print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(
+    f"{spread(v.values())} GFLOP/s at {t} thread(s)" for t, v in sorted(sgemm.items())))
+print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]; "
+      "ratios: Ember / other, median of the per-round ratios [min-max]\n")
+hdr = ["workload", "batch", "thr", "Ember", "libtorch 1.13 (thr)", "ratio", f"PyTorch {torch2v} (thr)", "ratio",
+       "compiled (thr)", "ratio", "GFLOP/step nom/exec", "Ember GFLOP/s exec", "of SGEMM"]
 rows = []
-for w, batch in sorted({(key[1], key[2]) for key in runs}, key=lambda x: (workloads.split(",").index(x[0]), x[1])):
+def best(kind, w, batch, t):
+    b = None
+    for u in range(1, t + 1):
+        v = runs.get((kind, w, batch, u))
+        if v and (b is None or med(v.values()) > med(b[1].values())):
+            b = (u, v)
+    return b
+for w, batch in sorted({(k[1], k[2]) for k in runs if k[0] == "ember"},
+                       key=lambda x: (workloads.split(",").index(x[0]), x[1])):
+    k = per[(w, batch)]
+    ex = executed.get((w, batch))
     for t in (int(x) for x in threads.split(",")):
         e = runs.get(("ember", w, batch, t))
         if not e:
             continue
-        k = per[(w, batch)]
-        best = None
-        for u in range(1, t + 1):
-            v = runs.get(("torch", w, batch, u))
-            if v and (best is None or statistics.median(v) > statistics.median(best[1])):
-                best = (u, v)
-        em = statistics.median(e) * k
-        cell = f"{em:,.0f} [{min(e) * k:,.0f}-{max(e) * k:,.0f}]"
-        if best:
-            tm = statistics.median(best[1]) * k
-            tcell = f"{tm:,.0f} [{min(best[1]) * k:,.0f}-{max(best[1]) * k:,.0f}] ({best[0]})"
-            ratio = f"{em / tm:.2f}"
-        else:
-            tcell, ratio = "-", "-"
-        steps = statistics.median(e)
-        rows.append([w, str(batch), str(t), cell, tcell, ratio, f"{steps * gflop[(w, batch)]:.1f}",
-                     f"{steps * gflop[(w, batch)] / sgemm[t]:.0%}" if t in sgemm else "-"])
+        row = [w, str(batch), str(t), spread(e.values(), k)]
+        for kind in ("torch", "torch2", "torch2c"):
+            b = best(kind, w, batch, t)
+            if not b:
+                row += ["did not compile" if kind == "torch2c" and w in nocomp else "-", "-"]
+                continue
+            u, v = b
+            ratios = [e[r] / v[r] for r in e if r in v]
+            row += [f"{spread(v.values(), k)} ({u})", spread(ratios, fmt="{:.2f}")]
+        row.append(f"{gflop[(w, batch)]:.3g} / {ex:.3g}" if ex else f"{gflop[(w, batch)]:.3g} / -")
+        row.append(spread((e[r] * ex for r in e), fmt="{:.1f}") if ex else "-")
+        row.append(spread((e[r] * ex / sgemm[t][r] * 100 for r in e if r in sgemm.get(t, {})), fmt="{:.0f}") + "%"
+                   if ex and t in sgemm else "-")
+        rows.append(row)
 widths = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
 print("  ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)))
 for r in rows:
     print("  ".join(c.ljust(widths[i]) if i < 3 else c.rjust(widths[i]) for i, c in enumerate(r)))
+if comp or nocomp:
+    print("\ntorch.compile (models compiled, optimizer eager; cold Inductor cache per process): first step, "
+          "compiling included, median [min-max] over processes; graphs / graph breaks")
+    for w in workloads.split(","):
+        if w in comp:
+            c = comp[w]
+            print(f"  {w}: {spread((x[0] for x in c), fmt='{:.1f}')} s; {c[0][1]} graph(s), {c[0][2]} break(s)")
+        elif w in nocomp:
+            print(f"  {w}: did not compile: {nocomp[w]}")
 PY

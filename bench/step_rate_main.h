@@ -2,7 +2,9 @@
 // bench/workloads.h at one thread count, timed in a process of its own, printed as one line
 //   <workload> <threads> <median steps/s> <min> <max> <samples per step> <GFLOP per step>
 // over --reps timed runs of the workload's steps after one warm-up run. Plain C++: each side
-// supplies the step and includes only its own engine.
+// supplies the step and includes only its own engine. With --flops it builds nothing and prints
+//   flops <workload> <samples per step> <nominal GFLOP per step> <executed GFLOP per step>
+// (bench/flops.h: the FLOP Ember's step runs, Winograd's transforms and reduced multiplies counted).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/flops.h"
 #include "bench/workloads.h"
 
 namespace ember::bench {
@@ -23,6 +26,7 @@ inline int step_rate_main(const char* program, int argc, char** argv,
                           const std::function<std::function<void()>(const Workload&, int threads, int batch)>& make) {
   std::string workload;
   int threads = 1, reps = 3, batch = 0;
+  bool flops = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -34,9 +38,11 @@ inline int step_rate_main(const char* program, int argc, char** argv,
       reps = std::atoi(argv[++i]);
     } else if (a == "--batch" && has_value) {
       batch = std::atoi(argv[++i]);
+    } else if (a == "--flops") {
+      flops = true;
     } else {
       const bool help = a == "--help" || a == "-h";
-      std::fprintf(help ? stdout : stderr, "%susage: %s --workload W [--threads N] [--reps N] [--batch N]\n",
+      std::fprintf(help ? stdout : stderr, "%susage: %s --workload W [--threads N] [--reps N] [--batch N] [--flops]\n",
                    help ? "" : (std::string(program) + ": bad argument '" + a + "'\n").c_str(), program);
       return help ? 0 : 2;
     }
@@ -54,6 +60,17 @@ inline int step_rate_main(const char* program, int argc, char** argv,
   // linear in the batch); it keeps the steps per timed run, so a large batch runs longer.
   const int samples = batch > 0 ? batch : w->samples_per_step;
   const double gflop = w->gflop_per_step * samples / w->samples_per_step;
+  if (flops) {
+    const flops::Count c = flops::count(flops::layers(w->name), samples);
+    // The layer list must give workloads.h's nominal figure (which rounds to three digits).
+    if (c.nominal_gflop < 0.99 * gflop || c.nominal_gflop > 1.01 * gflop) {
+      std::fprintf(stderr, "%s: bench/flops.h counts %.6g nominal GFLOP for %s, bench/workloads.h %.6g\n", program,
+                   c.nominal_gflop, w->name, gflop);
+      return 1;
+    }
+    std::printf("flops %s %d %.6g %.6g\n", w->name, samples, gflop, c.executed_gflop);
+    return 0;
+  }
   built_batch() = 0;
   const std::function<void()> step = make(*w, threads, samples);
   if (built_batch() != samples) {

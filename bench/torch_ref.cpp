@@ -3,6 +3,9 @@
 // libtorch measured inside Ember's process ran at about half its standalone speed.
 // bench/compare_torch.sh alternates it with bench/step_rate. Output: bench/step_rate_main.h.
 //   torch_ref --workload W [--threads N] [--reps N] [--batch N]
+#include <dlfcn.h>
+
+#include <cstdio>
 #include <string>
 
 #include "bench/step_rate_main.h"
@@ -10,6 +13,11 @@
 #include "bench/train_torch.h"
 
 int main(int argc, char** argv) {
+  // The OpenBLAS kernel family libtorch's GEMMs run (bench/compare_torch.sh sets OPENBLAS_CORETYPE
+  // to Ember's), on stderr: looked up at run time, so that nothing links OpenBLAS for it.
+  using Corename = char* (*)();
+  if (auto f = reinterpret_cast<Corename>(dlsym(RTLD_DEFAULT, "openblas_get_corename")))
+    std::fprintf(stderr, "# torch_ref: OpenBLAS %s\n", f());
   return ember::bench::step_rate_main(
       "torch_ref", argc, argv, [](const ember::bench::Workload& w, int threads, int batch) -> std::function<void()> {
         namespace side = ember::bench::torch_side;

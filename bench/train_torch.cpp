@@ -48,21 +48,29 @@ struct TorchMlpD : tnn::Module {
   torch::Tensor forward(torch::Tensor x) { return torch::sigmoid(l2(torch::leaky_relu(l1(x.flatten(1)), 0.2))); }
 };
 
+// models::DcganGenerator with its default batch_norm: batch norm after fc, t1 and t2, which have
+// no bias then (a BatchNorm1d over the 12544 fc features, BatchNorm2d after the deconvolutions).
 struct TorchDcganG : tnn::Module {
   tnn::Linear fc{nullptr};
+  tnn::BatchNorm1d bn0{nullptr};
   tnn::ConvTranspose2d t1{nullptr}, t2{nullptr}, t3{nullptr};
+  tnn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   TorchDcganG() {
-    fc = register_module("fc", tnn::Linear(100, 7 * 7 * 256));
-    t1 = register_module("t1", tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(256, 128, 5).stride(1).padding(2)));
-    t2 = register_module(
-        "t2", tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(128, 64, 5).stride(2).padding(2).output_padding(1)));
+    fc = register_module("fc", tnn::Linear(tnn::LinearOptions(100, 7 * 7 * 256).bias(false)));
+    bn0 = register_module("bn0", tnn::BatchNorm1d(7 * 7 * 256));
+    t1 = register_module(
+        "t1", tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(256, 128, 5).stride(1).padding(2).bias(false)));
+    bn1 = register_module("bn1", tnn::BatchNorm2d(128));
+    t2 = register_module("t2", tnn::ConvTranspose2d(
+                                   tnn::ConvTranspose2dOptions(128, 64, 5).stride(2).padding(2).output_padding(1).bias(false)));
+    bn2 = register_module("bn2", tnn::BatchNorm2d(64));
     t3 = register_module(
         "t3", tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(64, 1, 5).stride(2).padding(2).output_padding(1)));
   }
   torch::Tensor forward(torch::Tensor z) {
-    auto h = torch::leaky_relu(fc(z), 0.2).view({z.size(0), 256, 7, 7});
-    h = torch::leaky_relu(t1(h), 0.2);
-    h = torch::leaky_relu(t2(h), 0.2);
+    auto h = torch::leaky_relu(bn0(fc(z)), 0.2).view({z.size(0), 256, 7, 7});
+    h = torch::leaky_relu(bn1(t1(h)), 0.2);
+    h = torch::leaky_relu(bn2(t2(h)), 0.2);
     return torch::tanh(t3(h));
   }
 };
