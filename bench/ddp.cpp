@@ -191,7 +191,9 @@ int main(int argc, char** argv) {
     loads.push_back({"MnistCnn", 32,
                      [] {
                        manual_seed(1);
-                       return std::make_shared<models::MnistCnn>();
+                       auto m = std::make_shared<models::MnistCnn>();
+                       nn::fuse(*m);  // as the example trains it
+                       return m;
                      },
                      [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
                        Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));

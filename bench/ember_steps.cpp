@@ -43,6 +43,7 @@ std::function<void()> image_step(const std::string& model, int batch) {
   manual_seed(0);
   if (model == "mnist_cnn") {
     auto net = std::make_shared<models::MnistCnn>();
+    nn::fuse(*net);  // as the example trains it
     auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions{.lr = 1e-3});
     Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
     built_batch() = static_cast<int>(x.size(0));

@@ -164,6 +164,7 @@ void training_rows(Table& t) {
   };
   try {
     models::MnistCnn net;
+    nn::fuse(net);  // as the example trains it
     net.to(kGpu);
     optim::Adam opt(net.parameters(), {.lr = 1e-3});
     Tensor x = randn({batch, 1, 28, 28}, {.device = kGpu});

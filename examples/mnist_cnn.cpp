@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
 
     manual_seed(static_cast<uint64_t>(cf.seed));
     models::MnistCnn net;
+    nn::fuse(net);  // each conv, ReLU, max-pool as conv2d_max_pool2d then ReLU (layers/fusion.h)
     net.to(dev);
     job.wrap(net, cf.batch_size, static_cast<uint64_t>(cf.seed), {1, 28, 28});  // no-op in one process
     optim::Adam opt(job.parameters(net), {.lr = cf.lr});                        // a pipeline stage: its layers'

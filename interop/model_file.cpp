@@ -16,6 +16,7 @@
 #include "core/input_file.h"
 #include "core/ops.h"
 #include "interop/graph_net.h"
+#include "interop/model_file_layers.h"
 #include "layers/nn.h"
 
 namespace ember::model_file {
@@ -105,7 +106,8 @@ std::string LoadedFile::resolve(const std::string& named) const {
 Tensor example_input(const train_file::Network& n, int64_t batch) {
   Shape shape{batch};
   shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
-  const bool tokens = n.layer_size() > 0 && n.layer(0).kind_case() == Layer::kEmbedding;
+  const FileLayer* first = n.layer_size() > 0 ? find_layer(n.layer(0).kind_case()) : nullptr;
+  const bool tokens = first && first->token_input;
   return zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
 }
 
@@ -275,256 +277,19 @@ int network_index(const LoadedFile& file, const std::string& name, const std::st
 
 namespace {
 
-// The layer being built, for messages.
-struct Site {
-  const LoadedFile& file;
-  int network, layer;
-  std::string net, name, kind;
-  int64_t vocabulary = 0;
-  int64_t sized_by_vocabulary(const std::string& field) const {
-    check(vocabulary > 0, field, "sized by the vocabulary, which only a text data source has");
-    return vocabulary;
-  }
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    EMBER_FAIL(file.at(network, layer, field), ": network '", net, "', layer '", name, "' (", kind, "): ", what);
-  }
-  void check(bool ok, const std::string& field, const std::string& what) const {
-    if (!ok) fail(field, what);
-  }
-  // A value the file gives for the layer's `field`, refused unless `ok`: "invalid", never
-  // "missing", for a field the file gives is never taken for one it leaves out.
-  template <typename T>
-  void valid(bool ok, const std::string& field, T value, const std::string& expected) const {
-    if (!ok) fail(kind, detail::concat(field, " is ", value, " (invalid: expected ", expected, ")"));
-  }
-  // A size the layer needs: one left out is missing, one below 1 invalid.
-  int64_t required_size(bool given, int64_t v, const std::string& field) const {
-    check(given, kind, field + " is missing (expected a positive number)");
-    return size_or(given, v, 0, field);
-  }
-  // A size the file may leave out (`def`); one it gives must be positive.
-  int64_t size_or(bool given, int64_t v, int64_t def, const std::string& field) const {
-    if (!given) return def;
-    valid(v > 0, field, v, "a positive number");
-    return v;
-  }
-  // A real the file may leave out (`def`); one it gives must be finite and `ok`.
-  double real_or(bool given, double v, double def, const std::string& field, bool ok = true,
-                 const std::string& expected = "a finite number") const {
-    if (!given) return def;
-    valid(std::isfinite(v) && ok, field, v, expected);
-    return v;
-  }
-  // A dimension of an input of `rank` dimensions (batch included), from the end when negative;
-  // never 0, the batch: a layer that mixes the batch's examples makes each one's output depend on
-  // the others (a softmax over the batch, a concatenation that changes the batch's size).
-  int64_t dimension(int64_t dim, int64_t rank, const std::string& field) const {
-    valid(dim >= -rank && dim < rank, field, dim,
-          detail::concat("one of its input's ", rank, " dimensions (batch included): 1 to ", rank - 1,
-                         ", or from the end -1 to -", rank - 1));
-    valid(dim != 0 && dim != -rank, field, dim,
-          "a dimension other than 0, the batch: each example's output would depend on the rest of its batch");
-    return dim;
-  }
-};
-
-// A pair given as [], [n] or [h, w].
-nn::Size2 size2(const Site& at, const pb::RepeatedField<int64_t>& v, const std::string& what, nn::Size2 def,
-                int64_t min) {
-  at.check(v.size() <= 2, at.kind, what + " has " + std::to_string(v.size()) + " values (expected 1 or 2)");
-  if (v.empty()) return def;
-  const nn::Size2 s = v.size() == 1 ? nn::Size2(v[0]) : nn::Size2(v[0], v[1]);
-  at.check(s.h >= min && s.w >= min, at.kind,
-           what + " is " + s.str() + " (expected values of at least " + std::to_string(min) + ")");
-  return s;
+// The layer kinds a file may write, in the schema's order ("conv2d, conv_transpose2d, ...").
+std::string layer_kinds() {
+  const pb::OneofDescriptor* kinds = Layer::descriptor()->FindOneofByName("kind");
+  std::string out;
+  for (int i = 0; i < kinds->field_count(); ++i) out += (i ? ", " : "") + kinds->field(i)->name();
+  return out;
 }
 
-int64_t channels(const Site& at, const Tensor& x, int64_t rank) {
-  at.check(
-      x.dim() == rank, at.kind,
-      "its input is " + shape_str(x.shape()) + " (expected " + std::to_string(rank) + " dimensions, batch included)");
-  return x.size(1);
-}
-
-std::shared_ptr<nn::Module> conv_layer(const Site& at, const Layer& l, const Tensor& x) {
-  if (l.kind_case() == Layer::kConv2D) {
-    const auto& c = l.conv2d();
-    const int64_t out = at.required_size(c.has_out_channels(), c.out_channels(), "out_channels");
-    at.check(!c.kernel().empty(), "conv2d", "kernel is missing (expected [k] or [kh, kw])");
-    nn::Conv2dOptions o{
-        .stride = size2(at, c.stride(), "stride", 1, 1),
-        .padding = c.same() ? nn::ConvPadding("same") : nn::ConvPadding(size2(at, c.padding(), "padding", 0, 0)),
-        .dilation = size2(at, c.dilation(), "dilation", 1, 1),
-        .groups = at.size_or(c.has_groups(), c.groups(), 1, "groups"),
-        .bias = !c.no_bias()};
-    return std::make_shared<nn::Conv2d>(channels(at, x, 4), out, size2(at, c.kernel(), "kernel", 1, 1), o);
-  }
-  const auto& c = l.conv_transpose2d();
-  const int64_t out = at.required_size(c.has_out_channels(), c.out_channels(), "out_channels");
-  at.check(!c.kernel().empty(), "conv_transpose2d", "kernel is missing (expected [k] or [kh, kw])");
-  nn::ConvTranspose2dOptions o{.stride = size2(at, c.stride(), "stride", 1, 1),
-                               .padding = size2(at, c.padding(), "padding", 0, 0),
-                               .output_padding = size2(at, c.output_padding(), "output_padding", 0, 0),
-                               .dilation = size2(at, c.dilation(), "dilation", 1, 1),
-                               .groups = at.size_or(c.has_groups(), c.groups(), 1, "groups"),
-                               .bias = !c.no_bias()};
-  return std::make_shared<nn::ConvTranspose2d>(channels(at, x, 4), out, size2(at, c.kernel(), "kernel", 1, 1), o);
-}
-
-std::shared_ptr<nn::Module> rnn_layer(const Site& at, const Layer& l, const Tensor& x) {
-  const auto& r = l.kind_case() == Layer::kLstm ? l.lstm() : l.kind_case() == Layer::kGru ? l.gru() : l.rnn();
-  const int64_t hidden = at.required_size(r.has_hidden(), r.hidden(), "hidden");
-  at.valid(r.dropout() >= 0 && r.dropout() < 1, "dropout", r.dropout(), "a probability in [0, 1)");
-  at.check(x.dim() == 3, at.kind, "its input is " + shape_str(x.shape()) + " (expected [N, T, features])");
-  const int64_t layers = at.size_or(r.has_layers(), r.layers(), 1, "layers");
-  std::shared_ptr<nn::RNNBase> rnn;
-  if (l.kind_case() == Layer::kRnn) {
-    rnn = std::make_shared<nn::RNN>(
-        x.size(2), hidden,
-        nn::RNNOptions{.num_layers = layers,
-                       .nonlinearity = r.relu() ? nn::RnnNonlinearity::Relu : nn::RnnNonlinearity::Tanh,
-                       .batch_first = true,
-                       .dropout = r.dropout(),
-                       .bidirectional = r.bidirectional()});
-  } else {
-    const nn::LSTMOptions o{
-        .num_layers = layers, .batch_first = true, .dropout = r.dropout(), .bidirectional = r.bidirectional()};
-    if (l.kind_case() == Layer::kLstm)
-      rnn = std::make_shared<nn::LSTM>(x.size(2), hidden, o);
-    else
-      rnn = std::make_shared<nn::GRU>(x.size(2), hidden, o);
-  }
-  return std::make_shared<nn::RnnSequence>(rnn);
-}
-
-std::shared_ptr<nn::Module> norm_layer(const Site& at, const Layer& l, const Tensor& x) {
-  if (l.kind_case() == Layer::kBatchNorm) {
-    const auto& b = l.batch_norm();
-    const nn::BatchNormOptions o{
-        .eps = at.real_or(b.has_eps(), b.eps(), 1e-5, "eps", b.eps() > 0, "a finite number > 0"),
-        .momentum = at.real_or(b.has_momentum(), b.momentum(), 0.1, "momentum", b.momentum() >= 0 && b.momentum() <= 1,
-                               "a number in [0, 1]")};
-    if (x.dim() == 4) return std::make_shared<nn::BatchNorm2d>(x.size(1), o);
-    at.check(x.dim() == 2 || x.dim() == 3, "batch_norm",
-             "its input is " + shape_str(x.shape()) + " (expected [N, C], [N, C, L] or [N, C, H, W])");
-    return std::make_shared<nn::BatchNorm1d>(x.size(1), o);
-  }
-  const auto& n = l.layer_norm();
-  const int64_t k = at.size_or(n.has_last_dims(), n.last_dims(), 1, "last_dims");
-  at.check(k < x.dim(), "layer_norm",
-           "last_dims " + std::to_string(k) + " for input " + shape_str(x.shape()) + " (expected 1 to rank - 1)");
-  const Shape shape(x.shape().end() - k, x.shape().end());
-  return std::make_shared<nn::LayerNorm>(
-      shape,
-      nn::LayerNormOptions{.eps = at.real_or(n.has_eps(), n.eps(), 1e-5, "eps", n.eps() > 0, "a finite number > 0")});
-}
-
-std::shared_ptr<nn::Module> pool_layer(const Site& at, const Layer& l) {
-  if (l.kind_case() == Layer::kAdaptiveAvgPool2D) {
-    at.check(!l.adaptive_avg_pool2d().output().empty(), "adaptive_avg_pool2d",
-             "output is missing (expected [n] or [h, w])");
-    return std::make_shared<nn::AdaptiveAvgPool2d>(size2(at, l.adaptive_avg_pool2d().output(), "output", 1, 1));
-  }
-  const auto& p = l.kind_case() == Layer::kMaxPool2D ? l.max_pool2d() : l.avg_pool2d();
-  at.check(!p.kernel().empty(), at.kind, "kernel is missing (expected [k] or [kh, kw])");
-  const nn::Pool2dOptions o{.stride = size2(at, p.stride(), "stride", 0, 1),
-                            .padding = size2(at, p.padding(), "padding", 0, 0),
-                            .ceil_mode = p.ceil_mode()};
-  const nn::Size2 k = size2(at, p.kernel(), "kernel", 1, 1);
-  if (l.kind_case() == Layer::kMaxPool2D) return std::make_shared<nn::MaxPool2d>(k, o);
-  return std::make_shared<nn::AvgPool2d>(k, o);
-}
-
-// Layers that change the input's shape, or whose size is read off the vocabulary.
-std::shared_ptr<nn::Module> shape_layer(const Site& at, const Layer& l, const Tensor& x) {
-  switch (l.kind_case()) {
-    case Layer::kLinear: {
-      const auto& f = l.linear();
-      at.check(!(f.to_vocabulary() && f.has_out_features()), "linear",
-               "out_features and to_vocabulary both give its size (expected one of them)");
-      const int64_t out = f.to_vocabulary() ? at.sized_by_vocabulary("linear")
-                                            : at.required_size(f.has_out_features(), f.out_features(), "out_features");
-      at.check(x.dim() >= 2, "linear", "its input is " + shape_str(x.shape()) + " (expected [N, features])");
-      return std::make_shared<nn::Linear>(x.size(-1), out, nn::LinearOptions{.bias = !f.no_bias()});
-    }
-    case Layer::kEmbedding: {
-      const auto& e = l.embedding();
-      const int64_t n = e.has_num_embeddings() ? at.size_or(true, e.num_embeddings(), 0, "num_embeddings")
-                                               : at.sized_by_vocabulary("embedding");
-      const int64_t dim = at.required_size(e.has_dim(), e.dim(), "dim");
-      at.check(!is_floating(x.dtype()), "embedding",
-               "its input is " + std::string(dtype_name(x.dtype())) +
-                   " (expected token ids: put it first in a network of a text source)");
-      return std::make_shared<nn::Embedding>(n, dim);
-    }
-    case Layer::kFlatten:
-      return std::make_shared<nn::Flatten>(l.flatten().has_start_dim() ? l.flatten().start_dim() : 1,
-                                           l.flatten().has_end_dim() ? l.flatten().end_dim() : -1);
-    default: {  // unflatten
-      const auto& u = l.unflatten();
-      at.check(u.has_dim(), "unflatten", "dim is missing (expected the dimension to split, 1 or later)");
-      at.check(!u.sizes().empty(), "unflatten", "sizes is missing (expected the sizes to split into)");
-      return std::make_shared<nn::Unflatten>(at.dimension(u.dim(), x.dim(), "dim"),
-                                             Shape(u.sizes().begin(), u.sizes().end()));
-    }
-  }
-}
-
-int64_t softmax_dim(const Site& at, const train_file::Softmax& s, const Tensor& x) {
-  return at.dimension(s.has_dim() ? s.dim() : -1, x.dim(), "dim");
-}
-
-std::shared_ptr<nn::Module> make_layer(const Site& at, const Layer& l, const Tensor& x) {
-  switch (l.kind_case()) {
-    case Layer::kConv2D:
-    case Layer::kConvTranspose2D:
-      return conv_layer(at, l, x);
-    case Layer::kLstm:
-    case Layer::kGru:
-    case Layer::kRnn:
-      return rnn_layer(at, l, x);
-    case Layer::kBatchNorm:
-    case Layer::kLayerNorm:
-      return norm_layer(at, l, x);
-    case Layer::kMaxPool2D:
-    case Layer::kAvgPool2D:
-    case Layer::kAdaptiveAvgPool2D:
-      return pool_layer(at, l);
-    case Layer::kLinear:
-    case Layer::kEmbedding:
-    case Layer::kFlatten:
-    case Layer::kUnflatten:
-      return shape_layer(at, l, x);
-    case Layer::kDropout: {
-      const double p = l.dropout().p();
-      return std::make_shared<nn::Dropout>(
-          at.real_or(l.dropout().has_p(), p, 0.5, "p", p >= 0 && p < 1, "a probability in [0, 1)"));
-    }
-    case Layer::kRelu:
-      return std::make_shared<nn::ReLU>();
-    case Layer::kLeakyRelu:
-      return std::make_shared<nn::LeakyReLU>(
-          at.real_or(l.leaky_relu().has_negative_slope(), l.leaky_relu().negative_slope(), 0.01, "negative_slope"));
-    case Layer::kTanh:
-      return std::make_shared<nn::Tanh>();
-    case Layer::kSigmoid:
-      return std::make_shared<nn::Sigmoid>();
-    case Layer::kIdentity:
-      return std::make_shared<nn::Identity>();
-    case Layer::kSoftmax:
-      return std::make_shared<nn::Softmax>(softmax_dim(at, l.softmax(), x));
-    case Layer::kLogSoftmax:
-      return std::make_shared<nn::LogSoftmax>(softmax_dim(at, l.log_softmax(), x));
-    case Layer::kElu:
-      return std::make_shared<nn::ELU>(at.real_or(l.elu().has_alpha(), l.elu().alpha(), 1.0, "alpha"));
-    case Layer::kGelu:
-      return std::make_shared<nn::GELU>(l.gelu().tanh() ? "tanh" : "none");
-    case Layer::kAdd:
-    case Layer::kConcat:
-    case Layer::KIND_NOT_SET:
-      break;
-  }
-  return nullptr;
+// How a layer of this kind is made (interop/layers/): an ember::Error for a kind that registered none.
+const FileLayer& registered(const Site& at, const Layer& l) {
+  const FileLayer* f = find_layer(l.kind_case());
+  at.check(f != nullptr, at.kind, "this Ember registers no way to build a layer of this kind (interop/layers/)");
+  return *f;
 }
 
 // Re-initialises `t` as `init` says (after the layer's own default initialisation).
@@ -629,9 +394,8 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
     at.check(!index.count(l.name()), "name",
              l.name() == "input" ? "'input' names the network's input" : "a second layer of this name");
     at.check(l.kind_case() != Layer::KIND_NOT_SET, "name",
-             "the layer has no kind (expected one of conv2d, conv_transpose2d, linear, batch_norm, layer_norm, "
-             "max_pool2d, avg_pool2d, adaptive_avg_pool2d, flatten, unflatten, dropout, relu, leaky_relu, tanh, "
-             "sigmoid, elu, gelu, identity, softmax, log_softmax, embedding, lstm, gru, rnn, add, concat)");
+             "the layer has no kind (expected one of " + layer_kinds() + ")");
+    const FileLayer& kind = registered(at, l);
     nn::GraphNet::Node node{.name = l.name()};
     for (const std::string& in : l.input()) {
       auto it = index.find(in);
@@ -641,12 +405,11 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
     if (node.inputs.empty()) node.inputs.push_back(i - 1);
     std::vector<Tensor> in;
     for (int k : node.inputs) in.push_back(k < 0 ? input : examples[static_cast<size_t>(k)]);
-    const bool join = l.kind_case() == Layer::kAdd || l.kind_case() == Layer::kConcat;
+    const bool join = kind.join != nn::GraphNet::Join::None;
     if (join) {
       at.check(node.inputs.size() >= 2, "input", "a join reads at least 2 inputs (expected input: [\"a\", \"b\"])");
-      node.join = l.kind_case() == Layer::kAdd ? nn::GraphNet::Join::Add : nn::GraphNet::Join::Concat;
-      if (l.kind_case() == Layer::kConcat)
-        node.dim = at.dimension(l.concat().has_dim() ? l.concat().dim() : 1, in[0].dim(), "dim");
+      node.join = kind.join;
+      if (kind.join_dim) node.dim = kind.join_dim(at, l, in[0]);
     } else {
       at.check(node.inputs.size() == 1, "input",
                "a " + at.kind + " layer reads 1 input, not " + std::to_string(node.inputs.size()));
@@ -657,7 +420,7 @@ std::shared_ptr<nn::Module> build_network(const LoadedFile& file, int network, i
       if (join) {
         out = nn::apply_join(node.join, node.dim, in);
       } else {
-        node.module = make_layer(at, l, in[0]);
+        node.module = kind.build(at, l, in[0]);
         if (l.has_weight_init() || l.has_bias_init()) {
           Tensor w = own_parameter(*node.module, "weight"), b = own_parameter(*node.module, "bias");
           if (l.has_weight_init()) apply_init(at, l.weight_init(), w, "weight_init");

@@ -1,8 +1,8 @@
 // Containers of modules. Sequential chains single-tensor modules (each element's operator(), so
-// forward hooks and summary() see every layer); ModuleList only holds and registers modules for
-// a forward written by hand; Lambda wraps a function as a parameterless layer. Elements are held
-// through std::shared_ptr because modules cannot be moved (see module.h); nn::make<T>(args...)
-// builds one. Elements are named "0", "1", ... as in PyTorch unless a name is given.
+// forward hooks and summary() see every layer; nn::fuse turns on its fused runs, layers/fusion.h); ModuleList only
+// holds and registers modules for a forward written by hand; Lambda wraps a function as a parameterless layer. Elements
+// are held through std::shared_ptr because modules cannot be moved (see module.h); nn::make<T>(args...) builds one.
+// Elements are named "0", "1", ... as in PyTorch unless a name is given.
 #pragma once
 
 #include <cstddef>
@@ -51,11 +51,18 @@ class Sequential : public Module {
   auto begin() const { return items_.begin(); }
   auto end() const { return items_.end(); }
 
+  // Runs the elements in order, each through its operator(); with fusion on, some runs of them
+  // as fused ops (layers/fusion.h).
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Sequential"; }
 
+  // Fusion (layers/fusion.h): off until nn::fuse(model), or this, turns it on.
+  void set_fusion(bool on) { fusion_ = on; }
+  bool fusion() const { return fusion_; }
+
  private:
   std::vector<std::shared_ptr<Module>> items_;
+  bool fusion_ = false;
 };
 
 class ModuleList : public Module {

@@ -1,4 +1,4 @@
-// Everything of the training API in one include: modules and containers, layers, losses,
+// Everything of the training API in one include: modules and containers, the fusion pass, layers, losses,
 // initialisers, nn::functional, optimizers, gradient clipping and LR schedules.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include "layers/dropout.h"
 #include "layers/embedding.h"
 #include "layers/functional.h"
+#include "layers/fusion.h"
 #include "layers/init.h"
 #include "layers/linear.h"
 #include "layers/loss.h"

@@ -19,6 +19,7 @@
 #include "data/image_folder.h"
 #include "data/transforms.h"
 #include "interop/model_file.h"
+#include "layers/fusion.h"
 #include "tools/command.h"
 #include "tools/model_file_data.h"
 
@@ -78,6 +79,7 @@ void note_classes(ClassifierData& out, const data::ImageFolder& set, const std::
 std::shared_ptr<nn::Module> classifier_network(const model_file::LoadedFile& file, int net_index,
                                                const ClassifierData& d) {
   std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index);
+  nn::fuse(*net);  // a file's conv, [relu,] max_pool2d run as one op, as the examples' (layers/fusion.h)
   const int64_t outputs = model_file::classifier_outputs(file, net_index, *net);
   EMBER_CHECK(d.classes <= outputs, d.classes_from, ", but network '", file.spec.network(net_index).name(), "' (",
               file.at(net_index), ") scores ", outputs, " classes (expected one output per class: ", d.classes, ")");
@@ -403,6 +405,7 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
     manual_seed(static_cast<uint64_t>(cf.seed));
     auto gen = model_file::build_network(file, gi);
     auto disc = model_file::build_network(file, di);
+    nn::fuse(*gen), nn::fuse(*disc);
     FileGan pair(s.name(), gen, disc);
     pair.to(cf.dev());
     const double lr = flags.given("lr") ? cf.lr : 0.0;
@@ -484,6 +487,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
     examples::score_baseline(c, test_set);
     manual_seed(static_cast<uint64_t>(cf.seed));
     std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index, c.vocab.size());
+    nn::fuse(*net);
     net->to(dev);
     job.wrap(*net, cf.batch_size, static_cast<uint64_t>(cf.seed), {text.seq_len()}, DType::Int64);
     const std::vector<Tensor> params = job.parameters(*net);

@@ -49,7 +49,7 @@ Tensor max_pool2d(const Tensor& input, int64_t kernel);  // kernel = stride, no 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pool2dParams p);
 // max_pool2d(conv2d(input, weight, bias, conv), pool): the same values and gradients, on the CPU
 // a few images at a time so that the convolution's output stays in cache (core/ops/conv_pool.cpp).
-// nn::Sequential runs its Conv2d-MaxPool2d pairs through it.
+// A fused nn::Sequential (nn::fuse, layers/fusion.h) runs its Conv2d-MaxPool2d pairs through it.
 Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams conv,
                          Pool2dParams pool);
 Tensor avg_pool2d(const Tensor& input, Pool2dParams p);

@@ -385,6 +385,7 @@ class ParallelJob {
                               .stage_ranks = grid_.stage_ranks,
                               .data_parallel = grid_.replicas_comm.get(),
                               .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap}});
+    pipe_->stage_module().set_fusion(seq->fusion());  // the stage's layers run as the model's would
     manual_seed(seed * 1000003ULL + static_cast<uint64_t>(comm_->rank()));
   }
 

@@ -15,6 +15,7 @@
 #include "layers/container.h"
 #include "layers/conv.h"
 #include "layers/embedding.h"
+#include "layers/fusion.h"
 #include "layers/pooling.h"
 #include "layers/rnn.h"
 #include "test_helpers.h"
@@ -411,7 +412,7 @@ TEST(Module, SummaryOfAForwardWithSeveralInputsListsItsRnn) {
   EXPECT_TRUE(has(s, "Total params: " + std::to_string(t.num_parameters()))) << s;
 }
 
-// Sequential runs ReLU then MaxPool2d as MaxPool2d then ReLU (layers/container.cpp): the values
+// A fused Sequential (nn::fuse, layers/fusion.h) runs ReLU then MaxPool2d as MaxPool2d then ReLU: the values
 // and the input gradients must be those of the order written, with negatives, zeros, ties and
 // NaNs in the windows, in float32 and float64; and a forward hook on either module keeps the
 // order written, so the hook sees the full-size rectified tensor.
@@ -423,6 +424,7 @@ TEST(Sequential, ReluThenMaxPoolGivesTheValuesAndGradientsOfTheOrderWritten) {
     Tensor xa = from_vector(v, {2, 3, 7, 8}, TensorOptions{.dtype = dt, .requires_grad = true});
     Tensor xb = from_vector(v, {2, 3, 7, 8}, TensorOptions{.dtype = dt, .requires_grad = true});
     nn::Sequential seq(nn::make<nn::ReLU>(), nn::make<nn::MaxPool2d>(2));
+    ASSERT_EQ(nn::fuse(seq).size(), 1u);
     Tensor ya = seq(xa);
     Tensor yb = max_pool2d(relu(xb), 2);
     ASSERT_EQ(ya.shape(), yb.shape());
@@ -448,8 +450,8 @@ TEST(Sequential, ReluThenMaxPoolGivesTheValuesAndGradientsOfTheOrderWritten) {
   }
 }
 
-// Sequential runs Conv2d, ReLU, MaxPool2d (and Conv2d, MaxPool2d) as conv2d_max_pool2d then ReLU
-// (layers/container.cpp): the output and the gradients of the input and of the convolution's
+// A fused Sequential (nn::fuse, layers/fusion.h) runs Conv2d, ReLU, MaxPool2d (and Conv2d, MaxPool2d)
+// as conv2d_max_pool2d then ReLU: the output and the gradients of the input and of the convolution's
 // weight and bias must be those of the modules run one by one, with a batch large enough for the
 // op to cut it into chunks on each thread; a forward hook on the convolution keeps the modules
 // apart, so the hook sees the convolution's full output.
@@ -462,6 +464,7 @@ TEST(Sequential, ConvThenMaxPoolGivesTheValuesAndGradientsOfTheModulesRunOneByOn
     mods.push_back(nn::make<nn::MaxPool2d>(2));
     nn::Sequential seq;
     for (const auto& m : mods) seq.push_back(m);
+    ASSERT_EQ(nn::fuse(seq).size(), 1u);
     // 16 x 62 x 62 float32 outputs are 240 KiB an image: two images a chunk.
     const auto diff = [](const Tensor& a, const Tensor& b) {
       const std::vector<double> va = vec(a), vb = vec(b);

@@ -25,6 +25,24 @@ TEST(Models, MnistCnnShapesAndParameterCount) {
   EXPECT_EQ(le(zeros({3, 1, 28, 28})).shape(), (Shape{3, 10}));
 }
 
+// The example fuses MnistCnn (nn::fuse, layers/fusion.h): its two conv, ReLU, max-pool runs, and
+// no other, run as conv2d_max_pool2d then ReLU, with the outputs of the layers run one by one.
+TEST(Models, MnistCnnFusesItsTwoConvReluPoolRuns) {
+  manual_seed(2);
+  MnistCnn fused, plain;
+  plain.load_state_dict(fused.state_dict());
+  const std::vector<nn::FusedRun> runs = nn::fuse(fused);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].modules, (std::vector<std::string>{"c1", "relu1", "pool1"}));
+  EXPECT_EQ(runs[1].modules, (std::vector<std::string>{"c2", "relu2", "pool2"}));
+  EXPECT_EQ(runs[1].as, "conv2d_max_pool2d, relu");
+  EXPECT_FALSE(plain.fusion());
+  const Tensor x = randn({4, 1, 28, 28});
+  const std::vector<float> a = fused(x).to_vector<float>(), b = plain(x).to_vector<float>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
+}
+
 TEST(Models, MnistCnnLossFallsOnATinySubset) {
   manual_seed(0);
   MnistCnn net;
