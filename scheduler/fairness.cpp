@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "scheduler/stats.h"
 
 namespace ember::sched {
 
