@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "scheduler/admission.h"
+#include "scheduler/apply_decision.h"
 
 namespace ember::sched {
 namespace {
@@ -26,6 +27,33 @@ double process_cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+// The simulator's side of apply_decision(): its jobs, indexed by id, on its clock.
+class SimTarget : public DecisionTarget {
+ public:
+  using PreemptFn = std::function<void(Job&)>;
+  using StartFn = std::function<void(Job&, const Placement&)>;
+  SimTarget(std::vector<Job>& jobs, const Cluster& cluster, const std::vector<Job*>& stopping, const double& now,
+            PreemptFn preempt, StartFn start)
+      : jobs_(jobs), cluster_(cluster), stopping_(stopping), now_(now), preempt_(preempt), start_(start) {}
+  bool running(JobId id) const override { return known(id) && jobs_[id].status == JobStatus::kRunning; }
+  bool waiting(JobId id) const override { return known(id) && jobs_[id].status == JobStatus::kWaiting; }
+  bool stopping(JobId id) const override { return jobs_[id].stopping_until > now_; }
+  bool any_stopping() const override { return !stopping_.empty(); }
+  const Job& job(JobId id) const override { return jobs_[id]; }
+  const Cluster& cluster() const override { return cluster_; }
+  void preempt(JobId id) override { preempt_(jobs_[id]); }
+  void start(JobId id, const Placement& p) override { start_(jobs_[id], p); }
+
+ private:
+  bool known(JobId id) const { return id >= 0 && static_cast<size_t>(id) < jobs_.size(); }
+  std::vector<Job>& jobs_;
+  const Cluster& cluster_;
+  const std::vector<Job*>& stopping_;
+  const double& now_;
+  PreemptFn preempt_;
+  StartFn start_;
+};
 
 }  // namespace
 
@@ -247,6 +275,43 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     whole_area += busy * (to - t);
     t = to;
   };
+  // What a preemption and a start do to a simulated job (apply_decision() says which happen).
+  auto preempt = [&](Job& j) {
+    j.preemptions += 1;
+    j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j, t);
+    j.executed = j.executed_at(t);
+    wall_run[j.id] += t - j.last_start;
+    remove_running(j);
+    if (opt.stop_delay > 0) {
+      j.status = JobStatus::kPending;  // in neither list, as the daemon's stopping jobs
+      j.stopping_until = t + opt.stop_delay;
+      stopping.push_back(&j);
+    } else {
+      cluster.release(j);
+      j.devices.clear();
+      enqueue(j, t);
+    }
+  };
+  auto start = [&](Job& j, const Placement& placement) {
+    try {
+      j.devices = cluster.allocate(j, placement);
+    } catch (const Error& e) {
+      EMBER_FAIL("policy '", policy.name(), "': ", e.what());
+    }
+    j.status = JobStatus::kRunning;
+    j.overhead += opt.start_delay;
+    j.last_start = t;
+    j.rate = rate_on(j, placement);
+    if (j.first_start < 0) {
+      j.first_start = t;
+      if (opt.admission && admitted_at[j.id] >= 0) opt.admission->started(est_l[j.id], t - admitted_at[j.id]);
+    }
+    drop[j.id] = 1;
+    add_running(j);
+    const long run = start_seq[j.id] = ++starts;
+    push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed) / j.rate, j.id, run, -1});
+    if (opt.predictor) push(outlives, {outlive_at(j), j.id, run, j.spec.estimate});
+  };
   while (done < n) {
     while (next < n && jobs[arrival[next]].spec.submit <= t + kEps) {
       Job& j = jobs[arrival[next++]];
@@ -278,55 +343,8 @@ SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Poli
     Decision d = policy.decide(state(t));
     ++res.decisions;
     if (!d.empty()) {
-      for (JobId id : d.preempt) {
-        EMBER_CHECK(id >= 0 && static_cast<size_t>(id) < n && jobs[id].status == JobStatus::kRunning, "policy '",
-                    policy.name(), "' preempted job ", id, ", which is not running");
-        Job& j = jobs[id];
-        j.preemptions += 1;
-        j.overhead += opt.preempt_cost + opt.restart_delay + lost_work(j, t);
-        j.executed = j.executed_at(t);
-        wall_run[j.id] += t - j.last_start;
-        remove_running(j);
-        if (opt.stop_delay > 0) {
-          j.status = JobStatus::kPending;  // in neither list, as the daemon's stopping jobs
-          j.stopping_until = t + opt.stop_delay;
-          stopping.push_back(&j);
-        } else {
-          cluster.release(j);
-          j.devices.clear();
-          enqueue(j, t);
-        }
-      }
-      for (const Start& st : d.start) {
-        EMBER_CHECK(st.job >= 0 && static_cast<size_t>(st.job) < n &&
-                        (jobs[st.job].status == JobStatus::kWaiting || jobs[st.job].stopping_until > t),
-                    "policy '", policy.name(), "' started job ", st.job, ", which is not waiting");
-        Job& j = jobs[st.job];
-        // As in the daemon: a job still stopping (preempted and started again in this decision)
-        // and a start onto devices a stopping job holds wait for the next decision after its exit.
-        if (j.stopping_until > t) continue;
-        if (!stopping.empty() &&
-            !placement_problem(cluster.free(), st.placement, j.spec.gpus, j.spec.mem_per_gpu).empty())
-          continue;
-        try {
-          j.devices = cluster.allocate(j, st.placement);
-        } catch (const Error& e) {
-          EMBER_FAIL("policy '", policy.name(), "': ", e.what());
-        }
-        j.status = JobStatus::kRunning;
-        j.overhead += opt.start_delay;
-        j.last_start = t;
-        j.rate = rate_on(j, st.placement);
-        if (j.first_start < 0) {
-          j.first_start = t;
-          if (opt.admission && admitted_at[j.id] >= 0) opt.admission->started(est_l[j.id], t - admitted_at[j.id]);
-        }
-        drop[j.id] = 1;
-        add_running(j);
-        const long run = start_seq[j.id] = ++starts;
-        push(completions, {t + std::max(0.0, truth[j.id] + j.overhead - j.executed) / j.rate, j.id, run, -1});
-        if (opt.predictor) push(outlives, {outlive_at(j), j.id, run, j.spec.estimate});
-      }
+      SimTarget target(jobs, cluster, stopping, t, preempt, start);
+      apply_decision(d, policy.name(), target);
       if (!d.start.empty()) {
         std::erase_if(waiting, [&](const Job* j) { return drop[j->id]; });
         for (const Start& st : d.start) drop[st.job] = 0;
