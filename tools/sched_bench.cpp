@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "scheduler/search.h"
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 

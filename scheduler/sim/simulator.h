@@ -82,7 +82,7 @@ struct Metrics {
   double max_slowdown = 0;  // JCT / duration; jobs of zero duration are left out
 };
 
-struct Fairness;  // scheduler/fairness.h
+struct Fairness;  // scheduler/sim/fairness.h
 
 // What admission control did over a run, and how good its estimates were. Relative errors are
 // |estimate - actual| / max(actual, 60 s): a start within the minute counts as immediate.

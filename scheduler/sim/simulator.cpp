@@ -1,4 +1,4 @@
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 #include <algorithm>
 #include <chrono>

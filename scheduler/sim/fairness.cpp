@@ -1,4 +1,4 @@
-#include "scheduler/fairness.h"
+#include "scheduler/sim/fairness.h"
 
 #include <algorithm>
 #include <map>
