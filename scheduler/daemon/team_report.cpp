@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "scheduler/daemon/daemon_impl.h"
-#include "scheduler/sim/fairness.h"
 #include "scheduler/policy.h"
+#include "scheduler/sim/fairness.h"
 
 namespace ember::sched::daemon_impl {
 

@@ -8,9 +8,9 @@
 
 #include "core/error.h"
 #include "sched_test_util.h"
-#include "scheduler/sim/fairness.h"
 #include "scheduler/lp.h"
 #include "scheduler/policies/policies.h"
+#include "scheduler/sim/fairness.h"
 #include "scheduler/sim/report.h"
 
 namespace ember::sched {
