@@ -10,15 +10,16 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "scheduler/admission.h"
-#include "scheduler/sim/fairness.h"
 #include "scheduler/learned/learned_policy.h"
 #include "scheduler/predict.h"
+#include "scheduler/registry.h"
+#include "scheduler/sim/fairness.h"
 #include "scheduler/sim/report.h"
 #include "scheduler/sim/simulator.h"
-#include "scheduler/speeds.h"
-#include "scheduler/teams.h"
 #include "scheduler/sim/trace.h"
 #include "scheduler/sim/trace_gen.h"
+#include "scheduler/speeds.h"
+#include "scheduler/teams.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
@@ -32,9 +33,6 @@ std::string join(const std::vector<std::string>& v) {
   for (const std::string& s : v) o += (o.empty() ? "" : ", ") + s;
   return o;
 }
-
-constexpr const char* kPredSuffix = "+pred";
-constexpr const char* kQuotaSuffix = "+quota";
 
 bool predicted_run(const std::string& n) {
   return n.ends_with(kPredSuffix);
@@ -50,31 +48,6 @@ bool quota_run(const std::string& n) {
 std::string inner_policy(const std::string& n) {
   const std::string b = base_policy(n);
   return quota_run(n) ? b.substr(0, b.size() - std::string(kQuotaSuffix).size()) : b;
-}
-
-bool known_policy(const std::string& n) {
-  if (n == "backfill" || n == "tiresias" || n == "ilp" || n == "learned" || n.starts_with("learned:")) return true;
-  for (const std::string& k : policy_names())
-    if (k == n) return true;
-  return false;
-}
-
-// --compare's runs: every policy (the shipped learned network too where it is installed), then the clairvoyant
-// orderings again with predicted durations in place of the true ones (what a real scheduler could do). Under
-// --estimates predicted every clairvoyant run is a predicted one anyway. With team quotas, the ranking policies run
-// inside the teams too.
-std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed) {
-  std::vector<std::string> runs;
-  // The Gavel pair is about device types: on one type it is max-min time slicing, slow to compare.
-  for (const std::string& n : policy_names())
-    if (typed || !n.starts_with("gavel")) runs.push_back(n);
-  if (learned::shipped_policy_net()) runs.push_back("learned");
-  if (!predict_all)
-    for (const char* n : {"sjf", "srsf"}) runs.push_back(std::string(n) + kPredSuffix);
-  if (quotas)
-    for (const char* n : {"fcfs", "sjf", "las", "gittins", "themis", "srsf"})
-      runs.push_back(std::string(n) + kQuotaSuffix);
-  return runs;
 }
 
 }  // namespace
@@ -135,7 +108,7 @@ int sched_simulate(const std::vector<std::string>& args) {
       .add("help", "", "show this help");
   const std::string usage = usage_of("ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]", f) +
                             "\npolicies: " + join(policy_names()) +
-                            ", learned (the shipped network), learned:FILE (aliases: backfill, tiresias)\n";
+                            ", learned (the shipped network), learned:FILE (aliases: " + join(policy_aliases()) + ")\n";
   return run_leaf("ember sched simulate", usage, [&]() -> int {
     f.parse(args);
     if (help_asked(f, usage)) return 0;
