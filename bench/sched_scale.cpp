@@ -22,9 +22,9 @@
 #include "bench/bench_util.h"
 #include "core/error.h"
 #include "scheduler/policy.h"
-#include "scheduler/simulator.h"
-#include "scheduler/trace.h"
-#include "scheduler/trace_gen.h"
+#include "scheduler/sim/simulator.h"
+#include "scheduler/sim/trace.h"
+#include "scheduler/sim/trace_gen.h"
 #include "tools/flags.h"
 #include "tools/run_leaf.h"
 

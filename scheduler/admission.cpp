@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "scheduler/cluster.h"
 #include "scheduler/ranking.h"
-#include "scheduler/simulator.h"
+#include "scheduler/stats.h"
 
 namespace ember::sched {
 

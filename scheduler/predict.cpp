@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "scheduler/params.h"
-#include "scheduler/simulator.h"
+#include "scheduler/stats.h"
 
 namespace ember::sched {
 

@@ -14,6 +14,7 @@
 #include "scheduler/lp.h"
 #include "scheduler/params.h"
 #include "scheduler/ranking.h"
+#include "scheduler/registry.h"
 
 namespace ember::sched {
 
@@ -356,9 +357,12 @@ QuotaOptions quota_options(const PolicyParams& params) {
 std::unique_ptr<Policy> make_team_quotas(std::unique_ptr<Policy> inner, Shares shares, QuotaOptions opt) {
   EMBER_CHECK(inner != nullptr, "team quotas: no policy to run inside the teams");
   auto* ranking = dynamic_cast<RankingPolicy*>(inner.get());
-  EMBER_CHECK(ranking != nullptr, "policy '", inner->name(),
-              "' cannot run inside team quotas: it does not rank jobs (the ones that do: fcfs, sjf, priority, las, "
-              "gittins, themis, srsf)");
+  if (ranking == nullptr) {
+    std::string ones;
+    for (const std::string& n : ranking_policy_names()) ones += (ones.empty() ? "" : ", ") + n;
+    EMBER_FAIL("policy '", inner->name(),
+               "' cannot run inside team quotas: it does not rank jobs (the ones that do: ", ones, ")");
+  }
   EMBER_CHECK(!shares.empty(), "team quotas: no teams");
   for (const auto& [t, n] : shares)
     EMBER_CHECK(n >= 0, "team quotas: team '", t, "' has share ", n, "; expected >= 0 devices");

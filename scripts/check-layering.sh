@@ -14,13 +14,16 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 # their own (a file belongs to the longest unit its path starts with). The unit `core` is what is
 # left of core/: the tensor layer, dtypes, devices, allocators, streams, RNG, dispatch and the
 # kernel interfaces; core/ops.h gathers the op API, so it is a unit of the ops' side.
-sub_units=(scheduler/learned core/ops core/ops.h core/autograd core/cpu core/cuda)
+sub_units=(scheduler/learned scheduler/sim scheduler/daemon scheduler/policies core/ops core/ops.h core/autograd core/cpu core/cuda)
 
 # What each unit may include besides system and third-party headers: units, whole folders with
 # every unit inside them (an entry ending in /), or single headers (an entry ending in .h).
 # Units not listed here (tools, tests, bench, include) may include everything. The job scheduler
 # needs nothing of the tensor engine except through scheduler/learned/ (a policy network and a
-# duration predictor trained with it), whose two factories' headers the registry names.
+# duration predictor trained with it), whose two factories' headers the registry names. Inside it,
+# the core (the files at scheduler/'s top: jobs, cluster, decisions and how one is applied,
+# admission, prediction) knows neither of its drivers (sim/, the trace simulator; daemon/, the
+# live daemon) nor the policies (policies/) but through policies.h, the registry's list of them.
 # Ops and autograd include each other: an op records a node, and the engine sums gradients and
 # makes zeros with ops. The CUDA glue (cuDNN, cross-device copies) stages through Tensor members
 # that record, so it may turn recording off (grad_mode.h) but may not reach the graph.
@@ -35,10 +38,13 @@ declare -A allowed=(
   [data]="core/ data proto"
   [models]="core/ layers models proto"
   [interop]="core/ layers data models proto interop"
-  [scheduler]="core/error.h scheduler proto scheduler/learned/learned_policy.h scheduler/learned/quantile_predictor.h"
-  [scheduler/learned]="core/ layers scheduler scheduler/learned proto"
+  [scheduler]="core/error.h scheduler proto scheduler/policies/policies.h scheduler/learned/learned_policy.h scheduler/learned/quantile_predictor.h"
+  [scheduler/policies]="core/error.h scheduler scheduler/policies"
+  [scheduler/sim]="core/error.h scheduler scheduler/sim"
+  [scheduler/daemon]="core/error.h scheduler scheduler/sim scheduler/daemon proto"
+  [scheduler/learned]="core/ layers scheduler scheduler/sim scheduler/learned proto"
   [dist]="core/ layers dist"
-  [examples]="core/ layers data models interop scheduler dist proto ember"
+  [examples]="core/ layers data models interop scheduler/ dist proto ember"
 )
 project_dirs=" core layers data models interop scheduler dist proto tools examples tests bench ember "
 

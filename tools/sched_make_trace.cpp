@@ -1,12 +1,12 @@
-// `ember sched make-trace`: traces for planning at cluster scale (scheduler/trace_gen.h), written
+// `ember sched make-trace`: traces for planning at cluster scale (scheduler/sim/trace_gen.h), written
 // as CSV that `ember sched simulate` reads: a trace repeated back to back (--tile K, each copy a
 // week later), or a synthetic one drawn from a trace's jobs with Poisson arrivals (--jobs N).
 #include <iostream>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "scheduler/trace.h"
-#include "scheduler/trace_gen.h"
+#include "scheduler/sim/trace.h"
+#include "scheduler/sim/trace_gen.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "scheduler/learned/train_policy.h"
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 

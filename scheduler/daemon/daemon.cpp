@@ -18,6 +18,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "scheduler/apply_decision.h"
 #include "scheduler/daemon/daemon_impl.h"
 #include "scheduler/daemon/job_spec.h"
 #include "scheduler/daemon/pool.h"
@@ -243,49 +244,51 @@ void Daemon::schedule() {
   }
 }
 
-void Daemon::decide_and_apply() {
-  double now = wall_now();
-  Decision d = policy_->decide(state(now));
-  // The whole decision is checked before any of it is applied: a wrong entry must not leave the
-  // decision half done (some jobs stopped, the starts after it dropped).
-  std::set<JobId> preempted;
-  for (JobId id : d.preempt) {
-    auto it = jobs_.find(id);
-    EMBER_CHECK(it != jobs_.end() && it->second.info.state() == proto::RUNNING && preempted.insert(id).second,
-                "policy '", policy_->name(), "' preempted job ", id, ", which is not running");
+// The daemon's side of apply_decision(): its job records, its device limits, its launches.
+class DaemonTarget : public DecisionTarget {
+ public:
+  explicit DaemonTarget(Daemon& d) : d_(d), held_(d.devices_by_owner()) {}
+  bool running(JobId id) const override { return state_is(id, proto::RUNNING); }
+  bool waiting(JobId id) const override { return state_is(id, proto::QUEUED); }
+  bool stopping(JobId id) const override { return state_is(id, proto::STOPPING); }
+  bool any_stopping() const override { return d_.count_state(proto::STOPPING) > 0; }
+  const Job& job(JobId id) const override { return d_.jobs_.at(id).job; }
+  const Cluster& cluster() const override { return d_.cluster_; }
+  // Two starts in one decision may together pass their owner's limit: the later one waits.
+  bool may_start(JobId id) override { return !d_.over_device_limit(d_.jobs_.at(id), held_); }
+  void preempt(JobId id) override {
+    d_.stop(d_.jobs_.at(id), StopKind::kPreempt, "preempted by policy " + d_.policy_->name());
   }
-  std::set<JobId> started;
-  for (const Start& st : d.start) {
-    auto it = jobs_.find(st.job);
-    const bool queued = it != jobs_.end() && it->second.info.state() == proto::QUEUED;
-    EMBER_CHECK((queued || preempted.count(st.job)) && started.insert(st.job).second, "policy '", policy_->name(),
-                "' started job ", st.job, ", which is not queued");
-  }
-  for (JobId id : d.preempt) stop(jobs_.at(id), StopKind::kPreempt, "preempted by policy " + policy_->name());
-  std::map<uid_t, int> held = devices_by_owner();
-  for (const Start& st : d.start) {
-    JobRecord& r = jobs_.at(st.job);
-    // A job this decision preempted and started again (a migration) restarts only once it has
-    // stopped and saved its checkpoint: its exit brings the next decision, which places it.
-    if (r.info.state() != proto::QUEUED) continue;
-    // A start onto devices that a preempted job still holds waits for that job's exit.
-    if (!placement_problem(cluster_.free(), st.placement, r.job.spec.gpus, r.job.spec.mem_per_gpu).empty()) continue;
-    // Two starts in one decision may together pass their owner's limit: the later one waits.
-    if (over_device_limit(r, held)) continue;
-    held[access_.owner_of(r.info)] += r.job.spec.gpus;
+  void start(JobId id, const Placement& p) override {
+    JobRecord& r = d_.jobs_.at(id);
+    held_[d_.access_.owner_of(r.info)] += r.job.spec.gpus;
     try {
-      launch(r, st.placement);
+      d_.launch(r, p);
     } catch (const Error& e) {
-      if (!r.job.devices.empty()) cluster_.release(r.job);
+      if (!r.job.devices.empty()) d_.cluster_.release(r.job);
       r.job.devices.clear();
       r.info.clear_devices();
       r.info.set_state(proto::FAILED);
       r.info.set_finish_time(wall_now());
       r.info.set_reason(std::string("could not start: ") + e.what());
       r.job.status = JobStatus::kDone;
-      save(r, r.info.reason());
+      d_.save(r, r.info.reason());
     }
   }
+
+ private:
+  bool state_is(JobId id, proto::JobState s) const {
+    auto it = d_.jobs_.find(id);
+    return it != d_.jobs_.end() && it->second.info.state() == s;
+  }
+  Daemon& d_;
+  std::map<uid_t, int> held_;
+};
+
+void Daemon::decide_and_apply() {
+  Decision d = policy_->decide(state(wall_now()));
+  DaemonTarget target(*this);
+  apply_decision(d, policy_->name(), target);
   const double after = wall_now();
   wakeup_ = policy_->next_wakeup(state(after));
   // A wake-up that is already due must not spin the loop: decide again shortly instead.

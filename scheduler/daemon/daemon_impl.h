@@ -38,6 +38,7 @@ class Daemon {
   int run();
 
  private:
+  friend class DaemonTarget;  // its side of apply_decision() (daemon.cpp)
   template <typename... A>
   void say(const A&... a) {
     if (opt_.quiet) return;

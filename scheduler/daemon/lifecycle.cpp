@@ -247,6 +247,24 @@ void Daemon::stop(JobRecord& r, StopKind kind, const std::string& why) {
   signal_run(r, SIGTERM);
 }
 
+namespace {
+
+// Opens the job's log, the owner's file (mode 0600) in the daemon's private jobs/ folder, and
+// writes `head` to it.
+void write_log_head(const Launch& l, const std::string& head) {
+  int fd = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  EMBER_CHECK(fd >= 0, "cannot open the log ", l.log_path, ": ", std::strerror(errno));
+  if (l.run_as && ::fchown(fd, l.run_as->uid, l.run_as->gid) != 0) {
+    int e = errno;
+    ::close(fd);
+    EMBER_FAIL("cannot give the log ", l.log_path, " to user ", l.run_as->name, ": ", std::strerror(e));
+  }
+  [[maybe_unused]] ssize_t w = ::write(fd, head.data(), head.size());
+  ::close(fd);
+}
+
+}  // namespace
+
 void Daemon::launch(JobRecord& r, const Placement& p) {
   const double now = wall_now();
   r.job.devices = cluster_.allocate(r.job, p);
@@ -312,20 +330,8 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
     l.env["USER"] = l.env["LOGNAME"] = l.run_as->name;
     l.env["HOME"] = l.run_as->home;
   }
-  {
-    // The log is the owner's file (mode 0600) in the daemon's private jobs/ folder.
-    int fd = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    EMBER_CHECK(fd >= 0, "cannot open the log ", l.log_path, ": ", std::strerror(errno));
-    if (l.run_as && ::fchown(fd, l.run_as->uid, l.run_as->gid) != 0) {
-      int e = errno;
-      ::close(fd);
-      EMBER_FAIL("cannot give the log ", l.log_path, " to user ", l.run_as->name, ": ", std::strerror(e));
-    }
-    const std::string head =
-        detail::concat("=== ember sched: job ", r.info.id(), " attempt ", r.info.attempts(), " on ", names, " ===\n");
-    [[maybe_unused]] ssize_t w = ::write(fd, head.data(), head.size());
-    ::close(fd);
-  }
+  write_log_head(
+      l, detail::concat("=== ember sched: job ", r.info.id(), " attempt ", r.info.attempts(), " on ", names, " ===\n"));
   if (slurm()) {
     launch_on_slurm(r, names, l);
     return;

@@ -1,5 +1,5 @@
 // `ember sched status --teams`: each team's share, what it holds and has queued now, and fairness
-// over its completed jobs, measured as the simulator measures it (scheduler/fairness.h): average
+// over its completed jobs, measured as the simulator measures it (scheduler/sim/fairness.h): average
 // JCT and slowdown on the daemon, and finish-time fairness rho against the same jobs run alone on
 // the team's share. "Alone" is a simulation: the jobs' submission times and their own work (run
 // time less work lost to preemptions) on a pool of the share's devices (of each type in proportion,
@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "scheduler/daemon/daemon_impl.h"
-#include "scheduler/fairness.h"
 #include "scheduler/policy.h"
+#include "scheduler/sim/fairness.h"
 
 namespace ember::sched::daemon_impl {
 

@@ -1,7 +1,7 @@
 // What the learned policy sees of a job at a decision: only what a real scheduler knows (nothing
 // of durations). Per job: attained service, gang size, time waited, whether it runs, how often it
 // was preempted, the history predictor's total and remaining run time for it, the Gittins index
-// of its attained service under its group's history (scheduler/gittins.h); and two numbers of the
+// of its attained service under its group's history (scheduler/gittins_index.h); and two numbers of the
 // whole cluster: the fraction of devices free and how many jobs wait. Each is squashed to about
 // [0, 2] (log1p(x) / 10 and the like) so that one network serves any trace's scale.
 #pragma once
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scheduler/gittins.h"
+#include "scheduler/gittins_index.h"
 #include "scheduler/policy.h"
 #include "scheduler/predict.h"
 

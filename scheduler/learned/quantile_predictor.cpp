@@ -12,7 +12,7 @@
 #include "core/ops/elementwise.h"
 #include "core/shape.h"
 #include "scheduler/params.h"
-#include "scheduler/simulator.h"
+#include "scheduler/stats.h"
 
 namespace ember::sched::learned {
 namespace {

@@ -11,7 +11,7 @@
 #include "layers/optim/adam.h"
 #include "layers/optim/clip_grad.h"
 #include "scheduler/learned/learned_policy.h"
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 namespace ember::sched::learned {
 namespace {

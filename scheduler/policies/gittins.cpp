@@ -1,7 +1,7 @@
 // Gittins-index scheduling without durations (Tiresias-G): every job, running or waiting, is
 // ranked by the Gittins index of its attained service (device-seconds: devices x seconds run)
 // under the distribution of total service of the jobs that finished so far, learned online from
-// job_finished, per group (scheduler/gittins.h: queue and gang size, queue, gang size, all). A
+// job_finished, per group (scheduler/gittins_index.h: queue and gang size, queue, gang size, all). A
 // high index means "likely to finish soon for the service it will still take": new jobs when
 // most jobs are short, and a job just short of a cluster of finishes in its group's history.
 // Attained service is discretised into geometric bins (`base` device-seconds, growing by `ratio`)
@@ -12,7 +12,7 @@
 // a job that has waited `promote` times as long as it has ever run counts its attained service
 // afresh from then. Preemptive; within a rank running jobs go first, so equals never preempt
 // each other.
-#include "scheduler/gittins.h"
+#include "scheduler/gittins_index.h"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "fuzz_support.h"
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "sched_test_util.h"
 #include "scheduler/policies/policies.h"
-#include "scheduler/report.h"
+#include "scheduler/sim/report.h"
 
 namespace ember::sched {
 namespace {

@@ -8,7 +8,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/list_schedule.h"
 #include "scheduler/policy.h"
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 namespace ember::sched {
 namespace {

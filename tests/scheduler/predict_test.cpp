@@ -11,7 +11,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 #include "tests/scheduler/sched_test_util.h"
 
 namespace ember::sched {

@@ -12,7 +12,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops/creation.h"
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 namespace ember::sched::learned {
 namespace {

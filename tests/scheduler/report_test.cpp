@@ -1,6 +1,6 @@
 // What `ember sched simulate` writes: the table with ratios, JSON with the keys, CSV, SVG,
 // and files written whole.
-#include "scheduler/report.h"
+#include "scheduler/sim/report.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

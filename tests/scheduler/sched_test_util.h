@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "scheduler/policy.h"
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 namespace ember::sched::testing {
 

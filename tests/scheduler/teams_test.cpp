@@ -8,10 +8,10 @@
 
 #include "core/error.h"
 #include "sched_test_util.h"
-#include "scheduler/fairness.h"
 #include "scheduler/lp.h"
 #include "scheduler/policies/policies.h"
-#include "scheduler/report.h"
+#include "scheduler/sim/fairness.h"
+#include "scheduler/sim/report.h"
 
 namespace ember::sched {
 namespace {

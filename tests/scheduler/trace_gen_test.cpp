@@ -1,6 +1,6 @@
-// Larger traces for planning at scale (scheduler/trace_gen.h): a trace tiled back to back, a
+// Larger traces for planning at scale (scheduler/sim/trace_gen.h): a trace tiled back to back, a
 // synthetic one drawn from a trace's jobs, and both written as CSV that reads back the same.
-#include "scheduler/trace_gen.h"
+#include "scheduler/sim/trace_gen.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "sched_test_util.h"
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 
 namespace ember::sched {
 namespace {

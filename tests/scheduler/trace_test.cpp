@@ -1,6 +1,6 @@
 // The trace reader: the shipped formats, column mapping, units, and an ember::Error naming
 // file:line and the expectation for every kind of bad input.
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 
 #include <gtest/gtest.h>
 

@@ -16,8 +16,8 @@
 #include <cstdio>
 
 #include "scheduler/daemon/daemon_fixture.h"
-#include "scheduler/simulator.h"
-#include "scheduler/trace.h"
+#include "scheduler/sim/simulator.h"
+#include "scheduler/sim/trace.h"
 #include "shared_data.h"
 
 using namespace daemon_test;

@@ -17,6 +17,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/policy.h"
 #include "scheduler/predict.h"
+#include "scheduler/stats.h"  // percentile, for the callers of compute_metrics
 
 namespace ember::sched {
 
@@ -81,7 +82,7 @@ struct Metrics {
   double max_slowdown = 0;  // JCT / duration; jobs of zero duration are left out
 };
 
-struct Fairness;  // scheduler/fairness.h
+struct Fairness;  // scheduler/sim/fairness.h
 
 // What admission control did over a run, and how good its estimates were. Relative errors are
 // |estimate - actual| / max(actual, 60 s): a start within the minute counts as immediate.
@@ -122,10 +123,6 @@ struct SimResult {
 // where nothing else will ever happen.
 SimResult simulate(const std::vector<JobSpec>& trace, const Topology& topo, Policy& policy, const SimOptions& opt = {});
 
-// Linear interpolation between order statistics (p in [0, 1]); the input need not be sorted.
-double percentile(std::vector<double> v, double p);
-// The same of values already sorted (0 for none), without copying them.
-double sorted_percentile(std::span<const double> sorted, double p);
 Metrics compute_metrics(const std::vector<JobResult>& jobs, double busy_fraction);
 AdmissionStats admission_stats(const std::vector<JobResult>& jobs, double target);
 

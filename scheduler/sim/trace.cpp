@@ -1,4 +1,4 @@
-#include "scheduler/trace.h"
+#include "scheduler/sim/trace.h"
 
 #include <algorithm>
 #include <cerrno>

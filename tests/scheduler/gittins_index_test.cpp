@@ -1,5 +1,5 @@
 // The Gittins index against closed forms, and the gittins policy on hand-made traces.
-#include "scheduler/gittins.h"
+#include "scheduler/gittins_index.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/trace_gen.h"
+#include "scheduler/sim/trace_gen.h"
 
 #include <algorithm>
 #include <cstdio>

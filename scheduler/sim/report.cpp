@@ -1,4 +1,4 @@
-#include "scheduler/report.h"
+#include "scheduler/sim/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "scheduler/fairness.h"
+#include "scheduler/sim/fairness.h"
 
 namespace ember::sched {
 namespace {

@@ -1,9 +1,10 @@
-#include "scheduler/fairness.h"
+#include "scheduler/sim/fairness.h"
 
 #include <algorithm>
 #include <map>
 
 #include "core/error.h"
+#include "scheduler/stats.h"
 
 namespace ember::sched {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 #include "scheduler/teams.h"
 
 namespace ember::sched {

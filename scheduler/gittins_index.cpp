@@ -1,4 +1,4 @@
-#include "scheduler/gittins.h"
+#include "scheduler/gittins_index.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/simulator.h"
+#include "scheduler/sim/simulator.h"
 
 namespace ember::sched {
 
