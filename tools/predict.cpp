@@ -10,7 +10,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "data/csv_dataset.h"
-#include "scheduler/report.h"
+#include "scheduler/sim/report.h"
 #include "tools/command.h"
 #include "tools/command_args.h"
 #include "tools/flags.h"
