@@ -27,12 +27,13 @@ inline Inputs on_cpu(const Inputs& x) {
 }
 
 // Throws std::runtime_error (which fails the row on the backend at hand) unless `got` has the
-// shape of `want`, the values agree within `tol` as the harness compares them (relative to
-// max(1, the largest |want|)), and, where both have gradients and `grads` is set, their gradients
-// with respect to the row's inputs `x` for one fixed upstream gradient agree within 5 tol.
+// shape of `want`, the values agree element by element as the harness compares them, with rtol
+// `tol` and the atol of got's dtype (tol 0: exactly), and, where both have gradients and `grads` is
+// set, their gradients with respect to the row's inputs `x` for one fixed upstream gradient agree
+// within five times that.
 // Returns got.
-inline Tensor checked(const Tensor& got, const Tensor& want, const Inputs& x, double tol, bool grads = true) {
-  const std::string m = mismatch(got.detach().to(Device::cpu()), want.detach().to(Device::cpu()), tol);
+inline Tensor checked(const Tensor& got, const Tensor& want, const Inputs& x, Tolerance t, bool grads = true) {
+  const std::string m = mismatch(got.detach().to(Device::cpu()), want.detach().to(Device::cpu()), t);
   if (!m.empty()) throw std::runtime_error("against the composition: " + m);
   if (!grads || !GradMode::is_enabled() || !got.requires_grad() || !want.requires_grad() || got.numel() == 0)
     return got;
@@ -47,15 +48,23 @@ inline Tensor checked(const Tensor& got, const Tensor& want, const Inputs& x, do
     auto on_host = [&](const Tensor& g) {
       return g.defined() ? g.detach().to(Device::cpu()) : zeros(leaves[i].shape(), {.dtype = leaves[i].dtype()});
     };
-    const std::string gm = mismatch(on_host(a[i]), on_host(b[i]), 5 * tol);
+    const std::string gm = mismatch(on_host(a[i]), on_host(b[i]), {5 * t.rtol, 5 * t.atol});
     if (!gm.empty()) throw std::runtime_error("against the composition, gradient " + std::to_string(i) + ": " + gm);
   }
   return got;
 }
 
+inline Tensor checked(const Tensor& got, const Tensor& want, const Inputs& x, double tol, bool grads = true) {
+  return checked(got, want, x, Tolerance{tol, tol == 0.0 ? 0.0 : default_tolerance(got.dtype()).atol}, grads);
+}
+
 // `op` checked against `composed` evaluated on the CPU copies of the inputs.
 inline Tensor checked_composed(const Tensor& op, const Inputs& x, const std::function<Tensor(const Inputs&)>& composed,
                                double tol, bool grads = true) {
+  return checked(op, composed(on_cpu(x)), x, tol, grads);
+}
+inline Tensor checked_composed(const Tensor& op, const Inputs& x, const std::function<Tensor(const Inputs&)>& composed,
+                               Tolerance tol, bool grads = true) {
   return checked(op, composed(on_cpu(x)), x, tol, grads);
 }
 

@@ -86,7 +86,7 @@ Tensor operand(const Tensor& buffer, const Layout& l, int k) {
 
 OpRow exact(std::string name, std::function<Inputs(Generator&)> inputs, std::function<Tensor(const Inputs&)> f) {
   OpRow r{std::move(name), std::move(inputs), std::move(f), 0.0, false, false, false};
-  r.float64_reference = false;
+  r.cross_reference = true;
   return r;
 }
 

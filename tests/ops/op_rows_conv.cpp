@@ -244,7 +244,9 @@ void add_conv_rows(std::vector<OpRow>& t) {
     const bool tr = geo.transpose;
     OpRow r{std::string(tr ? "conv_transpose2d" : "conv2d") + "_vs_composed_" + geo.name + "_" + dtype_name(geo.dt),
             [c, dt = geo.dt, tr](Generator& g) { return conv_inputs(g, c, dt, tr); },
-            [c, tr, tol = geo.dt == DType::Float64 ? 1e-9 : 2e-4](const Inputs& x) {
+            [c, tr,
+             tol = Tolerance{geo.dt == DType::Float64 ? 1e-9 : 2e-4,
+                             accumulation_atol(geo.dt, c.C / c.groups * c.KH * c.KW)}](const Inputs& x) {
               const Tensor b = c.bias ? x[2] : Tensor();
               const Tensor y =
                   tr ? conv_transpose2d(x[0], x[1], b, tconv_params(c)) : conv2d(x[0], x[1], b, conv_params(c));
@@ -257,6 +259,7 @@ void add_conv_rows(std::vector<OpRow>& t) {
                   tol);
             },
             geo.dt == DType::Float64 ? 1e-9 : 2e-4};
+    r.atol = accumulation_atol(geo.dt, c.C / c.groups * c.KH * c.KW);  // sums of C KH KW products
     // The op's own finite differences are the rows below; the composition's gradients are the
     // oracle here.
     r.gradcheck = false;
@@ -287,9 +290,11 @@ void add_conv_rows(std::vector<OpRow>& t) {
   Cfg wino;  // the Winograd path (8 channels each way, 6x6 outputs): forward and both gradients
   wino.N = 1, wino.C = 8, wino.OC = 8, wino.H = 6, wino.W = 8, wino.ph = 1, wino.pw = 0;
   small.push_back({"winograd", wino});
-  for (const auto& [name, c] : small)
+  for (const auto& [name, c] : small) {
     t.push_back({"conv2d_small_" + name, [c = c](Generator& g) { return conv_inputs(g, c, DType::Float32, false); },
                  [c = c](const Inputs& x) { return conv2d(x[0], x[1], c.bias ? x[2] : Tensor(), conv_params(c)); }});
+    t.back().atol = accumulation_atol(DType::Float32, c.C / c.groups * c.KH * c.KW);  // sums of products
+  }
   Cfg ta;
   ta.N = 2, ta.C = 2, ta.OC = 3, ta.H = 3, ta.W = 4, ta.sh = 2, ta.sw = 1, ta.ph = 1, ta.oph = 1, ta.dw = 2;
   Cfg tg = ta;

@@ -61,8 +61,9 @@ void add_conv_pool_rows(std::vector<OpRow>& t) {
           return checked_composed(
               conv2d_max_pool2d(x[0], x[1], b, c.conv, c.pool), x,
               [c](const Inputs& h) { return max_pool2d(conv2d(h[0], h[1], c.bias ? h[2] : Tensor(), c.conv), c.pool); },
-              2e-4);
+              Tolerance{2e-4, accumulation_atol(DType::Float32, c.C * c.K * c.K)});  // sums of C K K products
         }};
+    r.atol = accumulation_atol(DType::Float32, c.C * c.K * c.K);
     r.gradcheck = c.gradcheck;
     t.push_back(std::move(r));
   }

@@ -10,6 +10,7 @@
 // the bias gradient each alone. These rows took over tests/emu's conv2d checks. Inputs stay
 // contiguous (the ops copy strided ones first: op_rows_nn.cpp's conv rows test that, and their
 // derivatives by finite differences).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,11 +64,16 @@ void add_conv_tile_rows(std::vector<OpRow>& t) {
     const std::string d = dtype_name(dt);
     for (const Geometry& g : geometries) {
       const Shape ws{g.OC, g.C / g.groups, g.KH, g.KW};
+      // The longest sum of products an element of the output or a gradient holds: an output's
+      // C KH KW, an input gradient's OC KH KW, a filter gradient's N OH OW.
+      const double atol = accumulation_atol(
+          dt, std::max({g.C / g.groups * g.KH * g.KW, g.OC / g.groups * g.KH * g.KW, g.N * g.OH() * g.OW()}));
       t.push_back(row("conv_tiles_" + d + "_" + g.name, dt, {{g.N, g.C, g.H, g.W}, ws, {g.OC}}, [g](const Inputs& x) {
         return reduced_if_empty(
             conv2d(x[0], x[1], x[2],
                    {.stride = {g.s, g.s}, .padding = {g.ph, g.pw}, .dilation = {g.dil, g.dil}, .groups = g.groups}));
       }));
+      t.back().atol = atol;
       // The adjoint: from the conv's output shape back to its input's (output_padding makes up
       // the rows and columns the conv does not read).
       const int64_t oph = g.H - ((g.OH() - 1) * g.s - 2 * g.ph + g.dil * (g.KH - 1) + 1);
@@ -81,6 +87,7 @@ void add_conv_tile_rows(std::vector<OpRow>& t) {
                                                                   .dilation = {g.dil, g.dil},
                                                                   .groups = g.groups}));
                       }));
+      t.back().atol = atol;
     }
     // conv_transpose2d with output_padding: its last output row and column are reached by no
     // input pixel, so only the bias lands there; groups 2.

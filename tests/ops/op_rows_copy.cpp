@@ -12,6 +12,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "op_table.h"
+#include "oracle.h"
 
 namespace ember::ops_test {
 namespace {
@@ -46,10 +47,17 @@ Tensor random_bits(Generator& g, Shape shape, DType dt) {
   return out;
 }
 
-OpRow bits_row(std::string name, std::function<Inputs(Generator&)> inputs, std::function<Tensor(const Inputs&)> f) {
+// Exact, by raw bits, against `oracle`, which reads the elements through their strides
+// (oracle.h) and never copies or fills with the kernels under test.
+OpRow bits_row(std::string name, std::function<Inputs(Generator&)> inputs, std::function<Tensor(const Inputs&)> f,
+               std::function<Tensor(const Inputs&)> oracle) {
   OpRow r{std::move(name), std::move(inputs), std::move(f), 0.0, false, false, false};
-  r.float64_reference = false;
+  r.oracle = std::move(oracle);
   return r;
+}
+
+Tensor cat_words(const std::vector<Tensor>& parts) {
+  return cat(parts, 0);
 }
 
 }  // namespace
@@ -69,6 +77,14 @@ void add_copy_rows(std::vector<OpRow>& t) {
                                   b.narrow(1, 2, 1).expand({7, 13, 5})})
             r.push_back(raw_bits(v.contiguous()));
           return cat(r, 0);
+        },
+        [dt](const Inputs& x) {
+          const Tensor& b = x[0];
+          std::vector<Tensor> r;
+          for (const Tensor& v : {b.transpose(0, 2), b.permute({1, 2, 0}), b.narrow(1, 3, 9), b.select(2, 4),
+                                  b.narrow(1, 2, 1).expand({7, 13, 5})})
+            r.push_back(words_of(element_bits(v), dt));
+          return cat_words(r);
         }));
     // 549 and 279 elements: more than a block (256 threads), not a multiple of one.
     t.push_back(bits_row(
@@ -82,6 +98,14 @@ void add_copy_rows(std::vector<OpRow>& t) {
           into_transposed.t().copy_(x[1]);
           every_other_column.slice(1, 0, 61, 2).copy_(x[2].expand({9, 31}));
           return cat({raw_bits(into_transposed), raw_bits(every_other_column)}, 0);
+        },
+        [dt](const Inputs& x) {
+          // into_transposed[i][j] = x1[j][i]; every_other_column: x0 with its even columns x2's.
+          const std::vector<uint64_t> x0 = element_bits(x[0]), x2 = element_bits(x[2]);
+          std::vector<uint64_t> every_other_column = x0;
+          for (size_t i = 0; i < 9; ++i)
+            for (size_t j = 0; j < 61; j += 2) every_other_column[i * 61 + j] = x2[j / 2];
+          return cat_words({words_of(element_bits(x[1].t()), dt), words_of(every_other_column, dt)});
         }));
     t.push_back(bits_row(
         "fill_contiguous_and_strided_" + name,
@@ -99,6 +123,20 @@ void add_copy_rows(std::vector<OpRow>& t) {
             r.push_back(raw_bits(strided));
           }
           return cat(r, 0);
+        },
+        [dt](const Inputs& x) {
+          // The strided view is x.t()'s rows 1, 4, ..., 148: x's columns j % 3 == 1, every row.
+          const std::vector<uint64_t> x0 = element_bits(x[0]);
+          std::vector<Tensor> r;
+          for (double v : {0.0, -0.0, 1.5, -3.0, 70000.0, 1e-8}) {
+            const uint64_t b = bits_of(v, dt);
+            std::vector<uint64_t> strided = x0;
+            for (size_t i = 0; i < 6; ++i)
+              for (size_t j = 1; j < 151; j += 3) strided[i * 151 + j] = b;
+            r.push_back(words_of(std::vector<uint64_t>(x0.size(), b), dt));
+            r.push_back(words_of(strided, dt));
+          }
+          return cat_words(r);
         }));
   }
 }

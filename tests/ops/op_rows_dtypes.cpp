@@ -11,9 +11,26 @@
 
 #include "core/random.h"
 #include "op_table.h"
+#include "oracle.h"
 
 namespace ember::ops_test {
 namespace {
+
+// The values v (each already a value of dtype `from`, or converted to it first) converted to `to`,
+// by the definitions in oracle.h: the oracle of the cast rows.
+Tensor cast_oracle(const std::vector<double>& v, DType from, DType to) {
+  std::vector<double> d;
+  std::vector<int64_t> i;
+  for (double x : v) {
+    const double f = converted(x, from);
+    if (is_floating(to))
+      d.push_back(converted(f, to));
+    else
+      i.push_back(converted_int(f, to));
+  }
+  const Shape s = {static_cast<int64_t>(v.size())};
+  return is_floating(to) ? from_vector<double>(d, s) : from_vector<int64_t>(i, s);
+}
 
 // Values in [lo, hi] in dtype dt (integers for integer dtypes).
 Tensor sample(Generator& g, Shape s, DType dt, double lo, double hi) {
@@ -240,7 +257,16 @@ void add_dtype_rows(std::vector<OpRow>& t) {
                      const Tensor y = x[0].to(from);
                      return cat({y.to(to).reshape({-1}), y.t().to(to).reshape({-1})}, 0);
                    },
-                   0.0, false, false, true, false});
+                   0.0,
+                   false,
+                   false,
+                   true,
+                   {},
+                   [from, to](const Inputs& x) {
+                     std::vector<double> v = element_values(x[0]), vt = element_values(x[0].t());
+                     v.insert(v.end(), vt.begin(), vt.end());
+                     return cast_oracle(v, from, to);
+                   }});
     }
   }
   for (DType from : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
@@ -251,7 +277,13 @@ void add_dtype_rows(std::vector<OpRow>& t) {
              return Inputs{from_vector<double>(
                  {-3.7, 300.0, -1e30, 1e30, INFINITY, -INFINITY, NAN, 3e9, -3e9, 9.3e18, -9.3e18, 255.5, -0.5}, {13})};
            },
-           [from, to](const Inputs& x) { return x[0].to(from).to(to); }, 0.0, false, false, false, false});
+           [from, to](const Inputs& x) { return x[0].to(from).to(to); },
+           0.0,
+           false,
+           false,
+           false,
+           {},
+           [from, to](const Inputs& x) { return cast_oracle(element_values(x[0]), from, to); }});
     }
   }
   for (DType to : {DType::Float16, DType::BFloat16}) {
@@ -270,7 +302,19 @@ void add_dtype_rows(std::vector<OpRow>& t) {
                    const Tensor back = y.to(DType::Float32).to(DType::Float64);
                    return cat({y.to(DType::Float64), back, pow(back, -1.0)}, 0);
                  },
-                 0.0, false, false, false, false});
+                 0.0,
+                 false,
+                 false,
+                 false,
+                 {},
+                 [to](const Inputs& x) {
+                   std::vector<double> r;
+                   for (double v : element_values(x[0])) r.push_back(converted(v, to));
+                   std::vector<double> all = r;
+                   all.insert(all.end(), r.begin(), r.end());
+                   for (double v : r) all.push_back(1.0 / v);
+                   return from_vector<double>(all, {static_cast<int64_t>(all.size())});
+                 }});
   }
 
   // Random fills: one seed and offset give every backend the same numbers (the same Philox
@@ -312,7 +356,8 @@ void add_dtype_rows(std::vector<OpRow>& t) {
                        }
                        return r;
                      },
-                     tol, false, false, false, false});
+                     tol, false, false, false});
+        t.back().cross_reference = true;  // the Philox stream's oracle is the other implementation
       }
     }
   }

@@ -34,7 +34,7 @@ Tensor sample(Generator& g, Shape s, DType dt) {
 // Exact, in the row's own dtypes, never strided by the harness (the rows lay out their operands).
 OpRow exact(std::string name, std::function<Inputs(Generator&)> inputs, std::function<Tensor(const Inputs&)> f) {
   OpRow r{std::move(name), std::move(inputs), std::move(f), 0.0, false, false, false};
-  r.float64_reference = false;
+  r.cross_reference = true;
   return r;
 }
 

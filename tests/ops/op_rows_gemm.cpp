@@ -87,6 +87,9 @@ OpRow gemm_row(const std::string& name, DType dt, bool ta, bool tb, const Mat& c
             return out;
           },
           tol_of(dt)};
+  // Sums of k products scaled by alpha, plus beta C (standard normal C: under 5).
+  r.atol = accumulation_atol(dt, c.k, 25.0 * std::max(1.0, std::abs(c.alpha))) +
+           accumulation_atol(dt, 1, 5.0 * std::abs(c.beta));
   r.grad = r.gradcheck = false;
   r.strided = false;  // the layout is the arguments'
   return r;

@@ -128,7 +128,6 @@ void add_index_rows(std::vector<OpRow>& t) {
                true,
                true,
                true,
-               true,
                {1}});
   t.push_back({"gradcheck_stack_with_transposed_piece",
                [](Generator& g) {

@@ -171,7 +171,6 @@ void add_loss_rows(std::vector<OpRow>& t) {
                    true,
                    true,
                    true,
-                   true,
                    {2}});
   t.push_back({"cross_entropy_small_4d",
                [](Generator& g) {
@@ -184,7 +183,6 @@ void add_loss_rows(std::vector<OpRow>& t) {
                },
                [](const Inputs& x) { return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.1}); },
                2e-4,
-               true,
                true,
                true,
                true,

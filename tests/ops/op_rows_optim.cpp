@@ -7,6 +7,7 @@
 // step over more parameters than one launch takes, of sizes around its chunk and empty ones, each
 // with its own step count; the gradient norms for p = 1, 2, 3, inf of one tensor and of many of
 // both dtypes, NaN and empty gradients. These rows took over tests/emu's optimizer checks.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "layers/optim/rmsprop.h"
 #include "layers/optim/sgd.h"
 #include "op_table.h"
+#include "oracle.h"
 
 namespace ember::ops_test {
 namespace {
@@ -236,7 +238,8 @@ void add_optim_rows(std::vector<OpRow>& t) {
   // element, under a block and over several; scale and clip exactly (x *= s, clamp).
   for (DType dt : {DType::Float32, DType::Float64}) {
     auto sizes = [dt](Generator& g) { return Inputs{rn(g, {1}).to(dt), rn(g, {777}).to(dt), rn(g, {2100}).to(dt)}; };
-    t.push_back({std::string("grad_norm_kernel_every_p_") + dtype_name(dt), sizes,
+    t.push_back({std::string("grad_norm_kernel_every_p_") + dtype_name(dt),
+                 sizes,
                  [](const Inputs& x) {
                    std::vector<double> v;
                    for (const Tensor& a : x)
@@ -244,8 +247,32 @@ void add_optim_rows(std::vector<OpRow>& t) {
                        v.push_back(optim::grad_norm_stub(a.device())(a.detach().contiguous(), p));
                    return from_vector<double>(v, {static_cast<int64_t>(v.size())});
                  },
-                 1e-9, false, false, false, false});
-    t.push_back({std::string("scale_and_clip_value_kernels_") + dtype_name(dt), sizes,
+                 // sum |a|^p (the stub's result; max |a| for p = inf): sums of n positive terms are
+                 // within about n units of rounding of the exact sum, relative to it (no cancellation:
+                 // no absolute part), and a p-th power adds p: 3 n = 6300 units of 2^-24 in float32
+                 // (3.8e-4), of 2^-53 in float64.
+                 std::ldexp(6300.0, dt == DType::Float32 ? -24 : -53),
+                 false,
+                 false,
+                 false,
+                 {},
+                 [](const Inputs& x) {
+                   std::vector<double> v;
+                   for (const Tensor& a : x) {
+                     const std::vector<double> e = element_values(a);
+                     for (double p : {1.0, 2.0, 3.0, kInf}) {
+                       long double acc = 0.0L;
+                       for (double y : e)
+                         acc = p == kInf ? std::max(acc, static_cast<long double>(std::abs(y)))
+                                         : acc + std::pow(static_cast<long double>(std::abs(y)), p);
+                       v.push_back(static_cast<double>(acc));
+                     }
+                   }
+                   return from_vector<double>(v, {static_cast<int64_t>(v.size())});
+                 },
+                 0.0});
+    t.push_back({std::string("scale_and_clip_value_kernels_") + dtype_name(dt),
+                 sizes,
                  [](const Inputs& x) {
                    std::vector<Tensor> out;
                    for (const Tensor& a : x) {
@@ -258,7 +285,24 @@ void add_optim_rows(std::vector<OpRow>& t) {
                    }
                    return cat(out, 0);
                  },
-                 0.0, false, false, false, false});
+                 0.0,
+                 false,
+                 false,
+                 false,
+                 {},
+                 // x * s in the dtype (a float32 product of two floats is exact in double, then
+                 // rounded once), then clamped to the dtype's +-0.2.
+                 [dt](const Inputs& x) {
+                   std::vector<double> v;
+                   const double s = converted(0.37, dt), c = converted(0.2, dt);
+                   for (const Tensor& a : x) {
+                     std::vector<double> scaled;
+                     for (double y : element_values(a)) scaled.push_back(converted(y * s, dt));
+                     v.insert(v.end(), scaled.begin(), scaled.end());
+                     for (double y : scaled) v.push_back(std::clamp(y, -c, c));
+                   }
+                   return from_vector<double>(v, {static_cast<int64_t>(v.size())});
+                 }});
   }
   t.push_back({"grad_norm_kernel_nan", [](Generator&) { return Inputs{full({300}, 1.0)}; },
                [](const Inputs& x) {

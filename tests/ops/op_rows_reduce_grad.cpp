@@ -20,7 +20,7 @@ namespace {
 OpRow kernel_row(std::string name, std::function<Inputs(Generator&)> inputs, std::function<Tensor(const Inputs&)> f,
                  double tol) {
   OpRow r{std::move(name), std::move(inputs), std::move(f), tol, false, false, false};
-  r.float64_reference = false;
+  r.cross_reference = true;
   return r;
 }
 

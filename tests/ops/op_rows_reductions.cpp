@@ -12,6 +12,7 @@
 
 #include "core/reduce_kernels.h"
 #include "op_table.h"
+#include "oracle.h"
 
 namespace ember::ops_test {
 namespace {
@@ -185,7 +186,42 @@ void add_reduction_rows(std::vector<OpRow>& t) {
                 return out;
               },
               prod_tol};
-      r.grad = r.gradcheck = r.strided = r.float64_reference = false;
+      r.grad = r.gradcheck = r.strided = false;
+      // A product of n rounded factors is within n units of rounding of the exact one, relative to
+      // itself whatever the order (no cancellation, so no absolute part): n * 2^-24 in float32, up
+      // to 5e-4 for the 9,000 factors of long_two_dims; the integers wrap as unsigned 64-bit
+      // products do, in any order.
+      int64_t n = 1;
+      for (size_t k = c.shape.size() - static_cast<size_t>(c.nred); k < c.shape.size(); ++k)
+        n *= c.shape[static_cast<size_t>(c.perm[k])];
+      r.tol = dt == DType::Float32   ? std::ldexp(static_cast<double>(n), -24)
+              : dt == DType::Float64 ? std::ldexp(static_cast<double>(n), -53)
+                                     : 0.0;
+      r.atol = 0.0;
+      r.oracle = [c, n, out_shape](const Inputs& x) {
+        const Tensor v = x[0].permute(c.perm);
+        const Shape os = out_shape(v, c.nred);
+        const size_t m = static_cast<size_t>(numel_of(os));
+        if (is_floating(v.dtype())) {
+          const std::vector<double> e = element_values(v);
+          std::vector<double> p(m);
+          for (size_t i = 0; i < m; ++i) {
+            long double acc = 1.0L;
+            for (size_t j = 0; j < static_cast<size_t>(n); ++j) acc *= e[i * static_cast<size_t>(n) + j];
+            p[i] = static_cast<double>(acc);
+          }
+          return from_vector<double>(p, os);
+        }
+        const std::vector<int64_t> e = element_ints(v);
+        std::vector<int64_t> p(m);
+        for (size_t i = 0; i < m; ++i) {
+          uint64_t acc = 1;
+          for (size_t j = 0; j < static_cast<size_t>(n); ++j)
+            acc *= static_cast<uint64_t>(e[i * static_cast<size_t>(n) + j]);
+          p[i] = static_cast<int64_t>(acc);
+        }
+        return from_vector<int64_t>(p, os);
+      };
       t.push_back(std::move(r));
     }
   }
@@ -213,7 +249,29 @@ void add_reduction_rows(std::vector<OpRow>& t) {
                              0);
                 },
                 0.0};
-        r.grad = r.gradcheck = r.strided = r.float64_reference = false;
+        r.grad = r.gradcheck = r.strided = false;
+        // The first extreme of each reduced row (the first NaN where there is one), its value and
+        // its index twice, found by a plain scan.
+        r.oracle = [c, op, out_shape](const Inputs& x) {
+          const Tensor v = x[0].permute(c.perm);
+          const size_t m = static_cast<size_t>(numel_of(out_shape(v, c.nred)));
+          const std::vector<double> e = element_values(v);
+          const size_t n = e.size() / m;
+          std::vector<double> values(m), index(m);
+          for (size_t i = 0; i < m; ++i) {
+            size_t best = 0;
+            for (size_t j = 0; j < n && !std::isnan(e[i * n + best]); ++j) {
+              const double a = e[i * n + j], b = e[i * n + best];
+              if (std::isnan(a) || (op == ArgReduceOp::Max ? a > b : a < b)) best = j;
+            }
+            values[i] = e[i * n + best];
+            index[i] = static_cast<double>(best);
+          }
+          std::vector<double> all = values;
+          all.insert(all.end(), index.begin(), index.end());
+          all.insert(all.end(), index.begin(), index.end());
+          return from_vector<double>(all, {static_cast<int64_t>(all.size())});
+        };
         t.push_back(std::move(r));
       }
     }

@@ -206,19 +206,28 @@ Tensor stack_of(RnnMode mode, const Inputs& in, const std::vector<int64_t>& leng
 
 }  // namespace
 
+// The absolute part for a recurrent layer's outputs: each step's gates sum I + H products (inputs
+// and states up to `scale`, weights up to scale / sqrt(H)), and the recurrence carries every
+// step's rounding on to the next, T steps at most.
+double rnn_atol(const Case& c, DType dt) {
+  const double largest = std::max(1.0, c.scale * c.scale / std::sqrt(static_cast<double>(c.H)));
+  return static_cast<double>(c.T) * accumulation_atol(dt, c.I + c.H, largest);
+}
+
 void add_rnn_rows(std::vector<OpRow>& t) {
   // grad: also compare every gradient with the composition's; the forward-only rows are the ones
   // whose sizes the gradient rows already cover.
   auto composed_row = [&](const Case& c, DType dt, double tol, bool gradcheck, bool grad = true, bool strided = true) {
     OpRow r{"rnn_layer_vs_composed_" + c.name() + "_" + dtype_name(dt),
             [c, dt](Generator& g) { return rnn_inputs(g, c, dt); },
-            [c, tol, grad](const Inputs& x) {
+            [c, tol = Tolerance{tol, rnn_atol(c, dt)}, grad](const Inputs& x) {
               const Operands o = operands(x, c);
               return checked_composed(
                   flat_results(run_op(c, o)), x,
                   [c](const Inputs& h) { return flat_results(run_composed(c, operands(h, c))); }, tol, grad);
             },
             tol};
+    r.atol = rnn_atol(c, dt);
     r.gradcheck = gradcheck;
     r.grad = grad;
     r.strided = strided;

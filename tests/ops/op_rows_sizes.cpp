@@ -93,7 +93,6 @@ void add_size_rows(std::vector<OpRow>& t) {
                true,
                true,
                true,
-               true,
                {0, 2}});
   // No rows: the forward writes nothing and the weight and bias gradients are zero, not the
   // poison of fresh device memory (the sums add a gradient of one to both).

@@ -1,6 +1,7 @@
 #include "op_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace ember::ops_test {
@@ -27,6 +28,11 @@ Tensor raw_bits(const Tensor& t) {
       words.push_back(x);
     }
   return from_vector<int64_t>(words, {static_cast<int64_t>(words.size())});
+}
+
+double accumulation_atol(DType dt, int64_t k, double largest) {
+  const double unit = dt == DType::Float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  return 2.0 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))) * unit * largest;
 }
 
 const std::vector<OpRow>& op_table() {

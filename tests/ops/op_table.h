@@ -17,16 +17,45 @@ namespace ember::ops_test {
 
 using Inputs = std::vector<Tensor>;
 
+// How close a backend's result must be to the reference, element by element:
+// |got - want| <= atol + rtol * |want|. An element is held to its own magnitude (rtol) plus a
+// floor (atol) for the elements whose exact value is near zero, where an op's rounding follows its
+// inputs' magnitude rather than the result's (x - y, sin near pi, a normalised value near the
+// mean); never to the tensor's largest element, which let a small element be wrong.
+struct Tolerance {
+  double rtol = 0.0, atol = 0.0;
+};
+// The defaults by the result's dtype (run_row.cpp says why each): the floating dtypes a few units
+// of rounding of their own precision, integers and bool exact.
+Tolerance default_tolerance(DType dt);
+inline constexpr double kByDtype = -1.0;  // a tolerance field the row leaves to its result's dtype
+// The absolute part for a result element that sums k products (a GEMM's, a convolution's with
+// k = channels x kernel height x kernel width): its rounding follows the sum of the products'
+// magnitudes, not the element, which can cancel to near zero. k rounding steps that do not all go
+// one way leave about sqrt(k) units of rounding of the largest product, bounded by `largest` (25
+// for two standard normal operands: their draws here stay under 5); twice that.
+double accumulation_atol(DType dt, int64_t k, double largest = 25.0);
+
 struct OpRow {
   std::string name;                          // unique, [a-z0-9_]
   std::function<Inputs(Generator&)> inputs;  // CPU tensors; floating ones get gradients
   std::function<Tensor(const Inputs&)> f;    // the op, its attributes bound
-  double tol = 2e-4;                         // max |got - want| / max(1, max |want|); 0: exact
+  double tol = kByDtype;                     // rtol (above); 0 with atol left to the dtype: exact
   bool grad = true;                          // compare input gradients (when the output has one)
   bool gradcheck = true;                     // finite differences in float64 on the CPU
   bool strided = true;                       // also run with every input of dim >= 2 non-contiguous
-  bool float64_reference = true;             // false: the reference keeps the row's dtypes
   std::vector<size_t> constants = {};        // inputs that get no gradient (running stats, weights)
+  // The reference for a row that the float64 CPU run cannot check because it would run the very
+  // kernel under test (bit patterns, integer and random kernels, dtype-specific stubs): computed
+  // by hand from the row's inputs (on the CPU, in their own dtypes) without the kernels the row
+  // tests. Such rows compare values only (grad false).
+  std::function<Tensor(const Inputs&)> oracle = {};
+  double atol = kByDtype;  // atol (above); a row that sets it says why beside it
+  // For kernel rows in their own dtypes that have no oracle yet: checked against the other
+  // implementation instead of the float64 run, the CPU levels against the emulated device's
+  // kernels (forward thread order) and the emulated and GPU backends against the CPU, so that no
+  // backend is compared with itself. Values only (grad false).
+  bool cross_reference = false;
 };
 
 // All rows, in family order; names are unique (a test checks).

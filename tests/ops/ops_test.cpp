@@ -5,8 +5,10 @@
 //   ember_ops_tests --group=gradcheck      finite differences in float64 on the CPU, per row
 //   ember_ops_tests --group=... --perf [--rows=NAME,...]   a table of forward and backward times
 //                                          (asserts nothing), of every row or of the rows named
-//   ember_ops_tests --group=... --planted=values|overrun   one row with a planted bug instead of
-//                                          the table: the harness must fail it (ctest checks)
+//   ember_ops_tests --group=... --planted=values|small_element|overrun   one row with a planted
+//                                          bug instead of the table: the harness must fail it
+//                                          (ctest checks)
+//   ember_ops_tests --group=harness        the comparison's own tests on crafted tensors
 //   ember_ops_tests --group=... --backends=NAME,...    only those backends of the group (the
 //                                          sanitizer pass runs emu_forward alone: a memory error
 //                                          does not depend on the thread order)
@@ -23,6 +25,7 @@
 #include <string>
 
 #include "backends.h"
+#include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
 #include "core/cpu_capability.h"
 #include "coverage.h"
@@ -36,8 +39,12 @@ namespace {
 
 CpuCapability g_default_level = CpuCapability::Baseline;
 
-const RowResult& reference_at_default_level(const OpRow& row) {
+const RowResult& reference_at_default_level(const OpRow& row, const Backend& for_backend) {
   pause_hits();
+  if (row.cross_reference) {
+    const Backend& emu = *backends_of("emu").front();
+    return cross_reference(row, for_backend.group, emu.device, emu.enter, emu.leave);
+  }
   const CpuCapability now = cpu_capability();
   if (now != g_default_level) set_cpu_capability(g_default_level);
   const RowResult& r = reference(row);
@@ -55,7 +62,7 @@ class RowOnBackend : public ::testing::Test {
   void TestBody() override {
     const std::string why = backend_->unavailable();
     if (!why.empty()) GTEST_SKIP() << "not run: " << why;
-    const RowResult& want = reference_at_default_level(*row_);
+    const RowResult& want = reference_at_default_level(*row_, *backend_);
     backend_->enter();
     record_hits_as(*backend_);
     // Emulated thread orders other than forward take the contiguous layout only (the strided one
@@ -66,7 +73,7 @@ class RowOnBackend : public ::testing::Test {
       const std::string what = row_->name + " on " + backend_->name + (strided ? " (strided inputs)" : "");
       try {
         const RowResult got = run_on(*row_, backend_->device, strided);
-        const std::string m = mismatch(got.out, want.out, row_->tol);
+        const std::string m = mismatch(got.out, want.out, tolerance_for(*row_, got.out.dtype()));
         EXPECT_TRUE(m.empty()) << what << ", forward: " << m;
         for (size_t i = 0; i < want.grads.size(); ++i) {
           if (!want.grads[i].defined()) continue;
@@ -74,7 +81,11 @@ class RowOnBackend : public ::testing::Test {
             ADD_FAILURE() << what << ": input " << i << " got no gradient";
             continue;
           }
-          const std::string g = mismatch(got.grads[i], want.grads[i], std::max(row_->tol, 1e-6) * 5);
+          // A gradient sums over the output (broadcasts, reductions' backward): five times the row's
+          // bound, and never tighter than its dtype's (an exact forward can have a rounded backward).
+          const Tolerance t = tolerance_for(*row_, got.grads[i].dtype()), d = default_tolerance(got.grads[i].dtype());
+          const std::string g =
+              mismatch(got.grads[i], want.grads[i], {5 * std::max(t.rtol, d.rtol), 5 * std::max(t.atol, d.atol)});
           EXPECT_TRUE(g.empty()) << what << ", gradient of input " << i << ": " << g;
         }
       } catch (const std::exception& e) {
@@ -140,7 +151,9 @@ class CoverageCheck : public ::testing::Environment {
 };
 
 // Rows with a planted bug, to show that the harness fails them: a result that is off on every
-// backend but the reference, and a kernel-like write one element past a float32 output's end.
+// backend but the reference; the same with only its smallest-magnitude element off, by a relative
+// 1e-3 (the comparison once held every element to the largest one's magnitude and passed it); and
+// a kernel-like write one element past a float32 output's end.
 std::vector<OpRow> planted_rows(const std::string& kind) {
   if (kind == "values")
     return {
@@ -149,6 +162,23 @@ std::vector<OpRow> planted_rows(const std::string& kind) {
            return Inputs{rn(g, {9, 7})};
          },
          [](const Inputs& x) { return x[0].dtype() == DType::Float64 ? mul(x[0], 2.0) : add(mul(x[0], 2.0), 1e-2); }}};
+  if (kind == "small_element")
+    return {{"planted_small_element",
+             [](Generator& g) {
+               return Inputs{mul(rn(g, {9, 7}), 30.0)};
+             },
+             [](const Inputs& x) {
+               const Tensor y = mul(x[0], 2.0);
+               if (y.dtype() != DType::Float32) return y;
+               NoGradGuard ng;
+               std::vector<float> v = y.to(Device::cpu()).to_vector<float>();
+               size_t smallest = 0;
+               for (size_t i = 0; i < v.size(); ++i)
+                 if (std::abs(v[i]) < std::abs(v[smallest])) smallest = i;
+               v[smallest] *= 1.0f + 1e-3f;
+               return from_vector<float>(v, y.shape()).to(y.device());
+             },
+             kByDtype, false, false, false}};
   if (kind == "overrun")
     return {{"planted_overrun",
              [](Generator& g) {
@@ -161,7 +191,8 @@ std::vector<OpRow> planted_rows(const std::string& kind) {
                return y;
              },
              2e-4, false, false, false}};
-  std::fprintf(stderr, "ember_ops_tests: --planted must be values or overrun (got '%s')\n", kind.c_str());
+  std::fprintf(stderr, "ember_ops_tests: --planted must be values, small_element or overrun (got '%s')\n",
+               kind.c_str());
   std::exit(2);
 }
 
@@ -221,14 +252,19 @@ int main(int argc, char** argv) {
         if (q > p) only_backends.insert(list.substr(p, q - p));
     } else {
       std::fprintf(stderr,
-                   "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck, --perf, "
-                   "--rows=NAME,..., --planted=values|overrun, --backends=NAME,...)\n",
+                   "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck|harness, --perf, "
+                   "--rows=NAME,..., --planted=values|small_element|overrun, --backends=NAME,...)\n",
                    a.c_str());
       return 2;
     }
   }
+  if (group == "harness") {
+    register_comparison_tests();
+    return RUN_ALL_TESTS();
+  }
   if (group != "cpu" && group != "emu" && group != "cuda" && group != "gradcheck") {
-    std::fprintf(stderr, "ember_ops_tests: --group must be cpu, emu, cuda or gradcheck (got '%s')\n", group.c_str());
+    std::fprintf(stderr, "ember_ops_tests: --group must be cpu, emu, cuda, gradcheck or harness (got '%s')\n",
+                 group.c_str());
     return 2;
   }
   g_default_level = cpu_capability();
