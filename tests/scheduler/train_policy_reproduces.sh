@@ -17,7 +17,9 @@ if [[ ! -f $trace ]]; then
   echo "skipped: no $trace"
   exit 77
 fi
-if ! "$ember" info | grep -qE '^levels usable:.*avx2'; then
+# ember info's output taken whole: `| grep -q` could end the pipe early (SIGPIPE under pipefail).
+info=$("$ember" info)
+if ! grep -qE '^levels usable:.*avx2' <<<"$info"; then
   echo "skipped: this build or CPU has no avx2 level"
   exit 77
 fi

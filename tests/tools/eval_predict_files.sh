@@ -55,5 +55,6 @@ if "$ember" eval run_img/squares.ckpt 2>err.txt; then
   exit 1
 fi
 grep -q "it was trained from the model file .*images.pbtxt, which is not there now: pass --model-file" err.txt
-"$ember" eval run_img/squares.ckpt --model-file data/moved.pbtxt | grep -qx "$trained"
+"$ember" eval run_img/squares.ckpt --model-file data/moved.pbtxt >moved.out
+grep -qx "$trained" moved.out
 echo "eval and predict read ember train's CSV and image-folder checkpoints as the training did"
