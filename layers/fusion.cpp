@@ -71,8 +71,10 @@ size_t run_fused(const std::vector<std::shared_ptr<Module>>& items, size_t i, Te
 
 std::vector<FusedRun> fuse(Module& model) {
   std::vector<FusedRun> runs;
-  for (auto& [prefix, m] : model.named_modules()) {
-    auto* seq = dynamic_cast<Sequential*>(m);
+  for (auto& entry : model.named_modules()) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& prefix = entry.first;
+    auto* seq = dynamic_cast<Sequential*>(entry.second);
     if (!seq) continue;
     seq->set_fusion(true);
     const auto& items = seq->items();
