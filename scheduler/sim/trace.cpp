@@ -179,8 +179,11 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
     j.submit = to_number(*cell("submit"), where, colname("submit"), "a submit time") * opt.time_unit;
     // Times beyond about 3,000 years would make the simulator's clock stop: at 1e18 s a double's
     // step is 128 s, and adding a second to the clock changes nothing.
-    EMBER_CHECK(std::abs(j.submit) <= kMaxTraceSeconds, where, ": column '", colname("submit"),
-                "': expected a submit time within ", kMaxTraceSeconds, " s of 0, got '", *cell("submit"), "'");
+    // A trace's clock starts at 0: a negative submit time (once accepted) is a job from before the
+    // simulation began, and would be counted as waiting for time that was never simulated.
+    EMBER_CHECK(j.submit >= 0 && j.submit <= kMaxTraceSeconds, where, ": column '", colname("submit"),
+                "': expected a submit time in [0, ", kMaxTraceSeconds, "] s from the trace's start, got '",
+                *cell("submit"), "'");
     double g = to_number(*cell("gpus"), where, colname("gpus"), "a whole number of devices");
     EMBER_CHECK(g >= 1 && g == std::floor(g) && g <= 1e6, where, ": column '", colname("gpus"),
                 "': expected a whole number of devices >= 1, got '", *cell("gpus"), "'");

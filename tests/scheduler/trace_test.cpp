@@ -116,7 +116,11 @@ TEST(Trace, Errors) {
       {"submit,gpus,duration\n1,1,-5\n", "t.csv:2: column 'duration': expected a duration in [0, 1e+11] s"},
       {"submit,gpus,duration\n1,1,2e11\n", "t.csv:2: column 'duration': expected a duration in [0, 1e+11] s"},
       // A submit time so large that the simulator's clock could not advance (it once hung).
-      {"submit,gpus,duration\n0,1,5\n1e18,1,5\n", "t.csv:3: column 'submit': expected a submit time within 1e+11 s"},
+      {"submit,gpus,duration\n0,1,5\n1e18,1,5\n", "t.csv:3: column 'submit': expected a submit time in [0, 1e+11] s"},
+      // A job from before the trace's start (issue 48: once accepted, and counted as waiting).
+      {"submit,gpus,duration\n0,1,5\n-5,1,5\n",
+       "t.csv:3: column 'submit': expected a submit time in [0, 1e+11] s from "
+       "the trace's start, got '-5'"},
       {"submit,gpus,duration\n1,1,inf\n", "t.csv:2: column 'duration': expected a duration, got 'inf'"},
       {"job_id,submit,gpus,duration\na,1,1,5\na,2,1,5\n", "t.csv:3: job id 'a' already used on line 2"},
       {"submit,gpus,duration,estimate\n1,1,5,-1\n", "t.csv:2: column 'estimate': expected an estimate in [0, 1e+11]"},
