@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -365,9 +366,19 @@ const char* kind_name(const Layer& l) {
   return Layer::descriptor()->FindFieldByNumber(l.kind_case())->name().c_str();
 }
 
-// Network n's zero example of batch 1, which building runs through its layers.
+// Network n's zero example of batch 1, which building runs through its layers. One larger than the
+// machine's memory is refused before it is asked for: the allocator's failure names no file, and
+// under AddressSanitizer a request beyond its limit aborts instead of throwing.
 Tensor first_example(const LoadedFile& file, int network) {
   const train_file::Network& n = file.spec.network(network);
+  const FileLayer* first = n.layer_size() > 0 ? find_layer(n.layer(0).kind_case()) : nullptr;
+  double bytes = first && first->token_input ? 8 : 4;  // int64 token ids, else float32 (example_input)
+  for (int64_t d : n.input_shape()) bytes *= static_cast<double>(d);
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  EMBER_CHECK(memory <= 0 || bytes <= memory, file.at(network), ": network '", n.name(),
+              "': one example of input_shape ", shape_str(Shape(n.input_shape().begin(), n.input_shape().end())),
+              " cannot be made (about ", bytes / (1 << 30), " GiB, more than this machine's ", memory / (1 << 30),
+              " GiB of memory; expected one example's shape, without the batch)");
   try {
     return example_input(n, 1);
   } catch (const std::exception& e) {
