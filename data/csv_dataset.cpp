@@ -41,6 +41,25 @@ bool parse_number(const std::string& s, double& v) {
   return end == s.c_str() + s.size() && errno != ERANGE && std::isfinite(v);
 }
 
+// The label's column among `cols` (-1 with no_label): by name (the header `names`), else by index.
+int64_t label_column_of(const std::string& path, const CsvOptions& opts, const std::vector<std::string>& names,
+                        int64_t cols) {
+  if (opts.no_label) return -1;
+  if (!opts.label_column.empty()) {
+    EMBER_CHECK(!names.empty(), "CSV '", path, "': label column '", opts.label_column,
+                "' is given by name but the file has no header row");
+    for (int64_t i = 0; i < cols; ++i)
+      if (names[static_cast<size_t>(i)] == opts.label_column) return i;
+    std::string all;
+    for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    throw Error("CSV '" + path + "': no column named '" + opts.label_column + "' (columns: " + all + ")");
+  }
+  int64_t i = opts.label_index < 0 ? cols + opts.label_index : opts.label_index;
+  EMBER_CHECK(i >= 0 && i < cols, "CSV '", path, "': label index ", opts.label_index, " is out of range for ", cols,
+              " columns");
+  return i;
+}
+
 }  // namespace
 
 CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
@@ -52,22 +71,6 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
   double largest_label = 0;
   bool header_done = false;
   std::string line;
-  auto pick_label = [&](int64_t cols) -> int64_t {
-    if (opts.no_label) return -1;
-    if (!opts.label_column.empty()) {
-      EMBER_CHECK(!names.empty(), "CSV '", path, "': label column '", opts.label_column,
-                  "' is given by name but the file has no header row");
-      for (int64_t i = 0; i < cols; ++i)
-        if (names[static_cast<size_t>(i)] == opts.label_column) return i;
-      std::string all;
-      for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
-      throw Error("CSV '" + path + "': no column named '" + opts.label_column + "' (columns: " + all + ")");
-    }
-    int64_t i = opts.label_index < 0 ? cols + opts.label_index : opts.label_index;
-    EMBER_CHECK(i >= 0 && i < cols, "CSV '", path, "': label index ", opts.label_index, " is out of range for ", cols,
-                " columns");
-    return i;
-  };
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty()) continue;
@@ -85,10 +88,10 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
       ncols = n;
       if (is_header) {
         names = fields;
-        label_col = pick_label(n);
+        label_col = label_column_of(path, opts, names, n);
         continue;
       }
-      label_col = pick_label(n);
+      label_col = label_column_of(path, opts, names, n);
     }
     EMBER_CHECK(n == ncols, "CSV '", path, "' line ", line_no, ": expected ", ncols, " fields, found ", n);
     for (int64_t i = 0; i < n; ++i) {

@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 
@@ -104,12 +102,18 @@ std::string LoadedFile::resolve(const std::string& named) const {
   return p.is_absolute() ? named : (std::filesystem::path(path).parent_path() / p).string();
 }
 
+namespace {
+// What a network's input holds: token ids (int64) when its first layer reads them, else float32.
+DType input_dtype(const train_file::Network& n) {
+  const FileLayer* first = n.layer_size() > 0 ? find_layer(n.layer(0).kind_case()) : nullptr;
+  return first && first->token_input ? DType::Int64 : DType::Float32;
+}
+}  // namespace
+
 Tensor example_input(const train_file::Network& n, int64_t batch) {
   Shape shape{batch};
   shape.insert(shape.end(), n.input_shape().begin(), n.input_shape().end());
-  const FileLayer* first = n.layer_size() > 0 ? find_layer(n.layer(0).kind_case()) : nullptr;
-  const bool tokens = first && first->token_input;
-  return zeros(shape, {.dtype = tokens ? DType::Int64 : DType::Float32});
+  return zeros(shape, {.dtype = input_dtype(n)});
 }
 
 namespace {
@@ -371,8 +375,7 @@ const char* kind_name(const Layer& l) {
 // under AddressSanitizer a request beyond its limit aborts instead of throwing.
 Tensor first_example(const LoadedFile& file, int network) {
   const train_file::Network& n = file.spec.network(network);
-  const FileLayer* first = n.layer_size() > 0 ? find_layer(n.layer(0).kind_case()) : nullptr;
-  double bytes = first && first->token_input ? 8 : 4;  // int64 token ids, else float32 (example_input)
+  auto bytes = static_cast<double>(itemsize(input_dtype(n)));
   for (int64_t d : n.input_shape()) bytes *= static_cast<double>(d);
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
   EMBER_CHECK(memory <= 0 || bytes <= memory, file.at(network), ": network '", n.name(),

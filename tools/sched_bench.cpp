@@ -106,18 +106,7 @@ void time_policy(const std::string& name, const PolicyParams& params, const Sche
 }
 
 std::vector<std::string> policies_to_time(Flags& f) {
-  std::vector<std::string> names = policy_names();
-  if (f.has("policy")) {
-    names.clear();
-    std::string s = f.str("policy");
-    for (size_t b = 0;;) {
-      size_t c = s.find(',', b);
-      names.push_back(s.substr(b, c - b));
-      if (c == std::string::npos) break;
-      b = c + 1;
-    }
-  }
-  return names;
+  return f.has("policy") ? split_commas(f.str("policy")) : policy_names();
 }
 
 PolicyParams bench_params(Flags& f) {

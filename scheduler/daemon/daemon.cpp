@@ -261,6 +261,9 @@ class DaemonTarget : public DecisionTarget {
   }
   void start(JobId id, const Placement& p) override {
     JobRecord& r = d_.jobs_.at(id);
+    // A placement that does not fit the free devices is the policy's mistake, not the job's: the
+    // job stays queued for the next decision (the simulator, a test bed, stops the run instead).
+    if (!placement_problem(d_.cluster_.free(), p, r.job.spec.gpus, r.job.spec.mem_per_gpu).empty()) return;
     held_[d_.access_.owner_of(r.info)] += r.job.spec.gpus;
     try {
       d_.launch(r, p);

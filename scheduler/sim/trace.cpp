@@ -108,29 +108,32 @@ ColumnMap ColumnMap::parse(const std::string& spec) {
   return m;
 }
 
-std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, const TraceOptions& opt) {
-  EMBER_CHECK(opt.time_unit > 0, "trace ", name, ": time unit must be positive");
+namespace {
+
+// The header: the first line that is neither empty nor a '#' comment (none: an empty list);
+// `lineno` is left at its line.
+std::vector<std::string> read_header(std::istream& in, const std::string& name, int& lineno) {
   std::string line;
-  int lineno = 0;
-  // Header: the first line that is neither empty nor a '#' comment.
-  std::vector<std::string> header;
   while (std::getline(in, line)) {
     ++lineno;
-    std::string t = trim(line);
+    const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    header = split_csv(line, name + ":" + std::to_string(lineno));
-    break;
+    return split_csv(line, name + ":" + std::to_string(lineno));
   }
-  EMBER_CHECK(!header.empty(), name, ": empty file, expected a CSV header row naming the columns");
-  const int header_line = lineno;
-  const std::string hwhere = name + ":" + std::to_string(header_line);
+  return {};
+}
+
+// Which column holds each field: --columns' mapping, else the first alias the header names; a
+// required field without a column is refused naming the header line `hwhere`.
+std::map<std::string, int> column_index(const std::vector<std::string>& header, const std::string& hwhere,
+                                        const TraceOptions& opt) {
   std::unordered_map<std::string, int> col_of;
   for (size_t i = 0; i < header.size(); ++i) {
     EMBER_CHECK(!header[i].empty(), hwhere, ": header column ", i + 1, " has no name");
     EMBER_CHECK(!col_of.count(header[i]), hwhere, ": header names column '", header[i], "' twice");
     col_of[header[i]] = static_cast<int>(i);
   }
-  std::map<std::string, int> idx;  // field -> column index
+  std::map<std::string, int> idx;
   for (const Field& f : fields()) {
     auto mapped = opt.columns.columns.find(f.name);
     if (mapped != opt.columns.columns.end()) {
@@ -152,6 +155,20 @@ std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, cons
                  f.name, "=COLUMN");
     }
   }
+  return idx;
+}
+
+}  // namespace
+
+std::vector<JobSpec> parse_trace(std::istream& in, const std::string& name, const TraceOptions& opt) {
+  EMBER_CHECK(opt.time_unit > 0, "trace ", name, ": time unit must be positive");
+  std::string line;
+  int lineno = 0;
+  const std::vector<std::string> header = read_header(in, name, lineno);
+  EMBER_CHECK(!header.empty(), name, ": empty file, expected a CSV header row naming the columns");
+  const int header_line = lineno;
+  const std::string hwhere = name + ":" + std::to_string(header_line);
+  const std::map<std::string, int> idx = column_index(header, hwhere, opt);  // field -> column
 
   std::vector<JobSpec> jobs;
   std::unordered_map<std::string, int> id_line;

@@ -25,8 +25,10 @@ const std::vector<Waiver>& waivers() {
       // second half.
       {"gemm_kernel<float", "occupancy 12.5% < 25.0%", "float GEMM: 179-206 registers, one block per SM"},
       // The im2col gather reads input rows shifted by the filter tap (kw - 1 = -1, 0, 1 floats),
-      // so two of three taps straddle a sector more than needed, and padded lanes are masked.
-      {"implicit_gemm<float", "global efficiency", "conv im2col gather: shifted rows straddle sectors"},
+      // so two of three taps straddle a sector more than needed, and padded lanes are masked. The
+      // waiver names today's figure, as the one above does: a conv that coalesces worse (or
+      // better) no longer matches it, and fails the test until it is looked at.
+      {"implicit_gemm<float", "global efficiency 87.3% < 90%", "conv im2col gather: shifted rows straddle sectors"},
   };
   return w;
 }

@@ -145,25 +145,6 @@ std::map<uintptr_t, Symbol> symbolize(std::vector<uintptr_t> addrs) {
   return out;
 }
 
-}  // namespace
-
-std::map<uintptr_t, std::string> symbolize_sites(const std::vector<uintptr_t>& addrs) {
-  // A hook's return address is the instruction after the call: the call itself is one byte before.
-  std::vector<uintptr_t> calls;
-  for (uintptr_t a : addrs) calls.push_back(a - 1);
-  const std::map<uintptr_t, Symbol> s = symbolize(calls);
-  std::map<uintptr_t, std::string> out;
-  for (uintptr_t a : addrs) {
-    auto it = s.find(a - 1);
-    std::string loc = it == s.end() || it->second.location.empty() ? "?" : it->second.location;
-    const size_t slash = loc.rfind('/', loc.rfind('/') - 1);  // keep the last folder
-    out[a] = slash == std::string::npos ? loc : loc.substr(slash + 1);
-  }
-  return out;
-}
-
-namespace {
-
 // "ember::cuda::(anonymous namespace)::gemm_kernel<float, false, false>(...)" -> the name with
 // its template arguments and without namespaces or parameters.
 std::string short_name(std::string full) {

@@ -86,8 +86,6 @@ std::vector<Row> run_case(const Case& c, const PtxasTable& ptxas);
 std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile::Launch>& launches,
                          const PtxasTable& ptxas);
 void print_table(std::ostream& os, const std::vector<Row>& rows);
-// "file:line" of instruction addresses of this program (addr2line; "?" without it).
-std::map<uintptr_t, std::string> symbolize_sites(const std::vector<uintptr_t>& addrs);
 // The instructions below the global-efficiency or shared-wavefront budget, with file:line.
 // Every instruction of the row, with its counts.
 void print_sites(std::ostream& os, const Row& row);
@@ -106,7 +104,7 @@ const std::vector<Budget>& budgets();
 // of failing, and fails when it no longer occurs (so the waiver goes once the fix lands).
 struct Waiver {
   std::string kernel;     // the row's kernel name contains it
-  std::string violation;  // the check's message contains it
+  std::string violation;  // the check's message contains it: the measured figure too, so a worse one fails
   std::string why;
 };
 const std::vector<Waiver>& waivers();

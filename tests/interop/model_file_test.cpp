@@ -399,6 +399,10 @@ TEST(ModelFile, LeftOutTakesTheDefaultInvalidIsRefused) {
            {"layer { name: \"l\" leaky_relu { negative_slope: inf } }", "negative_slope is inf (invalid"},
            {"layer { name: \"c\" conv2d { out_channels: 2 kernel: [3] } weight_init { normal { std: -1 } } }",
             "normal { mean: 0 std: -1 } is invalid"},
+           {"layer { name: \"c\" conv2d { out_channels: 2 kernel: [3] } bias_init { constant: inf } }",
+            "constant inf is invalid (expected a finite number)"},
+           {"layer { name: \"f\" flatten {} }\n  layer { name: \"l\" linear { out_features: 3 to_vocabulary: true } }",
+            "(linear): out_features and to_vocabulary both give its size (expected one of them)"},
        }) {
     const std::string e = layer_error(c.layer);
     EXPECT_TRUE(has(e, c.expected)) << c.layer << "\n" << e;

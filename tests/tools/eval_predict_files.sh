@@ -57,4 +57,14 @@ fi
 grep -q "it was trained from the model file .*images.pbtxt, which is not there now: pass --model-file" err.txt
 "$ember" eval run_img/squares.ckpt --model-file data/moved.pbtxt >moved.out
 grep -qx "$trained" moved.out
+# A --data folder with a class the model does not know is refused naming it and the model's
+# classes (a label numbered by the folder's own listing would score the wrong class).
+mkdir -p data/other/cat
+cp -r data/images/test/dark data/other/
+cp "$(find data/images/test/bright -type f -print -quit)" data/other/cat/
+if "$ember" eval run_img/squares.ckpt --model-file data/moved.pbtxt --data data/other 2>err.txt >/dev/null; then
+  echo "a --data class the model lacks was accepted"
+  exit 1
+fi
+grep -q "its class folder 'cat' is none of the model's classes (bright, dark) nor a class number below 2" err.txt
 echo "eval and predict read ember train's CSV and image-folder checkpoints as the training did"

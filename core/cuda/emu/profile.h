@@ -98,7 +98,8 @@ void untrack(const void* p);
 bool instrumented();
 
 namespace detail {
-// Called by the emulator (core/cuda/emu/emu.cpp, guarded_allocator.cpp); cheap when no session.
+// Called by the emulator (core/cuda/emu/emu.cpp, guarded_allocator.cpp): without a session (or, for the
+// allocations, without the hooks linked) each returns at once.
 bool active();
 void launch_begin(const void* kernel, const unsigned grid[3], const unsigned block[3], size_t dynamic_shared);
 void launch_end();
