@@ -289,7 +289,7 @@ void check_hosts(long n, const std::vector<Host>& hosts) {
     slots += h.slots;
     listed += (listed.empty() ? "" : ", ") + h.name + ":" + std::to_string(h.slots);
   }
-  EMBER_CHECK(n <= slots, "ember launch: -n ", n, " ranks, but --hosts gives only ", slots, " slots (", listed,
+  EMBER_CHECK(n <= slots, "-n ", n, " ranks, but --hosts gives only ", slots, " slots (", listed,
               "); give more slots (HOST:SLOTS) or fewer ranks");
   char self[256] = {};
   ::gethostname(self, sizeof self - 1);
@@ -300,9 +300,8 @@ void check_hosts(long n, const std::vector<Host>& hosts) {
     addrinfo* found = nullptr;
     const int err = ::getaddrinfo(h.name.c_str(), nullptr, &hint, &found);
     if (found) ::freeaddrinfo(found);
-    EMBER_CHECK(err == 0, "ember launch: --hosts names '", h.name, "', which is not a known host here (",
-                ::gai_strerror(err), "; this machine is '", self,
-                "'); check the name, or add it to DNS or /etc/hosts on every host");
+    EMBER_CHECK(err == 0, "--hosts names '", h.name, "', which is not a known host here (", ::gai_strerror(err),
+                "; this machine is '", self, "'); check the name, or add it to DNS or /etc/hosts on every host");
   }
 }
 
