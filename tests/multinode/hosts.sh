@@ -10,7 +10,8 @@
 #   hosts_down                       kills what still runs in the namespaces and deletes them
 #                                    (also on exit, through the trap hosts_up sets, so a failing
 #                                    test leaves nothing behind)
-# Each command started on a host gets, besides the host's network namespace (`ip netns exec`), a
+# Each command started on a host gets, besides the host's network namespace (entered with nsenter:
+# `ip netns exec` would also mount a fresh /sys, hiding /sys/fs/cgroup, which slurmd needs), a
 # UTS namespace whose hostname is the host's name (OpenMPI and Slurm tell hosts apart by it) and a
 # mount namespace in which /etc/hosts names every host and /tmp is the host's own folder DIR/HOST/tmp
 # (node-local files stay on their node); everything else, the build and the test's folder included,
@@ -34,19 +35,21 @@ hosts_skip() {
   exit 0
 }
 
+# Every command may fail (a process that ended meanwhile) without stopping the cleanup: the calling
+# script may run under set -e.
 hosts_down() {
   local ns pid
   [ -n "$hosts_prefix" ] || return 0
   for ns in "${hosts_names[@]/#/$hosts_prefix-}" "$hosts_prefix-br"; do
     [ -e "/run/netns/$ns" ] || continue
     # Only processes inside this test's namespaces: those it started.
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null; done
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null || true; done
   done
   for ns in "${hosts_names[@]/#/$hosts_prefix-}" "$hosts_prefix-br"; do
     [ -e "/run/netns/$ns" ] || continue
     for _ in $(seq 30); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.1; done
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    ip netns delete "$ns" 2>/dev/null  # takes the veth pairs and the bridge with it
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    ip netns delete "$ns" 2>/dev/null || true  # takes the veth pairs and the bridge with it
   done
   hosts_prefix=""
 }
@@ -62,7 +65,7 @@ hosts_write_tools() {
 host=\$1
 shift
 [ -d "$dir/\$host" ] || { echo "on: unknown host '\$host' (hosts: ${hosts_names[*]})" >&2; exit 255; }
-exec ip netns exec "$hosts_prefix-\$host" unshare --uts --mount --propagation private \\
+exec nsenter --net=/run/netns/$hosts_prefix-\$host unshare --uts --mount --propagation private \\
   sh -c 'hostname "\$0" && mount --bind "$dir/hosts" /etc/hosts && mount --bind "$dir/\$0/tmp" /tmp && exec "\$@"' \\
   "\$host" "\$@"
 EOF
