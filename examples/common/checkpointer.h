@@ -44,6 +44,7 @@ class Checkpointer {
     // cleaning could remove another's write in progress, so there they stay.
     if (!dir_.empty() && !(job_ && job_->active())) remove_stale_temporaries(dir_);
     const std::optional<std::string> found = resume_path(flag);
+    if (flag == "auto") check_every_rank_sees(found.has_value());
     if (!found) {
       if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());
       return {};
@@ -114,6 +115,18 @@ class Checkpointer {
   }
 
  private:
+  // The ranks of a parallel job over several hosts each look for last.ckpt in --checkpoint-dir as
+  // their host sees it: a node-local folder has it on rank 0's host only. Every rank refuses that
+  // (a collective), rather than some resuming while the others start afresh and the job stalls.
+  void check_every_rank_sees(bool found) {
+    if (!job_ || !job_->active()) return;
+    const std::vector<double> n = job_->sum({found ? 1.0 : 0.0, 1.0});
+    EMBER_CHECK(n[0] == 0 || n[0] == n[1], "--resume auto: ", n[0], " of ", n[1], " ranks find ", last(),
+                " (this rank ", found ? "does" : "does not",
+                "): the --checkpoint-dir of a job over several hosts must be one folder that every host sees "
+                "(a shared file system), not a node-local one");
+  }
+
   // The checkpoint at `path`: the position, its metadata and whether it came from another world size.
   std::tuple<TrainingPosition, std::map<std::string, std::string>, bool> load(const std::string& flag,
                                                                               const std::string& path) {

@@ -9,7 +9,8 @@
 #   on HOST CMD ARGS...              runs CMD as if on HOST (after hosts_up; DIR/on from outside)
 #   hosts_down                       kills what still runs in the namespaces and deletes them
 #                                    (also on exit, through the trap hosts_up sets, so a failing
-#                                    test leaves nothing behind)
+#                                    test leaves nothing behind; a test killed outright, as ctest
+#                                    does at its TIMEOUT, is cleaned up by the next hosts_up)
 # Each command started on a host gets, besides the host's network namespace (entered with nsenter:
 # `ip netns exec` would also mount a fresh /sys, hiding /sys/fs/cgroup, which slurmd needs), a
 # UTS namespace whose hostname is the host's name (OpenMPI and Slurm tell hosts apart by it) and a
@@ -54,6 +55,21 @@ hosts_down() {
   hosts_prefix=""
 }
 
+# Namespaces of earlier tests whose shell is gone without its cleanup (killed by SIGKILL, as ctest
+# does at a TIMEOUT): named ember-mn-PID-..., so only those whose PID no longer runs are removed.
+hosts_remove_stale() {
+  local ns pid f
+  for f in /run/netns/ember-mn-*; do
+    [ -e "$f" ] || continue
+    ns=${f#/run/netns/}
+    pid=${ns#ember-mn-}
+    pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null && continue
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    ip netns delete "$ns" 2>/dev/null || true
+  done
+}
+
 # The address of host number I (1-based).
 hosts_addr() { echo "198.18.0.$1"; }
 
@@ -93,6 +109,7 @@ hosts_up() {
     exit 1
     ;;
   esac
+  hosts_remove_stale
   hosts_prefix="ember-mn-$$-$RANDOM"
   trap hosts_down EXIT
   ip netns add "$hosts_prefix-br" 2>/dev/null || hosts_skip "cannot create a network namespace (ip netns add)"

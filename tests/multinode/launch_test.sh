@@ -74,6 +74,21 @@ case $mode in
       --checkpoint-dir ck --resume auto --reshard --log dp8.csv >dp8.out 2>&1 || fail "the resumed run failed"
     grep -q "Resumed from ck/last.ckpt at step 4 .* (resharded to a new number of ranks)" dp8.out || fail "no resume"
     expect_like_one_process dp8.csv one8.csv "resumed on 1 + 2 ranks"
+    # A node-local checkpoint folder (each host's own /tmp): last.ckpt only on rank 0's host, so a
+    # resume finds it on some ranks and not on others, which every rank refuses by name instead of
+    # half the ranks resuming while the others start afresh.
+    on nodeA "$ember" launch -n 4 --hosts nodeA:2,nodeB:2 -- "$mnist" --data-parallel $small --max-steps 2 \
+      --checkpoint-dir /tmp/ck >local.out 2>&1 || fail "data-parallel into a node-local folder failed"
+    [ -s hosts/nodeA/tmp/ck/last.ckpt ] && [ ! -e hosts/nodeB/tmp/ck/last.ckpt ] || fail "last.ckpt not on rank 0's host alone"
+    status=0
+    on nodeA "$ember" launch -n 4 --hosts nodeA:2,nodeB:2 -- "$mnist" --data-parallel $small --max-steps 4 \
+      --checkpoint-dir /tmp/ck --resume auto >local_resume.out 2>&1 || status=$?
+    [ $status -eq 1 ] || fail "resuming from node-local folders: expected status 1, got $status"
+    for r in 0 1 2 3; do
+      grep -q "^\[rank $r\] .*--resume auto: 2 of 4 ranks find /tmp/ck/last.ckpt .*every host sees" local_resume.out ||
+        fail "rank $r did not refuse the node-local checkpoint folder"
+    done
+    cat local_resume.out
     on nodeA "$ember" launch -n 4 --hosts nodeA:2,nodeB:2 -- "$mnist" --pipeline 2 $small --max-steps 4 \
       --log pp4.csv >pp4.out 2>&1 || fail "the pipeline over two hosts failed"
     grep -q "Pipeline: 2 stages x 2 replicas" pp4.out || fail "no pipeline banner"
