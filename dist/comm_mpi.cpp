@@ -655,9 +655,20 @@ std::exception_ptr MpiCommunicator::start_mpi() {
   // future second caller (a GPU backend's bootstrap) stays legal.
   thread_level_ = provided;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.data);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.ctrl);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.p2p);
+  // The first collectives: where MPI's transports cannot reach some rank (OpenMPI across hosts
+  // with only shared-memory transports, --mca btl self,vader) they fail on some ranks while the
+  // others wait for them, before any heartbeat runs. A rank that fails says why and aborts the
+  // job, so that the others do not wait forever (a failed communicator would crash the next call).
+  for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p})
+    if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, c); rc != MPI_SUCCESS) {
+      std::fprintf(stderr,
+                   "ember dist: MPI cannot connect the ranks (MPI_Comm_dup: %s); check that an MPI transport reaches "
+                   "every host (OpenMPI: --mca btl); aborting the job\n",
+                   mpi_error(rc).c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return std::make_exception_ptr(Error("MpiCommunicator: MPI cannot connect the ranks"));  // if MPI_Abort returns
+    }
   for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);

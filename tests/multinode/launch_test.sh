@@ -11,7 +11,8 @@
 #              and ends where one process does
 #   host_lost  nodeB's ranks are killed mid-step: nodeA's ranks exit naming a lost rank and
 #              nodeB (within the heartbeat's dead time; ctest's TIMEOUT bounds it)
-#   errors     --hosts naming an unknown host, or fewer slots than ranks, is refused by name
+#   errors     --hosts naming an unknown host, or fewer slots than ranks, is refused by name; ranks
+#              that MPI cannot connect (no transport between the hosts) end the job, saying so
 set -euo pipefail
 mode=$1 build=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -132,6 +133,15 @@ case $mode in
     on nodeA "$ember" launch -n 3 --hosts nodeA:2,nodeB -- true >default.out 2>&1 || status=$?
     cat default.out
     [ $status -eq 0 ] || fail "a host without a slot count (one slot) was refused ($status)"
+    # No MPI transport between the hosts (OpenMPI's shared memory only): the rank that cannot
+    # connect says so and ends the job, instead of the others waiting for it forever.
+    status=0
+    OMPI_MCA_btl=self,vader on nodeA "$ember" launch -n 2 --hosts nodeA:1,nodeB:1 -- "$mnist" --data-parallel \
+      --limit 64 --max-steps 1 >transport.out 2>&1 || status=$?
+    cat transport.out
+    [ $status -ne 0 ] || fail "a job whose ranks cannot reach each other returned 0"
+    grep -q "ember dist: MPI cannot connect the ranks (MPI_Comm_dup: .*); check that an MPI transport reaches every host" \
+      transport.out || fail "no rank said that MPI cannot connect the ranks"
     status=0
     on nodeA "$ember" launch -n 2 --hosts nodeA:2,:3 -- true >syntax.out 2>&1 || status=$?
     [ $status -eq 2 ] && grep -q "a host without a name" syntax.out || fail "a malformed --hosts is not a usage error"

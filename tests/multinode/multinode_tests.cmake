@@ -11,7 +11,7 @@ if(TARGET ember AND TARGET ember_dist_tests AND EMBER_BUILD_EXAMPLES)  # mnist_c
     set_tests_properties(multinode.${mode} PROPERTIES LABELS multinode TIMEOUT 180 PROCESSORS 2
                          SKIP_REGULAR_EXPRESSION "^skipped:")
   endforeach()
-  set_tests_properties(multinode.host_lost PROPERTIES TIMEOUT 90)
+  set_tests_properties(multinode.host_lost multinode.errors PROPERTIES TIMEOUT 90)
   # Slurm with one slurmd per host (label slurm too: CI runs it with the other Slurm tests).
   add_test(NAME multinode.slurm
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/multinode/slurm_test.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
