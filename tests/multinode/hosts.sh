@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several "hosts" on this machine for one test, sourced by a test script, which then calls
-#   hosts_up DIR nodeA nodeB [...]   makes one network namespace per host (own interfaces, own
-#                                    address 198.18.0.<i>/15 from the RFC 2544 benchmarking range),
+#   hosts_up DIR nodeA nodeB [...]   (DIR outside /tmp) makes one network namespace per host (own
+#                                    interfaces, address 198.18.0.<i>/15 from the RFC 2544 range),
 #                                    joined by a bridge that lives in a namespace of its own, so no
 #                                    interface of the machine itself is created, changed or used;
 #                                    writes DIR/on, DIR/rsh and DIR/hosts (below); exports
