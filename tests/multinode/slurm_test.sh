@@ -83,8 +83,8 @@ state=$(wait_job "$id")
 [ "$state" = COMPLETED ] || fail "the ember launch job $id ended $state"
 grep -q "^\[rank 0\] rank 0 on nodeA" launch.out && grep -q "^\[rank 1\] rank 1 on nodeB" launch.out ||
   fail "the ranks of job $id did not land one on each node"
-# 4. The daemon's Slurm backend sees both nodes as its pool and runs a job on one of them. (A gang
-# over two nodes it cannot place yet: each run is one sbatch pinned to one node, --nodes=1.)
+# 4. The daemon's Slurm backend sees both nodes as its pool, runs a job on one of them and a gang
+# over both.
 "$HOSTS_DIR/on" nodeA "$build/tools/ember" sched serve --backend slurm --state "$work/sched" --policy fcfs \
   >"$work/daemon.out" 2>&1 &
 daemon=$!
@@ -102,5 +102,20 @@ for _ in $(seq 300); do
 done
 [ "$st" = done ] || fail "the daemon's job is $st"
 grep -q -E "ran on node[AB]" "$work/sched/jobs/$job/output.log" || fail "the daemon's job did not run on a node"
-cat sbatch.out srun.out launch.out daemon.out "$work/sched/jobs/$job/output.log"
+# A gang wider than one node (4 CPU devices; each node has 2): one Slurm job over both nodes, a
+# task on each, which srun reaches from the batch script.
+gang=$(sched submit --name gang --devices 4 --workdir "$work" -- sh -c 'srun hostname' |
+  sed -n 's/^submitted job \([0-9]*\).*/\1/p')
+[ -n "$gang" ] || fail "the daemon refused the gang"
+for _ in $(seq 300); do
+  st=$(sched status --job "$gang" | sed -n 's/^job [0-9]* ([^)]*): \([a-z]*\)$/\1/p')
+  case $st in done | failed) break ;; esac
+  sleep 0.1
+done
+cat daemon.out "$work/sched/jobs/$gang/output.log"
+[ "$st" = done ] || fail "the daemon's two-node gang is $st"
+grep -q "Slurm job [0-9]* on nodeA,nodeB" daemon.out || fail "the gang was not one Slurm job on both nodes"
+grep -q "^nodeA$" "$work/sched/jobs/$gang/output.log" && grep -q "^nodeB$" "$work/sched/jobs/$gang/output.log" ||
+  fail "the gang's tasks did not run on both nodes"
+cat sbatch.out srun.out launch.out "$work/sched/jobs/$job/output.log"
 echo PASS
