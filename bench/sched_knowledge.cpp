@@ -54,7 +54,7 @@ struct Args {
   double window = 3600;
 };
 
-Args parse(const cli::Flags& f) {
+Args parse(const tools::Flags& f) {
   Args a;
   a.trace = f.require("trace");
   if (f.has("gpus")) a.gpus = f.integers("gpus", 1, 100000000);
@@ -252,17 +252,17 @@ void print_sibling_error(const std::vector<JobSpec>& trace, const std::vector<do
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::Flags f;
+  tools::Flags f;
   f.add("trace", "FILE", "the job trace (required; durations known: the oracle's)")
       .add("gpus", "N,...", "cluster sizes (default 256,320,384)")
       .add("node-gpus", "K", "devices per node (default 0: one flat pool)")
       .add("seeds", "N", "noise draws per row, median kept (default 3)")
       .add("window", "S", "seconds before a job in which its siblings were submitted (default 3600)")
       .add("help", "", "show this help");
-  const std::string usage = cli::usage_of("sched_knowledge --trace FILE [flags]", f);
-  return cli::run_leaf("sched_knowledge", usage, [&]() -> int {
+  const std::string usage = tools::usage_of("sched_knowledge --trace FILE [flags]", f);
+  return tools::run_leaf("sched_knowledge", usage, [&]() -> int {
     f.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (cli::help_asked(f, usage)) return 0;
+    if (tools::help_asked(f, usage)) return 0;
     const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> trace = read_trace(a.trace);

@@ -32,7 +32,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -483,4 +483,4 @@ int launch(const std::vector<std::string>& all_args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools
