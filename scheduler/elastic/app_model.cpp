@@ -68,10 +68,7 @@ StepTime AppModel::step_time(const Shape& shape, double local) const {
 
 // Between the GPU counts measured, linear in the GPU count (each at `nodes`, see below).
 StepTime AppModel::shape_time(int nodes, int replicas, double local) const {
-  std::vector<int> counts;
-  for (const auto& [k, c] : by_shape_)
-    if (counts.empty() || counts.back() != k.first) counts.push_back(k.first);
-  const auto [lo, hi, w] = bracket(counts, replicas);
+  const auto [lo, hi, w] = bracket(measured_counts_, replicas);
   return mix(replicas_time(nodes, lo, local), replicas_time(nodes, hi, local), w);
 }
 

@@ -96,6 +96,7 @@ class AppModel {
   std::map<std::string, Curve> by_placement_;      // "24": two nodes, two and four GPUs
   std::map<std::pair<int, int>, Curve> by_shape_;  // (replicas, nodes) -> mean curve
   std::map<int, Validation> validation_;           // global batch -> per-epoch rows
+  std::vector<int> measured_counts_;               // the GPU counts in by_shape_, sorted
 };
 
 // The id of a placement as the artifact's placements.csv spells it: the GPUs per node, zeros

@@ -129,6 +129,8 @@ AppModel AppModel::load(const std::string& dir) {
     EMBER_CHECK(std::stoi(b) >= 1, f.string(), ": the batch must be >= 1");
     m.load_validation(f.string(), std::stoi(b));
   }
+  for (const auto& [k, c] : m.by_shape_)
+    if (m.measured_counts_.empty() || m.measured_counts_.back() != k.first) m.measured_counts_.push_back(k.first);
   EMBER_CHECK(!m.validation_.empty(), dir, ": no validation-B.csv (the training progress at some batch B)");
   m.limits_.init_batch = m.validation_.begin()->first;
   m.limits_.max_batch = m.validation_.rbegin()->first;

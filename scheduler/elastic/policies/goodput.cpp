@@ -1,14 +1,18 @@
 // The elastic goodput policy (docs/scheduler/elastic.md): each round it chooses every job's GPU
 // count by greedy marginal value, places the jobs on nodes, and gives each the per-GPU batch of
-// highest goodput on its placement. A job's value at k GPUs is its speedup S(k) = G(k) / G(1)
-// (G: goodput, the best over batch sizes) times a least-attained-service weight
-// w = 1 / (1 + attained / las) (the fairness knob: small `las` favours the jobs that have had
-// least, large `las` maximises the sum of speedups), and, when k is not what it holds now, times
-// (1 - restart / age): a restart costs `restart` seconds, amortised over the time the job has
-// existed. GPUs go one step at a time to the job whose next step (up to `lookahead` GPUs ahead)
-// adds most value per GPU, until none is left or no step adds value. A job grows to at most
-// `explore` times the most GPUs it has held (1 at first), as Pollux's jobs do while their
-// throughput model is fitted. Rigid jobs take their submitted GPUs and batch or nothing.
+// highest goodput on its placement (its learning rate scaled by AdaScale's gain, which is what the
+// progress model counts). A job's speedup at k GPUs is S(k) = G(k) / G(1) (G: goodput, the best
+// over batch sizes, on k GPUs packed on nodes); when k is not what it holds now and it holds some,
+// S is scaled by (1 - hyst * restart / age): a restart costs `restart` seconds, amortised over the
+// time the job has existed. Its value is w * S^p / p (log S at p = 0): p is the fairness knob (1:
+// the sum of speedups, 0: proportional fairness, -1: Pollux's harmonic mean), and
+// w = 1 / (1 + attained / las) a least-attained-service weight (las in GPU-hours; Tiresias's
+// 16 GPU-hours by default). GPUs go one step at a time to the job whose next step (up to
+// `lookahead` GPUs ahead, or straight back to what it holds) adds most value per GPU, until none
+// is left or no step adds value. With `explore` > 0 a job grows to at most that many times the
+// most GPUs it has held (Pollux's jobs double while their throughput model is fitted); 0, the
+// default, plans with the measured model at every size. Rigid jobs take their submitted GPUs and
+// batch or nothing.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -62,7 +66,8 @@ Shape packed(int k, int per_node) {
 
 class Goodput : public ElasticPolicy {
  public:
-  Goodput(double las, double explore, int lookahead) : las_(las), explore_(explore), lookahead_(lookahead) {}
+  Goodput(double las, double explore, int lookahead, double hyst, double p)
+      : las_(las), explore_(explore), lookahead_(lookahead), hyst_(hyst), p_(p) {}
   std::string name() const override { return "goodput"; }
   std::vector<Assignment> decide(const RoundState& s) override;
 
@@ -73,10 +78,15 @@ class Goodput : public ElasticPolicy {
   };
   const Table& table(const EJob& j, const SimConfig& c);
   std::vector<int> counts(const RoundState& s);
+  double utility(double speedup) const {
+    if (p_ == 0) return std::log(speedup);
+    return std::pow(speedup, p_) / p_;
+  }
   std::vector<std::vector<int>> place(const RoundState& s, const std::vector<int>& k) const;
 
   double las_, explore_;
   int lookahead_;
+  double hyst_, p_;
   std::map<int, Table> cache_;  // by job id, refreshed when its epoch changes
 };
 
@@ -106,13 +116,14 @@ std::vector<int> Goodput::counts(const RoundState& s) {
     most[i] = j.req.rigid || explore_ <= 0 ? cap : std::min(cap, std::max(1, static_cast<int>(explore_ * j.max_gpus)));
     weight[i] = 1.0 / (1.0 + j.attained / las_);
     const double age = std::max(s.now - j.req.submit, c.interval);
-    keep[i] = std::max(0.0, 1.0 - c.restart_delay / age);
+    keep[i] = std::max(0.0, 1.0 - hyst_ * c.restart_delay / age);
   }
   const auto value = [&](size_t i, int g) {
-    if (g == 0) return 0.0;
+    if (g == 0) return p_ > 0 ? 0.0 : -1e6 * weight[i];
     const EJob& j = *s.active[i];
     const double speedup = j.req.rigid ? g : tab[i]->goodput[static_cast<size_t>(g)] / tab[i]->goodput[1];
-    return weight[i] * speedup * (g == j.gpus() ? 1.0 : keep[i]);
+    const double sp = speedup * (g == j.gpus() || j.gpus() == 0 ? 1.0 : keep[i]);
+    return weight[i] * utility(sp);
   };
   int free = c.nodes * c.gpus_per_node;
   while (free > 0) {
@@ -194,10 +205,12 @@ std::vector<Assignment> Goodput::decide(const RoundState& s) {
 std::unique_ptr<ElasticPolicy> make_goodput(const PolicyParams& params) {
   ParamReader r("goodput", params);
   const double las = r.number("las", 16, 1e-3, 1e9) * 3600;  // GPU-hours
-  const double explore = r.number("explore", 2, 0, 64);
+  const double explore = r.number("explore", 0, 0, 64);
   const int lookahead = static_cast<int>(r.number("lookahead", 8, 1, 4096));
+  const double hyst = r.number("hyst", 1, 0, 1e6);
+  const double p = r.number("p", 0.5, -16, 1);
   r.finish();
-  return std::make_unique<Goodput>(las, explore, lookahead);
+  return std::make_unique<Goodput>(las, explore, lookahead, hyst, p);
 }
 
 }  // namespace ember::sched::elastic
