@@ -148,5 +148,34 @@ TEST(ElasticModel, BadFilesAreErrorsNamingFileAndLine) {
   EXPECT_NE(wl_error("a,-5,toy,1,10\n").find("column 'time'"), std::string::npos);
 }
 
+// On one node of two GPUs the toy job's best is both GPUs at batch 20 (10 each): goodput
+// (11 / 7) / 1.2 = 1.31 steps/s against 1 on one GPU at batch 10 (0.79 at 20 with accumulation);
+// in epoch 2 still 1.5 / 1.2 = 1.25 against 1.
+TEST(ElasticGoodput, TakesTheGpusAndBatchOfHighestGoodput) {
+  const fs::path dir = toy_app("goodput_alone");
+  const std::map<std::string, AppModel> apps = load_apps(dir.parent_path().string());
+  write(dir.parent_path() / "w.csv", "name,time,application,num_replicas,batch_size\ne,0,toy,1,10\n");
+  const auto wl = read_workload((dir.parent_path() / "w.csv").string(), apps, {});
+  auto p = make_elastic_policy("goodput");
+  const ElasticResult r = simulate_elastic(wl, apps, *p, {.nodes = 1, .gpus_per_node = 2});
+  EXPECT_DOUBLE_EQ(r.jobs[0].mean_gpus, 2);
+  EXPECT_DOUBLE_EQ(r.jobs[0].mean_batch, 20);
+  EXPECT_EQ(r.jobs[0].restarts, 0);
+}
+
+// Three GPUs: the rigid job keeps its one GPU and batch although the elastic job would use it.
+TEST(ElasticGoodput, RigidJobsKeepTheirGpusAndBatch) {
+  const fs::path dir = toy_app("goodput_rigid");
+  const std::map<std::string, AppModel> apps = load_apps(dir.parent_path().string());
+  write(dir.parent_path() / "w.csv",
+        "name,time,application,num_replicas,batch_size,rigid\nr,0,toy,1,10,1\ne,0,toy,1,10,0\n");
+  const auto wl = read_workload((dir.parent_path() / "w.csv").string(), apps, {});
+  auto p = make_elastic_policy("goodput");
+  const ElasticResult r = simulate_elastic(wl, apps, *p, {.nodes = 1, .gpus_per_node = 3});
+  EXPECT_DOUBLE_EQ(r.jobs[0].mean_gpus, 1);
+  EXPECT_DOUBLE_EQ(r.jobs[0].mean_batch, 10);
+  EXPECT_DOUBLE_EQ(r.jobs[1].mean_gpus, 2);  // the elastic one takes the other two
+}
+
 }  // namespace
 }  // namespace ember::sched::elastic
