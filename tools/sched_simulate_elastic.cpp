@@ -22,7 +22,8 @@ void add_elastic_flags(Flags& f) {
       .add("node-gpus", "K", "GPUs per node (default 4)")
       .add("interval", "S", "seconds between scheduling rounds (default 60)")
       .add("restart-delay", "S", "seconds a (re)started job makes no progress (default 30)")
-      .add("set", "POLICY.KEY=VALUE", "a policy parameter (goodput.p, goodput.las, goodput.explore, ...)", true);
+      .add("set", "POLICY.KEY=VALUE", "a policy parameter (goodput.p, goodput.las, goodput.explore, ...)", true)
+      .add("help", "", "show this help");
 }
 
 ember::sched::PolicyParams read_params(const Flags& f) {
