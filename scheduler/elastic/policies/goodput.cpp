@@ -17,6 +17,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/error.h"
 #include "scheduler/elastic/policies/policies.h"
 #include "scheduler/params.h"
 
@@ -178,6 +179,7 @@ std::vector<std::vector<int>> Goodput::place(const RoundState& s, const std::vec
     if (need > 0 && fit < free.size()) take(fit, need);
     while (need > 0) {  // else spread over the emptiest nodes
       const size_t nd = static_cast<size_t>(std::max_element(free.begin(), free.end()) - free.begin());
+      EMBER_CHECK(free[nd] > 0, "goodput: no free GPU left for ", need, " more (its GPU counts exceed the cluster)");
       take(nd, std::min(need, free[nd]));
     }
   }

@@ -63,6 +63,7 @@ std::vector<int> Tiresias::place(int gpus, std::vector<int>& free) const {
   std::vector<int> nodes;
   while (static_cast<int>(nodes.size()) < gpus) {
     const auto most = std::max_element(free.begin(), free.end());  // the first of the largest
+    EMBER_CHECK(*most > 0, "tiresias: no free GPU left for a job of ", gpus, " (its GPU count check failed)");
     const int n = static_cast<int>(most - free.begin());
     const int take = std::min(*most, gpus - static_cast<int>(nodes.size()));
     nodes.insert(nodes.end(), static_cast<size_t>(take), n);
