@@ -27,6 +27,8 @@ std::vector<Command> sched_commands();
 std::vector<Command> export_commands();  // tools/export_onnx.cpp
 
 int sched_simulate(const std::vector<std::string>& args);
+// --workload: the elastic simulator's Pollux-style jobs (tools/sched_simulate_elastic.cpp).
+int sched_simulate_elastic(const std::vector<std::string>& args);
 int sched_bench(const std::vector<std::string>& args);
 int sched_make_trace(const std::vector<std::string>& args);
 int sched_train_policy(const std::vector<std::string>& args);

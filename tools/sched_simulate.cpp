@@ -431,6 +431,8 @@ int Runs::main() {
 }  // namespace
 
 int sched_simulate(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--workload" || a.starts_with("--workload=")) return sched_simulate_elastic(args);
   Flags f;
   add_flags(f);
   const std::string usage = usage_of("ember sched simulate --trace FILE --gpus N (--policy P | --compare) [flags]", f) +

@@ -321,16 +321,23 @@ std::string to_csv(const std::vector<SimResult>& rs) {
   return o.str();
 }
 
-std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
-  static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  // With fairness, a second panel below the CDFs: each team's rho, one bar per result.
-  const SimResult* teams = nullptr;
-  for (const SimResult& r : rs)
-    if (r.fairness && !teams) teams = &r;
-  const double W = 760, H0 = 480, bars_h = teams ? 300 : 0, H = H0 + bars_h, left = 70, right = 170, top = 40,
-               bottom = 50;
-  const double pw = W - left - right, ph = H0 - top - bottom;
+namespace {
+
+const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+// The CDF panel's geometry: its box and the log time axis from 10^d0 to 10^d1 seconds.
+struct SvgFrame {
+  double W = 760, H0 = 480, left = 70, right = 170, top = 40, bottom = 50;
+  double pw = 0, ph = 0, d0 = 0, d1 = 1;
+  double X(double v) const { return left + (std::log10(std::max(v, 1.0)) - d0) / (d1 - d0) * pw; }
+  double Y(double f) const { return top + (1 - f) * ph; }
+};
+
+SvgFrame svg_frame(const std::vector<SimResult>& rs) {
+  SvgFrame fr;
+  fr.pw = fr.W - fr.left - fr.right;
+  fr.ph = fr.H0 - fr.top - fr.bottom;
   double lo = kInf, hi = 0;
   for (const SimResult& r : rs)
     for (const JobResult& j : r.jobs) {
@@ -339,10 +346,102 @@ std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
       lo = std::min(lo, x), hi = std::max(hi, x);
     }
   if (!(lo < kInf)) lo = 1, hi = 10;
-  double d0 = std::floor(std::log10(lo)), d1 = std::ceil(std::log10(hi));
-  if (d1 <= d0) d1 = d0 + 1;
-  auto X = [&](double v) { return left + (std::log10(std::max(v, 1.0)) - d0) / (d1 - d0) * pw; };
-  auto Y = [&](double f) { return top + (1 - f) * ph; };
+  fr.d0 = std::floor(std::log10(lo)), fr.d1 = std::ceil(std::log10(hi));
+  if (fr.d1 <= fr.d0) fr.d1 = fr.d0 + 1;
+  return fr;
+}
+
+// The grid, the decade and fraction labels, the box and the axis titles.
+void svg_axes(std::ostringstream& o, const SvgFrame& fr) {
+  const double left = fr.left, top = fr.top, pw = fr.pw, ph = fr.ph;
+  for (int dec = static_cast<int>(fr.d0); dec <= static_cast<int>(fr.d1); ++dec) {
+    double x = fr.X(std::pow(10.0, dec));
+    o << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\"" << top + ph
+      << "\" stroke=\"#ddd\"/>\n<text x=\"" << x << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">1e" << dec
+      << "</text>\n";
+  }
+  for (int k = 0; k <= 4; ++k) {
+    double y = fr.Y(k / 4.0);
+    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + pw << "\" y2=\"" << y
+      << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << k / 4.0
+      << "</text>\n";
+  }
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << fr.H0 - 12
+    << "\" text-anchor=\"middle\">job completion time (s, log scale)</text>\n";
+  o << "<text transform=\"translate(18," << top + ph / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">fraction of jobs</text>\n";
+}
+
+// One CDF polyline per result (at most 400 points) and its legend entry.
+void svg_cdfs(std::ostringstream& o, const SvgFrame& fr, const std::vector<SimResult>& rs) {
+  for (size_t i = 0; i < rs.size(); ++i) {
+    std::vector<double> v;
+    for (const JobResult& j : rs[i].jobs) v.push_back(j.jct());
+    std::sort(v.begin(), v.end());
+    const char* color = kColors[i % 10];
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"";
+    const size_t steps = std::min<size_t>(v.size(), 400);
+    for (size_t k = 0; k < steps; ++k) {
+      size_t idx = steps == 1 ? 0 : k * (v.size() - 1) / (steps - 1);
+      o << fr.X(v[idx]) << "," << fr.Y((idx + 1.0) / v.size()) << " ";
+    }
+    o << "\"/>\n";
+    double ly = fr.top + 14 + 18.0 * i;
+    const double lx = fr.left + fr.pw;
+    o << "<line x1=\"" << lx + 12 << "\" y1=\"" << ly << "\" x2=\"" << lx + 36 << "\" y2=\"" << ly << "\" stroke=\""
+      << color << "\" stroke-width=\"2\"/>\n<text x=\"" << lx + 42 << "\" y=\"" << ly + 4 << "\">"
+      << xml_escape(rs[i].policy) << "</text>\n";
+  }
+}
+
+// rho per team: bars grouped by team, a dashed line at 1 (as good as alone on the share).
+void svg_rho_bars(std::ostringstream& o, const SvgFrame& fr, const std::vector<SimResult>& rs, const SimResult& teams,
+                  double bars_h) {
+  const double left = fr.left, pw = fr.pw, y0 = fr.H0 + 20, bh = bars_h - 80;
+  double most = 1.0;
+  for (const SimResult& r : rs)
+    if (r.fairness)
+      for (const TeamFairness& t : r.fairness->teams) most = std::max(most, t.rho);
+  most = std::ceil(most * 2) / 2;
+  auto BY = [&](double v) { return y0 + bh - v / most * bh; };
+  const size_t nt = teams.fairness->teams.size();
+  std::vector<size_t> with;
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i].fairness) with.push_back(i);
+  const double group = pw / std::max<size_t>(nt, 1), bw = group * 0.8 / std::max<size_t>(with.size(), 1);
+  o << "<text x=\"" << fr.W / 2 << "\" y=\"" << y0 - 4
+    << "\" text-anchor=\"middle\">rho per team: average JCT shared / alone on its share</text>\n";
+  o << "<rect x=\"" << left << "\" y=\"" << y0 << "\" width=\"" << pw << "\" height=\"" << bh
+    << "\" fill=\"none\" stroke=\"black\"/>\n";
+  for (double v = 0; v <= most + 1e-9; v += 0.5)
+    o << "<text x=\"" << left - 6 << "\" y=\"" << BY(v) + 4 << "\" text-anchor=\"end\">" << v << "</text>\n";
+  o << "<line x1=\"" << left << "\" y1=\"" << BY(1) << "\" x2=\"" << left + pw << "\" y2=\"" << BY(1)
+    << "\" stroke=\"black\" stroke-dasharray=\"4,3\"/>\n";
+  for (size_t t = 0; t < nt; ++t) {
+    const double gx = left + group * t + group * 0.1;
+    for (size_t k = 0; k < with.size(); ++k) {
+      const Fairness& f = *rs[with[k]].fairness;
+      if (t >= f.teams.size()) continue;
+      const double v = f.teams[t].rho;
+      o << "<rect x=\"" << gx + bw * k << "\" y=\"" << BY(v) << "\" width=\"" << bw * 0.9 << "\" height=\""
+        << y0 + bh - BY(v) << "\" fill=\"" << kColors[with[k] % 10] << "\"/>\n";
+    }
+    o << "<text x=\"" << gx + group * 0.4 << "\" y=\"" << y0 + bh + 14 << "\" text-anchor=\"middle\" font-size=\"10\">"
+      << xml_escape(teams.fairness->teams[t].team) << "</text>\n";
+  }
+}
+
+}  // namespace
+
+std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
+  // With fairness, a second panel below the CDFs: each team's rho, one bar per result.
+  const SimResult* teams = nullptr;
+  for (const SimResult& r : rs)
+    if (r.fairness && !teams) teams = &r;
+  const SvgFrame fr = svg_frame(rs);
+  const double bars_h = teams ? 300 : 0, W = fr.W, H = fr.H0 + bars_h;
   std::ostringstream o;
   o << std::fixed << std::setprecision(1);
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
@@ -350,76 +449,9 @@ std::string to_svg(const std::vector<SimResult>& rs, const std::string& title) {
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
     << "</text>\n";
-  for (int dec = static_cast<int>(d0); dec <= static_cast<int>(d1); ++dec) {
-    double x = X(std::pow(10.0, dec));
-    o << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\"" << top + ph
-      << "\" stroke=\"#ddd\"/>\n<text x=\"" << x << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">1e" << dec
-      << "</text>\n";
-  }
-  for (int k = 0; k <= 4; ++k) {
-    double y = Y(k / 4.0);
-    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + pw << "\" y2=\"" << y
-      << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << k / 4.0
-      << "</text>\n";
-  }
-  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" fill=\"none\" stroke=\"black\"/>\n";
-  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << H0 - 12
-    << "\" text-anchor=\"middle\">job completion time (s, log scale)</text>\n";
-  o << "<text transform=\"translate(18," << top + ph / 2
-    << ") rotate(-90)\" text-anchor=\"middle\">fraction of jobs</text>\n";
-  for (size_t i = 0; i < rs.size(); ++i) {
-    std::vector<double> v;
-    for (const JobResult& j : rs[i].jobs) v.push_back(j.jct());
-    std::sort(v.begin(), v.end());
-    const char* color = colors[i % 10];
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"";
-    const size_t steps = std::min<size_t>(v.size(), 400);
-    for (size_t k = 0; k < steps; ++k) {
-      size_t idx = steps == 1 ? 0 : k * (v.size() - 1) / (steps - 1);
-      o << X(v[idx]) << "," << Y((idx + 1.0) / v.size()) << " ";
-    }
-    o << "\"/>\n";
-    double ly = top + 14 + 18.0 * i;
-    o << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
-      << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + pw + 42 << "\" y=\"" << ly + 4
-      << "\">" << xml_escape(rs[i].policy) << "</text>\n";
-  }
-  if (teams) {
-    // rho per team: bars grouped by team, a dashed line at 1 (as good as alone on the share).
-    const double y0 = H0 + 20, bh = bars_h - 80;
-    double most = 1.0;
-    for (const SimResult& r : rs)
-      if (r.fairness)
-        for (const TeamFairness& t : r.fairness->teams) most = std::max(most, t.rho);
-    most = std::ceil(most * 2) / 2;
-    auto BY = [&](double v) { return y0 + bh - v / most * bh; };
-    const size_t nt = teams->fairness->teams.size();
-    std::vector<size_t> with;
-    for (size_t i = 0; i < rs.size(); ++i)
-      if (rs[i].fairness) with.push_back(i);
-    const double group = pw / std::max<size_t>(nt, 1), bw = group * 0.8 / std::max<size_t>(with.size(), 1);
-    o << "<text x=\"" << W / 2 << "\" y=\"" << y0 - 4
-      << "\" text-anchor=\"middle\">rho per team: average JCT shared / alone on its share</text>\n";
-    o << "<rect x=\"" << left << "\" y=\"" << y0 << "\" width=\"" << pw << "\" height=\"" << bh
-      << "\" fill=\"none\" stroke=\"black\"/>\n";
-    for (double v = 0; v <= most + 1e-9; v += 0.5)
-      o << "<text x=\"" << left - 6 << "\" y=\"" << BY(v) + 4 << "\" text-anchor=\"end\">" << v << "</text>\n";
-    o << "<line x1=\"" << left << "\" y1=\"" << BY(1) << "\" x2=\"" << left + pw << "\" y2=\"" << BY(1)
-      << "\" stroke=\"black\" stroke-dasharray=\"4,3\"/>\n";
-    for (size_t t = 0; t < nt; ++t) {
-      const double gx = left + group * t + group * 0.1;
-      for (size_t k = 0; k < with.size(); ++k) {
-        const Fairness& f = *rs[with[k]].fairness;
-        if (t >= f.teams.size()) continue;
-        const double v = f.teams[t].rho;
-        o << "<rect x=\"" << gx + bw * k << "\" y=\"" << BY(v) << "\" width=\"" << bw * 0.9 << "\" height=\""
-          << y0 + bh - BY(v) << "\" fill=\"" << colors[with[k] % 10] << "\"/>\n";
-      }
-      o << "<text x=\"" << gx + group * 0.4 << "\" y=\"" << y0 + bh + 14
-        << "\" text-anchor=\"middle\" font-size=\"10\">" << xml_escape(teams->fairness->teams[t].team) << "</text>\n";
-    }
-  }
+  svg_axes(o, fr);
+  svg_cdfs(o, fr, rs);
+  if (teams) svg_rho_bars(o, fr, rs, *teams, bars_h);
   o << "</svg>\n";
   return o.str();
 }
