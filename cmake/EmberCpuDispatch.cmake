@@ -97,7 +97,7 @@ message(STATUS "Ember CPU kernels at: ${EMBER_CPU_LEVELS}")
 # The sources compiled at the avx512bf16 level too: only those with bfloat16 kernels, since a copy
 # of every cpu/ file would add a third to the kernels' compile time for code identical to avx512's
 # (a stub without an avx512bf16 kernel runs its avx512 one, core/dispatch.h).
-set(EMBER_CPU_BF16_SOURCES "(^|/)cpu/(gemm_kernel|bf16_[a-z0-9_]+)\\.cpp$")
+set(EMBER_CPU_BF16_SOURCES "(^|/)cpu/(gemm_kernel|copy_kernel|bf16_[a-z0-9_]+)\\.cpp$")
 
 # ember_cpu_sources(<target> <source>...): adds one copy of each source per level to <target>,
 # baseline first (at the avx512bf16 level, those matching EMBER_CPU_BF16_SOURCES). <source> paths are relative to the repository root (the copies #include them

@@ -107,9 +107,14 @@ void gemm_bf16(const GemmArgs& g) {
 void sgemm_as_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k < kBf16MinK) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                beta, c, static_cast<int>(ldc));
+    return;
+  }
   // The operands as stored, rounded, densely; per thread and kept (the same shapes every step).
   thread_local std::vector<uint16_t> a16, b16;
-  thread_local std::vector<float> a32, b32;
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
   auto round = [](const float* x, int64_t rows, int64_t cols, int64_t ld, std::vector<uint16_t>& out) {
     out.resize(static_cast<size_t>(rows * cols));
@@ -117,16 +122,6 @@ void sgemm_as_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
   };
   round(a, a_rows, a_cols, lda, a16);
   round(b, b_rows, b_cols, ldb, b16);
-  if (k < kBf16MinK) {
-    a32.resize(a16.size());
-    b32.resize(b16.size());
-    bf16_to_float(a16.data(), a32.data(), static_cast<int64_t>(a16.size()));
-    bf16_to_float(b16.data(), b32.data(), static_cast<int64_t>(b16.size()));
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-                static_cast<int>(n), static_cast<int>(k), alpha, a32.data(), static_cast<int>(a_cols), b32.data(),
-                static_cast<int>(b_cols), beta, c, static_cast<int>(ldc));
-    return;
-  }
   GemmArgs g;
   g.dtype = DType::BFloat16;
   g.c_float32 = true;

@@ -31,9 +31,10 @@ void gemm_bf16(const GemmArgs& g);
 // multiplied by gemm_stub's bfloat16 GEMM at the level in force (so a layer compiled only up to
 // avx512 still reaches the avx512bf16 kernel). What a bfloat16 convolution or recurrent layer,
 // computed in float32 otherwise, runs its GEMMs with (ConvGeometry::bf16_gemms,
-// RnnConfig::bf16_gemms). Products too small to gain (k < kBf16MinK) run SGEMM on the rounded
-// values, so the result is the same kind either way.
-inline constexpr int64_t kBf16MinK = 32;
+// RnnConfig::bf16_gemms). Products too shallow to gain (k < kBf16MinK: rounding and packing cost
+// more than the k-pairs save, as in the Winograd GEMMs of 32 channels) run SGEMM on the float32
+// operands unrounded, at every level alike.
+inline constexpr int64_t kBf16MinK = 64;
 void sgemm_as_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

@@ -69,7 +69,8 @@ class AtThisLevel {
   CpuCapability saved_;
 };
 
-// Three convolutions: plain im2col (5x5, stride 2), Winograd (3x3, 32 -> 64 at 13x13), 1x1.
+// Three convolutions: plain im2col (5x5, stride 2), Winograd (3x3, 64 -> 64 at 13x13), 1x1, each
+// with a forward GEMM at least kBf16MinK deep.
 std::vector<ConvGeometry> geometries() {
   std::vector<ConvGeometry> v;
   ConvGeometry a;
@@ -77,10 +78,10 @@ std::vector<ConvGeometry> geometries() {
   a.OH = 7, a.OW = 7;
   v.push_back(a);
   ConvGeometry b;
-  b.N = 2, b.C = 32, b.H = 13, b.W = 13, b.OC = 64, b.KH = 3, b.KW = 3, b.OH = 11, b.OW = 11;
+  b.N = 2, b.C = 64, b.H = 13, b.W = 13, b.OC = 64, b.KH = 3, b.KW = 3, b.OH = 11, b.OW = 11;
   v.push_back(b);
   ConvGeometry c;
-  c.N = 2, c.C = 48, c.H = 6, c.W = 6, c.OC = 40, c.KH = 1, c.KW = 1, c.OH = 6, c.OW = 6;
+  c.N = 2, c.C = 96, c.H = 8, c.W = 8, c.OC = 80, c.KH = 1, c.KW = 1, c.OH = 8, c.OW = 8;
   v.push_back(c);
   return v;
 }
@@ -112,9 +113,9 @@ EMBER_CPU_LEVEL_TEST(Bf16Layers, ConvolutionPassesAgreeWithFloat32ThroughTheBf16
   }
 }
 
-// An LSTM layer's forward and backward (T 7, B 5, I 40, H 48: gate GEMMs deep enough for vdpbf16ps).
+// An LSTM layer's forward and backward (T 14, B 5, I 64, H 48: every gate GEMM at least kBf16MinK deep).
 EMBER_CPU_LEVEL_TEST(Bf16Layers, LstmAgreesWithFloat32ThroughTheBf16Gemm) {
-  const int64_t T = 7, B = 5, I = 40, H = 48, GH = 4 * H;
+  const int64_t T = 14, B = 5, I = 64, H = 48, GH = 4 * H;
   const Pair x = random_pair({T, B, I}, 5), wi = random_pair({GH, I}, 6), wh = random_pair({GH, H}, 7);
   const Pair bi = random_pair({GH}, 8), go = random_pair({T, B, H}, 9), gh = random_pair({B, H}, 10);
   const Pair gc = random_pair({B, H}, 11);
