@@ -30,6 +30,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// At most `n` bytes of what a client sent, for a message: control and non-ASCII bytes as '?', so a
+// log line stays one printable line whatever the client sent.
+std::string shown(std::string_view s, size_t n) {
+  std::string out(s.substr(0, n));
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -56,15 +65,15 @@ void parse_request_line(std::string_view line, HttpRequest& r) {
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   EMBER_CHECK(sp2 != std::string_view::npos && line.find(' ', sp2 + 1) == std::string_view::npos,
-              "HTTP request: expected a request line 'METHOD TARGET VERSION', got '", line.substr(0, 80), "'");
+              "HTTP request: expected a request line 'METHOD TARGET VERSION', got '", shown(line, 80), "'");
   const std::string_view method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1),
                          version = line.substr(sp2 + 1);
-  EMBER_CHECK(is_token(method), "HTTP request: the method '", method.substr(0, 40), "' is not a token");
+  EMBER_CHECK(is_token(method), "HTTP request: the method '", shown(method, 40), "' is not a token");
   EMBER_CHECK(version == "HTTP/1.1" || version == "HTTP/1.0",
-              "HTTP request: expected version HTTP/1.1 or HTTP/1.0, got '", version.substr(0, 40), "'");
+              "HTTP request: expected version HTTP/1.1 or HTTP/1.0, got '", shown(version, 40), "'");
   EMBER_CHECK(!target.empty() && target.front() == '/' && is_target(target),
               "HTTP request: expected a target that starts with '/' (origin form, printable ASCII), got '",
-              target.substr(0, 80), "'");
+              shown(target, 80), "'");
   r.method = method;
   r.version = version;
   const size_t q = target.find('?');
@@ -77,14 +86,14 @@ void parse_header(std::string_view line, HttpRequest& r) {
               "HTTP request: a folded header line (obsolete line folding is not accepted)");
   const size_t colon = line.find(':');
   EMBER_CHECK(colon != std::string_view::npos && is_token(line.substr(0, colon)),
-              "HTTP request: expected a header 'Name: value', got '", line.substr(0, 80), "'");
+              "HTTP request: expected a header 'Name: value', got '", shown(line, 80), "'");
   EMBER_CHECK(r.headers.size() < kMaxRequestHeaders, "HTTP request: more than ", kMaxRequestHeaders, " headers");
   std::string name = lower(line.substr(0, colon));
   const std::string_view value = trim(line.substr(colon + 1));
   // A request with a body would leave bytes this server never reads; GET and HEAD have none.
   if (name == "transfer-encoding") EMBER_FAIL("HTTP request: a body (Transfer-Encoding) where none is accepted");
   if (name == "content-length")
-    EMBER_CHECK(value == "0", "HTTP request: a body (Content-Length ", value.substr(0, 20), ") where none is accepted");
+    EMBER_CHECK(value == "0", "HTTP request: a body (Content-Length ", shown(value, 20), ") where none is accepted");
   r.headers.emplace_back(std::move(name), std::string(value));
 }
 
