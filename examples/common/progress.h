@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +88,38 @@ class ProgressBar {
 // Appends rows to a CSV file; the header is written when the file is new or empty (or is a pipe
 // or a device). Every row is flushed, and a write that fails (a full disk, /dev/full) is an
 // ember::Error naming the file: a log that silently records nothing is worse than a stopped run.
+// Under the scheduler daemon (which sets EMBER_JOB_ID), the line it reads a job's progress from,
+// in the job's log: "ember-progress epoch=E epochs=N step=S loss=L samples_per_s=R", at most every
+// 5 s and at the end of every epoch (docs/scheduler/operators.md, Progress). Elsewhere, nothing.
+class JobProgressLine {
+ public:
+  JobProgressLine() : on_(std::getenv("EMBER_JOB_ID") != nullptr) {}
+
+  // `epoch` from 1; the loss is the metric named "loss", else the first whose name holds "loss".
+  void report(int64_t epoch, int64_t epochs, int64_t step, const std::vector<std::pair<std::string, double>>& metrics,
+              double samples_per_s, bool epoch_end) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!epoch_end && printed_ && now - last_ < std::chrono::seconds(5)) return;
+    printed_ = true;
+    last_ = now;
+    const std::pair<std::string, double>* loss = nullptr;
+    for (const auto& m : metrics)
+      if (m.first == "loss" || (!loss && m.first.find("loss") != std::string::npos)) loss = &m;
+    std::printf("ember-progress epoch=%lld epochs=%lld step=%lld", (long long)epoch, (long long)epochs,
+                (long long)step);
+    if (loss && std::isfinite(loss->second)) std::printf(" loss=%.6g", loss->second);
+    if (std::isfinite(samples_per_s)) std::printf(" samples_per_s=%.1f", samples_per_s);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+ private:
+  bool on_;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
 class MetricsLog {
  public:
   // Decides, from a row's values by column name, whether an existing row stays (see below).
