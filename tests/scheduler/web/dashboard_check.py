@@ -11,8 +11,9 @@ import sys
 from cdp import Browser
 from harness import Daemon, wait_for
 
-# What the page shows, read from its DOM (after its script ran and polled the daemon).
-PAGE = """(() => ({
+# What the page shows, read from its DOM (after its script ran and polled the daemon); while the page
+# is still loading, no refresh yet.
+PAGE = """(() => !document.body || !document.getElementById('summary') ? {refreshes: 0, jobs: {}} : ({
   refreshes: Number(document.body.dataset.refreshes || 0),
   summary: document.getElementById('summary').textContent,
   devices: [...document.querySelectorAll('#devices .device')].map((d) => ({
