@@ -17,7 +17,7 @@ namespace ember::sched {
 // docs/scheduler/operators.md).
 std::string render_state_json(const DaemonSnapshot& s, ProgressReader& progress, double now);
 
-// The page's files (dashboard_page.cpp).
+// The page's files (scheduler/daemon/dashboard/, compiled in by cmake/EmbedFiles.cmake).
 const std::string& dashboard_html();
 const std::string& dashboard_js();
 const std::string& dashboard_css();
