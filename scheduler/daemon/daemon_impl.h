@@ -131,8 +131,8 @@ class Daemon {
   int64_t submit(const proto::JobSpec& spec_in, const Identity& who);
   // Refuses a spec whose paths its owner could not use (a daemon running jobs as their owners).
   void check_paths_as(const Identity& who, const proto::JobSpec& spec);
-  // `progress`: with the job's latest report from its log (active jobs that have run).
-  void fill_info(const JobRecord& r, proto::JobInfo* out, bool progress = true) const;
+  // The job as clients see it: its run time up to now, and an active job's latest progress report.
+  void fill_info(const JobRecord& r, proto::JobInfo* out) const;
   void status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who);
   // status --teams (team_report.cpp): each team's share, use and fairness.
   void team_report(proto::Response& resp) const;

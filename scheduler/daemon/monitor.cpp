@@ -76,8 +76,8 @@ std::vector<DeviceView> Daemon::device_views() const {
 
 void Daemon::add_job_views(DaemonSnapshot& s) const {
   auto add = [&](const JobRecord& r) {
-    proto::JobInfo& info = s.jobs.emplace_back();
-    fill_info(r, &info, false);
+    // As recorded: the readers add a running job's time since its last start themselves.
+    proto::JobInfo& info = s.jobs.emplace_back(r.info);
     if (!r.info.log_path().empty()) s.logs[r.info.id()] = r.info.log_path();
     Access::redact(&info);  // the endpoint knows no caller: it shows what any user may see
   };

@@ -292,12 +292,12 @@ void Daemon::check_paths_as(const Identity& who, const proto::JobSpec& spec) {
               " may not write there");
 }
 
-void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out, bool progress) const {
+void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out) const {
   *out = r.info;
   if (r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING)
     out->set_run_seconds(r.info.run_seconds() + std::max(0.0, wall_now() - r.info.last_start()));
   // Ended jobs are left out: `status --all` of a long history would read every log.
-  if (progress && r.active())
+  if (r.active())
     if (auto p = progress_.read(r.info.log_path())) *out->mutable_progress() = *p;
 }
 

@@ -152,6 +152,7 @@ TEST_F(WebTest, AJobsProgressReachesTheQueueAndTheMetrics) {
   s.set_args(1,
              "echo 'ember-progress epoch=2 epochs=5 step=40 loss=0.2500 samples_per_s=1234.5'; " + wait_gate("gate"));
   s.set_queue("vision");
+  const auto submitted = std::chrono::steady_clock::now();
   const int64_t id = submit(s);
   ASSERT_TRUE(wait_for([&] { return log_of(id).find("ember-progress") != std::string::npos; }));
   Result q = cli({"queue"});
@@ -161,6 +162,13 @@ TEST_F(WebTest, AJobsProgressReachesTheQueueAndTheMetrics) {
   const std::string labels = "{job_id=\"" + std::to_string(id) + "\",name=\"reporter\",team=\"vision\"}";
   EXPECT_NE(m.find("ember_sched_job_samples_per_second" + labels + " 1234.5"), std::string::npos) << m;
   EXPECT_NE(m.find("ember_sched_job_loss" + labels + " 0.25"), std::string::npos) << m;
+  // Its run time so far is within the time since it was submitted (not counted twice).
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
+  const size_t at = m.find("ember_sched_job_run_seconds" + labels + " ");
+  ASSERT_NE(at, std::string::npos) << m;
+  const double run_s = std::stod(m.substr(at + m.substr(at).find(' ') + 1));
+  EXPECT_GT(run_s, 0);
+  EXPECT_LE(run_s, since) << m;
   const std::string state = get(p, "/api/state");
   EXPECT_NE(state.find("\"progress\": {\"epoch\": 2, \"epochs\": 5, \"step\": 40"), std::string::npos) << state;
   write_file(dir_ + "/gate", "");
