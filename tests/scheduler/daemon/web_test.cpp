@@ -171,6 +171,10 @@ TEST_F(WebTest, AJobsProgressReachesTheQueueAndTheMetrics) {
   EXPECT_LE(run_s, since) << m;
   const std::string state = get(p, "/api/state");
   EXPECT_NE(state.find("\"progress\": {\"epoch\": 2, \"epochs\": 5, \"step\": 40"), std::string::npos) << state;
+  // Anyone may read the endpoint: it shows no command, path or log of anyone's job (all live in
+  // the test's folder here).
+  EXPECT_EQ(state.find(dir_), std::string::npos) << state;
+  EXPECT_EQ(state.find("ember-progress"), std::string::npos) << state;
   write_file(dir_ + "/gate", "");
   ASSERT_TRUE(wait_for([&] { return finished(id); }));
 }
