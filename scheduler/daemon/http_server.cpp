@@ -183,8 +183,10 @@ void HttpServer::loop() {
       timeout = timeout < 0 ? static_cast<int>(std::max<long long>(0, left))
                             : std::min(timeout, static_cast<int>(std::max<long long>(0, left)));
     }
-    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
+      if (errno == EINTR) continue;
       log_(std::string("http: poll: ") + std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // no busy loop while it lasts
       continue;
     }
     if (fds[0].revents & POLLIN) break;

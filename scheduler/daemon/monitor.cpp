@@ -3,7 +3,6 @@
 // history) and the snapshot of its state it publishes after each turn of the event loop
 // (snapshot.h). The work per turn grows with the jobs alive and the pool, not with the history.
 #include <algorithm>
-#include <cctype>
 
 #include "scheduler/daemon/access.h"
 #include "scheduler/daemon/daemon_impl.h"
@@ -14,12 +13,6 @@ namespace {
 
 constexpr size_t kRecentEnded = 20;      // ended jobs the dashboard still lists
 constexpr size_t kHistoryPoints = 4000;  // utilisation points kept (each is a change)
-
-std::string lower_state(proto::JobState s) {
-  std::string n = state_name(s);
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
 
 Histogram& histogram(std::map<std::string, Histogram>& m, const std::string& key, std::vector<double> (*bounds)()) {
   auto it = m.find(key);
@@ -36,7 +29,7 @@ void Daemon::count_start(const JobRecord& r, double now) {
 
 void Daemon::count_end(const JobRecord& r) {
   const std::string& team = r.info.spec().queue();
-  ++counts_.ended[{lower_state(r.info.state()), team}];
+  ++counts_.ended[{state_name(r.info.state()), team}];
   if (r.info.state() == proto::DONE)
     histogram(counts_.completion, team, job_seconds_buckets)
         .observe(std::max(0.0, r.info.finish_time() - r.info.submit_time()));
@@ -83,7 +76,7 @@ void Daemon::add_job_views(DaemonSnapshot& s) const {
   };
   for (const JobRecord* r : active_jobs()) {
     add(*r);
-    ++s.job_counts[{lower_state(r->info.state()), r->info.spec().queue()}];
+    ++s.job_counts[{state_name(r->info.state()), r->info.spec().queue()}];
     if (r->info.state() != proto::QUEUED) continue;
     s.queued_since[r->info.id()] = r->job.queued_since;
     if (auto it = estimates_.find(r->info.id()); it != estimates_.end())
