@@ -48,9 +48,13 @@ def main(ember, chromium, source_dir, outdir):
         browser = Browser(chromium)
         try:
             browser.open(d.url + "/")
-            # The page fills in once its first poll is answered.
-            p = wait_for(lambda: (lambda s: s if s["refreshes"] > 0 and s["jobs"] else None)(page(browser)),
-                         "the page's first refresh")
+            # The page fills in once its first poll is answered (and held-vision's report, printed
+            # as it started, has been read from its log).
+            def ready(s):
+                held = s["jobs"].get("held-vision")
+                return s if s["refreshes"] > 0 and len(s["jobs"]) == 4 and held and held["cells"][7] else None
+
+            p = wait_for(lambda: ready(page(browser)), "the page's first refresh with every job")
             print(json.dumps(p, indent=1))
             assert len(p["devices"]) == 3, p["devices"]
             jobs = d.jobs()
