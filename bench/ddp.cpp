@@ -166,6 +166,64 @@ std::string per_rank_ms(const std::vector<double>& v) {
   return s;
 }
 
+// The models timed: each makes the same weights on every call, and its loss draws this rank's
+// examples of a step from a seed of the step and the rank.
+std::vector<Workload> workloads(MpiCommunicator& comm) {
+  std::vector<Workload> loads;
+  loads.push_back({"MnistCnn", 32,
+                   [] {
+                     manual_seed(1);
+                     auto m = std::make_shared<models::MnistCnn>();
+                     nn::fuse(*m);  // as the example trains it
+                     return m;
+                   },
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
+                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                     Tensor x = randn({rows, 1, 28, 28}, {}, &g);
+                     Tensor y = randint(0, 10, {rows}, {.dtype = DType::Int64}, &g);
+                     return cross_entropy(d ? d->forward(x) : m(x), y);
+                   }});
+  loads.push_back({"LstmLM (V=2000, T=35)", 16,
+                   [] {
+                     manual_seed(1);
+                     return std::make_shared<models::LstmLanguageModel>(
+                         models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
+                   },
+                   [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
+                     Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
+                     Tensor tok = randint(0, 2000, {rows, 36}, {.dtype = DType::Int64}, &g);
+                     Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
+                     auto& lm = static_cast<models::LstmLanguageModel&>(m);
+                     Tensor logits = lm.forward_with_state(in).output;
+                     if (d) d->prepare_for_backward({logits});
+                     return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
+                   }});
+  return loads;
+}
+
+// The probe table's row of workload w: its buckets all-reduced with no compute running, the
+// transfer cost alone, against which the per-step all-reduce time (which includes waiting for the
+// slower rank) reads.
+std::vector<std::string> probe_all_reduce(const Workload& w, MpiCommunicator& comm, const DdpOptions& base) {
+  auto model = w.make();
+  DistributedDataParallel probe(*model, comm, base);
+  std::vector<Tensor> flats;
+  for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
+  std::vector<double> ts;
+  for (int r = 0; r < 15; ++r) {
+    comm.barrier("probe")->wait();
+    auto t0 = Clock::now();
+    std::vector<WorkPtr> ws;
+    for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
+    for (auto& x : ws) x->wait();
+    ts.push_back(bench::seconds(Clock::now() - t0));
+  }
+  int64_t total = 0;
+  for (const auto& f : flats) total += f.numel();
+  return {w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
+          fmt("%.2f", median(ts) * 1e3)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,35 +245,7 @@ int main(int argc, char** argv) {
     base.bucket_cap_mb = 0.15;
     base.gradient_as_bucket_view = true;  // no copy of the buckets per step
 
-    std::vector<Workload> loads;
-    loads.push_back({"MnistCnn", 32,
-                     [] {
-                       manual_seed(1);
-                       auto m = std::make_shared<models::MnistCnn>();
-                       nn::fuse(*m);  // as the example trains it
-                       return m;
-                     },
-                     [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
-                       Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                       Tensor x = randn({rows, 1, 28, 28}, {}, &g);
-                       Tensor y = randint(0, 10, {rows}, {.dtype = DType::Int64}, &g);
-                       return cross_entropy(d ? d->forward(x) : m(x), y);
-                     }});
-    loads.push_back({"LstmLM (V=2000, T=35)", 16,
-                     [] {
-                       manual_seed(1);
-                       return std::make_shared<models::LstmLanguageModel>(
-                           models::LstmLmOptions{.vocab_size = 2000, .embed_dim = 64, .hidden = 128});
-                     },
-                     [&](nn::Module& m, DistributedDataParallel* d, uint64_t s, int64_t rows) {
-                       Generator g(1000 * s + static_cast<uint64_t>(comm.rank()));
-                       Tensor tok = randint(0, 2000, {rows, 36}, {.dtype = DType::Int64}, &g);
-                       Tensor in = tok.narrow(1, 0, 35).contiguous(), tgt = tok.narrow(1, 1, 35).contiguous();
-                       auto& lm = static_cast<models::LstmLanguageModel&>(m);
-                       Tensor logits = lm.forward_with_state(in).output;
-                       if (d) d->prepare_for_backward({logits});
-                       return cross_entropy(logits.reshape({-1, 2000}), tgt.reshape({-1}));
-                     }});
+    std::vector<Workload> loads = workloads(comm);
 
     bench::Table t{{"model", "per-rank batch", "config", "step ms by rank", "compute ms by rank", "wait for slowest ms",
                     "samples/s", "vs 1 rank", "efficiency", "all-reduce ms/step", "hidden", "comm thread CPU ms/step"}};
@@ -235,27 +265,7 @@ int main(int argc, char** argv) {
         comm.barrier("concurrent done")->wait();
       }
       Phase alone = medians(s_alone);
-      // The same buckets all-reduced with no compute running: the transfer cost alone, against
-      // which the per-step all-reduce time above (which includes waiting for the slower rank) reads.
-      {
-        auto model = w.make();
-        DistributedDataParallel probe(*model, comm, base);
-        std::vector<Tensor> flats;
-        for (const auto& b : probe.bucket_layout()) flats.push_back(zeros({b.numel}));
-        std::vector<double> ts;
-        for (int r = 0; r < 15; ++r) {
-          comm.barrier("probe")->wait();
-          auto t0 = Clock::now();
-          std::vector<WorkPtr> ws;
-          for (auto& f : flats) ws.push_back(comm.all_reduce(f, ReduceOp::Sum, "probe"));  // as the reducer
-          for (auto& x : ws) x->wait();
-          ts.push_back(bench::seconds(Clock::now() - t0));
-        }
-        int64_t total = 0;
-        for (const auto& f : flats) total += f.numel();
-        alone_rows.push_back({w.name, std::to_string(flats.size()), fmt("%.2f", static_cast<double>(total) * 4 / 1e6),
-                              fmt("%.2f", median(ts) * 1e3)});
-      }
+      alone_rows.push_back(probe_all_reduce(w, comm, base));
       double sps1 = static_cast<double>(w.batch) / alone.step_s;
       t.rows.push_back({w.name, std::to_string(w.batch), "1 rank (reference)", fmt("%.1f", alone.step_s * 1e3),
                         fmt("%.1f", alone.compute_s * 1e3), "-", fmt("%.0f", sps1), "1.00", "-", "-", "-", "-"});

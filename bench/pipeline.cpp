@@ -210,6 +210,70 @@ std::string load_average() {
   return bench::fmt(l[0]) + " " + bench::fmt(l[1]) + " " + bench::fmt(l[2]);
 }
 
+// The pipeline table: each schedule at each micro-batch count against the one-process reference
+// (sps1: its samples/s per micro-batch count) and the stages run alone at once. Every rank takes
+// part in the gathers.
+bench::Table pipeline_table(MpiCommunicator& comm, const Config& c, const std::vector<Samples>& pipe,
+                            const std::vector<Samples>& alone, const std::vector<std::vector<double>>& gemm,
+                            const std::vector<double>& sps1) {
+  const int k = comm.size();
+  const double fps = flops_per_sample(c.hidden);
+  const size_t nm = std::size(kMicroBatches);
+  bench::Table t{{"schedule", "M", "step ms", "samples/s", "GFLOP/s (ceiling)", "speed-up vs 1 process",
+                  "ideal K*M/(M+K-1)", "ratio", "speed-up vs 1 process at same M", "ratio at same M",
+                  "stages alone at once: step ms by stage", "ratio to stages alone at once", "compute ms by stage",
+                  "wait ms by stage", "comm thread CPU ms by stage", "peak MB by stage", "in flight by stage"}};
+  for (size_t i = 0; i < nm; ++i)
+    for (size_t s = 0; s < 2; ++s) {
+      const int m = kMicroBatches[i];
+      const Samples& p = pipe[i * 2 + s];
+      // The stages step together (the loss comes back from the last one); take the slowest.
+      const std::vector<double> step = gather(comm, median(p.step));
+      const double st = *std::max_element(step.begin(), step.end());
+      const double sps = static_cast<double>(c.batch) / st;
+      const double ideal = static_cast<double>(k) * m / (m + k - 1);
+      const double ceiling = k * median(gemm[i]);
+      const auto compute = gather(comm, median(p.compute)), wait = gather(comm, median(p.wait)),
+                 peak = gather(comm, median(p.peak)), in_flight = gather(comm, median(p.in_flight)),
+                 comm_cpu = gather(comm, median(p.comm_cpu)), alone_step = gather(comm, median(alone[i].step));
+      // A balanced pipeline takes (M + K - 1) / M of its slowest stage's compute.
+      const double alone_ideal =
+          *std::max_element(alone_step.begin(), alone_step.end()) * (m + k - 1) / static_cast<double>(m);
+      t.rows.push_back({pipeline_schedule_name(kSchedules[s]), std::to_string(m), bench::fmt(st * 1e3, "%.1f"),
+                        bench::fmt(sps, "%.0f"),
+                        bench::fmt(sps * fps / 1e9, "%.1f") + " (" + bench::fmt(ceiling, "%.0f") + ")",
+                        bench::fmt(sps / sps1[0]), bench::fmt(ideal), bench::fmt(100 * sps / sps1[0] / ideal, "%.0f%%"),
+                        bench::fmt(sps / sps1[i]), bench::fmt(100 * sps / sps1[i] / ideal, "%.0f%%"),
+                        per_rank(alone_step, 1e3, "%.1f"), bench::fmt(100 * alone_ideal / st, "%.0f%%"),
+                        per_rank(compute, 1e3, "%.1f"), per_rank(wait, 1e3, "%.1f"), per_rank(comm_cpu, 1e3, "%.1f"),
+                        per_rank(peak, 1e-6, "%.1f"), per_rank(in_flight, 1, "%.0f")});
+    }
+  return t;
+}
+
+// The header: the CPU, the run's configuration, the machine's load around it (and whether the
+// ranks oversubscribe its cores), and what GFLOP/s counts.
+void print_header(int k, const Config& c, const std::string& load_at_start, const std::string& load_at_end) {
+  bench::print_cpu_line();
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::printf(
+      "bench/pipeline: %d ranks (stages of %d blocks), %d math thread(s) per rank, model %d x [Linear(%lld, %lld) "
+      "+ "
+      "Tanh], MSE loss, batch %lld, SGD; %d rounds x %d timed steps per row (%d warm-up), medians over rounds\n",
+      k, kBlocks / k, get_num_threads(), kBlocks, static_cast<long long>(c.hidden), static_cast<long long>(c.hidden),
+      static_cast<long long>(c.batch), c.rounds, c.steps, c.warmup);
+  std::printf("load average (1, 5, 15 min): %s at start, %s at end; %ld online cores\n", load_at_start.c_str(),
+              load_at_end.c_str(), cores);
+  if (k * get_num_threads() > cores)
+    std::printf(
+        "OVERSUBSCRIBED: %d ranks x %d thread(s) on %ld cores; the ranks share cores, so these numbers measure "
+        "the machine, not the pipeline\n",
+        k, get_num_threads(), cores);
+  std::printf(
+      "GFLOP/s counts the Linear layers' GEMMs (6 H^2 per sample per block, forward and backward); its ceiling "
+      "is K x the 1-thread GEMM rate at the micro-batch's shape, measured on rank 0 in this run\n\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -269,54 +333,9 @@ int main(int argc, char** argv) {
                          bench::fmt(sps1[i] * fps / 1e9, "%.1f"), bench::fmt(median(gemm[i]), "%.1f"),
                          bench::fmt(median(ref[i].peak) / 1e6, "%.1f")});
     }
-    bench::Table t{{"schedule", "M", "step ms", "samples/s", "GFLOP/s (ceiling)", "speed-up vs 1 process",
-                    "ideal K*M/(M+K-1)", "ratio", "speed-up vs 1 process at same M", "ratio at same M",
-                    "stages alone at once: step ms by stage", "ratio to stages alone at once", "compute ms by stage",
-                    "wait ms by stage", "comm thread CPU ms by stage", "peak MB by stage", "in flight by stage"}};
-    for (size_t i = 0; i < nm; ++i)
-      for (size_t s = 0; s < 2; ++s) {
-        const int m = kMicroBatches[i];
-        const Samples& p = pipe[i * 2 + s];
-        // The stages step together (the loss comes back from the last one); take the slowest.
-        const std::vector<double> step = gather(comm, median(p.step));
-        const double st = *std::max_element(step.begin(), step.end());
-        const double sps = static_cast<double>(c.batch) / st;
-        const double ideal = static_cast<double>(k) * m / (m + k - 1);
-        const double ceiling = k * median(gemm[i]);
-        const auto compute = gather(comm, median(p.compute)), wait = gather(comm, median(p.wait)),
-                   peak = gather(comm, median(p.peak)), in_flight = gather(comm, median(p.in_flight)),
-                   comm_cpu = gather(comm, median(p.comm_cpu)), alone_step = gather(comm, median(alone[i].step));
-        // A balanced pipeline takes (M + K - 1) / M of its slowest stage's compute.
-        const double alone_ideal =
-            *std::max_element(alone_step.begin(), alone_step.end()) * (m + k - 1) / static_cast<double>(m);
-        t.rows.push_back(
-            {pipeline_schedule_name(kSchedules[s]), std::to_string(m), bench::fmt(st * 1e3, "%.1f"),
-             bench::fmt(sps, "%.0f"), bench::fmt(sps * fps / 1e9, "%.1f") + " (" + bench::fmt(ceiling, "%.0f") + ")",
-             bench::fmt(sps / sps1[0]), bench::fmt(ideal), bench::fmt(100 * sps / sps1[0] / ideal, "%.0f%%"),
-             bench::fmt(sps / sps1[i]), bench::fmt(100 * sps / sps1[i] / ideal, "%.0f%%"),
-             per_rank(alone_step, 1e3, "%.1f"), bench::fmt(100 * alone_ideal / st, "%.0f%%"),
-             per_rank(compute, 1e3, "%.1f"), per_rank(wait, 1e3, "%.1f"), per_rank(comm_cpu, 1e3, "%.1f"),
-             per_rank(peak, 1e-6, "%.1f"), per_rank(in_flight, 1, "%.0f")});
-      }
+    const bench::Table t = pipeline_table(comm, c, pipe, alone, gemm, sps1);
     if (comm.rank() == 0) {
-      bench::print_cpu_line();
-      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-      std::printf(
-          "bench/pipeline: %d ranks (stages of %d blocks), %d math thread(s) per rank, model %d x [Linear(%lld, %lld) "
-          "+ "
-          "Tanh], MSE loss, batch %lld, SGD; %d rounds x %d timed steps per row (%d warm-up), medians over rounds\n",
-          k, kBlocks / k, get_num_threads(), kBlocks, static_cast<long long>(c.hidden),
-          static_cast<long long>(c.hidden), static_cast<long long>(c.batch), c.rounds, c.steps, c.warmup);
-      std::printf("load average (1, 5, 15 min): %s at start, %s at end; %ld online cores\n", load_at_start.c_str(),
-                  load_at_end.c_str(), cores);
-      if (k * get_num_threads() > cores)
-        std::printf(
-            "OVERSUBSCRIBED: %d ranks x %d thread(s) on %ld cores; the ranks share cores, so these numbers measure "
-            "the machine, not the pipeline\n",
-            k, get_num_threads(), cores);
-      std::printf(
-          "GFLOP/s counts the Linear layers' GEMMs (6 H^2 per sample per block, forward and backward); its ceiling "
-          "is K x the 1-thread GEMM rate at the micro-batch's shape, measured on rank 0 in this run\n\n");
+      print_header(k, c, load_at_start, load_at_end);
       rt.print();
       std::printf("\n");
       t.print();

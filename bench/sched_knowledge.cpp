@@ -54,7 +54,7 @@ struct Args {
   double window = 3600;
 };
 
-Args parse(const cli::Flags& f) {
+Args parse(const tools::Flags& f) {
   Args a;
   a.trace = f.require("trace");
   if (f.has("gpus")) a.gpus = f.integers("gpus", 1, 100000000);
@@ -147,20 +147,122 @@ double avg_jct(const std::vector<JobSpec>& trace, const Topology& topo, const st
   return simulate(trace, topo, *p).metrics.avg_jct;
 }
 
+// A row of the table: what the policy knows, the policy and the estimates it is given.
+struct KnowledgeRow {
+  std::string knows, what;
+  std::function<std::vector<JobSpec>(unsigned)> make;  // null: a policy on the trace as it is
+  std::string policy;
+  bool seeded = true;                               // the estimates depend on the seed
+  bool foresight = false;                           // the policy is told the (made) trace's jobs as finished up front
+  PolicyParams params = {{"srsf.estimates", "1"}};  // for the policy, whichever it is
+};
+
+// The rows: the oracle, history, nothing, the week's distributions, and estimates of growing error
+// (sib: each job's siblings' median duration, -1 where it has none). The rows' traces are made
+// from `trace` and `sib`, which must outlive them.
+std::vector<KnowledgeRow> knowledge_rows(const std::vector<JobSpec>& trace, const Args& a,
+                                         const std::vector<double>& sib) {
+  std::vector<KnowledgeRow> rows;
+  rows.push_back({"durations", "srsf (the oracle)", nullptr, "srsf"});
+  rows.push_back({"history", "gittins", nullptr, "gittins"});
+  rows.push_back({"nothing", "las", nullptr, "las"});
+  rows.push_back({"week's dist.",
+                  "gittins, the week's distributions from the start",
+                  [&](unsigned) { return trace; },
+                  "gittins",
+                  false,
+                  true,
+                  {}});
+  rows.push_back({"week's dist.",
+                  "gittins, each sweep's distribution from the start",
+                  [&](unsigned) { return by_sweep(trace, a.window); },
+                  "gittins",
+                  false,
+                  true,
+                  {{"gittins.min_history", "2"}}});
+  for (double s : {0.1, 0.2, 0.3, 0.5, 0.7, 1.0})
+    rows.push_back({"estimates", "every job off by sigma " + fmt(s, "%.1f"),
+                    [&, s](unsigned seed) { return noisy(trace, seed, [s](const JobSpec&) { return s; }); }, "srsf"});
+  for (double s : {0.4, 0.8, 1.2})
+    rows.push_back({"estimates", "exact below 1e5 device-s, sigma " + fmt(s, "%.1f") + " above",
+                    [&, s](unsigned seed) {
+                      return noisy(trace, seed, [s](const JobSpec& j) { return service(j) >= 1e5 ? s : 0.0; });
+                    },
+                    "srsf"});
+  rows.push_back({"estimates", "siblings' median (optimistic), exact without",
+                  [&](unsigned) {
+                    std::vector<JobSpec> t = trace;
+                    for (size_t i = 0; i < t.size(); ++i) t[i].estimate = sib[i] >= 0 ? sib[i] : t[i].duration;
+                    return t;
+                  },
+                  "srsf", false});
+  return rows;
+}
+
+// Each row's average JCT on each cluster size as a ratio to SRSF on true durations (the median of
+// a.seeds draws where its estimates depend on the seed).
+bench::Table knowledge_table(const std::vector<KnowledgeRow>& rows, const std::vector<JobSpec>& trace, const Args& a) {
+  bench::Table t;
+  t.header = {"knows", "policy / estimates"};
+  for (long g : a.gpus) t.header.push_back(std::to_string(g) + " dev: avg/srsf");
+  std::vector<double> oracle;
+  for (long g : a.gpus) oracle.push_back(avg_jct(trace, Topology::uniform(static_cast<int>(g), a.node_gpus), "srsf"));
+  for (const KnowledgeRow& r : rows) {
+    std::vector<std::string> line = {r.knows, r.what};
+    for (size_t k = 0; k < a.gpus.size(); ++k) {
+      const Topology topo = Topology::uniform(static_cast<int>(a.gpus[k]), a.node_gpus);
+      std::vector<double> v;
+      if (!r.make) {
+        v.push_back(avg_jct(trace, topo, r.policy));
+      } else {
+        const int draws = r.seeded ? a.seeds : 1;
+        for (int s = 0; s < draws; ++s) v.push_back(avg_jct(r.make(1 + s), topo, r.policy, r.params, r.foresight));
+      }
+      line.push_back(fmt(bench::median(v) / oracle[k], "%.3f"));
+    }
+    t.rows.push_back(line);
+    std::fprintf(stderr, "  %s\n", r.what.c_str());
+  }
+  return t;
+}
+
+// How well siblings predict, by service decade: median |log(siblings' median / duration)|.
+void print_sibling_error(const std::vector<JobSpec>& trace, const std::vector<double>& sib) {
+  std::printf("\nsiblings' error by service (device-seconds): median |log(siblings' median / duration)|\n\n");
+  bench::Table e;
+  e.header = {"service", "jobs", "with siblings", "median error", "as a sigma"};
+  const double edges[] = {0, 1e3, 1e4, 1e5, INFINITY};
+  for (int b = 0; b < 4; ++b) {
+    std::vector<double> err;
+    long n = 0;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      const double sv = service(trace[i]);
+      if (sv < edges[b] || sv >= edges[b + 1]) continue;
+      ++n;
+      if (sib[i] > 0 && trace[i].duration > 0) err.push_back(std::abs(std::log(sib[i] / trace[i].duration)));
+    }
+    const double m = err.empty() ? NAN : percentile(err, 0.5);
+    // The median of |N(0, sigma)| is 0.6745 sigma.
+    e.rows.push_back({b == 3 ? ">= 1e5" : ("< " + fmt(edges[b + 1], "%.0e")), std::to_string(n),
+                      std::to_string(err.size()), fmt(m, "%.3f"), fmt(m / 0.6745, "%.2f")});
+  }
+  e.print();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::Flags f;
+  tools::Flags f;
   f.add("trace", "FILE", "the job trace (required; durations known: the oracle's)")
       .add("gpus", "N,...", "cluster sizes (default 256,320,384)")
       .add("node-gpus", "K", "devices per node (default 0: one flat pool)")
       .add("seeds", "N", "noise draws per row, median kept (default 3)")
       .add("window", "S", "seconds before a job in which its siblings were submitted (default 3600)")
       .add("help", "", "show this help");
-  const std::string usage = cli::usage_of("sched_knowledge --trace FILE [flags]", f);
-  return cli::run_leaf("sched_knowledge", usage, [&]() -> int {
+  const std::string usage = tools::usage_of("sched_knowledge --trace FILE [flags]", f);
+  return tools::run_leaf("sched_knowledge", usage, [&]() -> int {
     f.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (cli::help_asked(f, usage)) return 0;
+    if (tools::help_asked(f, usage)) return 0;
     const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> trace = read_trace(a.trace);
@@ -174,92 +276,9 @@ int main(int argc, char** argv) {
         a.trace.c_str(), trace.size(),
         a.node_gpus ? (std::to_string(a.node_gpus) + "-device nodes").c_str() : "one flat pool", a.seeds);
 
-    struct Row {
-      std::string knows, what;
-      std::function<std::vector<JobSpec>(unsigned)> make;  // null: a policy on the trace as it is
-      std::string policy;
-      bool seeded = true;      // the estimates depend on the seed
-      bool foresight = false;  // the policy is told the (made) trace's jobs as finished up front
-      PolicyParams params = {{"srsf.estimates", "1"}};  // for the policy, whichever it is
-    };
-    std::vector<Row> rows;
-    rows.push_back({"durations", "srsf (the oracle)", nullptr, "srsf"});
-    rows.push_back({"history", "gittins", nullptr, "gittins"});
-    rows.push_back({"nothing", "las", nullptr, "las"});
-    rows.push_back({"week's dist.",
-                    "gittins, the week's distributions from the start",
-                    [&](unsigned) { return trace; },
-                    "gittins",
-                    false,
-                    true,
-                    {}});
-    rows.push_back({"week's dist.",
-                    "gittins, each sweep's distribution from the start",
-                    [&](unsigned) { return by_sweep(trace, a.window); },
-                    "gittins",
-                    false,
-                    true,
-                    {{"gittins.min_history", "2"}}});
-    for (double s : {0.1, 0.2, 0.3, 0.5, 0.7, 1.0})
-      rows.push_back({"estimates", "every job off by sigma " + fmt(s, "%.1f"),
-                      [&, s](unsigned seed) { return noisy(trace, seed, [s](const JobSpec&) { return s; }); }, "srsf"});
-    for (double s : {0.4, 0.8, 1.2})
-      rows.push_back({"estimates", "exact below 1e5 device-s, sigma " + fmt(s, "%.1f") + " above",
-                      [&, s](unsigned seed) {
-                        return noisy(trace, seed, [s](const JobSpec& j) { return service(j) >= 1e5 ? s : 0.0; });
-                      },
-                      "srsf"});
-    rows.push_back({"estimates", "siblings' median (optimistic), exact without",
-                    [&](unsigned) {
-                      std::vector<JobSpec> t = trace;
-                      for (size_t i = 0; i < t.size(); ++i) t[i].estimate = sib[i] >= 0 ? sib[i] : t[i].duration;
-                      return t;
-                    },
-                    "srsf", false});
-
-    bench::Table t;
-    t.header = {"knows", "policy / estimates"};
-    for (long g : a.gpus) t.header.push_back(std::to_string(g) + " dev: avg/srsf");
-    std::vector<double> oracle;
-    for (long g : a.gpus) oracle.push_back(avg_jct(trace, Topology::uniform(static_cast<int>(g), a.node_gpus), "srsf"));
-    for (const Row& r : rows) {
-      std::vector<std::string> line = {r.knows, r.what};
-      for (size_t k = 0; k < a.gpus.size(); ++k) {
-        const Topology topo = Topology::uniform(static_cast<int>(a.gpus[k]), a.node_gpus);
-        std::vector<double> v;
-        if (!r.make) {
-          v.push_back(avg_jct(trace, topo, r.policy));
-        } else {
-          const int draws = r.seeded ? a.seeds : 1;
-          for (int s = 0; s < draws; ++s) v.push_back(avg_jct(r.make(1 + s), topo, r.policy, r.params, r.foresight));
-        }
-        line.push_back(fmt(bench::median(v) / oracle[k], "%.3f"));
-      }
-      t.rows.push_back(line);
-      std::fprintf(stderr, "  %s\n", r.what.c_str());
-    }
-    t.print();
-
-    // How well siblings predict, by service decade: median |log(siblings' median / duration)|.
-    std::printf("\nsiblings' error by service (device-seconds): median |log(siblings' median / duration)|\n\n");
-    bench::Table e;
-    e.header = {"service", "jobs", "with siblings", "median error", "as a sigma"};
-    const double edges[] = {0, 1e3, 1e4, 1e5, INFINITY};
-    for (int b = 0; b < 4; ++b) {
-      std::vector<double> err;
-      long n = 0;
-      for (size_t i = 0; i < trace.size(); ++i) {
-        const double sv = service(trace[i]);
-        if (sv < edges[b] || sv >= edges[b + 1]) continue;
-        ++n;
-        if (sib[i] > 0 && trace[i].duration > 0) err.push_back(std::abs(std::log(sib[i] / trace[i].duration)));
-      }
-      const double m = err.empty() ? NAN : percentile(err, 0.5);
-      // The median of |N(0, sigma)| is 0.6745 sigma.
-      e.rows.push_back({b == 3 ? ">= 1e5" : ("< " + fmt(edges[b + 1], "%.0e")), std::to_string(n),
-                        std::to_string(err.size()), fmt(m, "%.3f"), fmt(m / 0.6745, "%.2f")});
-    }
-    e.print();
+    const std::vector<KnowledgeRow> rows = knowledge_rows(trace, a, sib);
+    knowledge_table(rows, trace, a).print();
+    print_sibling_error(trace, sib);
     return 0;
   });
 }

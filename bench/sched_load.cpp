@@ -204,6 +204,27 @@ std::string check_database(const std::string& db_path, int history, const std::v
                           : problems;
 }
 
+// Cancels every submitted job not cancelled yet (not measured; all_cancelled grows by those the
+// daemon took), waits up to a minute for the daemon to have no job left, then stops it.
+void cancel_the_rest_and_stop(const std::string& state, pid_t daemon, const std::vector<int64_t>& all_submitted,
+                              std::vector<int64_t>& all_cancelled) {
+  for (int64_t id : all_submitted)
+    if (std::find(all_cancelled.begin(), all_cancelled.end(), id) == all_cancelled.end()) {
+      proto::Request q;
+      q.mutable_cancel()->set_job(id);
+      if (sched::call_daemon(state, q, 10).ok()) all_cancelled.push_back(id);
+    }
+  const auto stop_deadline = Clock::now() + std::chrono::seconds(60);
+  for (;;) {  // the cancelled jobs' SIGTERM takes effect; then the daemon may go
+    proto::Request q;
+    q.mutable_status();
+    if (sched::call_daemon(state, q, 10).jobs_size() == 0 || Clock::now() > stop_deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(daemon, SIGTERM);
+  ::waitpid(daemon, nullptr, 0);
+}
+
 int run(const Options& o) {
   bench::print_cpu_line();
   std::printf(
@@ -238,21 +259,7 @@ int run(const Options& o) {
     all_submitted.insert(all_submitted.end(), submitted[c].begin(), submitted[c].end());
     all_cancelled.insert(all_cancelled.end(), cancelled[c].begin(), cancelled[c].end());
   }
-  for (int64_t id : all_submitted)
-    if (std::find(all_cancelled.begin(), all_cancelled.end(), id) == all_cancelled.end()) {
-      proto::Request q;
-      q.mutable_cancel()->set_job(id);
-      if (sched::call_daemon(state, q, 10).ok()) all_cancelled.push_back(id);
-    }
-  const auto stop_deadline = Clock::now() + std::chrono::seconds(60);
-  for (;;) {  // the cancelled jobs' SIGTERM takes effect; then the daemon may go
-    proto::Request q;
-    q.mutable_status();
-    if (sched::call_daemon(state, q, 10).jobs_size() == 0 || Clock::now() > stop_deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ::kill(daemon, SIGTERM);
-  ::waitpid(daemon, nullptr, 0);
+  cancel_the_rest_and_stop(state, daemon, all_submitted, all_cancelled);
 
   std::vector<double> by_kind[4], all;
   size_t nerr = 0;

@@ -59,12 +59,12 @@ struct Args {
 
 // The command line, through the `ember` program's own flag parser: a malformed or unknown flag is
 // a UsageError naming it.
-Args parse(const cli::Flags& f) {
+Args parse(const tools::Flags& f) {
   Args a;
   a.like = f.require("like");
   a.max_jobs = f.integer("max-jobs", a.max_jobs, 10000, 100000000);
   a.max_congested = f.integer("max-congested", a.max_congested, 0, 100000000);
-  if (f.has("policies")) a.policies = cli::split_commas(f.str("policies"));
+  if (f.has("policies")) a.policies = tools::split_commas(f.str("policies"));
   a.reps = static_cast<int>(f.integer("reps", a.reps, 1, 1000));
   a.load = f.number("load", a.load, 1e-6, 1e6);
   a.node_gpus = static_cast<int>(f.integer("node-gpus", a.node_gpus, 0, 1000000));
@@ -74,7 +74,7 @@ Args parse(const cli::Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::Flags f;
+  tools::Flags f;
   f.add("like", "FILE", "the week whose jobs the traces are drawn from (required)")
       .add("max-jobs", "N", "largest trace (default 1000000)")
       .add("max-congested", "N", "largest trace also run on 60% of the devices (default 100000)")
@@ -83,10 +83,10 @@ int main(int argc, char** argv) {
       .add("load", "L", "offered load on the full cluster (default 0.9)")
       .add("node-gpus", "K", "devices per node (default 8; 0: one flat pool)")
       .add("help", "", "show this help");
-  const std::string usage = cli::usage_of("sched_scale --like FILE [flags]", f);
-  return cli::run_leaf("sched_scale", usage, [&]() -> int {
+  const std::string usage = tools::usage_of("sched_scale --like FILE [flags]", f);
+  return tools::run_leaf("sched_scale", usage, [&]() -> int {
     f.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (cli::help_asked(f, usage)) return 0;
+    if (tools::help_asked(f, usage)) return 0;
     const Args a = parse(f);
     bench::print_cpu_line();
     const std::vector<JobSpec> like = read_trace(a.like);

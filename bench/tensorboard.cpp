@@ -54,6 +54,29 @@ double block(Workload& wl, SummaryWriter* w, int64_t first, int every) {
   return bench::seconds(std::chrono::steady_clock::now() - t0);
 }
 
+// Workload wl's row: steps/s without and with a SummaryWriter logging scalars each step and
+// histograms every `every` steps (into dir), in `rounds` alternating pairs of blocks after a warm-up.
+std::vector<std::string> overhead_row(Workload& wl, const fs::path& dir, int rounds, int every) {
+  block(wl, nullptr, 0, every);  // warm-up
+  SummaryWriter w(dir.string());
+  std::vector<double> without, with, ratio;
+  int64_t step = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const double a = block(wl, nullptr, step, every);
+    const double b = block(wl, &w, step, every);
+    step += wl.steps;
+    without.push_back(a), with.push_back(b), ratio.push_back(b / a);
+  }
+  w.close();
+  const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+  return {wl.name,
+          bench::fmt(wl.steps / bench::median(without), "%.1f"),
+          bench::fmt(wl.steps / bench::median(with), "%.1f"),
+          bench::fmt((bench::median(ratio) - 1) * 100, "%+.2f%%"),
+          bench::fmt((*lo - 1) * 100, "%+.1f") + " .. " + bench::fmt((*hi - 1) * 100, "%+.1f%%"),
+          bench::fmt(static_cast<double>(fs::file_size(w.file())) / 1e6, "%.1f MB")};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,23 +145,7 @@ int main(int argc, char** argv) {
     t.header = {"workload",          "steps/s without", "steps/s with --tensorboard",
                 "overhead (median)", "range",           "event file"};
     for (Workload& wl : workloads) {
-      block(wl, nullptr, 0, every);  // warm-up
-      SummaryWriter w(dir.string());
-      std::vector<double> without, with, ratio;
-      int64_t step = 0;
-      for (int r = 0; r < rounds; ++r) {
-        const double a = block(wl, nullptr, step, every);
-        const double b = block(wl, &w, step, every);
-        step += wl.steps;
-        without.push_back(a), with.push_back(b), ratio.push_back(b / a);
-      }
-      w.close();
-      const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
-      t.rows.push_back({wl.name, bench::fmt(wl.steps / bench::median(without), "%.1f"),
-                        bench::fmt(wl.steps / bench::median(with), "%.1f"),
-                        bench::fmt((bench::median(ratio) - 1) * 100, "%+.2f%%"),
-                        bench::fmt((*lo - 1) * 100, "%+.1f") + " .. " + bench::fmt((*hi - 1) * 100, "%+.1f%%"),
-                        bench::fmt(static_cast<double>(fs::file_size(w.file())) / 1e6, "%.1f MB")});
+      t.rows.push_back(overhead_row(wl, dir, rounds, every));
     }
     fs::remove_all(dir);
     t.print();

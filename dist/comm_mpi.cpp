@@ -111,8 +111,9 @@ struct MpiCommunicator::State {
     Clock::time_point heard;
     Status status;
     bool left = false;
-    Clock::time_point left_at{};  // when this rank heard that it left
-    bool gave_up = false;         // it exits because it lost another rank
+    Clock::time_point left_at{};     // when this rank heard that it left
+    bool gave_up = false;            // it exits because it lost another rank
+    std::string host = "(unknown)";  // its hostname, to name where a lost rank ran
   };
   std::vector<Peer> peers;
   struct Pending {
@@ -397,7 +398,8 @@ class Engine {
       const auto& peer = st_.peers[p];
       if (!peer.left && seconds_since(peer.heard) > o_.dead_seconds)
         give_up(detail::concat("rank ", p, " stopped responding: no heartbeat for ",
-                               static_cast<int>(seconds_since(peer.heard)), " s (it crashed, was killed or hangs)"));
+                               static_cast<int>(seconds_since(peer.heard)), " s from host ", peer.host,
+                               " (it crashed, was killed or hangs, or its host is down or unreachable)"));
       if (peer.gave_up && op)
         give_up(detail::concat("rank ", p, " gave up (it lost contact with another rank), so collective #", op->seq,
                                " ", op->work->what(), " cannot complete"));
@@ -602,7 +604,8 @@ void Engine::leave() {
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       if (!st_.peers[p].left && seconds_since(st_.peers[p].heard) > o_.dead_seconds)
-        give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down"));
+        give_up(detail::concat("rank ", p, " stopped responding while the job was shutting down (host ",
+                               st_.peers[p].host, ")"));
       // It will never join the barrier, and MPI_Finalize could wait for it forever.
       if (st_.peers[p].gave_up)
         give_up(detail::concat("rank ", p, " gave up while this rank was shutting down; leaving without MPI_Finalize"));
@@ -627,6 +630,18 @@ void Engine::leave() {
 
 // Starts MPI on the communication thread: its communicators, this rank's place, the shared-memory
 // all-reduce where every rank is on this node, the 16-bit reductions and the peers' table. Returns
+// Every rank's hostname, so that a lost rank's report says where it ran (on one machine they are
+// all the same; across hosts it tells which host went).
+void MpiCommunicator::gather_hosts() {
+  constexpr int kLen = 64;
+  char mine[kLen] = {};
+  if (gethostname(mine, kLen - 1) != 0) std::snprintf(mine, kLen, "(unknown)");
+  std::vector<char> all(static_cast<size_t>(kLen) * static_cast<size_t>(size_));
+  if (MPI_Allgather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, st_->ctrl) != MPI_SUCCESS) return;
+  for (int p = 0; p < size_; ++p)
+    st_->peers[p].host.assign(&all[static_cast<size_t>(p) * kLen], strnlen(&all[static_cast<size_t>(p) * kLen], kLen));
+}
+
 // the error that stops the communicator, or null.
 std::exception_ptr MpiCommunicator::start_mpi() {
   State& st = *st_;
@@ -640,9 +655,20 @@ std::exception_ptr MpiCommunicator::start_mpi() {
   // future second caller (a GPU backend's bootstrap) stays legal.
   thread_level_ = provided;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.data);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.ctrl);
-  MPI_Comm_dup(MPI_COMM_WORLD, &st.p2p);
+  // The first collectives: where MPI's transports cannot reach some rank (OpenMPI across hosts
+  // with only shared-memory transports, --mca btl self,vader) they fail on some ranks while the
+  // others wait for them, before any heartbeat runs. A rank that fails says why and aborts the
+  // job, so that the others do not wait forever (a failed communicator would crash the next call).
+  for (MPI_Comm* c : {&st.data, &st.ctrl, &st.p2p})
+    if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, c); rc != MPI_SUCCESS) {
+      std::fprintf(stderr,
+                   "ember dist: MPI cannot connect the ranks (MPI_Comm_dup: %s); check that an MPI transport reaches "
+                   "every host (OpenMPI: --mca btl); aborting the job\n",
+                   mpi_error(rc).c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return std::make_exception_ptr(Error("MpiCommunicator: MPI cannot connect the ranks"));  // if MPI_Abort returns
+    }
   for (MPI_Comm c : {st.data, st.ctrl, st.p2p}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -657,6 +683,7 @@ std::exception_ptr MpiCommunicator::start_mpi() {
   MPI_Op_create(&half_op<BFloat16, false>, 1, &st.bf_sum);
   MPI_Op_create(&half_op<BFloat16, true>, 1, &st.bf_max);
   st.peers.resize(static_cast<size_t>(size_));
+  gather_hosts();
   for (auto& p : st.peers) p.heard = Clock::now();
   return nullptr;
 }

@@ -89,6 +89,7 @@ class MpiCommunicator final : public Communicator {
   WorkPtr enqueue(std::unique_ptr<Op> op);
   std::exception_ptr start_mpi();  // on the communication thread
   void open_shared_memory();       // on the communication thread, while MPI starts
+  void gather_hosts();             // likewise: every rank's hostname into State::peers
 
   MpiOptions opts_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, thread_level_ = 0;

@@ -477,38 +477,26 @@ std::optional<Placement> fastest_fit(const SchedState& s, const FreeMap& free, c
   return free.best_fit(j.spec.gpus, j.spec.mem_per_gpu);
 }
 
-Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt, const std::vector<int>* pref,
-                  ListStats* stats) {
-  const bool preemptive = opt.preemptive, strict = opt.strict;
-  ListStats dummy;
-  if (!stats) stats = &dummy;
-  Decision d;
-  if (s.waiting.empty()) return d;
-  PlannedFree free(s.cluster->free());
-  if (opt.hold && !opt.hold->empty()) free.take(*opt.hold);
-  auto place = [&](size_t pos, const Job& j) -> std::optional<Placement> {
-    if (pref) {
-      size_t o = src.orig[pos];
-      if (o < pref->size() && (*pref)[o] >= 0)
-        return free.get().place_preferring((*pref)[o], j.spec.gpus, j.spec.mem_per_gpu);
-    }
-    return fastest_fit(s, free.get(), j);
-  };
-  auto start = [&](const Job& j, Placement p) {
-    free.take(p);
-    d.start.push_back({j.id, std::move(p)});
-    if (stats->collect) stats->started.push_back(&j);
-  };
+// One run of the list scheduler (run_list): the order, the devices as planned so far and the
+// decision being built.
+class ListRun {
+ public:
+  ListRun(const SchedState& s, OrderSource& src, const ListOptions& opt, const std::vector<int>* pref, ListStats* stats)
+      : s_(s), src_(src), opt_(opt), pref_(pref), stats_(stats), free_(s.cluster->free()) {
+    if (opt.hold && !opt.hold->empty()) free_.take(*opt.hold);
+  }
+
   // Fills free devices from the rest of the order (from seq position `from`), without preempting.
-  auto fill = [&](size_t from) {
-    int cap = largest_placeable(free.get());
+  void fill(size_t from) {
+    const bool strict = opt_.strict;
+    int cap = largest_placeable(free_.get());
     if (cap <= 0) return;
-    if (!strict) src.restrict(cap);
-    for (size_t pos = from; free.total_free() > 0; ++pos) {
-      if (pos >= src.seq.size() && !src.pull()) break;
-      const Job& j = *src.seq[pos];
+    if (!strict) src_.restrict(cap);
+    for (size_t pos = from; free_.total_free() > 0; ++pos) {
+      if (pos >= src_.seq.size() && !src_.pull()) break;
+      const Job& j = *src_.seq[pos];
       if (j.status != JobStatus::kWaiting) continue;
-      if (cap < 0) cap = largest_placeable(free.get());  // after a start, when there is a next job
+      if (cap < 0) cap = largest_placeable(free_.get());  // after a start, when there is a next job
       if (j.spec.gpus > cap) {
         if (strict) break;
         continue;
@@ -520,61 +508,100 @@ Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt,
         break;
       }
     }
-  };
-
-  if (!preemptive) {
-    fill(0);
-    return d;
   }
 
   // Walk the order: a running job keeps its devices, a waiting job starts on free devices or on
   // those of worse-ranked running jobs (preempted), until no device is left to hand out.
-  Victims victims(s.cluster->topology(), src.running_worst_first());
-  int remaining = free.total_free() + victims.alive_gpus();
-  std::vector<size_t> passed;
-  // Past the last waiting job the walk would only confirm running jobs in place (a preempted one
-  // it reached would join `passed`, which the unpulled victims below cover in the same order).
-  while (remaining > 0 && src.waiting_left() > 0 && src.pull()) {
-    const size_t pos = src.seq.size() - 1;
-    const Job& j = *src.seq[pos];
-    if (j.status == JobStatus::kRunning) {
-      if (victims.commit_next(&j))
-        remaining -= j.spec.gpus;
-      else
-        passed.push_back(pos);  // preempted earlier in this walk: may move to spare devices
-      continue;
+  void walk_preempting() {
+    Victims victims(s_.cluster->topology(), src_.running_worst_first());
+    int remaining = free_.total_free() + victims.alive_gpus();
+    std::vector<size_t> passed;
+    // Past the last waiting job the walk would only confirm running jobs in place (a preempted one
+    // it reached would join `passed`, which the unpulled victims below cover in the same order).
+    while (remaining > 0 && src_.waiting_left() > 0 && src_.pull()) {
+      const size_t pos = src_.seq.size() - 1;
+      const Job& j = *src_.seq[pos];
+      if (j.status == JobStatus::kRunning) {
+        if (victims.commit_next(&j))
+          remaining -= j.spec.gpus;
+        else
+          passed.push_back(pos);  // preempted earlier in this walk: may move to spare devices
+        continue;
+      }
+      if (j.status != JobStatus::kWaiting) continue;
+      if (j.spec.gpus > remaining) {
+        stats_->skipped_for_budget = true;
+        stats_->passed_over.push_back({j.id, remaining});
+        passed.push_back(pos);
+        continue;
+      }
+      auto p = place(pos, j);
+      if (!p) p = victims.make_room(free_.edit(), j, d_, *stats_);
+      if (!p) {
+        stats_->unplaced = true;
+        stats_->passed_over.push_back({j.id, remaining});
+        passed.push_back(pos);
+        continue;
+      }
+      start(j, std::move(*p));
+      remaining -= j.spec.gpus;
     }
-    if (j.status != JobStatus::kWaiting) continue;
-    if (j.spec.gpus > remaining) {
-      stats->skipped_for_budget = true;
-      stats->passed_over.push_back({j.id, remaining});
-      passed.push_back(pos);
-      continue;
-    }
-    auto p = place(pos, j);
-    if (!p) p = victims.make_room(free.edit(), j, d, *stats);
-    if (!p) {
-      stats->unplaced = true;
-      stats->passed_over.push_back({j.id, remaining});
-      passed.push_back(pos);
-      continue;
-    }
-    start(j, std::move(*p));
-    remaining -= j.spec.gpus;
+    offer_spare(passed, victims);
+    if (opt_.defrag > 0) defragment(s_, src_, passed, free_, d_, opt_.defrag);
   }
+
+  Decision take() { return std::move(d_); }
+
+ private:
+  std::optional<Placement> place(size_t pos, const Job& j) {
+    if (pref_) {
+      size_t o = src_.orig[pos];
+      if (o < pref_->size() && (*pref_)[o] >= 0)
+        return free_.get().place_preferring((*pref_)[o], j.spec.gpus, j.spec.mem_per_gpu);
+    }
+    return fastest_fit(s_, free_.get(), j);
+  }
+
+  void start(const Job& j, Placement p) {
+    free_.take(p);
+    d_.start.push_back({j.id, std::move(p)});
+    if (stats_->collect) stats_->started.push_back(&j);
+  }
+
   // A preemption may have freed more than its job needed, or have hit a job that fits elsewhere:
   // offer the spare devices to the jobs passed over and to the preempted (which then migrate),
   // in rank order, so that no device idles while a job that fits waits.
-  for (size_t pos : passed) {
-    if (free.total_free() == 0) break;
-    if (auto p = place(pos, *src.seq[pos])) start(*src.seq[pos], std::move(*p));
+  void offer_spare(const std::vector<size_t>& passed, Victims& victims) {
+    for (size_t pos : passed) {
+      if (free_.total_free() == 0) break;
+      if (auto p = place(pos, *src_.seq[pos])) start(*src_.seq[pos], std::move(*p));
+    }
+    for (const Job* j : victims.unpulled_preempted()) {
+      if (free_.total_free() == 0) break;
+      if (auto p = fastest_fit(s_, free_.get(), *j)) start(*j, std::move(*p));
+    }
   }
-  for (const Job* j : victims.unpulled_preempted()) {
-    if (free.total_free() == 0) break;
-    if (auto p = fastest_fit(s, free.get(), *j)) start(*j, std::move(*p));
-  }
-  if (opt.defrag > 0) defragment(s, src, passed, free, d, opt.defrag);
-  return d;
+
+  const SchedState& s_;
+  OrderSource& src_;
+  const ListOptions& opt_;
+  const std::vector<int>* pref_;
+  ListStats* stats_;
+  PlannedFree free_;
+  Decision d_;
+};
+
+Decision run_list(const SchedState& s, OrderSource& src, const ListOptions& opt, const std::vector<int>* pref,
+                  ListStats* stats) {
+  ListStats dummy;
+  if (!stats) stats = &dummy;
+  if (s.waiting.empty()) return Decision();
+  ListRun run(s, src, opt, pref, stats);
+  if (opt.preemptive)
+    run.walk_preempting();
+  else
+    run.fill(0);
+  return run.take();
 }
 
 // When the waiting jobs, taken in rank order, each find a best fit on the free devices left by the

@@ -33,22 +33,25 @@ double SearchObjective::score(const SchedState& s, const Decision& d) const {
   return total;
 }
 
-double SearchProblem::projected_cost(const Decision& d, int hold) const {
-  const SchedState& s = *state;
-  const double H = objective.horizon;
-  const Topology& topo = s.cluster->topology();
-  struct Projected {
-    double left;  // seconds of work still to do
-    const Job* job;
-    Placement where;
-  };
-  auto remaining = [&](const Job& j, bool preempted) { return objective.projected_remaining(j, preempted); };
-  FreeMap free = s.cluster->free();
+namespace {
+
+// A job in the projection of SearchProblem::projected_cost.
+struct Projected {
+  double left;  // seconds of work still to do
+  const Job* job;
+  Placement where;
+};
+
+// The jobs of the projection of decision d: those running after it, with their placements, and
+// those still waiting, shortest work first; `free` is left as d leaves the cluster.
+void project_decision(const SearchProblem& p, const Decision& d, FreeMap& free, std::vector<Projected>& run,
+                      std::vector<Projected>& wait) {
+  const Topology& topo = p.state->cluster->topology();
+  auto remaining = [&](const Job& j, bool preempted) { return p.objective.projected_remaining(j, preempted); };
   std::unordered_map<JobId, const Placement*> starts;
   for (const Start& st : d.start) starts[st.job] = &st.placement;
   std::unordered_set<JobId> preempted(d.preempt.begin(), d.preempt.end());
-  std::vector<Projected> run, wait;
-  for (const Job* j : s.running)
+  for (const Job* j : p.state->running)
     if (preempted.count(j->id)) {
       free.give(placement_of(topo, *j));
       if (!starts.count(j->id)) wait.push_back({remaining(*j, true), j, {}});
@@ -56,24 +59,25 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
       run.push_back({remaining(*j, false), j, placement_of(topo, *j)});
     }
   for (const Start& st : d.start) {
-    const Job& j = job(st.job);
+    const Job& j = p.job(st.job);
     free.take(st.placement);
     run.push_back({remaining(j, preempted.count(j.id) > 0), &j, st.placement});
   }
-  for (const Job* j : s.waiting)
+  for (const Job* j : p.state->waiting)
     if (!starts.count(j->id)) wait.push_back({remaining(*j, false), j, {}});
-  auto work = [](const Projected& p) { return p.left * p.job->spec.gpus; };
+  auto work = [](const Projected& x) { return x.left * x.job->spec.gpus; };
   std::stable_sort(wait.begin(), wait.end(), [&](const Projected& a, const Projected& b) {
     return work(a) != work(b) ? work(a) < work(b) : a.job->id < b.job->id;
   });
-  double cost = 0;
-  if (wait.size() > kProjectedWaiting) {
-    cost += H * static_cast<double>(wait.size() - kProjectedWaiting);
-    wait.resize(kProjectedWaiting);
-  }
-  // A reservation: the option's nodes' free devices, and those their jobs free, go to `hold_for`
-  // alone; once they hold it, it starts there and the rest go back.
-  const Job* reserved = hold >= 0 && hold_for && !starts.count(hold_for->id) ? hold_for : nullptr;
+}
+
+// Follows the projection to the horizon H: waiting jobs start by best fit as devices free, and a
+// reservation (`reserved`, on the nodes `hold_nodes`) keeps the free devices of its nodes, and those
+// their jobs free, for its gang alone until it starts there. Each job's completion time is added
+// to `cost` in the order they finish (the sum the search compares, bit for bit), then H for each
+// job still running or waiting at the horizon.
+double follow_projection(double cost, double H, FreeMap& free, std::vector<Projected>& run,
+                         std::vector<Projected>& wait, const Job* reserved, const std::vector<int>* hold_nodes) {
   std::vector<std::pair<int, int>> held;  // (node, devices held there)
   int held_total = 0;
   auto release = [&] {
@@ -84,7 +88,7 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
     reserved = nullptr;
   };
   if (reserved)
-    for (int n : hold_options[static_cast<size_t>(hold)]) held.push_back({n, 0});
+    for (int n : *hold_nodes) held.push_back({n, 0});
   auto collect = [&] {
     if (!reserved) return;
     for (auto& [n, c] : held) {
@@ -136,6 +140,27 @@ double SearchProblem::projected_cost(const Decision& d, int hold) const {
     });
   }
   return cost + H * static_cast<double>(run.size() + wait.size());
+}
+
+}  // namespace
+
+double SearchProblem::projected_cost(const Decision& d, int hold) const {
+  const double H = objective.horizon;
+  FreeMap free = state->cluster->free();
+  std::vector<Projected> run, wait;
+  project_decision(*this, d, free, run, wait);
+  double cost = 0;
+  if (wait.size() > kProjectedWaiting) {
+    cost += H * static_cast<double>(wait.size() - kProjectedWaiting);
+    wait.resize(kProjectedWaiting);
+  }
+  // A reservation: the option's nodes' free devices, and those their jobs free, go to `hold_for`
+  // alone; once they hold it, it starts there and the rest go back. None for a gang d starts.
+  const bool held = hold >= 0 && hold_for && std::none_of(d.start.begin(), d.start.end(), [&](const Start& st) {
+                      return st.job == hold_for->id;
+                    });
+  return follow_projection(cost, H, free, run, wait, held ? hold_for : nullptr,
+                           held ? &hold_options[static_cast<size_t>(hold)] : nullptr);
 }
 
 double SearchProblem::score(const Candidate& c) const {
@@ -226,6 +251,48 @@ void SearchProblem::mutate(Candidate& c, std::mt19937_64& rng) const {
   }
 }
 
+namespace {
+
+// The gang the search may weigh reserving devices for (p.hold_for: the first in order of those the
+// greedy pass left waiting for want of room, of 2 devices or more) and the node sets it may
+// reserve (p.hold_options).
+void add_reservation_options(SearchProblem& p, const ListStats& stats) {
+  const SchedState& s = *p.state;
+  const Topology& t = s.cluster->topology();
+  for (const auto& [id, left] : stats.passed_over) {
+    auto it = std::find_if(p.order.begin(), p.order.end(), [id = id](const Job* j) { return j->id == id; });
+    if (it == p.order.end()) continue;
+    const Job& g = **it;
+    if (g.spec.gpus >= 2 && t.min_nodes(g.spec.gpus, g.spec.mem_per_gpu) >= 1) {
+      p.hold_for = &g;
+      break;
+    }
+  }
+  if (p.hold_for) {
+    // The nodes that could take part of it, most free devices first: a one-node gang may be
+    // held for on each of the first 8 that could take it whole; a gang that spans k nodes on
+    // each run of k consecutive ones of that order (up to 8 runs) that could hold it together.
+    const int need = p.hold_for->spec.gpus, k = t.min_nodes(need, p.hold_for->spec.mem_per_gpu);
+    std::vector<std::pair<int, int>> nodes;
+    const FreeMap& f = s.cluster->free();
+    for (int n = 0; n < t.num_nodes(); ++n)
+      if (t.eligible(n, p.hold_for->spec.mem_per_gpu) && f.free(n) > 0 && (k > 1 || t.node(n).gpus >= need))
+        nodes.push_back({-f.free(n), n});
+    std::sort(nodes.begin(), nodes.end());
+    for (size_t i = 0; i + k <= nodes.size() && p.hold_options.size() < 8; ++i) {
+      std::vector<int> option;
+      int room = 0;
+      for (int m = 0; m < k; ++m) {
+        option.push_back(nodes[i + m].second);
+        room += t.node(nodes[i + m].second).gpus;
+      }
+      if (room >= need) p.hold_options.push_back(std::move(option));
+    }
+  }
+}
+
+}  // namespace
+
 Decision SearchPolicy::decide(const SchedState& s) {
   counters_["decisions"] += 1;
   if (s.waiting.empty()) return {};
@@ -274,38 +341,7 @@ Decision SearchPolicy::decide(const SchedState& s) {
     if (j.status == JobStatus::kWaiting && t.min_nodes(j.spec.gpus, j.spec.mem_per_gpu) == 1)
       p.movable.push_back(static_cast<int>(i));
   }
-  if (opt_.horizon > 0) {  // a reservation is worth weighing only where a projection scores it
-    for (const auto& [id, left] : stats.passed_over) {
-      auto it = std::find_if(p.order.begin(), p.order.end(), [id = id](const Job* j) { return j->id == id; });
-      if (it == p.order.end()) continue;
-      const Job& g = **it;
-      if (g.spec.gpus >= 2 && t.min_nodes(g.spec.gpus, g.spec.mem_per_gpu) >= 1) {
-        p.hold_for = &g;
-        break;
-      }
-    }
-    if (p.hold_for) {
-      // The nodes that could take part of it, most free devices first: a one-node gang may be
-      // held for on each of the first 8 that could take it whole; a gang that spans k nodes on
-      // each run of k consecutive ones of that order (up to 8 runs) that could hold it together.
-      const int need = p.hold_for->spec.gpus, k = t.min_nodes(need, p.hold_for->spec.mem_per_gpu);
-      std::vector<std::pair<int, int>> nodes;
-      const FreeMap& f = s.cluster->free();
-      for (int n = 0; n < t.num_nodes(); ++n)
-        if (t.eligible(n, p.hold_for->spec.mem_per_gpu) && f.free(n) > 0 && (k > 1 || t.node(n).gpus >= need))
-          nodes.push_back({-f.free(n), n});
-      std::sort(nodes.begin(), nodes.end());
-      for (size_t i = 0; i + k <= nodes.size() && p.hold_options.size() < 8; ++i) {
-        std::vector<int> option;
-        int room = 0;
-        for (int m = 0; m < k; ++m) {
-          option.push_back(nodes[i + m].second);
-          room += t.node(nodes[i + m].second).gpus;
-        }
-        if (room >= need) p.hold_options.push_back(std::move(option));
-      }
-    }
-  }
+  if (opt_.horizon > 0) add_reservation_options(p, stats);  // weighed only where a projection scores it
   double greedy_score = p.score(greedy);
   std::optional<Decision> better = improve(p, greedy, greedy_score);
   if (better && p.score(*better) > greedy_score + 1e-12 * std::abs(greedy_score)) {

@@ -72,6 +72,9 @@ test_packages=(
   slurmd
   slurm-client
   munge
+  # tests/multinode: two hosts on one machine as network namespaces joined by a bridge (`ip netns`;
+  # nsenter and unshare come with util-linux, which every Debian has)
+  iproute2
   # scripts/gpu-bundle.sh: the GPU bundle's libraries find each other through relative RPATHs
   patchelf
   # interop tests: a virtual environment for ONNX's checker and onnxruntime (below)

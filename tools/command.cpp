@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 std::string table_usage(const std::string& prog, const std::vector<Command>& table) {
@@ -63,4 +63,4 @@ std::vector<Command> sched_commands() {
   };
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

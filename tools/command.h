@@ -10,7 +10,7 @@
 
 #include "tools/run_leaf.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 struct Command {
   std::string name;
@@ -44,4 +44,4 @@ int train(const std::vector<std::string>& args);    // tools/train.cpp
 int eval(const std::vector<std::string>& args);     // tools/eval.cpp
 int predict(const std::vector<std::string>& args);  // tools/predict.cpp
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 // The first argument when it is not a flag, taken off `args`; "" when there is none.
 inline std::string take_leading_argument(std::vector<std::string>& args) {
@@ -30,4 +30,4 @@ inline Device device_flag(const Flags& f) {
   }
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

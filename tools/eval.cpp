@@ -13,7 +13,7 @@
 #include "tools/saved_classifier.h"
 #include "train/classifier.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 const char* const kAbout =
@@ -73,4 +73,4 @@ int eval(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -11,7 +11,7 @@
 #include "tools/saved_model.h"
 #include "train/language_model.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -80,4 +80,4 @@ int eval_language_model(const model_file::LoadedFile& file, const LmEval& e) {
   return 0;
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -10,7 +10,7 @@
 #include "core/device.h"
 #include "interop/model_file.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 // The model file of --model-file, else the one the checkpoint records, when its task is a language
 // model; nullopt otherwise (a classifier's, or none: the classifier path says what is missing).
@@ -26,4 +26,4 @@ struct LmEval {
 // Prints the result; returns the exit status.
 int eval_language_model(const model_file::LoadedFile& file, const LmEval& e);
 
-}  // namespace ember::cli
+}  // namespace ember::tools

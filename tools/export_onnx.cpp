@@ -13,7 +13,7 @@
 #include "tools/flags.h"
 #include "tools/saved_model.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 // -o naming a file the export reads (the trained checkpoint, the model file) would replace it with
@@ -67,4 +67,4 @@ std::vector<Command> export_commands() {
   return {{"onnx", "a model file as an ONNX model (opset 17) for onnxruntime, TensorRT and others", export_onnx}};
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

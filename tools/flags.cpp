@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 // How a flag is written in messages: -n, --name.
 std::string spelled(const std::string& name) {
@@ -123,4 +123,4 @@ std::string Flags::help() const {
   return o.str();
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

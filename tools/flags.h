@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace ember::cli {
+namespace ember::tools {
 
 class UsageError : public std::runtime_error {
  public:
@@ -51,4 +51,4 @@ class Flags {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
-}  // namespace ember::cli
+}  // namespace ember::tools

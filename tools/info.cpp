@@ -13,7 +13,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 int info(const std::vector<std::string>& args) {
   Flags f;
   f.add("help", "", "show this help");
@@ -52,4 +52,4 @@ int info(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

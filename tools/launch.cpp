@@ -6,8 +6,10 @@
 // lines with "[rank R] " (or drops the stdout of ranks other than 0), forwards SIGINT/SIGTERM to
 // it and records its exit status, so the launcher returns the worst status of all ranks.
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,14 +26,13 @@
 #include <iostream>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "core/error.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -138,25 +139,26 @@ bool pump(int fd, std::string& pending, FILE* out, const std::string& prefix, bo
   return true;
 }
 
-int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std::string> program) {
+// This rank's number, after setting EMBER_DEVICE (unless set) to its device: cuda:<local rank> on a
+// machine with GPUs, else cpu.
+int rank_and_device() {
   const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!r) r = std::getenv("PMIX_RANK");
   const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int rank = r ? std::atoi(r) : 0;
   int local = lr ? std::atoi(lr) : 0;
   int gpus = local_gpu_count();
   std::string device = gpus > 0 ? "cuda:" + std::to_string(local % gpus) : "cpu";
   if (!std::getenv("EMBER_DEVICE")) ::setenv("EMBER_DEVICE", device.c_str(), 1);
+  return r ? std::atoi(r) : 0;
+}
 
-  int out_pipe[2], err_pipe[2];
-  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
-    std::perror("ember launch: pipe");
-    return 1;
-  }
+// Starts the program with its standard output and error on the write ends of two pipes; returns
+// its pid (or -1, reported).
+pid_t spawn(std::vector<std::string>& program, const int out_pipe[2], const int err_pipe[2]) {
   pid_t pid = ::fork();
   if (pid < 0) {
     std::perror("ember launch: fork");
-    return 1;
+    return -1;
   }
   if (pid == 0) {
     ::dup2(out_pipe[1], 1);
@@ -167,31 +169,31 @@ int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std:
     std::fprintf(stderr, "ember launch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     std::_Exit(127);
   }
-  g_child = pid;
-  install(forward_signal);
-  if (!status_dir.empty()) {
-    // The launcher signals this wrapper directly (mpirun would end the other ranks at the first
-    // exit, before they had handled the signal themselves).
-    std::error_code ec;
-    fs::create_directories(status_dir, ec);
-    std::ofstream(fs::path(status_dir) / ("pid" + std::to_string(rank))) << ::getpid() << "\n";
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  std::string prefix = "[rank " + std::to_string(rank) + "] ";
-  bool keep_out = !rank0_only || rank == 0;
-  std::string pend_out, pend_err;
-  bool out_open = true, err_open = true, exited = false;
+  return pid;
+}
+
+// One of the program's two output streams as the wrapper copies it.
+struct Stream {
+  int fd;
+  FILE* out;
+  bool keep;  // shown (else read and dropped)
+  std::string pending;
+  bool open = true;
+};
+
+// Copies both streams, line by line with `prefix`, until they close or the program has exited;
+// then what it wrote just before it exited. Returns its wait status.
+int copy_output(pid_t pid, Stream (&s)[2], const std::string& prefix) {
+  bool exited = false;
   int status = 0;
-  while (out_open || err_open) {
-    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+  while (s[0].open || s[1].open) {
+    pollfd fds[2] = {{s[0].open ? s[0].fd : -1, POLLIN, 0}, {s[1].open ? s[1].fd : -1, POLLIN, 0}};
     int ready = ::poll(fds, 2, 100);
     if (ready < 0 && errno != EINTR) break;
     if (ready > 0) {
-      if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
-        out_open = pump(out_pipe[0], pend_out, stdout, prefix, keep_out);
-      if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-        err_open = pump(err_pipe[0], pend_err, stderr, prefix, true);
+      for (int i = 0; i < 2; ++i)
+        if (s[i].open && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          s[i].open = pump(s[i].fd, s[i].pending, s[i].out, prefix, s[i].keep);
       continue;
     }
     // Nothing to read: when the program has exited, a process it left behind may still hold the
@@ -201,54 +203,111 @@ int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std:
   }
   // What the program wrote just before it exited is still in the pipes: copy it without
   // blocking on a pipe that a leftover process holds open.
-  for (auto [fd, pend, out, keep, open] : {std::tuple{out_pipe[0], &pend_out, stdout, keep_out, out_open},
-                                           std::tuple{err_pipe[0], &pend_err, stderr, true, err_open}}) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    if (open) {
-      for (int i = 0; i < 1024; ++i) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 0) <= 0 || !pump(fd, *pend, out, prefix, keep)) break;
-      }
+  for (Stream& st : s) {
+    ::fcntl(st.fd, F_SETFL, ::fcntl(st.fd, F_GETFL) | O_NONBLOCK);
+    for (int i = 0; st.open && i < 1024; ++i) {
+      pollfd p{st.fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0 || !pump(st.fd, st.pending, st.out, prefix, st.keep)) break;
     }
-    if (!pend->empty() && keep) std::fprintf(out, "%s%s\n", prefix.c_str(), pend->c_str());
-    std::fflush(out);
-    ::close(fd);
+    if (!st.pending.empty() && st.keep) std::fprintf(st.out, "%s%s\n", prefix.c_str(), st.pending.c_str());
+    std::fflush(st.out);
+    ::close(st.fd);
   }
   while (!exited && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  int code = status_code(status);
-  if (!status_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(status_dir, ec);
-    std::ofstream(fs::path(status_dir) / ("rank" + std::to_string(rank))) << code << "\n";
+  return status;
+}
+
+// Writes `value` to status_dir/name (the launcher reads the rank's pid and exit status there).
+void record(const std::string& status_dir, const std::string& name, long value) {
+  if (status_dir.empty()) return;
+  std::error_code ec;
+  fs::create_directories(status_dir, ec);
+  std::ofstream(fs::path(status_dir) / name) << value << "\n";
+}
+
+int run_as_rank(const std::string& status_dir, bool rank0_only, std::vector<std::string> program) {
+  const int rank = rank_and_device();
+  int out_pipe[2], err_pipe[2];
+  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
+    std::perror("ember launch: pipe");
+    return 1;
   }
+  pid_t pid = spawn(program, out_pipe, err_pipe);
+  if (pid < 0) return 1;
+  g_child = pid;
+  install(forward_signal);
+  // The launcher signals this wrapper directly (mpirun would end the other ranks at the first
+  // exit, before they had handled the signal themselves).
+  record(status_dir, "pid" + std::to_string(rank), ::getpid());
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  Stream streams[2] = {{out_pipe[0], stdout, !rank0_only || rank == 0, {}, true},
+                       {err_pipe[0], stderr, true, {}, true}};
+  const int code = status_code(copy_output(pid, streams, "[rank " + std::to_string(rank) + "] "));
+  record(status_dir, "rank" + std::to_string(rank), code);
   return code;
 }
 
 // ---------------------------------------------------------------- the launcher
-// --hosts H1:S1,H2 (mpirun --host): host names, each with an optional positive slot count.
-void check_hosts(const std::string& hosts) {
+// --hosts H1:S1,H2 (mpirun --host): host names, each with an optional positive slot count (mpirun
+// gives a host named without one a single slot).
+struct Host {
+  std::string name;
+  long slots = 1;
+};
+
+std::vector<Host> parse_hosts(const std::string& hosts) {
   auto bad = [&](const std::string& why) {
     throw UsageError("--hosts: expected HOST[:SLOTS],... (e.g. node1:4,node2:4), got '" + hosts + "': " + why);
   };
   if (hosts.empty()) bad("empty");
+  std::vector<Host> out;
   for (const std::string& item : split_commas(hosts)) {
     const size_t colon = item.find(':');
     if (colon == 0 || item.empty()) bad("a host without a name");
+    Host h{item.substr(0, colon)};
     if (colon != std::string::npos) {
       const std::string slots = item.substr(colon + 1);
       if (slots.empty() || slots.size() > 6 || slots.find_first_not_of("0123456789") != std::string::npos ||
           std::stol(slots) < 1)
         bad("'" + item + "' has slots that are not a whole number >= 1");
+      h.slots = std::stol(slots);
     }
+    out.push_back(h);
+  }
+  return out;
+}
+
+// What mpirun would find only after it had started some ranks, or report as a bare "ssh: Could not
+// resolve hostname": more ranks than slots, and a host whose name has no address. (This machine's
+// own name needs none: mpirun runs its ranks without a network.)
+void check_hosts(long n, const std::vector<Host>& hosts) {
+  long slots = 0;
+  std::string listed;
+  for (const Host& h : hosts) {
+    slots += h.slots;
+    listed += (listed.empty() ? "" : ", ") + h.name + ":" + std::to_string(h.slots);
+  }
+  EMBER_CHECK(n <= slots, "-n ", n, " ranks, but --hosts gives only ", slots, " slots (", listed,
+              "); give more slots (HOST:SLOTS) or fewer ranks");
+  char self[256] = {};
+  ::gethostname(self, sizeof self - 1);
+  for (const Host& h : hosts) {
+    if (h.name == self || h.name == "localhost") continue;
+    addrinfo hint{};
+    hint.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int err = ::getaddrinfo(h.name.c_str(), nullptr, &hint, &found);
+    if (found) ::freeaddrinfo(found);
+    EMBER_CHECK(err == 0, "--hosts names '", h.name, "', which is not a known host here (", ::gai_strerror(err),
+                "; this machine is '", self, "'); check the name, or add it to DNS or /etc/hosts on every host");
   }
 }
 
-int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::string& mpirun_flag, bool dry_run,
-                 const std::vector<std::string>& program) {
-  std::string mpirun = find_in_path(mpirun_flag.empty() ? "mpirun" : mpirun_flag);
-  EMBER_CHECK(!mpirun.empty(), "'", mpirun_flag.empty() ? "mpirun" : mpirun_flag,
-              "' was not found in PATH (Debian: apt-get install openmpi-bin)");
+// The mpirun command line that starts the ranks, each under this program's per-rank wrapper.
+std::vector<std::string> mpirun_command(const std::string& mpirun, long n, const std::string& hosts, bool rank0_only,
+                                        const std::string& status_dir, const std::vector<std::string>& program) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> cmd = {mpirun, "-np", std::to_string(n)};
   if (!hosts.empty()) {
@@ -268,13 +327,104 @@ int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::s
     ::setenv("OMP_NUM_THREADS", std::to_string(per).c_str(), 1);
   }
   cmd.insert(cmd.end(), {"-x", "OMP_NUM_THREADS"});
-  char tmpl[] = "/tmp/ember-launch-XXXXXX";
-  std::string status_dir = dry_run ? "/tmp/ember-launch-dry-run" : (::mkdtemp(tmpl) ? tmpl : "");
   std::string self = fs::read_symlink("/proc/self/exe").string();
   cmd.insert(cmd.end(), {self, "launch", "--as-rank", "--status-dir", status_dir});
   if (rank0_only) cmd.push_back("--rank0-only");
   cmd.push_back("--");
   cmd.insert(cmd.end(), program.begin(), program.end());
+  return cmd;
+}
+
+// To every local rank's wrapper, which passes it to its program; ranks on other nodes (no pid
+// file here) hear it from mpirun, which ends the job on SIGINT/SIGTERM.
+void signal_ranks(pid_t mpirun, long n, const std::string& status_dir, int sig) {
+  int local = 0;
+  for (long r = 0; r < n; ++r) {
+    std::ifstream in(fs::path(status_dir) / ("pid" + std::to_string(r)));
+    long wp = 0;
+    if (in >> wp && wp > 0 && ::kill(static_cast<pid_t>(wp), sig) == 0) ++local;
+  }
+  if (local < n) ::kill(mpirun, sig);
+}
+
+// Rank r's exit status as its wrapper recorded it, or -1 when it has recorded none (yet, or it
+// runs on another node).
+int recorded_status(const std::string& status_dir, long r) {
+  std::ifstream in(fs::path(status_dir) / ("rank" + std::to_string(r)));
+  int code = -1;
+  return in >> code ? code : -1;
+}
+
+// Waits for mpirun while forwarding signals, ending ranks that outlive a failure by kFailureGrace
+// and killing a job still running kill_grace_seconds() after a forwarded signal. Returns mpirun's
+// wait status.
+int supervise(pid_t pid, long n, const std::string& status_dir) {
+  using Clock = std::chrono::steady_clock;
+  int status = 0;
+  Clock::time_point failed_at{}, signalled_at{};
+  bool ended = false, killed = false;
+  // mpirun can miss a SIGTERM that arrives while it is still starting ranks, and then waits
+  // forever: whatever still runs this long after a forwarded signal is killed.
+  const double kill_after = kill_grace_seconds();
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (g_pending) {
+      int sig = g_pending;
+      g_pending = 0;
+      signal_ranks(pid, n, status_dir, sig);
+      if (signalled_at == Clock::time_point{}) signalled_at = Clock::now();
+    }
+    if (!killed && signalled_at != Clock::time_point{} && since(signalled_at) > kill_after) {
+      std::cerr << "ember launch: the job still runs " << kill_after << " s after the signal: killing it\n";
+      signal_ranks(pid, n, status_dir, SIGKILL);
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (failed_at == Clock::time_point{}) {
+      for (long r = 0; r < n; ++r)
+        if (recorded_status(status_dir, r) > 0) failed_at = Clock::now();
+    } else if (!ended && since(failed_at) > kFailureGrace) {
+      std::cerr << "ember launch: a rank failed " << kFailureGrace << " s ago and others still run: ending them\n";
+      signal_ranks(pid, n, status_dir, SIGTERM);
+      ended = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return status;
+}
+
+// The worst exit status of the ranks (mpirun's own where some ranks left none here), with a line
+// listing the failing ranks.
+int worst_status(long n, const std::string& status_dir, int mpirun_status) {
+  int worst = 0, seen = 0;
+  std::string failures;
+  for (long r = 0; r < n; ++r) {
+    const int code = recorded_status(status_dir, r);
+    if (code < 0) continue;
+    ++seen;
+    if (code != 0) failures += " rank " + std::to_string(r) + ": " + std::to_string(code) + ";";
+    worst = std::max(worst, code);
+  }
+  // Ranks on other nodes leave no status file here: then mpirun's own status counts too.
+  if (seen < n) worst = std::max(worst, status_code(mpirun_status));
+  if (worst != 0) {
+    if (!failures.empty()) failures.pop_back();
+    std::cerr << "ember launch: " << (failures.empty() ? "mpirun failed" : "exit status by rank:" + failures)
+              << "; returning " << worst << "\n";
+  }
+  return worst;
+}
+
+int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::string& mpirun_flag, bool dry_run,
+                 const std::vector<std::string>& program) {
+  std::string mpirun = find_in_path(mpirun_flag.empty() ? "mpirun" : mpirun_flag);
+  EMBER_CHECK(!mpirun.empty(), "'", mpirun_flag.empty() ? "mpirun" : mpirun_flag,
+              "' was not found in PATH (Debian: apt-get install openmpi-bin)");
+  char tmpl[] = "/tmp/ember-launch-XXXXXX";
+  std::string status_dir = dry_run ? "/tmp/ember-launch-dry-run" : (::mkdtemp(tmpl) ? tmpl : "");
+  std::vector<std::string> cmd = mpirun_command(mpirun, n, hosts, rank0_only, status_dir, program);
   if (dry_run) {
     for (size_t i = 0; i < cmd.size(); ++i) std::cout << (i ? " " : "") << cmd[i];
     std::cout << "\n";
@@ -292,74 +442,11 @@ int launch_ranks(long n, const std::string& hosts, bool rank0_only, const std::s
   }
   g_child = pid;
   install(note_signal);
-  // To every local rank's wrapper, which passes it to its program; ranks on other nodes (no pid
-  // file here) hear it from mpirun, which ends the job on SIGINT/SIGTERM.
-  auto signal_ranks = [&](int sig) {
-    int local = 0;
-    for (long r = 0; r < n; ++r) {
-      std::ifstream in(fs::path(status_dir) / ("pid" + std::to_string(r)));
-      long wp = 0;
-      if (in >> wp && wp > 0 && ::kill(static_cast<pid_t>(wp), sig) == 0) ++local;
-    }
-    if (local < n) ::kill(pid, sig);
-  };
-  int status = 0;
-  auto failed_at = std::chrono::steady_clock::time_point{};
-  auto signalled_at = std::chrono::steady_clock::time_point{};
-  bool ended = false, killed = false;
-  // mpirun can miss a SIGTERM that arrives while it is still starting ranks, and then waits
-  // forever: whatever still runs this long after a forwarded signal is killed.
-  const double kill_after = kill_grace_seconds();
-  for (;;) {
-    pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) break;
-    if (g_pending) {
-      int sig = g_pending;
-      g_pending = 0;
-      signal_ranks(sig);
-      if (signalled_at == std::chrono::steady_clock::time_point{}) signalled_at = std::chrono::steady_clock::now();
-    }
-    if (!killed && signalled_at != std::chrono::steady_clock::time_point{} &&
-        std::chrono::steady_clock::now() - signalled_at > std::chrono::duration<double>(kill_after)) {
-      std::cerr << "ember launch: the job still runs " << kill_after << " s after the signal: killing it\n";
-      signal_ranks(SIGKILL);
-      ::kill(pid, SIGKILL);
-      killed = true;
-    }
-    if (failed_at == std::chrono::steady_clock::time_point{}) {
-      for (long r = 0; r < n; ++r) {
-        std::ifstream in(fs::path(status_dir) / ("rank" + std::to_string(r)));
-        int code = 0;
-        if (in >> code && code != 0) failed_at = std::chrono::steady_clock::now();
-      }
-    } else if (!ended && std::chrono::steady_clock::now() - failed_at > std::chrono::duration<double>(kFailureGrace)) {
-      std::cerr << "ember launch: a rank failed " << kFailureGrace << " s ago and others still run: ending them\n";
-      signal_ranks(SIGTERM);
-      ended = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const int status = supervise(pid, n, status_dir);
   g_child = 0;
-  int worst = 0, seen = 0;
-  std::string failures;
-  for (long r = 0; r < n; ++r) {
-    std::ifstream in(fs::path(status_dir) / ("rank" + std::to_string(r)));
-    int code = 0;
-    if (!(in >> code)) continue;
-    ++seen;
-    if (code != 0) failures += " rank " + std::to_string(r) + ": " + std::to_string(code) + ";";
-    worst = std::max(worst, code);
-  }
+  const int worst = worst_status(n, status_dir, status);
   std::error_code ec;
   fs::remove_all(status_dir, ec);
-  int mpirun_code = status_code(status);
-  // Ranks on other nodes leave no status file here: then mpirun's own status counts too.
-  if (seen < n) worst = std::max(worst, mpirun_code);
-  if (worst != 0) {
-    if (!failures.empty()) failures.pop_back();
-    std::cerr << "ember launch: " << (failures.empty() ? "mpirun failed" : "exit status by rank:" + failures)
-              << "; returning " << worst << "\n";
-  }
   return worst;
 }
 
@@ -390,10 +477,10 @@ int launch(const std::vector<std::string>& all_args) {
     if (f.has("as-rank")) return run_as_rank(f.str("status-dir"), f.has("rank0-only"), program);
     if (!f.has("n")) throw UsageError("-n N (the number of ranks) is required");
     long n = f.integer("n", 1, 1, 100000);
-    if (f.has("hosts")) check_hosts(f.str("hosts"));
+    if (f.has("hosts")) check_hosts(n, parse_hosts(f.str("hosts")));
     if (f.has("mpirun") && f.str("mpirun").empty()) throw UsageError("--mpirun: expected a program, got ''");
     return launch_ranks(n, f.str("hosts"), f.has("rank0-only"), f.str("mpirun"), f.has("dry-run"), program);
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -6,5 +6,5 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return ember::cli::dispatch("ember", ember::cli::top_level_commands(), args);
+  return ember::tools::dispatch("ember", ember::tools::top_level_commands(), args);
 }

@@ -11,7 +11,7 @@
 #include "train/class_record.h"
 #include "train/language_model.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 // data.mnist's (mean, std), MNIST's usual values unless the file gives its own.
 inline std::pair<double, double> mnist_normalize(const model_file::LoadedFile& file) {
@@ -60,4 +60,4 @@ inline train::CorpusOptions corpus_options(const model_file::LoadedFile& file, c
           .limit = limit};
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

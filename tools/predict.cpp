@@ -16,7 +16,7 @@
 #include "tools/flags.h"
 #include "tools/saved_classifier.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 const char* const kAbout =
@@ -151,4 +151,4 @@ int predict(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -5,7 +5,7 @@
 
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 int run_leaf(const std::string& prog, const std::string& usage, const std::function<int()>& body) {
   // What the command printed before failing comes out before the error (both may go to one file).
@@ -36,4 +36,4 @@ bool help_asked(const Flags& f, const std::string& usage) {
   return true;
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-namespace ember::cli {
+namespace ember::tools {
 
 class Flags;
 
@@ -21,4 +21,4 @@ std::string usage_of(const std::string& synopsis, const Flags& f);
 // Whether --help was given; if so the usage has been printed on stdout.
 bool help_asked(const Flags& f, const std::string& usage);
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -18,7 +18,7 @@
 #include "tools/saved_model.h"
 #include "train/class_record.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -288,4 +288,4 @@ std::vector<std::string> image_files(const std::vector<std::string>& inputs) {
   return out;
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

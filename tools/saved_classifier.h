@@ -20,7 +20,7 @@
 #include "interop/model_file.h"
 #include "layers/module.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 enum class InputKind { Mnist, Images, Csv };
 
@@ -63,4 +63,4 @@ TestSet open_test_set(const SavedClassifier& m, const std::string& data, int64_t
 // The image files `inputs` name: files as given, folders by every image below them (sorted).
 std::vector<std::string> image_files(const std::vector<std::string>& inputs);
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -9,7 +9,7 @@
 #include "models/mnist_cnn.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 const char* const kZooModels =
     "mnist_cnn, lenet5, mlp_generator, mlp_discriminator, dcgan_generator, dcgan_discriminator, lstm_lm, "
@@ -110,4 +110,4 @@ std::shared_ptr<nn::Module> model_file_network(const std::string& model_file, co
   return net;
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -10,7 +10,7 @@
 #include "layers/checkpoint.h"
 #include "layers/module.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 // The zoo's names, for messages and --help.
 extern const char* const kZooModels;
@@ -27,4 +27,4 @@ std::shared_ptr<nn::Module> zoo_model(const std::string& name, const std::string
 std::shared_ptr<nn::Module> model_file_network(const std::string& model_file, const std::string& network,
                                                const std::string& file, int64_t batch, std::vector<Tensor>& example);
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -15,7 +15,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 using namespace ember::sched;
@@ -176,4 +176,4 @@ int sched_bench(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

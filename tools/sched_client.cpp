@@ -21,7 +21,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 using namespace ember::sched;
@@ -379,4 +379,4 @@ int sched_drain(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

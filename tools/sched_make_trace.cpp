@@ -10,7 +10,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 int sched_make_trace(const std::vector<std::string>& args) {
   Flags f;
@@ -49,4 +49,4 @@ int sched_make_trace(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -9,7 +9,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 
 int sched_serve(const std::vector<std::string>& args) {
   Flags f;
@@ -92,4 +92,4 @@ int sched_serve(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

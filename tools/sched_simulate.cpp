@@ -23,7 +23,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 using namespace ember::sched;
@@ -444,4 +444,4 @@ int sched_simulate(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

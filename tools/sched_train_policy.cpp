@@ -14,7 +14,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 using namespace ember::sched;
@@ -99,4 +99,4 @@ int sched_train_policy(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

@@ -24,7 +24,7 @@
 #include "train/language_model.h"
 #include "train/parallel_job.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 const char* const kDescription =
@@ -571,4 +571,4 @@ int train(const std::vector<std::string>& args) {
   }
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools

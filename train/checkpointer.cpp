@@ -1,8 +1,10 @@
 #include "train/checkpointer.h"
 
 #include <cstdio>
+#include <vector>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 
 namespace ember::train {
 
@@ -13,6 +15,7 @@ TrainingPosition Checkpointer::resume(const std::string& flag) {
   // cleaning could remove another's write in progress, so there they stay.
   if (!dir_.empty() && !(job_ && job_->active())) remove_stale_temporaries(dir_);
   const std::optional<std::string> found = resume_path(flag);
+  if (flag == "auto") check_every_rank_sees(found.has_value());
   if (!found) {
     if (flag == "auto") std::printf("No checkpoint at %s yet: starting from scratch.\n", last().c_str());
     return {};
@@ -66,6 +69,15 @@ void Checkpointer::save(const TrainingPosition& pos, const RunningSums& running)
   if (lp.batch > 0) put_running(running, meta);
   if (job_ && job_->active()) return job_->save(dir_, state_, p, meta);
   save_training(last(), state_, p, meta);
+}
+
+void Checkpointer::check_every_rank_sees(bool found) {
+  if (!job_ || !job_->active()) return;
+  const std::vector<double> n = job_->sum({found ? 1.0 : 0.0, 1.0});
+  EMBER_CHECK(n[0] == 0 || n[0] == n[1], "--resume auto: ", n[0], " of ", n[1], " ranks find ", last(), " (this rank ",
+              found ? "does" : "does not",
+              "): the --checkpoint-dir of a job over several hosts must be one folder that every host sees "
+              "(a shared file system), not a node-local one");
 }
 
 std::tuple<TrainingPosition, std::map<std::string, std::string>, bool> Checkpointer::load(const std::string& flag,

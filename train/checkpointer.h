@@ -58,6 +58,10 @@ class Checkpointer {
   void save(const TrainingPosition& pos, const RunningSums& running = {});
 
  private:
+  // The ranks of a parallel job over several hosts each look for last.ckpt in --checkpoint-dir as
+  // their host sees it: a node-local folder has it on rank 0's host only. Every rank refuses that
+  // (a collective), rather than some resuming while the others start afresh and the job stalls.
+  void check_every_rank_sees(bool found);
   // The checkpoint at `path`: the position, its metadata and whether it came from another world size.
   std::tuple<TrainingPosition, std::map<std::string, std::string>, bool> load(const std::string& flag,
                                                                               const std::string& path);

@@ -227,6 +227,79 @@ void depthwise_plane_forward(T* o, const T* in, const T* w, T bias, const ConvGe
     }
 }
 
+// The input gradient of image n's plane c (d, of H x W) from its output gradient s: col2im of the
+// filter w (outer) grad_out, plus the bias the backward adds.
+template <typename T>
+void depthwise_plane_backward_input(T* d, const T* s, const T* w, T bias, const ConvGeometry& g) {
+  std::fill(d, d + g.H * g.W, bias);
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const T wv = w[kh * g.KW + kw];
+      const int64_t iw0 = kw * g.dw - g.pw;
+      int64_t lo, hi;
+      valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        const T* sr = s + oh * g.OW;
+        T* dr = d + ih * g.W + iw0;
+        if (g.sw == 1) {
+#pragma omp simd
+          for (int64_t ow = lo; ow < hi; ++ow) dr[ow] += wv * sr[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) dr[ow * g.sw] += wv * sr[ow];
+        }
+      }
+    }
+}
+
+// The input gradient of a depthwise convolution, plane by plane (bias included).
+template <typename T>
+void depthwise_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
+  const int64_t K = g.KH * g.KW, HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.N * g.C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, OHW * K)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t p = b; p < e; ++p) {
+                   const int64_t c = p % g.C;
+                   depthwise_plane_backward_input(gi + p * HW, go + p * OHW, w + c * K, bp ? bp[c] : T(0), g);
+                 }
+               });
+}
+
+// The weight gradient of a depthwise convolution, a thread per channel:
+// gw[c, k] = sum_n sum_o grad_out[n, c, o] * in[n, c, pos(o, k)].
+template <typename T>
+void depthwise_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  const int64_t K = g.KH * g.KW, HW = g.H * g.W, OHW = g.OH * g.OW;
+  parallel_for(0, g.C, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c)
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw0 = kw * g.dw - g.pw;
+          int64_t lo, hi;
+          valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
+          T acc = 0;
+          for (int64_t n = 0; n < g.N; ++n) {
+            const T* s = go + (n * g.C + c) * OHW;
+            const T* x = in + (n * g.C + c) * HW;
+            for (int64_t oh = 0; oh < g.OH; ++oh) {
+              const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              const T* sr = s + oh * g.OW;
+              const T* xr = x + ih * g.W + iw0;
+              if (g.sw == 1) {
+#pragma omp simd reduction(+ : acc)
+                for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow];
+              } else {
+                for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow * g.sw];
+              }
+            }
+          }
+          gw[c * K + kh * g.KW + kw] = acc;
+        }
+  });
+}
+
 // ------------------------------------------------------------------ channels-last path
 // For small images (short output rows) im2col is a storm of copies a few elements long. Instead
 // the chunk's images are transposed to channels-last [nb, H, W, C], each output pixel's patch is
@@ -633,37 +706,7 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
   };
 
   if (is_depthwise(g)) {
-    const int64_t planes = g.N * g.C;
-    parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, OHW * K)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t p = b; p < e; ++p) {
-                     const int64_t c = p % g.C;
-                     T* d = gi + p * HW;
-                     std::fill(d, d + HW, bp ? bp[c] : T(0));
-                     // a depthwise plane's input gradient is col2im of w (outer) grad_out
-                     const T* s = go + p * OHW;
-                     const T* wc = w + c * K;
-                     for (int64_t kh = 0; kh < g.KH; ++kh)
-                       for (int64_t kw = 0; kw < g.KW; ++kw) {
-                         const T wv = wc[kh * g.KW + kw];
-                         const int64_t iw0 = kw * g.dw - g.pw;
-                         int64_t lo, hi;
-                         valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
-                         for (int64_t oh = 0; oh < g.OH; ++oh) {
-                           const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-                           if (ih < 0 || ih >= g.H) continue;
-                           const T* sr = s + oh * g.OW;
-                           T* dr = d + ih * g.W + iw0;
-                           if (g.sw == 1) {
-#pragma omp simd
-                             for (int64_t ow = lo; ow < hi; ++ow) dr[ow] += wv * sr[ow];
-                           } else {
-                             for (int64_t ow = lo; ow < hi; ++ow) dr[ow * g.sw] += wv * sr[ow];
-                           }
-                         }
-                       }
-                   }
-                 });
+    depthwise_backward_input(gi, go, w, bp, g);
     return;
   }
 
@@ -718,6 +761,29 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
 
 // ------------------------------------------------------------------ backward: weight and bias
 
+// The bias gradient: a plain sum over each output plane, the images' partial sums accumulated in
+// double (so that a large batch loses no precision).
+template <typename T>
+void bias_gradient(T* gb, const T* go, const ConvGeometry& g) {
+  const int64_t OHW = g.OH * g.OW;
+  std::vector<double> acc(static_cast<size_t>(g.OC), 0.0);
+  parallel_for(0, g.OC, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.N * OHW)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t oc = b; oc < e; ++oc) {
+                   double s = 0.0;
+                   for (int64_t n = 0; n < g.N; ++n) {
+                     const T* p = go + (n * g.OC + oc) * OHW;
+                     T part = 0;
+#pragma omp simd reduction(+ : part)
+                     for (int64_t i = 0; i < OHW; ++i) part += p[i];
+                     s += static_cast<double>(part);
+                   }
+                   acc[oc] = s;
+                 }
+               });
+  for (int64_t oc = 0; oc < g.OC; ++oc) gb[oc] = static_cast<T>(acc[oc]);
+}
+
 template <typename T>
 void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                           const Tensor& input, const ConvGeometry& g) {
@@ -730,55 +796,11 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
   const int64_t wsize = g.OC * K;
   if (gw) std::fill(gw, gw + wsize, T(0));
 
-  if (gb) {  // bias: a plain sum over each output plane, accumulated in double
-    std::vector<double> acc(static_cast<size_t>(g.OC), 0.0);
-    parallel_for(0, g.OC, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.N * OHW)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t oc = b; oc < e; ++oc) {
-                     double s = 0.0;
-                     for (int64_t n = 0; n < g.N; ++n) {
-                       const T* p = go + (n * g.OC + oc) * OHW;
-                       T part = 0;
-#pragma omp simd reduction(+ : part)
-                       for (int64_t i = 0; i < OHW; ++i) part += p[i];
-                       s += static_cast<double>(part);
-                     }
-                     acc[oc] = s;
-                   }
-                 });
-    for (int64_t oc = 0; oc < g.OC; ++oc) gb[oc] = static_cast<T>(acc[oc]);
-  }
+  if (gb) bias_gradient(gb, go, g);
   if (!gw || g.N == 0 || OHW == 0) return;
 
   if (is_depthwise(g)) {
-    // per channel: gw[c, k] = sum_n sum_o grad_out[n, c, o] * in[n, c, pos(o, k)]
-    parallel_for(0, g.C, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c)
-        for (int64_t kh = 0; kh < g.KH; ++kh)
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            const int64_t iw0 = kw * g.dw - g.pw;
-            int64_t lo, hi;
-            valid_range(iw0, g.sw, g.W, g.OW, lo, hi);
-            T acc = 0;
-            for (int64_t n = 0; n < g.N; ++n) {
-              const T* s = go + (n * g.C + c) * OHW;
-              const T* x = in + (n * g.C + c) * HW;
-              for (int64_t oh = 0; oh < g.OH; ++oh) {
-                const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-                if (ih < 0 || ih >= g.H) continue;
-                const T* sr = s + oh * g.OW;
-                const T* xr = x + ih * g.W + iw0;
-                if (g.sw == 1) {
-#pragma omp simd reduction(+ : acc)
-                  for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow];
-                } else {
-                  for (int64_t ow = lo; ow < hi; ++ow) acc += sr[ow] * xr[ow * g.sw];
-                }
-              }
-            }
-            gw[c * K + kh * g.KW + kw] = acc;
-          }
-    });
+    depthwise_backward_weight(gw, go, in, g);
     return;
   }
 

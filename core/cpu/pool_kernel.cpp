@@ -84,6 +84,86 @@ inline void max2x2_row(const float* r0, const float* r1, int64_t i0, int64_t W, 
 }
 #endif
 
+// One plane's 2x2 stride-2 max pooling (the MNIST case): every window lies inside the plane.
+template <typename T>
+void max_plane_2x2(const T* xp, T* yp, int64_t* ip, const Pool2dGeometry& g) {
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const T* r0 = xp + 2 * oh * g.W;
+    const T* r1 = r0 + g.W;
+    const int64_t i0 = 2 * oh * g.W, i1 = i0 + g.W;
+    T* yr = yp + oh * g.OW;
+    int64_t* ir = ip + oh * g.OW;
+    // a vectorised loop: the compiler turns the selects into blends (as branches they
+    // mispredict half the time on real data)
+#pragma omp simd
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      const int64_t c = 2 * ow;
+      T best = r0[c];
+      int64_t bi = i0 + c;
+      take_max(r0[c + 1], i0 + c + 1, best, bi);
+      take_max(r1[c], i1 + c, best, bi);
+      take_max(r1[c + 1], i1 + c + 1, best, bi);
+      yr[ow] = best;
+      ir[ow] = bi;
+    }
+  }
+}
+
+// One plane's max pooling of any window, stride and padding.
+template <typename T>
+void max_plane(const T* xp, T* yp, int64_t* ip, const Pool2dGeometry& g) {
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const int64_t h0 = std::max<int64_t>(oh * g.sh - g.ph, 0);
+    const int64_t h1 = std::min(oh * g.sh - g.ph + g.kh, g.H);
+    // Windows of a row that lie wholly inside the plane, [ow_lo, ow_hi), run as vectorised
+    // loops over output columns with branch-free selects, as the 2x2 case above: on real
+    // data a compare-and-branch per element mispredicts about half the time.
+    int64_t ow_lo = g.OW, ow_hi = g.OW;
+    if (h1 - h0 == g.kh) {
+      ow_lo = std::min(g.OW, (g.pw + g.sw - 1) / g.sw);
+      ow_hi = g.W + g.pw - g.kw >= 0 ? std::clamp((g.W + g.pw - g.kw) / g.sw + 1, ow_lo, g.OW) : ow_lo;
+    }
+    auto edge = [&](int64_t ow) {
+      const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pw, 0);
+      const int64_t w1 = std::min(ow * g.sw - g.pw + g.kw, g.W);
+      T best = -std::numeric_limits<T>::infinity();
+      int64_t bi = h0 * g.W + w0;
+      for (int64_t ih = h0; ih < h1; ++ih)
+        for (int64_t iw = w0; iw < w1; ++iw) {
+          take_max(xp[ih * g.W + iw], ih * g.W + iw, best, bi);
+        }
+      yp[oh * g.OW + ow] = best;
+      ip[oh * g.OW + ow] = bi;
+    };
+    for (int64_t ow = 0; ow < ow_lo; ++ow) edge(ow);
+    T* yr = yp + oh * g.OW;
+    int64_t* ir = ip + oh * g.OW;
+    // Tap by tap over the whole run of columns, the output row holding the running maxima:
+    // each output still sees its window in edge()'s order (rows, then columns).
+    const int64_t sw = g.sw, W = g.W, col0 = ow_lo * g.sw - g.pw, n = ow_hi - ow_lo;
+    T* yb = yr + ow_lo;
+    int64_t* ib = ir + ow_lo;
+    for (int64_t o = 0; o < n; ++o) {
+      yb[o] = -std::numeric_limits<T>::infinity();
+      ib[o] = h0 * W + col0 + o * sw;
+    }
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t base = (h0 + i) * W + col0 + j;
+        const T* src = xp + base;
+#pragma omp simd
+        for (int64_t o = 0; o < n; ++o) {
+          const T v = src[o * sw];
+          const int64_t at = base + o * sw;
+          const bool c = (v > yb[o]) | (v != v);
+          yb[o] = c ? v : yb[o];
+          ib[o] = c ? at : ib[o];
+        }
+      }
+    for (int64_t ow = ow_hi; ow < g.OW; ++ow) edge(ow);
+  }
+}
+
 template <typename T>
 void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dGeometry& g) {
   const T* x = static_cast<const T*>(input.raw_data());
@@ -109,79 +189,10 @@ void max_forward(const Tensor& out, const Tensor& indices, const Tensor& input, 
         }
       }
 #endif
-      if (simple) {  // the MNIST case: every window lies inside the plane
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          const T* r0 = xp + 2 * oh * g.W;
-          const T* r1 = r0 + g.W;
-          const int64_t i0 = 2 * oh * g.W, i1 = i0 + g.W;
-          T* yr = yp + oh * g.OW;
-          int64_t* ir = ip + oh * g.OW;
-          // a vectorised loop: the compiler turns the selects into blends (as branches they
-          // mispredict half the time on real data)
-#pragma omp simd
-          for (int64_t ow = 0; ow < g.OW; ++ow) {
-            const int64_t c = 2 * ow;
-            T best = r0[c];
-            int64_t bi = i0 + c;
-            take_max(r0[c + 1], i0 + c + 1, best, bi);
-            take_max(r1[c], i1 + c, best, bi);
-            take_max(r1[c + 1], i1 + c + 1, best, bi);
-            yr[ow] = best;
-            ir[ow] = bi;
-          }
-        }
-        continue;
-      }
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        const int64_t h0 = std::max<int64_t>(oh * g.sh - g.ph, 0);
-        const int64_t h1 = std::min(oh * g.sh - g.ph + g.kh, g.H);
-        // Windows of a row that lie wholly inside the plane, [ow_lo, ow_hi), run as vectorised
-        // loops over output columns with branch-free selects, as the 2x2 case above: on real
-        // data a compare-and-branch per element mispredicts about half the time.
-        int64_t ow_lo = g.OW, ow_hi = g.OW;
-        if (h1 - h0 == g.kh) {
-          ow_lo = std::min(g.OW, (g.pw + g.sw - 1) / g.sw);
-          ow_hi = g.W + g.pw - g.kw >= 0 ? std::clamp((g.W + g.pw - g.kw) / g.sw + 1, ow_lo, g.OW) : ow_lo;
-        }
-        auto edge = [&](int64_t ow) {
-          const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pw, 0);
-          const int64_t w1 = std::min(ow * g.sw - g.pw + g.kw, g.W);
-          T best = -std::numeric_limits<T>::infinity();
-          int64_t bi = h0 * g.W + w0;
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) {
-              take_max(xp[ih * g.W + iw], ih * g.W + iw, best, bi);
-            }
-          yp[oh * g.OW + ow] = best;
-          ip[oh * g.OW + ow] = bi;
-        };
-        for (int64_t ow = 0; ow < ow_lo; ++ow) edge(ow);
-        T* yr = yp + oh * g.OW;
-        int64_t* ir = ip + oh * g.OW;
-        // Tap by tap over the whole run of columns, the output row holding the running maxima:
-        // each output still sees its window in edge()'s order (rows, then columns).
-        const int64_t sw = g.sw, W = g.W, col0 = ow_lo * g.sw - g.pw, n = ow_hi - ow_lo;
-        T* yb = yr + ow_lo;
-        int64_t* ib = ir + ow_lo;
-        for (int64_t o = 0; o < n; ++o) {
-          yb[o] = -std::numeric_limits<T>::infinity();
-          ib[o] = h0 * W + col0 + o * sw;
-        }
-        for (int64_t i = 0; i < g.kh; ++i)
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t base = (h0 + i) * W + col0 + j;
-            const T* src = xp + base;
-#pragma omp simd
-            for (int64_t o = 0; o < n; ++o) {
-              const T v = src[o * sw];
-              const int64_t at = base + o * sw;
-              const bool c = (v > yb[o]) | (v != v);
-              yb[o] = c ? v : yb[o];
-              ib[o] = c ? at : ib[o];
-            }
-          }
-        for (int64_t ow = ow_hi; ow < g.OW; ++ow) edge(ow);
-      }
+      if (simple)
+        max_plane_2x2(xp, yp, ip, g);
+      else
+        max_plane(xp, yp, ip, g);
     }
   });
 }

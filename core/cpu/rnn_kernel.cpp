@@ -174,28 +174,13 @@ int recurrent_threads(int64_t B, int64_t H, int64_t G) {
   return get_num_threads();
 }
 
+// The input projection of every step in one GEMM into gates [T * B, G * H], biases folded in.
+// Returns GRU's b_hn, which is kept apart because r multiplies it (empty for the other modes).
 template <typename T>
-void forward_impl(const RnnForwardArgs& a) {
+std::vector<T> input_projection(const RnnForwardArgs& a, T* gates) {
   const RnnConfig& cfg = a.cfg;
-  const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
-  const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
-  const bool relu = cfg.mode == RnnMode::RnnRelu;
-  const RnnSteps steps{Tn, cfg.reverse};
-  const bool all_full = cfg.lengths.empty();
-  const int64_t* len = cfg.lengths.data();
-  const TensorOptions opts{a.input.dtype(), a.input.device()};
-
-  const T* x = a.input.data_ptr<T>();
-  const T* w_ih = a.w_ih.data_ptr<T>();
-  const T* w_hh = a.w_hh.data_ptr<T>();
-  T* gates = a.ws.gates.data_ptr<T>();
-  T* hs = a.ws.hs.data_ptr<T>();
-  T* cs = lstm ? a.ws.cs.data_ptr<T>() : nullptr;
-  T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
-  T* out = a.output.data_ptr<T>();
-
-  // The input projection of every step in one GEMM, biases folded in (GRU keeps b_hn apart
-  // because r multiplies it).
+  const int64_t H = cfg.H, GH = rnn_gate_count(cfg.mode) * H;
+  const bool gru = cfg.mode == RnnMode::Gru;
   std::vector<T> bias(static_cast<size_t>(GH), T(0)), b_hn(gru ? static_cast<size_t>(H) : 0, T(0));
   const bool has_bias = a.b_ih.defined() || a.b_hh.defined();
   if (a.b_ih.defined()) {
@@ -209,27 +194,56 @@ void forward_impl(const RnnForwardArgs& a) {
     if (gru)
       for (int64_t k = 0; k < H; ++k) b_hn[k] = b[2 * H + k];
   }
-  const int64_t rows = Tn * B;
+  const int64_t rows = cfg.T * cfg.B;
   if (has_bias) {
     parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / GH), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) std::memcpy(gates + r * GH, bias.data(), sizeof(T) * GH);
     });
   }
-  gemm<T>(false, true, rows, GH, I, x, I, w_ih, I, has_bias ? T(1) : T(0), gates, GH);
+  gemm<T>(false, true, rows, GH, cfg.I, a.input.data_ptr<T>(), cfg.I, a.w_ih.data_ptr<T>(), cfg.I,
+          has_bias ? T(1) : T(0), gates, GH);
+  return b_hn;
+}
 
-  const int64_t BH = B * H;
+// The states before the first step (h0 and, for LSTM, c0; zeros where not given) into their slots.
+template <typename T>
+void initial_states(const RnnForwardArgs& a, const RnnSteps& steps, T* hs, T* cs) {
+  const int64_t BH = a.cfg.B * a.cfg.H;
   T* h_first = hs + steps.first_slot() * BH;
   if (a.h0.defined())
     std::memcpy(h_first, a.h0.data_ptr<T>(), sizeof(T) * BH);
   else
     std::fill(h_first, h_first + BH, T(0));
-  if (lstm) {
+  if (cs) {
     T* c_first = cs + steps.first_slot() * BH;
     if (a.c0.defined())
       std::memcpy(c_first, a.c0.data_ptr<T>(), sizeof(T) * BH);
     else
       std::fill(c_first, c_first + BH, T(0));
   }
+}
+
+template <typename T>
+void forward_impl(const RnnForwardArgs& a) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t Tn = cfg.T, B = cfg.B, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
+  const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
+  const bool relu = cfg.mode == RnnMode::RnnRelu;
+  const RnnSteps steps{Tn, cfg.reverse};
+  const bool all_full = cfg.lengths.empty();
+  const int64_t* len = cfg.lengths.data();
+  const TensorOptions opts{a.input.dtype(), a.input.device()};
+
+  const T* w_hh = a.w_hh.data_ptr<T>();
+  T* gates = a.ws.gates.data_ptr<T>();
+  T* hs = a.ws.hs.data_ptr<T>();
+  T* cs = lstm ? a.ws.cs.data_ptr<T>() : nullptr;
+  T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
+  T* out = a.output.data_ptr<T>();
+
+  const std::vector<T> b_hn = input_projection<T>(a, gates);
+  const int64_t BH = B * H;
+  initial_states<T>(a, steps, hs, cs);
 
   // Packed W_hh^T: panel (g, q) holds gate g's units [16q, 16q + 16) as columns, K = H rows.
   const int64_t QP = (H + kPanel - 1) / kPanel;
@@ -287,20 +301,22 @@ void forward_impl(const RnnForwardArgs& a) {
   if (lstm) std::memcpy(a.c_n.data_ptr<T>(), cs + steps.last_slot() * BH, sizeof(T) * BH);
 }
 
+// The recurrence run backward, last step first: the gate gradients of every step into dgx (of
+// the input-side pre-activations) and dgh (of the hidden-side ones; the same buffer but for GRU),
+// the state gradients dh and dc carried from step to step; dh ends as dh_0 when need_dh0.
 template <typename T>
-void backward_impl(const RnnBackwardArgs& a) {
+void recurrent_backward(const RnnBackwardArgs& a, T* dgx, T* dgh, std::vector<T>& dh, std::vector<T>& dc,
+                        bool need_dh0) {
   const RnnConfig& cfg = a.cfg;
-  const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
+  const int64_t Tn = cfg.T, B = cfg.B, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
   const bool relu = cfg.mode == RnnMode::RnnRelu;
   const RnnSteps steps{Tn, cfg.reverse};
   const bool all_full = cfg.lengths.empty();
   const int64_t* len = cfg.lengths.data();
-  const int64_t BH = B * H, rows = Tn * B;
+  const int64_t BH = B * H;
   const TensorOptions opts{a.input.dtype(), a.input.device()};
 
-  const T* x = a.input.data_ptr<T>();
-  const T* w_ih = a.w_ih.data_ptr<T>();
   const T* w_hh = a.w_hh.data_ptr<T>();
   const T* gates = a.ws.gates.data_ptr<T>();
   const T* hs = a.ws.hs.data_ptr<T>();
@@ -308,21 +324,10 @@ void backward_impl(const RnnBackwardArgs& a) {
   const T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
   const T* dout = a.grad_output.data_ptr<T>();
 
-  // dgx: gradients of the input-side pre-activations; dgh: of the hidden-side ones (they differ
-  // only for GRU's n gate, where r multiplies W_hn h + b_hn). Every row is written below.
-  Tensor dgx_buf = empty({rows, GH}, opts), dgh_buf = gru ? empty({rows, GH}, opts) : dgx_buf;
-  T* dgx = dgx_buf.data_ptr<T>();
-  T* dgh = dgh_buf.data_ptr<T>();
-  std::vector<T> dh(a.grad_h_n.data_ptr<T>(), a.grad_h_n.data_ptr<T>() + BH);
-  std::vector<T> dc(lstm ? static_cast<size_t>(BH) : 0);
-  if (lstm) std::memcpy(dc.data(), a.grad_c_n.data_ptr<T>(), sizeof(T) * BH);
-  const bool need_dh0 = a.grad_h0.defined();
-
   // Packed W_hh: panel q holds units [16q, 16q + 16) as columns, K = G*H rows.
   const int64_t QP = (H + kPanel - 1) / kPanel;
   Tensor packed = empty({QP * GH * kPanel}, opts);
   T* pk = packed.data_ptr<T>();
-
   // Phase 0 packs W_hh; then per step, last first, a phase of gate gradients (dG_t for the item's
   // units) and a phase of dh_{t-1} += dG_t W_hh (the item's units, reading every unit's dG_t).
   // The very last product is dh_0, needed only for h0's gradient.
@@ -372,9 +377,17 @@ void backward_impl(const RnnBackwardArgs& a) {
       }
     }
   });
-  if (need_dh0) std::memcpy(a.grad_h0.data_ptr<T>(), dh.data(), sizeof(T) * BH);
-  if (a.grad_c0.defined()) std::memcpy(a.grad_c0.data_ptr<T>(), dc.data(), sizeof(T) * BH);
+}
 
+// The gradients of the input, the weights and the biases from the gate gradients of every step.
+template <typename T>
+void parameter_gradients(const RnnBackwardArgs& a, const T* dgx, const T* dgh) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t I = cfg.I, H = cfg.H, GH = rnn_gate_count(cfg.mode) * H, BH = cfg.B * H, rows = cfg.T * cfg.B;
+  const bool gru = cfg.mode == RnnMode::Gru;
+  const T* x = a.input.data_ptr<T>();
+  const T* w_ih = a.w_ih.data_ptr<T>();
+  const T* hs = a.ws.hs.data_ptr<T>();
   if (a.grad_input.defined()) gemm<T>(false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
   if (a.grad_w_ih.defined()) gemm<T>(true, false, GH, I, rows, dgx, GH, x, I, T(0), a.grad_w_ih.data_ptr<T>(), I);
   if (a.grad_w_hh.defined()) {
@@ -388,6 +401,29 @@ void backward_impl(const RnnBackwardArgs& a) {
     else
       column_sums<T>(rows, GH, dgh, a.grad_b_hh.data_ptr<T>());
   }
+}
+
+template <typename T>
+void backward_impl(const RnnBackwardArgs& a) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t GH = rnn_gate_count(cfg.mode) * cfg.H, BH = cfg.B * cfg.H, rows = cfg.T * cfg.B;
+  const bool lstm = cfg.mode == RnnMode::Lstm, gru = cfg.mode == RnnMode::Gru;
+  const TensorOptions opts{a.input.dtype(), a.input.device()};
+
+  // dgx: gradients of the input-side pre-activations; dgh: of the hidden-side ones (they differ
+  // only for GRU's n gate, where r multiplies W_hn h + b_hn). Every row is written below.
+  Tensor dgx_buf = empty({rows, GH}, opts), dgh_buf = gru ? empty({rows, GH}, opts) : dgx_buf;
+  T* dgx = dgx_buf.data_ptr<T>();
+  T* dgh = dgh_buf.data_ptr<T>();
+  std::vector<T> dh(a.grad_h_n.data_ptr<T>(), a.grad_h_n.data_ptr<T>() + BH);
+  std::vector<T> dc(lstm ? static_cast<size_t>(BH) : 0);
+  if (lstm) std::memcpy(dc.data(), a.grad_c_n.data_ptr<T>(), sizeof(T) * BH);
+  const bool need_dh0 = a.grad_h0.defined();
+
+  recurrent_backward<T>(a, dgx, dgh, dh, dc, need_dh0);
+  if (need_dh0) std::memcpy(a.grad_h0.data_ptr<T>(), dh.data(), sizeof(T) * BH);
+  if (a.grad_c0.defined()) std::memcpy(a.grad_c0.data_ptr<T>(), dc.data(), sizeof(T) * BH);
+  parameter_gradients<T>(a, dgx, dgh);
 }
 
 void cpu_rnn_forward(const RnnForwardArgs& a) {

@@ -136,6 +136,38 @@ struct Chunk {
 };
 
 // ------------------------------------------------------------------ shared-memory bitonic sort
+// Bitonic network over each chunk of P: pair t compares i and i + j, ascending where bit
+// `size` of i's position within the chunk is clear (the last merge sorts every chunk up).
+// The 32 pairs of a warp's step lie in one aligned 64-entry segment whenever j <= 32, and
+// every step gives a warp the same segments (blockDim is a multiple of 32), so between two
+// such stages the warp's own __syncwarp suffices; a block barrier is needed only next to a
+// stage with j > 32 (50 of the 78 stages of a 4096-entry sort end in a __syncwarp).
+// Every thread of the block takes part (it ends in a barrier or a warp sync that all reach).
+template <typename U>
+EMBER_DEVICE void bitonic_sort_chunks(U* key, uint32_t* pos, int P, int E) {
+  for (int size = 2; size <= P; size <<= 1) {
+    for (int j = size >> 1; j > 0; j >>= 1) {
+      for (int t = threadIdx.x; t < E / 2; t += blockDim.x) {
+        const int i = 2 * t - (t & (j - 1)), l = i + j;
+        const bool up = (i & (P - 1) & size) == 0;
+        const U ki = key[i], kl = key[l];
+        const uint32_t pi = pos[i], pl = pos[l];
+        if (after(ki, pi, kl, pl) == up) {
+          key[i] = kl;
+          key[l] = ki;
+          pos[i] = pl;
+          pos[l] = pi;
+        }
+      }
+      const int next_j = j > 1 ? j >> 1 : size;  // size: the next merge's first stage (or none)
+      if (j > 32 || next_j > 32 || (j == 1 && size == P))
+        __syncthreads();
+      else
+        __syncwarp();
+    }
+  }
+}
+
 // Each block sorts G chunks of up to P = 2^log_p elements at a time. With one chunk per row
 // (nseg == 1) it writes the first k values and indices; otherwise the first min(len, k) (key,
 // position) pairs of each chunk to scratch, for the merge passes.
@@ -176,33 +208,7 @@ __global__ void sort_chunks(const typename KeyTypes<K>::S* a, typename KeyTypes<
       pos[g * P + j] = static_cast<uint32_t>(j);
     }
     __syncthreads();
-    // Bitonic network over each chunk of P: pair t compares i and i + j, ascending where bit
-    // `size` of i's position within the chunk is clear (the last merge sorts every chunk up).
-    // The 32 pairs of a warp's step lie in one aligned 64-entry segment whenever j <= 32, and
-    // every step gives a warp the same segments (blockDim is a multiple of 32), so between two
-    // such stages the warp's own __syncwarp suffices; a block barrier is needed only next to a
-    // stage with j > 32 (50 of the 78 stages of a 4096-entry sort end in a __syncwarp).
-    for (int size = 2; size <= P; size <<= 1) {
-      for (int j = size >> 1; j > 0; j >>= 1) {
-        for (int t = threadIdx.x; t < E / 2; t += blockDim.x) {
-          const int i = 2 * t - (t & (j - 1)), l = i + j;
-          const bool up = (i & (P - 1) & size) == 0;
-          const U ki = key[i], kl = key[l];
-          const uint32_t pi = pos[i], pl = pos[l];
-          if (after(ki, pi, kl, pl) == up) {
-            key[i] = kl;
-            key[l] = ki;
-            pos[i] = pl;
-            pos[l] = pi;
-          }
-        }
-        const int next_j = j > 1 ? j >> 1 : size;  // size: the next merge's first stage (or none)
-        if (j > 32 || next_j > 32 || (j == 1 && size == P))
-          __syncthreads();
-        else
-          __syncwarp();
-      }
-    }
+    bitonic_sort_chunks(key, pos, P, E);
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
       const int g = interleave ? (e & (G - 1)) : (e >> log_p);
       const int j = interleave ? (e >> log_g) : (e & (P - 1));

@@ -18,6 +18,45 @@ using Grads = std::vector<Tensor>;
 using Needs = std::vector<bool>;
 using nn_detail::raw;
 
+namespace {
+
+// Probability targets (floating) have the logits' shape and dtype and ignore nothing; class
+// targets are int64 of the logits' shape without the class dim.
+void check_target(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
+                  const Shape& sample_shape) {
+  const char* op = "cross_entropy";
+  if (is_floating(target.dtype())) {
+    EMBER_CHECK(target.shape() == logits.shape(), op, ": probability targets must have the logits' shape ",
+                shape_str(logits.shape()), ", got ", shape_str(target.shape()));
+    EMBER_CHECK(target.dtype() == logits.dtype(), op, ": target dtype ", dtype_name(target.dtype()),
+                " does not match the logits' ", dtype_name(logits.dtype()));
+    EMBER_CHECK(opts.ignore_index < 0, op, ": ignore_index (", opts.ignore_index,
+                ") is not supported with probability targets");
+  } else {
+    EMBER_CHECK(target.dtype() == DType::Int64, op, ": class targets must be int64 (or probabilities of the logits' ",
+                "float dtype), got ", dtype_name(target.dtype()));
+    EMBER_CHECK(target.shape() == sample_shape, op, ": target shape ", shape_str(target.shape()),
+                " does not match the logits' ", shape_str(logits.shape()), " (expected ", shape_str(sample_shape), ")");
+  }
+}
+
+// The per-sample losses [N, S] reduced (outside autograd: the op records its own backward); the
+// mean divides by `divisor`.
+Tensor reduce_loss(const Tensor& loss, Reduction reduction, const Tensor& divisor, const Shape& sample_shape) {
+  NoGradGuard ng;
+  switch (reduction) {
+    case Reduction::None:
+      return loss.view(sample_shape);
+    case Reduction::Sum:
+      return sum(loss);
+    case Reduction::Mean:
+      break;
+  }
+  return div(sum(loss), divisor);
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts) {
   const char* op = "cross_entropy";
   nn_detail::check_float_input(logits, op, "logits");
@@ -41,19 +80,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   }
 
   const bool prob = is_floating(target.dtype());
-  if (prob) {
-    EMBER_CHECK(target.shape() == logits.shape(), op, ": probability targets must have the logits' shape ",
-                shape_str(logits.shape()), ", got ", shape_str(target.shape()));
-    EMBER_CHECK(target.dtype() == logits.dtype(), op, ": target dtype ", dtype_name(target.dtype()),
-                " does not match the logits' ", dtype_name(logits.dtype()));
-    EMBER_CHECK(opts.ignore_index < 0, op, ": ignore_index (", opts.ignore_index,
-                ") is not supported with probability targets");
-  } else {
-    EMBER_CHECK(target.dtype() == DType::Int64, op, ": class targets must be int64 (or probabilities of the logits' ",
-                "float dtype), got ", dtype_name(target.dtype()));
-    EMBER_CHECK(target.shape() == sample_shape, op, ": target shape ", shape_str(target.shape()),
-                " does not match the logits' ", shape_str(logits.shape()), " (expected ", shape_str(sample_shape), ")");
-  }
+  check_target(logits, target, opts, sample_shape);
   nn_detail::check_channel_vector(opts.weight, C, logits, op, "weight");
 
   CrossEntropyArgs args{opts.ignore_index, opts.label_smoothing, prob};
@@ -71,22 +98,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   Tensor total_weight = prob ? Tensor() : empty({}, logits.options());
   cross_entropy_forward_stub(logits.device())(loss, lse, total_weight, x, t, w, args);
 
-  Tensor out, divisor;
-  {
-    NoGradGuard ng;
-    switch (opts.reduction) {
-      case Reduction::None:
-        out = loss.view(sample_shape);
-        break;
-      case Reduction::Sum:
-        out = sum(loss);
-        break;
-      case Reduction::Mean:
-        divisor = prob ? scalar_tensor(static_cast<double>(N * S), logits.options()) : total_weight;
-        out = div(sum(loss), divisor);
-        break;
-    }
-  }
+  // Mean of probability targets: over every sample; of class targets: over their weights.
+  const Tensor divisor = opts.reduction != Reduction::Mean ? Tensor()
+                         : prob                            ? scalar_tensor(static_cast<double>(N * S), logits.options())
+                                                           : total_weight;
+  const Tensor out = reduce_loss(loss, opts.reduction, divisor, sample_shape);
 
   if (autograd::any_requires_grad({logits, prob ? target : Tensor()})) {
     SavedTensor sx(x), st(t), sl(lse), sw(w), sd(divisor);

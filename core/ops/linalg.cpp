@@ -66,6 +66,41 @@ Shape batch_of(const Tensor& t) {
   return Shape(t.shape().begin(), t.shape().end() - 2);
 }
 
+// Whether the batch dims of a (row-major, rows ld apart) continue its row stride, so that its
+// batch is n * batch rows of one tall matrix.
+bool batch_continues_rows(const Tensor& a, const BlasLayout& la, int64_t n) {
+  int64_t expected = la.ld * n;
+  for (int64_t d = a.dim() - 3; d >= 0; --d) {
+    if (a.size(d) == 1) continue;
+    if (a.stride(d) != expected) return false;
+    expected *= a.size(d);
+  }
+  return true;
+}
+
+// Per batch dim of c other than 1: size and the element strides of a, b, c (0 where an operand is
+// broadcast), with neighbours that step evenly in all three merged into one.
+std::vector<std::array<int64_t, 4>> coalesced_batch_dims(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const Shape batch = batch_of(c);
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  auto bstride = [&](const Tensor& t, int64_t i) -> int64_t {
+    const int64_t j = i - (nb - (t.dim() - 2));
+    return j < 0 || t.size(j) == 1 ? 0 : t.stride(j);
+  };
+  std::vector<std::array<int64_t, 4>> dims;  // size, sa, sb, sc
+  for (int64_t i = 0; i < nb; ++i)
+    if (batch[i] != 1) dims.push_back({batch[i], bstride(a, i), bstride(b, i), c.stride(i)});
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) {
+    auto& o = dims[d];
+    const auto& in = dims[d + 1];
+    if (o[1] == in[1] * in[0] && o[2] == in[2] * in[0] && o[3] == in[3] * in[0]) {
+      o = {o[0] * in[0], in[1], in[2], in[3]};
+      dims.erase(dims.begin() + d + 1);
+    }
+  }
+  return dims;
+}
+
 // c = alpha * a·b + beta * c, where a is [..., n, k], b is [..., k, m] and c is a contiguous
 // [batch..., n, m] with batch the broadcast of both batch shapes. No autograd.
 void gemm_into(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
@@ -82,8 +117,6 @@ void gemm_into(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double a
   }
   BlasLayout la, lb;
   Tensor a = blas_ready(a_in, la), b = blas_ready(b_in, lb);
-  const Shape batch = batch_of(c);
-  const int64_t nb = static_cast<int64_t>(batch.size());
   const size_t isz = c.itemsize();
 
   GemmArgs g;
@@ -104,37 +137,13 @@ void gemm_into(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double a
 
   // A batch of row-major a against one b is one tall GEMM when a's batch dims continue its row
   // stride (a linear layer on [batch, seq, features], and the weight gradient of one).
-  if (numel_of(batch_of(b)) == 1 && !la.trans) {
-    bool fold = true;
-    int64_t expected = la.ld * n;
-    for (int64_t d = a.dim() - 3; d >= 0 && fold; --d) {
-      if (a.size(d) == 1) continue;
-      fold = a.stride(d) == expected;
-      expected *= a.size(d);
-    }
-    if (fold) {
-      g.m = n * numel_of(batch_of(a));
-      gemm_stub(c.device())(g);
-      return;
-    }
+  if (numel_of(batch_of(b)) == 1 && !la.trans && batch_continues_rows(a, la, n)) {
+    g.m = n * numel_of(batch_of(a));
+    gemm_stub(c.device())(g);
+    return;
   }
 
-  // Per batch dim: size and the element strides of a, b, c (0 where an operand is broadcast).
-  auto bstride = [&](const Tensor& t, int64_t i) -> int64_t {
-    const int64_t j = i - (nb - (t.dim() - 2));
-    return j < 0 || t.size(j) == 1 ? 0 : t.stride(j);
-  };
-  std::vector<std::array<int64_t, 4>> dims;  // size, sa, sb, sc
-  for (int64_t i = 0; i < nb; ++i)
-    if (batch[i] != 1) dims.push_back({batch[i], bstride(a, i), bstride(b, i), c.stride(i)});
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) {
-    auto& o = dims[d];
-    const auto& in = dims[d + 1];
-    if (o[1] == in[1] * in[0] && o[2] == in[2] * in[0] && o[3] == in[3] * in[0]) {
-      o = {o[0] * in[0], in[1], in[2], in[3]};
-      dims.erase(dims.begin() + d + 1);
-    }
-  }
+  std::vector<std::array<int64_t, 4>> dims = coalesced_batch_dims(a, b, c);
   if (dims.empty()) {
     gemm_stub(c.device())(g);
     return;

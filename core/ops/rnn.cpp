@@ -55,12 +55,12 @@ Tensor kernel_operand(const Tensor& t) {
   return t.detach().contiguous();
 }
 
-}  // namespace
-
-RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+// The layer's configuration, once every operand has been checked against the input and the mode
+// (shapes, dtypes, devices) and the lengths against the batch and the steps; lengths all equal to
+// T are dropped (the kernels' fast path).
+RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                          const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
                          bool reverse) {
-  const bool lstm = mode == RnnMode::Lstm;
   const int64_t G = rnn_gate_count(mode);
   EMBER_CHECK(input.defined() && w_ih.defined() && w_hh.defined(),
               "rnn_layer: input, w_ih and w_hh must be defined tensors");
@@ -79,7 +79,8 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
   if (b_ih.defined()) check_operand(b_ih, "b_ih", {GH}, input, mode, gates_why.c_str());
   if (b_hh.defined()) check_operand(b_hh, "b_hh", {GH}, input, mode, gates_why.c_str());
   if (h0.defined()) check_operand(h0, "h0", {B, H}, input, mode, "[batch, hidden]");
-  EMBER_CHECK(!c0.defined() || lstm, "rnn_layer: c0 is only for LSTM, but the mode is ", mode_name(mode));
+  EMBER_CHECK(!c0.defined() || mode == RnnMode::Lstm, "rnn_layer: c0 is only for LSTM, but the mode is ",
+              mode_name(mode));
   if (c0.defined()) check_operand(c0, "c0", {B, H}, input, mode, "[batch, hidden]");
 
   RnnConfig cfg{mode, reverse, T, B, I, H, {}};
@@ -94,7 +95,17 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
     }
     if (!all_full) cfg.lengths = lengths;
   }
+  return cfg;
+}
 
+}  // namespace
+
+RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                         const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
+                         bool reverse) {
+  const bool lstm = mode == RnnMode::Lstm;
+  const RnnConfig cfg = checked_config(mode, input, w_ih, w_hh, b_ih, b_hh, h0, c0, lengths, reverse);
+  const int64_t T = cfg.T, B = cfg.B, H = cfg.H, GH = rnn_gate_count(mode) * H;
   const TensorOptions opts{input.dtype(), input.device()};
   RnnForwardArgs fa;
   fa.cfg = cfg;

@@ -1,9 +1,11 @@
 // The one header a program using Ember includes: tensors and every op, autograd (NoGradGuard,
 // gradcheck), devices, generators, threads, memory statistics and streams; the training API
-// (nn modules, layers, losses, initialisers, optimizers, LR schedules, checkpoints). Data loading
-// (data/: datasets, the DataLoader, transforms; Ember::ember_data), the model zoo, interop and the
-// scheduler are built but not in this header: include their own headers (e.g. "data/dataloader.h")
-// and link their libraries.
+// (nn modules, layers, losses, initialisers, optimizers, LR schedules, checkpoints). The other
+// libraries are installed beside it but not gathered here: data loading (data/: datasets, the
+// DataLoader, transforms; Ember::ember_data), the model zoo (Ember::ember_models), interop
+// (Ember::ember_interop), in-job parallelism (dist/, Ember::ember_dist), the training loop (train/:
+// Trainer, checkpoints, progress; Ember::ember_train) and the job scheduler: include their own
+// headers (e.g. "data/dataloader.h", "train/trainer.h") and link their libraries.
 #pragma once
 
 #include <ember/config.h>

@@ -165,11 +165,16 @@ int64_t slurm_submit(const SlurmRun& run_) {
   for (const std::string& a : run_.args) script.append(" ").append(sh_word(a));
   script.append("\n");
 
+  // One task per node of the run (a gang over several nodes gets them all: Slurm refuses a
+  // --nodelist of more nodes than --nodes); the batch script runs on the first, and the program
+  // reaches the others through srun or mpirun inside the allocation.
+  const std::string nodes = std::to_string(std::count(run_.node.begin(), run_.node.end(), ',') + 1);
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--job-name=" + run_.name,
-                                   "--nodes=1",
-                                   "--ntasks=1",
+                                   "--nodes=" + nodes,
+                                   "--ntasks=" + nodes,
+                                   "--ntasks-per-node=1",
                                    "--nodelist=" + run_.node,
                                    "--output=" + run_.log_path,
                                    "--open-mode=append",

@@ -65,6 +65,89 @@ void decision_gradient(const DecisionRecord& k, const std::vector<float>& s, dou
   for (size_t p = 0; p < n; ++p) g[k.first_row + k.order[p]] += static_cast<float>(grad[p]);
 }
 
+// The rollouts of one iteration on window w: each a simulation with the policy exploring (its
+// seed drawn from rng in turn), its average JCT, its end and its reward-to-go.
+std::vector<Rollout> play_rollouts(const std::vector<JobSpec>& w, const Topology& topo,
+                                   const std::shared_ptr<PolicyNet>& net, const TrainPolicyOptions& o, double scale,
+                                   std::mt19937_64& rng) {
+  std::vector<Rollout> rs(o.rollouts);
+  for (Rollout& r : rs) {
+    LearnedPolicy p(net);
+    p.explore(rng(), &r.episode, o.temperature);
+    SimResult sr = run(w, topo, p, o.preempt_cost);
+    r.avg_jct = sr.metrics.avg_jct;
+    for (const JobResult& j : sr.jobs) r.end = std::max(r.end, j.finish);
+    fill_to_go(r, scale);
+  }
+  return rs;
+}
+
+// Per rollout and decision, the advantage (0 where nothing was ordered), with the mean and
+// standard deviation over the decisions that count, and their number.
+struct Advantages {
+  std::vector<std::vector<double>> of;
+  double mean = 0, sd = 0, count = 0;
+};
+
+// Advantages: each decision's reward-to-go against the other rollouts' from the same moment.
+Advantages advantages(const std::vector<Rollout>& rs, double scale) {
+  Advantages a;
+  std::vector<std::vector<double>>& adv = a.of;
+  adv.resize(rs.size());
+  double sum = 0, sq = 0, count = 0;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const auto& d = rs[i].episode.decisions;
+    adv[i].assign(d.size(), 0.0);
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (d[k].order.empty()) continue;
+      double b = 0;
+      for (size_t j = 0; j < rs.size(); ++j)
+        if (j != i) b += to_go_at(rs[j], d[k].time, scale);
+      adv[i][k] = rs[i].to_go[k] - b / static_cast<double>(rs.size() - 1);
+      sum += adv[i][k], sq += adv[i][k] * adv[i][k], count += 1;
+    }
+  }
+  a.mean = count ? sum / count : 0;
+  a.sd = count ? std::sqrt(std::max(sq / count - a.mean * a.mean, 0.0)) : 0;
+  a.count = count;
+  return a;
+}
+
+// The policy gradient of every rollout's decisions, weighted by their normalised advantages,
+// accumulated into the network's gradients (adv.sd > 0).
+void accumulate_policy_gradient(PolicyNet& net, const std::vector<Rollout>& rs, const Advantages& adv,
+                                double temperature) {
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const Episode& ep = rs[i].episode;
+    const int64_t rows = static_cast<int64_t>(ep.features.size() / kFeatures);
+    if (rows == 0) continue;
+    Tensor scores = net.forward(from_vector(ep.features, {rows, kFeatures}));
+    const std::vector<float> s = scores.detach().to_vector<float>();
+    std::vector<float> g(static_cast<size_t>(rows), 0.0f);
+    for (size_t k = 0; k < ep.decisions.size(); ++k)
+      if (!ep.decisions[k].order.empty())
+        decision_gradient(ep.decisions[k], s, temperature, -(adv.of[i][k] - adv.mean) / adv.sd / adv.count, g);
+    scores.backward(from_vector(g, {rows}));
+  }
+}
+
+// The curve's record of iteration `it` on window w (starting at window_start): its rollouts' mean
+// and best average JCT beside the heuristics' on the same window.
+CurvePoint training_point(int it, const std::vector<JobSpec>& w, double window_start, const std::vector<Rollout>& rs,
+                          const Topology& topo, double preempt_cost) {
+  CurvePoint pt;
+  pt.iteration = it;
+  pt.window_start = window_start;
+  pt.rollout_best = INFINITY;
+  for (const Rollout& r : rs) {
+    pt.rollout_mean += r.avg_jct / static_cast<double>(rs.size());
+    pt.rollout_best = std::min(pt.rollout_best, r.avg_jct);
+  }
+  pt.gittins = heuristic(w, topo, "gittins", preempt_cost);
+  pt.las = heuristic(w, topo, "las", preempt_cost);
+  return pt;
+}
+
 }  // namespace
 
 double plackett_luce_prefix(const std::vector<double>& scores, int prefix, double weight, std::vector<double>& grad) {
@@ -150,59 +233,15 @@ TrainResult train_policy(const std::vector<JobSpec>& trace, const TrainPolicyOpt
   for (int it = 1; it <= o.iterations; ++it) {
     const size_t first = std::uniform_int_distribution<size_t>(0, train_jobs - (V + 1) * W)(rng);
     const std::vector<JobSpec> w = cut_window(trace, first, W);
-    std::vector<Rollout> rs(o.rollouts);
-    for (Rollout& r : rs) {
-      LearnedPolicy p(res.net);
-      p.explore(rng(), &r.episode, o.temperature);
-      SimResult sr = run(w, topo, p, o.preempt_cost);
-      r.avg_jct = sr.metrics.avg_jct;
-      for (const JobResult& j : sr.jobs) r.end = std::max(r.end, j.finish);
-      fill_to_go(r, scale);
-    }
-    // Advantages: each decision's reward-to-go against the other rollouts' from the same moment.
-    std::vector<std::vector<double>> adv(rs.size());
-    double sum = 0, sq = 0, count = 0;
-    for (size_t i = 0; i < rs.size(); ++i) {
-      const auto& d = rs[i].episode.decisions;
-      adv[i].assign(d.size(), 0.0);
-      for (size_t k = 0; k < d.size(); ++k) {
-        if (d[k].order.empty()) continue;
-        double b = 0;
-        for (size_t j = 0; j < rs.size(); ++j)
-          if (j != i) b += to_go_at(rs[j], d[k].time, scale);
-        adv[i][k] = rs[i].to_go[k] - b / static_cast<double>(rs.size() - 1);
-        sum += adv[i][k], sq += adv[i][k] * adv[i][k], count += 1;
-      }
-    }
-    const double mean = count ? sum / count : 0;
-    const double sd = count ? std::sqrt(std::max(sq / count - mean * mean, 0.0)) : 0;
+    const std::vector<Rollout> rs = play_rollouts(w, topo, res.net, o, scale, rng);
+    const Advantages adv = advantages(rs, scale);
     adam.zero_grad();
-    if (sd > 0) {
-      for (size_t i = 0; i < rs.size(); ++i) {
-        const Episode& ep = rs[i].episode;
-        const int64_t rows = static_cast<int64_t>(ep.features.size() / kFeatures);
-        if (rows == 0) continue;
-        Tensor scores = res.net->forward(from_vector(ep.features, {rows, kFeatures}));
-        const std::vector<float> s = scores.detach().to_vector<float>();
-        std::vector<float> g(static_cast<size_t>(rows), 0.0f);
-        for (size_t k = 0; k < ep.decisions.size(); ++k)
-          if (!ep.decisions[k].order.empty())
-            decision_gradient(ep.decisions[k], s, o.temperature, -(adv[i][k] - mean) / sd / count, g);
-        scores.backward(from_vector(g, {rows}));
-      }
+    if (adv.sd > 0) {
+      accumulate_policy_gradient(*res.net, rs, adv, o.temperature);
       optim::clip_grad_norm_(res.net->parameters(), 1.0);
       adam.step();
     }
-    CurvePoint pt;
-    pt.iteration = it;
-    pt.window_start = trace[first].submit;
-    pt.rollout_best = INFINITY;
-    for (const Rollout& r : rs) {
-      pt.rollout_mean += r.avg_jct / static_cast<double>(rs.size());
-      pt.rollout_best = std::min(pt.rollout_best, r.avg_jct);
-    }
-    pt.gittins = heuristic(w, topo, "gittins", o.preempt_cost);
-    pt.las = heuristic(w, topo, "las", o.preempt_cost);
+    CurvePoint pt = training_point(it, w, trace[first].submit, rs, topo, o.preempt_cost);
     if (it % o.eval_every == 0 || it == o.iterations) {
       pt.eval = evaluate();
       pt.eval_gittins = val_gittins;

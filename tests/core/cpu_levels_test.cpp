@@ -42,12 +42,14 @@ Tensor leaf(const Tensor& x) {
   return x.detach().clone().requires_grad_();
 }
 
-std::vector<LevelCase> cases() {
-  std::vector<LevelCase> v;
-  auto f32 = [](Shape s, uint64_t seed) {
-    Generator g(seed);
-    return randn(s, {}, &g);
-  };
+// A float32 normal tensor of shape s drawn from seed: the same inputs at every level.
+Tensor f32(Shape s, uint64_t seed) {
+  Generator g(seed);
+  return randn(s, {}, &g);
+}
+
+// Elementwise kernels: arithmetic, math, activations, comparisons and integers.
+void add_elementwise_cases(std::vector<LevelCase>& v) {
   v.push_back({"binary and broadcast",
                [&] {
                  return std::vector<Tensor>{f32({37, 129}, 1), f32({129}, 2)};
@@ -108,6 +110,10 @@ std::vector<LevelCase> cases() {
          return std::vector<Tensor>{
              add(a, b), mul(a, b), sub(a, b), maximum(a, b), abs(a), sum(a), in[1].to(DType::Float32).to(DType::Int32)};
        }});
+}
+
+// Reductions, softmax and cross-entropy, conv, pooling, norms.
+void add_reduction_and_nn_cases(std::vector<LevelCase>& v) {
   v.push_back({"reductions",
                [&] {
                  return std::vector<Tensor>{f32({23, 67, 5}, 8)};
@@ -177,6 +183,10 @@ std::vector<LevelCase> cases() {
                  (square(y).sum() + (z * z.detach()).sum()).backward();
                  return std::vector<Tensor>{y.detach(), z.detach(), rm, rv, x.grad(), w.grad(), b.grad()};
                }});
+}
+
+// RNN layers, matmul, copies and casts, random masks, index ops.
+void add_rnn_matmul_copy_index_cases(std::vector<LevelCase>& v) {
   for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru, RnnMode::RnnTanh}) {
     const int64_t gates = mode == RnnMode::Lstm ? 4 : mode == RnnMode::Gru ? 3 : 1;
     v.push_back({std::string("recurrent layer, mode ") + std::to_string(static_cast<int>(mode)),
@@ -246,6 +256,13 @@ std::vector<LevelCase> cases() {
                                             pad(a, {1, 2, 3, 0}, PadMode::Reflect),
                                             one_hot(si.select(1, 0), 23)};
                }});
+}
+
+std::vector<LevelCase> cases() {
+  std::vector<LevelCase> v;
+  add_elementwise_cases(v);
+  add_reduction_and_nn_cases(v);
+  add_rnn_matmul_copy_index_cases(v);
   return v;
 }
 

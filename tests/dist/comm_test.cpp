@@ -1,8 +1,13 @@
 // Every collective of the MPI communicator against a serial reference, for every dtype and for
 // odd sizes, with rank-dependent data; point-to-point in a ring; the argument errors.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -253,15 +258,42 @@ TEST(MpiComm, AnIdleCommunicatorSleeps) {
   comm().barrier("idle end")->wait();
 }
 
-// Every rank of these suites runs on one node, so all_reduce goes through shared memory unless
+// Each rank's host, as a number every rank can compare (its hostname hashed into the 52 bits a
+// double holds exactly).
+std::vector<double> hosts_of_ranks() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return dist_test::gather(static_cast<double>(std::hash<std::string>{}(name) & ((uint64_t{1} << 52) - 1)));
+}
+
+// A rank's node-local rank and size are its place among the ranks on its host (by hostname: on
+// one machine every rank shares it; across hosts, such as the network-namespace hosts of
+// tests/multinode, each host's ranks count from 0), not among all ranks of the job.
+TEST(MpiComm, LocalRanksCountTheRanksOnTheSameHost) {
+  std::vector<double> host = hosts_of_ranks();
+  const int me = comm().rank();
+  int before = 0, same = 0;
+  for (int r = 0; r < comm().size(); ++r) {
+    same += host[r] == host[me];
+    before += r < me && host[r] == host[me];
+  }
+  EXPECT_EQ(comm().local_rank(), before);
+  EXPECT_EQ(comm().local_size(), same);
+}
+
+// all_reduce goes through shared memory when every rank runs on one host, unless
 // EMBER_MPI_SHM_SLOT_BYTES=0 keeps it on MPI, on every rank if any rank asks (ctest runs the
-// suites with it on every rank, on one rank only, and on none).
-TEST(MpiComm, AllReduceGoesThroughSharedMemoryOnOneNodeUnlessARankSaysNo) {
+// suites with it on every rank, on one rank only, and on none); a job over several hosts stays on
+// MPI (tests/multinode runs this suite over two).
+TEST(MpiComm, AllReduceGoesThroughSharedMemoryOnOneHostUnlessARankSaysNo) {
   auto& mpi = dynamic_cast<ember::dist::MpiCommunicator&>(comm());
   const char* v = std::getenv("EMBER_MPI_SHM_SLOT_BYTES");
   bool any_no = false;
   for (double no : dist_test::gather(v && std::string(v) == "0" ? 1 : 0)) any_no |= no != 0;
-  for (double used : dist_test::gather(mpi.shared_memory_all_reduce() ? 1 : 0)) EXPECT_EQ(used != 0, !any_no);
+  std::vector<double> host = hosts_of_ranks();
+  const bool one_host = std::all_of(host.begin(), host.end(), [&](double h) { return h == host[0]; });
+  for (double used : dist_test::gather(mpi.shared_memory_all_reduce() ? 1 : 0))
+    EXPECT_EQ(used != 0, one_host && !any_no) << (one_host ? "one host" : "several hosts");
 }
 
 // MPI leaves a collective whose ranks pass different sizes undefined (it may hang or truncate);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/autograd/engine.h"
@@ -67,5 +68,19 @@ inline Tensor checked_composed(const Tensor& op, const Inputs& x, const std::fun
                                Tolerance tol, bool grads = true) {
   return checked(op, composed(on_cpu(x)), x, tol, grads);
 }
+
+// Adds float64 *_vs_composed rows (tolerance 1e-9) to `rows`: `diff` checks the op against its
+// composition itself, and the inputs listed in `constants` take no gradient. An object rather than
+// a function so that each piece of a long table names it once (`const ComposedRows composed{t};`)
+// and adds its rows with `composed(name, make, diff, constants)`.
+struct ComposedRows {
+  std::vector<OpRow>& rows;
+  void operator()(const std::string& name, std::function<Inputs(Generator&)> make,
+                  std::function<Tensor(const Inputs&)> diff, std::vector<size_t> constants = {}) const {
+    OpRow r{name, std::move(make), std::move(diff), 1e-9};
+    r.constants = std::move(constants);
+    rows.push_back(std::move(r));
+  }
+};
 
 }  // namespace ember::ops_test

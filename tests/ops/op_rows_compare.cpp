@@ -98,7 +98,9 @@ Tensor flat_cat(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
-void add_compare_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_comparison_layout_rows(std::vector<OpRow>& t) {
   for (DType dt : kAll) {
     for (const Layout& l : binary_layouts()) {
       const std::string tag = std::string(dtype_name(dt)) + "_" + l.name;
@@ -156,7 +158,9 @@ void add_compare_rows(std::vector<OpRow>& t) {
           return flat_cat(r);
         }));
   }
+}
 
+void add_where_layout_rows(std::vector<OpRow>& t) {
   // where: operands cond, a, b; a scalar side is read from device memory by every thread.
   const std::vector<Layout> where_layouts = {
       {"contiguous_tail", {1027}, {{1027}, {1027}, {1027}}},
@@ -203,7 +207,9 @@ void add_compare_rows(std::vector<OpRow>& t) {
           return cat(r, 0);
         }));
   }
+}
 
+void add_isclose_rows(std::vector<OpRow>& t) {
   // isclose: b is a itself, a nudged by a relative or an absolute amount, or unrelated, element by
   // element; tolerances relative, absolute, both and none.
   for (DType dt : {DType::Float32, DType::Float64}) {
@@ -236,6 +242,14 @@ void add_compare_rows(std::vector<OpRow>& t) {
           }));
     }
   }
+}
+
+}  // namespace
+
+void add_compare_rows(std::vector<OpRow>& t) {
+  add_comparison_layout_rows(t);
+  add_where_layout_rows(t);
+  add_isclose_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -143,90 +143,101 @@ struct Geometry {
   bool transpose;
 };
 
-std::vector<Geometry> geometries() {
+// Appends to a list of geometries: conv() a convolution's, tconv() a transposed convolution's.
+struct GeometryList {
   std::vector<Geometry> v;
-  auto add_conv = [&](const std::string& name, const Cfg& c, DType dt) { v.push_back({name, c, dt, false}); };
-  auto add_tconv = [&](const std::string& name, const Cfg& c, DType dt) { v.push_back({name, c, dt, true}); };
+  void conv(const std::string& name, const Cfg& c, DType dt) { v.push_back({name, c, dt, false}); }
+  void tconv(const std::string& name, const Cfg& c, DType dt) { v.push_back({name, c, dt, true}); }
+};
+
+// The geometries chosen for a kernel path each (pointwise, depthwise, many images, channels last,
+// Winograd, row tiles), beside the random ones.
+void add_path_geometries(GeometryList& g) {
+  Cfg pw;  // 1x1 stride 1: the plain-GEMM path; strided 1x1 goes through im2col
+  pw.N = 3, pw.C = 5, pw.OC = 4, pw.H = 6, pw.W = 7, pw.KH = 1, pw.KW = 1;
+  g.conv("pointwise", pw, DType::Float64);
+  pw.sh = 2;
+  g.conv("pointwise_strided", pw, DType::Float64);
+  Cfg dw;  // depthwise: direct loops, with stride, padding and dilation
+  dw.N = 2, dw.C = 4, dw.OC = 4, dw.groups = 4, dw.H = 9, dw.W = 8, dw.ph = 1, dw.pw = 2, dw.sh = 2, dw.dw = 2;
+  g.conv("depthwise_strided_dilated", dw, DType::Float64);
+  dw.sh = 1, dw.sw = 1, dw.dw = 1;
+  g.conv("depthwise", dw, DType::Float32);
+  g.tconv("depthwise", dw, DType::Float64);
+  Cfg mult = dw;  // channel multiplier 2: grouped GEMMs
+  mult.OC = 8;
+  g.conv("depthwise_multiplier2", mult, DType::Float64);
+  Cfg many;  // small images, large batch: several images per GEMM, several threads
+  many.N = 37, many.C = 3, many.OC = 5, many.H = 5, many.W = 4, many.ph = 1;
+  g.conv("many_images", many, DType::Float64);
+  g.conv("many_images", many, DType::Float32);
+  g.tconv("many_images", many, DType::Float64);
+  many.KH = 1, many.KW = 1, many.ph = 0;
+  g.conv("many_images_pointwise", many, DType::Float64);
+  Cfg cl;  // at least 8 channels and output rows shorter than 16: the channels-last im2row path
+  cl.N = 5, cl.C = 9, cl.OC = 6, cl.H = 7, cl.W = 6;
+  g.conv("channels_last", cl, DType::Float64);
+  g.conv("channels_last", cl, DType::Float32);
+  cl.ph = 2, cl.pw = 1, cl.sh = 2, cl.dw = 2, cl.KW = 2, cl.bias = false;
+  g.conv("channels_last_padded_strided", cl, DType::Float64);
+  cl.N = 40;  // several images per GEMM and several threads
+  g.conv("channels_last_many_images", cl, DType::Float64);
+  Cfg cl_odd;  // channel counts past a multiple of four (the transpose takes four at a time)
+  cl_odd.N = 2, cl_odd.C = 21, cl_odd.OC = 17, cl_odd.H = 6, cl_odd.W = 9;
+  g.conv("channels_last_odd_channels", cl_odd, DType::Float64);
+  g.tconv("channels_last_odd_channels", cl_odd, DType::Float64);
+  Cfg clt;  // transposed: the conv it inverts has 8 input channels
+  clt.N = 3, clt.C = 5, clt.OC = 8, clt.H = 4, clt.W = 3, clt.sh = 2, clt.sw = 2, clt.ph = 1, clt.opw = 1;
+  g.tconv("channels_last", clt, DType::Float64);
+  Cfg mnist;  // the MNIST CNN's second and third layers, scaled down
+  mnist.N = 3, mnist.C = 32, mnist.OC = 8, mnist.H = 13, mnist.W = 13;
+  g.conv("mnist_layer2", mnist, DType::Float32);
+  mnist.C = 16, mnist.H = 5, mnist.W = 5;
+  g.conv("mnist_layer3", mnist, DType::Float32);
+  Cfg wino;  // 3x3 stride 1, 8+ channels each way, outputs 6x6 or more: Winograd F(2x2, 3x3)
+  wino.N = 3, wino.C = 9, wino.OC = 10, wino.H = 8, wino.W = 8;
+  g.conv("winograd", wino, DType::Float64);
+  g.conv("winograd", wino, DType::Float32);
+  wino.N = 2, wino.C = 8, wino.OC = 11, wino.H = 9, wino.W = 10, wino.ph = 1, wino.pw = 2, wino.bias = false;
+  g.conv("winograd_odd_even_padded", wino, DType::Float64);  // 9x12 outputs: clipped tiles
+  wino.ph = 2, wino.pw = 0, wino.H = 7, wino.W = 13;
+  g.conv("winograd_padding2", wino, DType::Float64);
+  g.tconv("winograd", wino, DType::Float64);  // the conv it inverts: 11 -> 8 channels, padding 0
+  Cfg wino_many;                              // several chunks of images and several threads
+  wino_many.N = 40, wino_many.C = 12, wino_many.OC = 8, wino_many.H = 13, wino_many.W = 13;
+  g.conv("winograd_many_images", wino_many, DType::Float64);
+  g.conv("winograd_many_images", wino_many, DType::Float32);
+  Cfg tiles;  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles
+  tiles.N = 1, tiles.C = 32, tiles.OC = 3, tiles.H = 32, tiles.W = 31, tiles.ph = 1, tiles.pw = 1;
+  g.conv("row_tiles", tiles, DType::Float64);
+  tiles.sh = 2, tiles.dw = 2;
+  g.conv("row_tiles_strided_dilated", tiles, DType::Float32);
+  Cfg ttiles;  // conv_transpose2d's forward runs the tiled backward-data path of the conv it inverts
+  ttiles.N = 1, ttiles.C = 3, ttiles.OC = 32, ttiles.H = 16, ttiles.W = 15, ttiles.sh = 2, ttiles.sw = 2;
+  ttiles.ph = 1, ttiles.oph = 1;
+  g.tconv("row_tiles", ttiles, DType::Float64);
+}
+
+std::vector<Geometry> geometries() {
+  GeometryList g;
   {
     std::mt19937 rng(7);
-    for (int i = 0; i < 60; ++i) add_conv("random_" + std::to_string(i), random_cfg(rng, false), DType::Float64);
-    for (int i = 60; i < 70; ++i) add_conv("random_" + std::to_string(i), random_cfg(rng, false), DType::Float32);
+    for (int i = 0; i < 60; ++i) g.conv("random_" + std::to_string(i), random_cfg(rng, false), DType::Float64);
+    for (int i = 60; i < 70; ++i) g.conv("random_" + std::to_string(i), random_cfg(rng, false), DType::Float32);
   }
   for (int64_t k : {1, 2, 3, 4, 5})
     for (int64_t d : {1, 2}) {
       Cfg c;
       c.N = 2, c.C = 2, c.OC = 3, c.H = 6, c.W = 7, c.KH = k, c.KW = 3, c.dh = d, c.same = true;
-      add_conv("same_k" + std::to_string(k) + "x3_d" + std::to_string(d), c, DType::Float64);
+      g.conv("same_k" + std::to_string(k) + "x3_d" + std::to_string(d), c, DType::Float64);
     }
-  Cfg pw;  // 1x1 stride 1: the plain-GEMM path; strided 1x1 goes through im2col
-  pw.N = 3, pw.C = 5, pw.OC = 4, pw.H = 6, pw.W = 7, pw.KH = 1, pw.KW = 1;
-  add_conv("pointwise", pw, DType::Float64);
-  pw.sh = 2;
-  add_conv("pointwise_strided", pw, DType::Float64);
-  Cfg dw;  // depthwise: direct loops, with stride, padding and dilation
-  dw.N = 2, dw.C = 4, dw.OC = 4, dw.groups = 4, dw.H = 9, dw.W = 8, dw.ph = 1, dw.pw = 2, dw.sh = 2, dw.dw = 2;
-  add_conv("depthwise_strided_dilated", dw, DType::Float64);
-  dw.sh = 1, dw.sw = 1, dw.dw = 1;
-  add_conv("depthwise", dw, DType::Float32);
-  add_tconv("depthwise", dw, DType::Float64);
-  Cfg mult = dw;  // channel multiplier 2: grouped GEMMs
-  mult.OC = 8;
-  add_conv("depthwise_multiplier2", mult, DType::Float64);
-  Cfg many;  // small images, large batch: several images per GEMM, several threads
-  many.N = 37, many.C = 3, many.OC = 5, many.H = 5, many.W = 4, many.ph = 1;
-  add_conv("many_images", many, DType::Float64);
-  add_conv("many_images", many, DType::Float32);
-  add_tconv("many_images", many, DType::Float64);
-  many.KH = 1, many.KW = 1, many.ph = 0;
-  add_conv("many_images_pointwise", many, DType::Float64);
-  Cfg cl;  // at least 8 channels and output rows shorter than 16: the channels-last im2row path
-  cl.N = 5, cl.C = 9, cl.OC = 6, cl.H = 7, cl.W = 6;
-  add_conv("channels_last", cl, DType::Float64);
-  add_conv("channels_last", cl, DType::Float32);
-  cl.ph = 2, cl.pw = 1, cl.sh = 2, cl.dw = 2, cl.KW = 2, cl.bias = false;
-  add_conv("channels_last_padded_strided", cl, DType::Float64);
-  cl.N = 40;  // several images per GEMM and several threads
-  add_conv("channels_last_many_images", cl, DType::Float64);
-  Cfg cl_odd;  // channel counts past a multiple of four (the transpose takes four at a time)
-  cl_odd.N = 2, cl_odd.C = 21, cl_odd.OC = 17, cl_odd.H = 6, cl_odd.W = 9;
-  add_conv("channels_last_odd_channels", cl_odd, DType::Float64);
-  add_tconv("channels_last_odd_channels", cl_odd, DType::Float64);
-  Cfg clt;  // transposed: the conv it inverts has 8 input channels
-  clt.N = 3, clt.C = 5, clt.OC = 8, clt.H = 4, clt.W = 3, clt.sh = 2, clt.sw = 2, clt.ph = 1, clt.opw = 1;
-  add_tconv("channels_last", clt, DType::Float64);
-  Cfg mnist;  // the MNIST CNN's second and third layers, scaled down
-  mnist.N = 3, mnist.C = 32, mnist.OC = 8, mnist.H = 13, mnist.W = 13;
-  add_conv("mnist_layer2", mnist, DType::Float32);
-  mnist.C = 16, mnist.H = 5, mnist.W = 5;
-  add_conv("mnist_layer3", mnist, DType::Float32);
-  Cfg wino;  // 3x3 stride 1, 8+ channels each way, outputs 6x6 or more: Winograd F(2x2, 3x3)
-  wino.N = 3, wino.C = 9, wino.OC = 10, wino.H = 8, wino.W = 8;
-  add_conv("winograd", wino, DType::Float64);
-  add_conv("winograd", wino, DType::Float32);
-  wino.N = 2, wino.C = 8, wino.OC = 11, wino.H = 9, wino.W = 10, wino.ph = 1, wino.pw = 2, wino.bias = false;
-  add_conv("winograd_odd_even_padded", wino, DType::Float64);  // 9x12 outputs: clipped tiles
-  wino.ph = 2, wino.pw = 0, wino.H = 7, wino.W = 13;
-  add_conv("winograd_padding2", wino, DType::Float64);
-  add_tconv("winograd", wino, DType::Float64);  // the conv it inverts: 11 -> 8 channels, padding 0
-  Cfg wino_many;                                // several chunks of images and several threads
-  wino_many.N = 40, wino_many.C = 12, wino_many.OC = 8, wino_many.H = 13, wino_many.W = 13;
-  add_conv("winograd_many_images", wino_many, DType::Float64);
-  add_conv("winograd_many_images", wino_many, DType::Float32);
-  Cfg tiles;  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles
-  tiles.N = 1, tiles.C = 32, tiles.OC = 3, tiles.H = 32, tiles.W = 31, tiles.ph = 1, tiles.pw = 1;
-  add_conv("row_tiles", tiles, DType::Float64);
-  tiles.sh = 2, tiles.dw = 2;
-  add_conv("row_tiles_strided_dilated", tiles, DType::Float32);
-  Cfg ttiles;  // conv_transpose2d's forward runs the tiled backward-data path of the conv it inverts
-  ttiles.N = 1, ttiles.C = 3, ttiles.OC = 32, ttiles.H = 16, ttiles.W = 15, ttiles.sh = 2, ttiles.sw = 2;
-  ttiles.ph = 1, ttiles.oph = 1;
-  add_tconv("row_tiles", ttiles, DType::Float64);
+  add_path_geometries(g);
   {
     std::mt19937 rng(11);
-    for (int i = 0; i < 50; ++i) add_tconv("random_" + std::to_string(i), random_cfg(rng, true), DType::Float64);
-    for (int i = 50; i < 58; ++i) add_tconv("random_" + std::to_string(i), random_cfg(rng, true), DType::Float32);
+    for (int i = 0; i < 50; ++i) g.tconv("random_" + std::to_string(i), random_cfg(rng, true), DType::Float64);
+    for (int i = 50; i < 58; ++i) g.tconv("random_" + std::to_string(i), random_cfg(rng, true), DType::Float32);
   }
-  return v;
+  return g.v;
 }
 
 Inputs conv_inputs(Generator& g, const Cfg& c, DType dt, bool transpose) {

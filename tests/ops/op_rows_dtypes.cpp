@@ -76,7 +76,9 @@ std::string lower_name(DType dt) {
 
 }  // namespace
 
-void add_dtype_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_binary_dtype_rows(std::vector<OpRow>& t) {
   // Binary arithmetic: every op, dtype and layout (division of integers is a float division, which
   // the integer rows of the other ops already reach through their casts: floating dtypes only).
   struct Binary {
@@ -150,7 +152,9 @@ void add_dtype_rows(std::vector<OpRow>& t) {
       t.push_back(std::move(r));
     }
   }
+}
 
+void add_unary_activation_dtype_rows(std::vector<OpRow>& t) {
   // Unary ops (and their backward through the gradient kernels), integers where the op takes them.
   struct Unary {
     const char* name;
@@ -223,7 +227,9 @@ void add_dtype_rows(std::vector<OpRow>& t) {
   }
   t.push_back({"relu_int32", [](Generator& g) { return Inputs{sample(g, {300}, DType::Int32, -3, 3)}; },
                [](const Inputs& x) { return relu(x[0]); }, 0.0});
+}
 
+void add_index_select_dtype_rows(std::vector<OpRow>& t) {
   // index_select along every dim in five dtypes (values exact in each); floating ones also take
   // the gradient (index_add with repeated indices).
   for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Float16, DType::UInt8}) {
@@ -239,7 +245,9 @@ void add_dtype_rows(std::vector<OpRow>& t) {
       t.push_back(std::move(r));
     }
   }
+}
 
+void add_cast_rows(std::vector<OpRow>& t) {
   // Dtype conversions: every (from, to) pair of the eight dtypes on values each of them holds
   // (the harness adds the strided layout); out-of-range floats, infinities and NaN to integers
   // (saturating as on the CPU); float16 and bfloat16 rounding at their edges (subnormals, overflow
@@ -316,7 +324,9 @@ void add_dtype_rows(std::vector<OpRow>& t) {
                    return from_vector<double>(all, {static_cast<int64_t>(all.size())});
                  }});
   }
+}
 
+void add_random_fill_rows(std::vector<OpRow>& t) {
   // Random fills: one seed and offset give every backend the same numbers (the same Philox
   // stream): bit for bit for the integers and the masks, to rounding for the floats. Odd sizes
   // (element pairs that share a Philox block) and a nonzero offset (a draw before).
@@ -389,6 +399,16 @@ void add_dtype_rows(std::vector<OpRow>& t) {
     r.gradcheck = false;  // a fresh mask per evaluation
     t.push_back(std::move(r));
   }
+}
+
+}  // namespace
+
+void add_dtype_rows(std::vector<OpRow>& t) {
+  add_binary_dtype_rows(t);
+  add_unary_activation_dtype_rows(t);
+  add_index_select_dtype_rows(t);
+  add_cast_rows(t);
+  add_random_fill_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -27,17 +27,15 @@ Tensor uniform(Generator& g, Shape s, double lo, double hi, DType dt = DType::Fl
   return add(mul(rand(std::move(s), {.dtype = DType::Float64}, &g), hi - lo), lo).to(dt);
 }
 
-// The per-op checks tests/core's elementwise and activation tests made against references: the
-// vectorised contiguous path against the strided one (the same bits), float32 arithmetic
-// correctly rounded, the float32 backward kernels against float64, and finite differences of
-// every op with its attributes, plain, through views, with broadcasting and through in-place ops.
-void add_elementwise_core_rows(std::vector<OpRow>& t) {
-  using Unary = std::function<Tensor(const Tensor&)>;
-  struct Ranged {
-    const char* name;
-    Unary f;
-    double lo, hi;
-  };
+// A unary op with the input range it is checked over (kept away from its kinks and poles).
+using Unary = std::function<Tensor(const Tensor&)>;
+struct Ranged {
+  const char* name;
+  Unary f;
+  double lo, hi;
+};
+
+void add_strided_and_rounding_rows(std::vector<OpRow>& t) {
   // The same bits from a contiguous input (vectorised) and from a transposed one (strided), in
   // a tensor above the parallel grain: the harness's strided run hands f a transposed view.
   const std::vector<Ranged> layouts = {
@@ -95,7 +93,9 @@ void add_elementwise_core_rows(std::vector<OpRow>& t) {
     // of 2^-24), an absolute bound on that error.
     t.back().atol = 2.4e-7;
   }
+}
 
+void add_unary_backward_gradcheck_rows(std::vector<OpRow>& t) {
   // The float32 backward kernels against float64's (forward and gradients to 4e-6 and 2e-5 of
   // each element, with float32's absolute floor).
   const std::vector<Ranged> backward = {
@@ -170,7 +170,9 @@ void add_elementwise_core_rows(std::vector<OpRow>& t) {
                  },
                  [f = op.f](const Inputs& x) { return f(x[0].t().slice(1, 0, 6, 2)); }});
   }
+}
 
+void add_binary_view_gradcheck_rows(std::vector<OpRow>& t) {
   // Binary ops with broadcasting both ways, alpha, and a divisor or base kept positive.
   const std::vector<std::pair<const char*, std::function<Tensor(const Inputs&)>>> broadcast = {
       {"add_alpha1_5", [](const Inputs& x) { return add(x[0], x[1], 1.5); }},
@@ -212,6 +214,9 @@ void add_elementwise_core_rows(std::vector<OpRow>& t) {
        [](const Inputs& x) {
          return stack({add(x[0], 2.0), rsub(x[0], 3.0), mul(x[0], -1.5), div(x[0], 3.0), 2.0 / x[0], neg(x[0])});
        }});
+}
+
+void add_where_gradcheck_rows(std::vector<OpRow>& t) {
   // where with a broadcast condition and operands, and with a 1-D condition against a transposed
   // operand.
   t.push_back({"gradcheck_where_broadcast",
@@ -249,7 +254,9 @@ void add_elementwise_core_rows(std::vector<OpRow>& t) {
                true,
                true,
                {0}});
+}
 
+void add_inplace_gradcheck_rows(std::vector<OpRow>& t) {
   // Finite differences through in-place ops on a non-leaf: add_/sub_ with alpha, mul_ and div_
   // (then used with the input again), scalar add_ and mul_ then neg_, an in-place op whose only
   // differentiable operand is the other one, masked_fill_, and neg_, clamp_ and relu_ in a row.
@@ -313,9 +320,23 @@ void add_elementwise_core_rows(std::vector<OpRow>& t) {
                  {2}});
 }
 
+// The per-op checks tests/core's elementwise and activation tests made against references: the
+// vectorised contiguous path against the strided one (the same bits), float32 arithmetic
+// correctly rounded, the float32 backward kernels against float64, and finite differences of
+// every op with its attributes, plain, through views, with broadcasting and through in-place ops.
+void add_elementwise_core_rows(std::vector<OpRow>& t) {
+  add_strided_and_rounding_rows(t);
+  add_unary_backward_gradcheck_rows(t);
+  add_binary_view_gradcheck_rows(t);
+  add_where_gradcheck_rows(t);
+  add_inplace_gradcheck_rows(t);
+}
+
 }  // namespace
 
-void add_elementwise_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_binary_arithmetic_rows(std::vector<OpRow>& t) {
   auto binary = [&](const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f) {
     // Broadcasting [7, 1, 33] with [5, 33], odd sizes on purpose; and the same op on empty operands.
     t.push_back({name,
@@ -341,6 +362,9 @@ void add_elementwise_rows(std::vector<OpRow>& t) {
                  return Inputs{ints(g, -50, 50, {9, 31})};
                },
                [](const Inputs& x) { return add(mul(x[0], 3.0), 7.0); }, 0.0});
+}
+
+void add_unary_activation_rows(std::vector<OpRow>& t) {
   auto unary = [&](const std::string& name, std::function<Tensor(const Tensor&)> f, bool positive = false) {
     t.push_back({name,
                  [positive](Generator& g) {
@@ -372,7 +396,9 @@ void add_elementwise_rows(std::vector<OpRow>& t) {
   unary("hardtanh", [](const Tensor& a) { return hardtanh(a, -0.5, 0.7); });
   t.push_back(
       {"relu_odd_1d", [](Generator& g) { return Inputs{rn(g, {1027})}; }, [](const Inputs& x) { return relu(x[0]); }});
+}
 
+void add_compare_logical_where_rows(std::vector<OpRow>& t) {
   auto compare = [&](const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f) {
     t.push_back({name,
                  [](Generator& g) {
@@ -420,7 +446,9 @@ void add_elementwise_rows(std::vector<OpRow>& t) {
                  return Inputs{rn(g, {37, 53})};
                },
                [](const Inputs& x) { return where(gt(x[0], 0.2), x[0], zeros({}, x[0].options())); }, 0.0});
+}
 
+void add_cast_copy_fill_random_rows(std::vector<OpRow>& t) {
   // Casts: every dtype through a strided view and back (copy_stub's dtype conversion).
   for (DType dt :
        {DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::Float16, DType::BFloat16}) {
@@ -470,6 +498,15 @@ void add_elementwise_rows(std::vector<OpRow>& t) {
   // Moments of 20,000 draws, which are not the same draws in float32 and float64: within 0.05 of the
   // reference's (the standard error of the normal mean is 0.007, of the variances about 0.01).
   t.back().atol = 0.05;
+}
+
+}  // namespace
+
+void add_elementwise_rows(std::vector<OpRow>& t) {
+  add_binary_arithmetic_rows(t);
+  add_unary_activation_rows(t);
+  add_compare_logical_where_rows(t);
+  add_cast_copy_fill_random_rows(t);
   add_elementwise_core_rows(t);
 }
 

@@ -83,7 +83,9 @@ Tensor viewed(const Tensor& t, bool strided) {
 
 }  // namespace
 
-void add_gather_scatter_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_index_range_and_gather_rows(std::vector<OpRow>& t) {
   // index_range: one block, one full block plus a tail, ten blocks (two passes); the int64
   // extremes at the end and in the middle, where a missed element shows; all equal; one negative.
   for (int64_t n : {1, 300, 2049, 20000}) {
@@ -145,7 +147,9 @@ void add_gather_scatter_rows(std::vector<OpRow>& t) {
         gather_stub(none.device())(none, x[2], 0, x[3]);
         return cat({one, none.reshape({-1})}, 0);
       }));
+}
 
+void add_scatter_and_index_add_rows(std::vector<OpRow>& t) {
   // scatter (the last write wins, in every dtype) and scatter_add (repeats summed in index order,
   // in the dtypes it adds): the CPU's writes and additions in the CPU's order.
   for (bool accumulate : {false, true}) {
@@ -210,7 +214,9 @@ void add_gather_scatter_rows(std::vector<OpRow>& t) {
           }));
     }
   }
+}
 
+void add_one_hot_and_triangle_rows(std::vector<OpRow>& t) {
   // one_hot of labels of one element, of an odd count, of a batch and of more than a block, into
   // one class, a few and more than a warp of them.
   for (const Shape& s : std::vector<Shape>{{1}, {37}, {3, 7}, {300}}) {
@@ -250,6 +256,14 @@ void add_gather_scatter_rows(std::vector<OpRow>& t) {
           }));
     }
   }
+}
+
+}  // namespace
+
+void add_gather_scatter_rows(std::vector<OpRow>& t) {
+  add_index_range_and_gather_rows(t);
+  add_scatter_and_index_add_rows(t);
+  add_one_hot_and_triangle_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -101,7 +101,9 @@ std::string transposes(bool ta, bool tb) {
 
 }  // namespace
 
-void add_gemm_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_gemm_shape_and_tile_rows(std::vector<OpRow>& t) {
   const std::vector<Mat> small = {
       {"one_tile", 37, 45, 29, 0},                     // k not a multiple of the slice
       {"single", 1, 1, 1, 0},                          // one element
@@ -150,7 +152,9 @@ void add_gemm_rows(std::vector<OpRow>& t) {
   t.push_back(gemm_row("gemm_float32_nn_tall_3x2_tiles", DType::Float32, false, false, {"", 260, 129, 9, 0, 1.0, 0.5}));
   t.push_back(gemm_row("gemm_float64_tn_tall_4x3_tiles", DType::Float64, true, false, {"", 200, 130, 9, 0}));
   t.push_back(gemm_row("gemm_float32_nt_tall_batched", DType::Float32, false, true, {"", 140, 20, 9, 0}, 2));
+}
 
+void add_tf32_gemm_and_dot_rows(std::vector<OpRow>& t) {
   // The tensor-core float GEMM: every transpose, ragged edges, two row and two column tiles,
   // alpha/beta, padding, a batch.
   const struct {
@@ -187,6 +191,13 @@ void add_gemm_rows(std::vector<OpRow>& t) {
               false};
       t.push_back(std::move(r));
     }
+}
+
+}  // namespace
+
+void add_gemm_rows(std::vector<OpRow>& t) {
+  add_gemm_shape_and_tile_rows(t);
+  add_tf32_gemm_and_dot_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -9,7 +9,15 @@
 
 namespace ember::ops_test {
 
-void add_index_rows(std::vector<OpRow>& t) {
+namespace {
+
+// Index tensors spelled out: the rows below need repeated and particular positions.
+Tensor idx(std::vector<int64_t> v, Shape s) {
+  return from_vector(v, std::move(s));
+}
+
+// Gather, scatter, index_select and embedding forward rows.
+void add_gather_scatter_forward_rows(std::vector<OpRow>& t) {
   t.push_back({"gather",
                [](Generator& g) {
                  return Inputs{rn(g, {7, 13}), ints(g, 0, 13, {7, 4})};
@@ -52,6 +60,10 @@ void add_index_rows(std::vector<OpRow>& t) {
                },
                // The padding row's gradient is zero by definition, not the derivative: no finite differences.
                [](const Inputs& x) { return embedding(x[0], x[1], 3); }, 2e-4, true, false});
+}
+
+// masked_fill, one_hot, tril/triu, cat and pad.
+void add_mask_triangle_join_rows(std::vector<OpRow>& t) {
   t.push_back({"masked_fill",
                [](Generator& g) {
                  return Inputs{rn(g, {7, 5, 33}), ints(g, 0, 2, {5, 1})};
@@ -106,10 +118,11 @@ void add_index_rows(std::vector<OpRow>& t) {
                  return pad(x[0], {2, 1, 1, 2}, PadMode::Reflect);
                },
                0.0});
+}
 
+void add_join_split_gradcheck_rows(std::vector<OpRow>& t) {
   // Finite differences of the joins, splits and index ops on small inputs, through transposed
   // pieces, empty pieces, unused pieces and repeated indices (tests/core's gradchecks).
-  auto idx = [](std::vector<int64_t> v, Shape s) { return from_vector(v, std::move(s)); };
   t.push_back({"gradcheck_cat_with_transposed_piece",
                [](Generator& g) {
                  return Inputs{rn(g, {2, 3}), rn(g, {2, 1}), rn(g, {3, 2})};
@@ -161,50 +174,54 @@ void add_index_rows(std::vector<OpRow>& t) {
                  auto p = split(x[0], {1, 0, 2}, 1);
                  return add(p[0], p[2].slice(1, 1, 2));
                }});
+}
+
+// Index ops with repeated and transposed indices, and masked_fill's gradients.
+void add_index_gradcheck_rows(std::vector<OpRow>& t) {
   t.push_back({"gradcheck_index_select_repeated",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {4, 3}), idx({3, 0, 3, 3}, {4})};
                },
                [](const Inputs& x) { return index_select(x[0], 0, x[1]); }});
   t.push_back({"gradcheck_index_select_transposed",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {4, 3}), idx({1, 1, 2}, {3})};
                },
                [](const Inputs& x) { return index_select(x[0].t(), 1, x[1]); }});
   t.push_back({"gradcheck_gather_dim1",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3, 4}), idx({0, 0, 3, 1, 2, 1}, {3, 2})};
                },
                [](const Inputs& x) { return gather(x[0], 1, x[1]); }});
   t.push_back({"gradcheck_gather_transposed_dim0",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3, 4}), idx({2, 2, 0, 1, 0, 0}, {2, 3})};
                },
                [](const Inputs& x) { return gather(x[0].t(), 0, x[1]); }});
   // Distinct positions per row for scatter (which write wins among repeats is unspecified);
   // repeats for scatter_add, also through transposed operands.
   t.push_back({"gradcheck_scatter_distinct",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3, 4}), idx({2, 0, 1, 0}, {2, 2}), rn(g, {2, 5})};
                },
                [](const Inputs& x) { return scatter(x[0], 1, x[1], x[2]); }});
   t.push_back({"gradcheck_scatter_add_repeats",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3, 4}), idx({3, 3, 1, 3, 0, 0}, {2, 3}), rn(g, {2, 5})};
                },
                [](const Inputs& x) { return scatter_add(x[0], 1, x[1], x[2]); }});
   t.push_back({"gradcheck_scatter_add_transposed",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3, 4}), idx({3, 3, 1, 3, 0, 0}, {2, 3}), rn(g, {2, 5})};
                },
                [](const Inputs& x) { return scatter_add(x[0].t(), 0, x[1].t(), x[2].t()); }});
   t.push_back({"gradcheck_masked_fill_broadcast_mask",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {2, 3}), idx({1, 0, 1}, {3})};
                },
                [](const Inputs& x) { return masked_fill(x[0], ne(x[1], 0), 5.0); }});
   t.push_back({"gradcheck_masked_fill_mask_broadcasts_the_result",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {3}), idx({0, 1}, {2, 1})};
                },
                [](const Inputs& x) { return masked_fill(x[0], ne(x[1], 0), 5.0); }});
@@ -218,6 +235,10 @@ void add_index_rows(std::vector<OpRow>& t) {
                  return masked_fill_(y, gt(x[0], 1.0), 2.0);
                },
                0.0});
+}
+
+// Pads, triangles, sorts and embedding by finite differences; topk against sort.
+void add_pad_triangle_sort_gradcheck_rows(std::vector<OpRow>& t) {
   // pad: constant with a value, negative (cropping) pads, reflection, of a transposed view.
   const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> pads = {
       {"constant_value",
@@ -270,7 +291,7 @@ void add_index_rows(std::vector<OpRow>& t) {
                  },
                  [f = f](const Inputs& x) { return f(x[0]); }});
   t.push_back({"gradcheck_embedding_repeated_indices",
-               [idx](Generator& g) {
+               [](Generator& g) {
                  return Inputs{rn(g, {5, 3}), idx({4, 0, 4, 2, 4, 1}, {3, 2})};
                },
                [](const Inputs& x) { return embedding(x[0], x[1]); }});
@@ -284,6 +305,16 @@ void add_index_rows(std::vector<OpRow>& t) {
                              checked(ti, si.slice(0, 0, 17), x, 0.0).to(DType::Float64)});
                },
                0.0});
+}
+
+}  // namespace
+
+void add_index_rows(std::vector<OpRow>& t) {
+  add_gather_scatter_forward_rows(t);
+  add_mask_triangle_join_rows(t);
+  add_join_split_gradcheck_rows(t);
+  add_index_gradcheck_rows(t);
+  add_pad_triangle_sort_gradcheck_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -38,9 +38,26 @@ Tensor rn64(Generator& g, Shape s) {
   return randn(std::move(s), {.dtype = DType::Float64}, &g);
 }
 
+// Adds float64 rows that hold the op `f` to its composition `ref` (values and gradients, to 1e-9).
+// An object, so that each piece of the table names it once (`const ComposedMatmulRows
+// composed_row{t};`) and adds rows with `composed_row(name, make, f, ref)`.
+struct ComposedMatmulRows {
+  std::vector<OpRow>& rows;
+  void operator()(const std::string& name, std::function<Inputs(Generator&)> make,
+                  std::function<Tensor(const Inputs&)> f, std::function<Tensor(const Inputs&)> ref) const {
+    OpRow r{name, std::move(make), [f, ref](const Inputs& x) { return checked_composed(f(x), x, ref, 1e-9); }, 1e-9};
+    r.gradcheck = false;  // the composition's gradients are the oracle
+    rows.push_back(std::move(r));
+  }
+};
+
 }  // namespace
 
-void add_linalg_rows(std::vector<OpRow>& t) {
+namespace {
+
+// sgemm over odd sizes, and matmul over every rank combination.
+void add_matmul_rank_rows(std::vector<OpRow>& t) {
+  const ComposedMatmulRows composed_row{t};
   // sgemm over odd sizes (the harness adds transposed operands, which reach BLAS as flags).
   const int64_t sizes[] = {1, 7, 33, 129};
   for (int64_t m : sizes)
@@ -72,12 +89,6 @@ void add_linalg_rows(std::vector<OpRow>& t) {
                                    {{3, 1, 2, 4, 5}, {1, 2, 1, 5, 3}},
                                    {{2, 3, 4, 5}, {2, 3, 5, 6}},
                                    {{2, 3, 4}, {1, 1, 4, 2}}};
-  auto composed_row = [&](const std::string& name, std::function<Inputs(Generator&)> make,
-                          std::function<Tensor(const Inputs&)> f, std::function<Tensor(const Inputs&)> ref) {
-    OpRow r{name, std::move(make), [f, ref](const Inputs& x) { return checked_composed(f(x), x, ref, 1e-9); }, 1e-9};
-    r.gradcheck = false;  // the composition's gradients are the oracle
-    t.push_back(std::move(r));
-  };
   for (const auto& [sa, sb] : ranks) {
     composed_row(
         "matmul_vs_composed_" + shape_name(sa) + "_by_" + shape_name(sb),
@@ -93,6 +104,10 @@ void add_linalg_rows(std::vector<OpRow>& t) {
                  },
                  [](const Inputs& x) { return matmul(x[0], x[1]); }});
   }
+}
+
+void add_strided_operand_rows(std::vector<OpRow>& t) {
+  const ComposedMatmulRows composed_row{t};
   // Operands BLAS cannot take as they are: rows sliced out of a wider matrix (a leading dimension
   // above the row), every other column (a copy), transposed slices, an expanded (stride 0) matrix.
   composed_row(
@@ -154,6 +169,10 @@ void add_linalg_rows(std::vector<OpRow>& t) {
         const Tensor v = x[0].slice(0, 0, 20, 2);
         return cat({matmul_composed(x[1], v), matmul_composed(v, x[1].t())});
       });
+}
+
+void add_batch_and_addmm_rows(std::vector<OpRow>& t) {
+  const ComposedMatmulRows composed_row{t};
   // Batches: transposed matrices, batch dims that do not coalesce (permuted), broadcast views, a
   // [B, T, K] x [K, N] product folded into one tall GEMM, and a sliced batch that must not fold.
   composed_row(
@@ -226,7 +245,10 @@ void add_linalg_rows(std::vector<OpRow>& t) {
       [](const Inputs& x) {
         return cat({mul(x[0].unsqueeze(1), x[1].unsqueeze(0)).reshape({-1}), sum(mul(x[0], x[2])).reshape({1})});
       });
+}
 
+// Many small and a few large float32 products, and the ops through views by finite differences.
+void add_batched_and_gradcheck_rows(std::vector<OpRow>& t) {
   // float32 batched products: many small ones and a few large ones.
   t.push_back({"bmm_float32_many_small",
                [](Generator& g) {
@@ -292,6 +314,15 @@ void add_linalg_rows(std::vector<OpRow>& t) {
                true,
                true,
                {1}});
+}
+
+}  // namespace
+
+void add_linalg_rows(std::vector<OpRow>& t) {
+  add_matmul_rank_rows(t);
+  add_strided_operand_rows(t);
+  add_batch_and_addmm_rows(t);
+  add_batched_and_gradcheck_rows(t);
 }
 
 }  // namespace ember::ops_test

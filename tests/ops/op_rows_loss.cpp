@@ -59,24 +59,23 @@ const char* reduction_name(Reduction r) {
   return r == Reduction::None ? "none" : r == Reduction::Sum ? "sum" : "mean";
 }
 
+// Every reduction, in the order the rows of each family are added.
+const std::vector<Reduction> kReductions = {Reduction::None, Reduction::Sum, Reduction::Mean};
+
 Tensor targets(const std::vector<int64_t>& v, Shape s) {
   return from_vector(v, std::move(s));
 }
 
 }  // namespace
 
-void add_loss_rows(std::vector<OpRow>& t) {
-  auto composed = [&](const std::string& name, std::function<Inputs(Generator&)> make,
-                      std::function<Tensor(const Inputs&)> diff, std::vector<size_t> constants) {
-    OpRow r{name, std::move(make), std::move(diff), 1e-9};
-    r.constants = std::move(constants);
-    t.push_back(std::move(r));
-  };
-  const std::vector<Reduction> reductions = {Reduction::None, Reduction::Sum, Reduction::Mean};
+namespace {
+
+void add_class_target_rows(std::vector<OpRow>& t) {
+  const ComposedRows composed{t};
   // Class targets with an ignored sample, [7, 5] logits: weights x smoothing x reduction.
   for (bool weighted : {false, true})
     for (double ls : {0.0, 0.3})
-      for (Reduction red : reductions) {
+      for (Reduction red : kReductions) {
         const std::string name = std::string("cross_entropy_vs_composed_class") + (weighted ? "_weighted" : "") +
                                  (ls > 0 ? "_smoothed" : "") + "_" + reduction_name(red);
         composed(
@@ -121,11 +120,15 @@ void add_loss_rows(std::vector<OpRow>& t) {
               [red](const Inputs& h) { return ce_class_composed(h[0], h[1], h[2], -100, 0.1, red); }, 1e-9);
         },
         {2});
+}
+
+void add_probability_target_rows(std::vector<OpRow>& t) {
+  const ComposedRows composed{t};
   // Probability targets (rows that sum to one; they get gradients too): weights x smoothing x
   // reduction, and [N, C, d] logits.
   for (bool weighted : {false, true})
     for (double ls : {0.0, 0.2})
-      for (Reduction red : reductions) {
+      for (Reduction red : kReductions) {
         const std::string name = std::string("cross_entropy_vs_composed_prob") + (weighted ? "_weighted" : "") +
                                  (ls > 0 ? "_smoothed" : "") + "_" + reduction_name(red);
         composed(
@@ -155,10 +158,12 @@ void add_loss_rows(std::vector<OpRow>& t) {
             [](const Inputs& h) { return ce_prob_composed(h[0], h[1], Tensor(), 0, Reduction::Mean); }, 1e-9);
       },
       {});
+}
 
+void add_cross_entropy_gradcheck_rows(std::vector<OpRow>& t) {
   // The op itself for finite differences: every reduction with and without smoothing (weighted),
   // 4-D logits, and probability targets differentiated in both arguments.
-  for (Reduction red : reductions)
+  for (Reduction red : kReductions)
     for (double ls : {0.0, 0.25})
       t.push_back({std::string("cross_entropy_small_weighted_") + (ls > 0 ? "smoothed_" : "") + reduction_name(red),
                    [](Generator& g) {
@@ -192,6 +197,14 @@ void add_loss_rows(std::vector<OpRow>& t) {
                  return Inputs{rn(g, {2, 3, 2}), rn(g, {2, 3, 2})};
                },
                [](const Inputs& x) { return cross_entropy(x[0], x[1]); }});
+}
+
+}  // namespace
+
+void add_loss_rows(std::vector<OpRow>& t) {
+  add_class_target_rows(t);
+  add_probability_target_rows(t);
+  add_cross_entropy_gradcheck_rows(t);
 }
 
 }  // namespace ember::ops_test

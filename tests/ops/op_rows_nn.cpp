@@ -4,7 +4,9 @@
 
 namespace ember::ops_test {
 
-void add_nn_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_matmul_family_rows(std::vector<OpRow>& t) {
   t.push_back({"matmul",
                [](Generator& g) {
                  return Inputs{rn(g, {67, 45}), rn(g, {45, 71})};
@@ -37,6 +39,9 @@ void add_nn_rows(std::vector<OpRow>& t) {
                  return Inputs{rn(g, {31}), rn(g, {19, 23}), rn(g, {23, 31})};
                },
                [](const Inputs& x) { return addmm(x[0], x[1], x[2]); }});
+}
+
+void add_conv_and_pooling_rows(std::vector<OpRow>& t) {
   t.push_back({"conv2d",
                [](Generator& g) {
                  return Inputs{rn(g, {3, 5, 13, 11}), rn(g, {7, 5, 3, 3}), rn(g, {7})};
@@ -83,6 +88,9 @@ void add_nn_rows(std::vector<OpRow>& t) {
                [](const Inputs& x) {
                  return adaptive_avg_pool2d(x[0], {5, 4});
                }});
+}
+
+void add_norm_and_cross_entropy_rows(std::vector<OpRow>& t) {
   t.push_back({"batch_norm_train",
                [](Generator& g) {
                  return Inputs{rn(g, {6, 5, 7, 3}), pos(g, {5}), rn(g, {5})};
@@ -128,6 +136,9 @@ void add_nn_rows(std::vector<OpRow>& t) {
                true,
                true,
                {2}});
+}
+
+void add_dropout_rows(std::vector<OpRow>& t) {
   // Dropout draws its own mask on each backend: the row checks the kept elements are x / (1 - p)
   // and the zeroed fraction, not which elements.
   t.push_back({"dropout_mask_scale", [](Generator& g) { return Inputs{pos(g, {8000})}; },
@@ -150,7 +161,9 @@ void add_nn_rows(std::vector<OpRow>& t) {
                  Generator gen(8);
                  return dropout(x[0], 0.5, true, &gen);
                }});
+}
 
+void add_recurrent_rows(std::vector<OpRow>& t) {
   auto rnn_case = [&](const std::string& name, RnnMode mode, int64_t gates, std::vector<int64_t> lengths,
                       bool reverse) {
     t.push_back({name,
@@ -172,6 +185,16 @@ void add_nn_rows(std::vector<OpRow>& t) {
   rnn_case("lstm_padded", RnnMode::Lstm, 4, {6, 4, 1}, false);
   rnn_case("gru_reverse_padded", RnnMode::Gru, 3, {6, 5, 2}, true);
   rnn_case("rnn_relu", RnnMode::RnnRelu, 1, {}, false);
+}
+
+}  // namespace
+
+void add_nn_rows(std::vector<OpRow>& t) {
+  add_matmul_family_rows(t);
+  add_conv_and_pooling_rows(t);
+  add_norm_and_cross_entropy_rows(t);
+  add_dropout_rows(t);
+  add_recurrent_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -60,13 +60,11 @@ std::string shape_name(const Shape& s) {
 
 }  // namespace
 
-void add_norm_rows(std::vector<OpRow>& t) {
-  auto composed = [&](const std::string& name, std::function<Inputs(Generator&)> make,
-                      std::function<Tensor(const Inputs&)> diff, std::vector<size_t> constants = {}) {
-    OpRow r{name, std::move(make), std::move(diff), 1e-9};
-    r.constants = std::move(constants);
-    t.push_back(std::move(r));
-  };
+namespace {
+
+// The op against its composition in training and eval, and float32 badly centred.
+void add_batch_norm_composed_rows(std::vector<OpRow>& t) {
+  const ComposedRows composed{t};
   for (const Shape& s : {Shape{6, 3}, Shape{4, 3, 5}, Shape{2, 3, 4, 5}, Shape{3, 3, 2, 2, 2}}) {
     composed(
         "batch_norm_train_vs_composed_" + shape_name(s),
@@ -110,7 +108,11 @@ void add_norm_rows(std::vector<OpRow>& t) {
                },
                [](const Inputs& x) { return batch_norm(x[0], Tensor(), Tensor(), Tensor(), Tensor(), true); }, 3e-3,
                false, false});
+}
 
+// The op against its composition over every trailing shape.
+void add_layer_norm_composed_rows(std::vector<OpRow>& t) {
+  const ComposedRows composed{t};
   for (const Shape& ns : {Shape{5}, Shape{4, 5}, Shape{3, 4, 5}}) {
     const int64_t nd = static_cast<int64_t>(ns.size());
     composed(
@@ -144,7 +146,9 @@ void add_norm_rows(std::vector<OpRow>& t) {
             layer_norm(x[0], {4}, x[1]), x,
             [](const Inputs& h) { return layer_norm_composed(h[0], 1, h[1], Tensor()); }, 1e-9);
       });
+}
 
+void add_norm_gradcheck_rows(std::vector<OpRow>& t) {
   // The ops themselves on small shapes, for finite differences in float64.
   for (const Shape& s : {Shape{5, 3}, Shape{2, 3, 2, 3}}) {
     t.push_back({"batch_norm_train_small_" + shape_name(s),
@@ -179,6 +183,14 @@ void add_norm_rows(std::vector<OpRow>& t) {
                  return Inputs{rn(g, {3, 2, 4}), rn(g, {4})};
                },
                [](const Inputs& x) { return layer_norm(x[0], {4}, x[1]); }});
+}
+
+}  // namespace
+
+void add_norm_rows(std::vector<OpRow>& t) {
+  add_batch_norm_composed_rows(t);
+  add_layer_norm_composed_rows(t);
+  add_norm_gradcheck_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -113,12 +113,20 @@ Tensor grads_of(const std::vector<Tensor>& ps) {
   return cat(gs, 0);
 }
 
+// Adds a row of the two parameters (two_params) and a step `f` on them, compared to 1e-5 without
+// gradients. An object, so that each piece of the table below names it once.
+struct TwoParamRows {
+  std::vector<OpRow>& rows;
+  void operator()(const std::string& name, std::function<Tensor(const Inputs&)> f) const {
+    rows.push_back({name, two_params, std::move(f), 1e-5, false, false, false});
+  }
+};
+
 }  // namespace
 
-void add_optim_rows(std::vector<OpRow>& t) {
-  auto row = [&](const std::string& name, std::function<Tensor(const Inputs&)> f) {
-    t.push_back({name, two_params, std::move(f), 1e-5, false, false, false});
-  };
+namespace {
+
+void add_optimizer_variant_rows(std::vector<OpRow>& t) {
   // Every variant in both dtypes (float32 keeps the plain name).
   for (DType dt : {DType::Float32, DType::Float64}) {
     const std::string sfx = dt == DType::Float32 ? "" : "_float64";
@@ -161,6 +169,9 @@ void add_optim_rows(std::vector<OpRow>& t) {
     variant("adam_kernel_decoupled", adam_kernel_steps(decoupled));
     variant("adam_kernel_decoupled_amsgrad", adam_kernel_steps(decoupled_ams));
   }
+}
+
+void add_multi_tensor_step_rows(std::vector<OpRow>& t) {
   // The multi-tensor step over many parameters that join one by one, so each has its own step
   // count (3, 2 or 1) and bias corrections.
   for (DType dt : {DType::Float32, DType::Float64}) {
@@ -197,6 +208,10 @@ void add_optim_rows(std::vector<OpRow>& t) {
                    dt == DType::Float32 ? 1e-5 : 1e-11, false, false, false});
     }
   }
+}
+
+void add_single_tensor_kernel_rows(std::vector<OpRow>& t) {
+  const TwoParamRows row{t};
   // One parameter's Adam step through its single-tensor kernel (device backends run whole models
   // through the multi-tensor one, so the optimizer alone never reaches it there).
   row("adam_single_tensor_kernel", [](const Inputs& x) {
@@ -234,6 +249,9 @@ void add_optim_rows(std::vector<OpRow>& t) {
     const double n = optim::clip_grad_norm_(ps, 0.5, kInf);
     return cat({full({1}, n, {.dtype = DType::Float64}), grads_of(ps)}, 0);
   });
+}
+
+void add_grad_norm_every_p_rows(std::vector<OpRow>& t) {
   // One tensor's norm for every p through the single-tensor kernel, in both dtypes, sizes of one
   // element, under a block and over several; scale and clip exactly (x *= s, clamp).
   for (DType dt : {DType::Float32, DType::Float64}) {
@@ -311,6 +329,10 @@ void add_optim_rows(std::vector<OpRow>& t) {
                  return tensor({optim::grad_norm_stub(c.device())(c, kInf)}, {.dtype = DType::Float64});
                },
                0.0, false, false, false});
+}
+
+void add_many_tensor_clip_rows(std::vector<OpRow>& t) {
+  const TwoParamRows row{t};
   // Many tensors of both dtypes at once (the device sums them in one pass, float32 ones first),
   // every p, fresh gradients each time; the last clipping's gradients.
   t.push_back({"clip_grad_norm_many_params_every_p", many_params(DType::Float32, true),
@@ -344,6 +366,16 @@ void add_optim_rows(std::vector<OpRow>& t) {
     for (const Tensor& p : ps) gs.push_back(p.grad().reshape({-1}));
     return cat(gs, 0);
   });
+}
+
+}  // namespace
+
+void add_optim_rows(std::vector<OpRow>& t) {
+  add_optimizer_variant_rows(t);
+  add_multi_tensor_step_rows(t);
+  add_single_tensor_kernel_rows(t);
+  add_grad_norm_every_p_rows(t);
+  add_many_tensor_clip_rows(t);
 }
 
 }  // namespace ember::ops_test

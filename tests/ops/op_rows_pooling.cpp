@@ -139,11 +139,8 @@ std::string pool_name(const PoolCfg& c) {
          (c.include_pad ? "" : "_exclude_pad");
 }
 
-// The pooling ops against their compositions: random geometries (padding, strides above and
-// below the kernel, ceil_mode, count_include_pad) as tests/core drew them when they compared with
-// direct loops, the MNIST 2x2 fast path at an odd size, adaptive pooling to random sizes; values,
-// gradients and max pooling's indices (exactly); and the ops themselves for finite differences.
-void add_pooling_composed_rows(std::vector<OpRow>& t) {
+// Max and average pooling against their compositions on drawn and chosen configurations.
+void add_pooling_vs_composed_rows(std::vector<OpRow>& t) {
   struct Drawn {
     std::string name;
     PoolCfg c;
@@ -212,6 +209,9 @@ void add_pooling_composed_rows(std::vector<OpRow>& t) {
                    1e-9});
     }
   }
+}
+
+void add_pooling_gradcheck_rows(std::vector<OpRow>& t) {
   // The ops themselves for finite differences: a 3x2 window of stride 2 with padding, with and
   // without ceil_mode and the padding in the divisor; adaptive to 3x4; the 2x2 fast path.
   auto small = [](Generator& g) { return Inputs{rn(g, {2, 2, 5, 6})}; };
@@ -228,6 +228,15 @@ void add_pooling_composed_rows(std::vector<OpRow>& t) {
                  return adaptive_avg_pool2d(x[0], {3, 4});
                }});
   t.push_back({"max_pool2d_small_2x2", small, [](const Inputs& x) { return max_pool2d(x[0], 2); }});
+}
+
+// The pooling ops against their compositions: random geometries (padding, strides above and
+// below the kernel, ceil_mode, count_include_pad) as tests/core drew them when they compared with
+// direct loops, the MNIST 2x2 fast path at an odd size, adaptive pooling to random sizes; values,
+// gradients and max pooling's indices (exactly); and the ops themselves for finite differences.
+void add_pooling_composed_rows(std::vector<OpRow>& t) {
+  add_pooling_vs_composed_rows(t);
+  add_pooling_gradcheck_rows(t);
 }
 
 }  // namespace

@@ -126,11 +126,20 @@ Tensor over_dim_sets(const Inputs& x, const Tensor& a, const Reduction3& op, con
   return cat(parts);
 }
 
-void add_reduce_composed_rows(std::vector<OpRow>& t) {
-  auto rn_dt = [](DType dt, Shape s, double scale = 1.0) {
-    return [dt, s, scale](Generator& g) { return Inputs{mul(randn(s, {.dtype = dt}, &g), scale)}; };
-  };
-  const auto tol_of = [](DType dt) { return dt == DType::Float64 ? 1e-9 : 2e-4; };
+// A row's inputs: one normal tensor of dtype `dt` and shape `s`, scaled by `scale`.
+auto rn_dt(DType dt, Shape s, double scale = 1.0) {
+  return [dt, s, scale](Generator& g) { return Inputs{mul(randn(s, {.dtype = dt}, &g), scale)}; };
+}
+
+// The tolerance of the composed rows: float32 sums in another order differ by more than float64's.
+double tol_of(DType dt) {
+  return dt == DType::Float64 ? 1e-9 : 2e-4;
+}
+
+constexpr DType f64 = DType::Float64;
+
+// Each reduction over every dim set against its composition.
+void add_every_dim_set_rows(std::vector<OpRow>& t) {
   auto every_dim_set = [&](const std::string& name, DType dt, Reduction3 op, Reduction3 composed) {
     t.push_back(
         {name + "_vs_composed_every_dim_set_" + dtype_name(dt), rn_dt(dt, {3, 4, 5}),
@@ -144,7 +153,6 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
         "logsumexp", dt, [](const Tensor& a, const std::vector<int64_t>& d, bool k) { return logsumexp(a, d, k); },
         logsumexp_composed);
   }
-  const DType f64 = DType::Float64;
   every_dim_set(
       "mean", f64, [](const Tensor& a, const std::vector<int64_t>& d, bool k) { return mean(a, d, k); }, mean_composed);
   for (bool unbiased : {true, false}) {
@@ -179,6 +187,9 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
         "norm_p" + tag, f64, [p](const Tensor& a, const std::vector<int64_t>& d, bool k) { return norm(a, p, d, k); },
         [p](const Tensor& a, const std::vector<int64_t>& d, bool k) { return norm_composed(a, p, d, k); });
   }
+}
+
+void add_view_sum_and_prod_rows(std::vector<OpRow>& t) {
   // Sums of views: transposed, permuted, every other row, a broadcast (stride 0) dim, every third
   // column.
   const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> views = {
@@ -238,6 +249,9 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
                  return cat(parts);
                },
                1e-9});
+}
+
+void add_extreme_and_split_rows(std::vector<OpRow>& t) {
   // max/min along a dim: values (with gradients) and indices (exactly), keepdim or not, and along a
   // transposed view; max and min over all elements.
   t.push_back(
@@ -300,6 +314,9 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
                  return cat({var(x[0]).reshape({1}), var(x[0].view({400, 500}), {0})});
                },
                1e-5, false, false, false});
+}
+
+void add_tie_and_softmax_rows(std::vector<OpRow>& t) {
   // Finite differences on ties (central differences see half the slope on each side: the even
   // split), and on a product with one zero.
   auto literal = [](std::vector<double> v, Shape s) {
@@ -361,18 +378,46 @@ void add_reduce_composed_rows(std::vector<OpRow>& t) {
                1e-5, false, false, false});
 }
 
+void add_reduce_composed_rows(std::vector<OpRow>& t) {
+  add_every_dim_set_rows(t);
+  add_view_sum_and_prod_rows(t);
+  add_extreme_and_split_rows(t);
+  add_tie_and_softmax_rows(t);
+}
+
+}  // namespace
+
+namespace {
+
+using Make = std::function<Tensor(Generator&)>;
+
+// Adds rows of one input made by `make` and the op `f` on it (tolerance `tol`; `grad`: its gradient
+// is compared and checked by finite differences). An object, so that the table below reads as a
+// list of `row(name, make, f)`.
+struct OneInputRows {
+  std::vector<OpRow>& rows;
+  void operator()(const std::string& name, Make make, std::function<Tensor(const Tensor&)> f, double tol = 2e-4,
+                  bool grad = true) const {
+    rows.push_back({name, [make](Generator& g) { return Inputs{make(g)}; }, [f](const Inputs& x) { return f(x[0]); },
+                    tol, grad, grad});
+  }
+};
+
+// The inputs of the rows below: a plain matrix, one full of ties, and one without rows.
+Tensor plain(Generator& g) {
+  return rn(g, {37, 53});
+}
+Tensor ties(Generator& g) {
+  return tied(g, {37, 53});
+}
+Tensor empty_rows(Generator& g) {
+  return rn(g, {0, 7});
+}
+
 }  // namespace
 
 void add_reduce_rows(std::vector<OpRow>& t) {
-  using Make = std::function<Tensor(Generator&)>;
-  auto row = [&](const std::string& name, Make make, std::function<Tensor(const Tensor&)> f, double tol = 2e-4,
-                 bool grad = true) {
-    t.push_back({name, [make](Generator& g) { return Inputs{make(g)}; }, [f](const Inputs& x) { return f(x[0]); }, tol,
-                 grad, grad});
-  };
-  const Make plain = [](Generator& g) { return rn(g, {37, 53}); };
-  const Make ties = [](Generator& g) { return tied(g, {37, 53}); };
-  const Make empty_rows = [](Generator& g) { return rn(g, {0, 7}); };
+  const OneInputRows row{t};
   row("sum", plain, [](const Tensor& a) { return sum(a); });
   row("sum_dim0", plain, [](const Tensor& a) { return sum(a, {0}); });
   row("sum_empty_dim0", empty_rows, [](const Tensor& a) { return sum(a, {0}); });

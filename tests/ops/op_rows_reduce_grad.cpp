@@ -36,18 +36,19 @@ Tensor grad_input(Generator& g, DType dt) {
   return from_vector<double>(v, {5, 7, 3}).to(dt);
 }
 
-}  // namespace
+// A reduction's backward kernel op, with how its reduced value a is made from the input.
+struct Op {
+  const char* name;
+  ReduceGradOp op;
+  double p;
+  // a, from x, of keep shape [5, 1, 3] (b is the row's second input).
+  std::function<Tensor(const Tensor& x)> a;
+  bool uses_b;
+};
 
-void add_reduce_grad_rows(std::vector<OpRow>& t) {
-  struct Op {
-    const char* name;
-    ReduceGradOp op;
-    double p;
-    // a, from x, of keep shape [5, 1, 3] (b is the row's second input).
-    std::function<Tensor(const Tensor& x)> a;
-    bool uses_b;
-  };
-  const std::vector<Op> ops = {
+// Every backward kernel op, with the inputs that reach its edge cases.
+const std::vector<Op>& reduce_grad_ops() {
+  static const std::vector<Op> v = {
       {"eq_mask", ReduceGradOp::EqMask, 0, [](const Tensor& x) { return amax(x, {1}, true); }, false},
       {"abs_eq_mask", ReduceGradOp::AbsEqMask, 0, [](const Tensor& x) { return amax(abs(x), {1}, true); }, false},
       {"eq_scale", ReduceGradOp::EqScale, 0, [](const Tensor& x) { return amax(x, {1}, true); }, true},
@@ -67,8 +68,14 @@ void add_reduce_grad_rows(std::vector<OpRow>& t) {
       {"norm_scale_p2", ReduceGradOp::NormScale, 2.0, [](const Tensor& x) { return norm(x, 2.0, {1}, true); }, true},
       {"norm_scale_p3_5", ReduceGradOp::NormScale, 3.5, [](const Tensor& x) { return norm(x, 3.5, {1}, true); }, true},
   };
+  return v;
+}
+
+}  // namespace
+
+void add_reduce_grad_rows(std::vector<OpRow>& t) {
   for (DType dt : {DType::Float32, DType::Float64}) {
-    for (const Op& op : ops) {
+    for (const Op& op : reduce_grad_ops()) {
       t.push_back(kernel_row(
           std::string("reduce_grad_kernel_") + op.name + "_" + dtype_name(dt),
           [dt](Generator& g) {

@@ -47,9 +47,34 @@ Tensor sample(Generator& g, Shape s, DType dt) {
   return randint(dt == DType::UInt8 ? 0 : -5, 6, std::move(s), {.dtype = dt}, &g);
 }
 
+// Several reduced dims at once through the kernels: the input permuted so that the reduced dims
+// come last, as the op layer hands it over.
+struct Several {
+  const char* name;
+  Shape shape;
+  std::vector<int64_t> perm;
+  int64_t nred;
+};
+// The reduced dims of two_dims and long_two_dims do not merge; long_two_dims has rows long
+// enough for a product's two stages (slices of each row, then their partials in order) and, in
+// its smaller sibling for argmax/argmin (which have no second stage), several elements per thread.
+const std::vector<Several> several = {
+    {"two_dims", {4, 6, 5, 7}, {0, 2, 1, 3}, 2},
+    {"all", {3, 5, 11}, {0, 1, 2}, 3},
+    {"long_two_dims", {2, 90, 3, 100}, {0, 2, 1, 3}, 2},
+};
+const std::vector<Several> several_arg = {several[0], several[1], {"long_two_dims", {2, 20, 3, 30}, {0, 2, 1, 3}, 2}};
+// The shape of v with its last nred (reduced) dims dropped.
+Shape out_shape(const Tensor& v, int64_t nred) {
+  return Shape(v.shape().begin(), v.shape().end() - nred);
+}
+
 }  // namespace
 
-void add_reduction_rows(std::vector<OpRow>& t) {
+namespace {
+
+// Every reduction over each layout, in every dtype it takes.
+void add_single_dim_reduction_rows(std::vector<OpRow>& t) {
   using Reduce = std::function<Tensor(const Tensor&, const std::vector<int64_t>&)>;
   struct Op {
     const char* name;
@@ -100,7 +125,9 @@ void add_reduction_rows(std::vector<OpRow>& t) {
       }
     }
   }
+}
 
+void add_nan_and_arg_reduction_rows(std::vector<OpRow>& t) {
   // max and min propagate NaN (one in row 0, one at the end of row 2).
   for (bool is_max : {true, false}) {
     t.push_back({std::string("reduce_") + (is_max ? "amax" : "amin") + "_nan",
@@ -145,25 +172,10 @@ void add_reduction_rows(std::vector<OpRow>& t) {
       }
     }
   }
+}
 
-  // Several reduced dims at once through the kernels: the input permuted so that the reduced dims
-  // come last, as the op layer hands it over.
-  struct Several {
-    const char* name;
-    Shape shape;
-    std::vector<int64_t> perm;
-    int64_t nred;
-  };
-  // The reduced dims of two_dims and long_two_dims do not merge; long_two_dims has rows long
-  // enough for a product's two stages (slices of each row, then their partials in order) and, in
-  // its smaller sibling for argmax/argmin (which have no second stage), several elements per thread.
-  const std::vector<Several> several = {
-      {"two_dims", {4, 6, 5, 7}, {0, 2, 1, 3}, 2},
-      {"all", {3, 5, 11}, {0, 1, 2}, 3},
-      {"long_two_dims", {2, 90, 3, 100}, {0, 2, 1, 3}, 2},
-  };
-  const std::vector<Several> several_arg = {several[0], several[1], {"long_two_dims", {2, 20, 3, 30}, {0, 2, 1, 3}, 2}};
-  auto out_shape = [](const Tensor& v, int64_t nred) { return Shape(v.shape().begin(), v.shape().end() - nred); };
+// Several reduced dims at once (the cases in several, above), every dtype.
+void add_several_dim_reduction_rows(std::vector<OpRow>& t) {
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8}) {
     for (const Several& c : several) {
       if (!is_floating(dt) && std::string(c.name) == "long_two_dims") continue;  // integer products of 9000 wrap
@@ -176,7 +188,7 @@ void add_reduction_rows(std::vector<OpRow>& t) {
                 if (dt == DType::UInt8) return Inputs{randint(1, 3, c.shape, {.dtype = dt}, &g)};
                 return Inputs{add(mul(randint(0, 2, c.shape, {.dtype = dt}, &g), 2.0), -1.0).to(dt)};
               },
-              [c, out_shape](const Inputs& x) {
+              [c](const Inputs& x) {
                 const Tensor v = x[0].detach().permute(c.perm);
                 const Tensor out =
                     empty(out_shape(v, c.nred),
@@ -196,7 +208,7 @@ void add_reduction_rows(std::vector<OpRow>& t) {
               : dt == DType::Float64 ? std::ldexp(static_cast<double>(n), -53)
                                      : 0.0;
       r.atol = 0.0;
-      r.oracle = [c, n, out_shape](const Inputs& x) {
+      r.oracle = [c, n](const Inputs& x) {
         const Tensor v = x[0].permute(c.perm);
         const Shape os = out_shape(v, c.nred);
         const size_t m = static_cast<size_t>(numel_of(os));
@@ -223,6 +235,9 @@ void add_reduction_rows(std::vector<OpRow>& t) {
       t.push_back(std::move(r));
     }
   }
+}
+
+void add_several_dim_arg_reduction_rows(std::vector<OpRow>& t) {
   // Few distinct values: ties everywhere, so "the first extreme" matters; float32 also with a NaN.
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32, DType::UInt8}) {
     for (const Several& c : several_arg) {
@@ -234,7 +249,7 @@ void add_reduction_rows(std::vector<OpRow>& t) {
                   if (dt == DType::Float32) x.reshape({-1}).narrow(0, 30, 1).fill_(NAN);
                   return Inputs{x};
                 },
-                [c, op, out_shape](const Inputs& x) {
+                [c, op](const Inputs& x) {
                   const Tensor v = x[0].detach().permute(c.perm);
                   const Shape os = out_shape(v, c.nred);
                   // With the values, and the indices alone (values undefined).
@@ -250,7 +265,7 @@ void add_reduction_rows(std::vector<OpRow>& t) {
         r.grad = r.gradcheck = r.strided = false;
         // The first extreme of each reduced row (the first NaN where there is one), its value and
         // its index twice, found by a plain scan.
-        r.oracle = [c, op, out_shape](const Inputs& x) {
+        r.oracle = [c, op](const Inputs& x) {
           const Tensor v = x[0].permute(c.perm);
           const size_t m = static_cast<size_t>(numel_of(out_shape(v, c.nred)));
           const std::vector<double> e = element_values(v);
@@ -274,6 +289,15 @@ void add_reduction_rows(std::vector<OpRow>& t) {
       }
     }
   }
+}
+
+}  // namespace
+
+void add_reduction_rows(std::vector<OpRow>& t) {
+  add_single_dim_reduction_rows(t);
+  add_nan_and_arg_reduction_rows(t);
+  add_several_dim_reduction_rows(t);
+  add_several_dim_arg_reduction_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -214,10 +214,13 @@ double rnn_atol(const Case& c, DType dt) {
   return static_cast<double>(c.T) * accumulation_atol(dt, c.I + c.H, largest);
 }
 
-void add_rnn_rows(std::vector<OpRow>& t) {
-  // grad: also compare every gradient with the composition's; the forward-only rows are the ones
-  // whose sizes the gradient rows already cover.
-  auto composed_row = [&](const Case& c, DType dt, double tol, bool gradcheck, bool grad = true, bool strided = true) {
+// Adds a row holding the layer of case c to its composition in dtype dt (rtol tol; gradcheck: by
+// finite differences too; grad: also compare every gradient with the composition's, which the
+// forward-only rows leave to the gradient rows of the same sizes; strided: also through the
+// harness's strided layout). An object, so that each piece of the table names it once.
+struct ComposedRnnRows {
+  std::vector<OpRow>& rows;
+  void operator()(const Case& c, DType dt, double tol, bool gradcheck, bool grad = true, bool strided = true) const {
     OpRow r{"rnn_layer_vs_composed_" + c.name() + "_" + dtype_name(dt),
             [c, dt](Generator& g) { return rnn_inputs(g, c, dt); },
             [c, tol = Tolerance{tol, rnn_atol(c, dt)}, grad](const Inputs& x) {
@@ -231,8 +234,14 @@ void add_rnn_rows(std::vector<OpRow>& t) {
     r.gradcheck = gradcheck;
     r.grad = grad;
     r.strided = strided;
-    t.push_back(std::move(r));
-  };
+    rows.push_back(std::move(r));
+  }
+};
+
+namespace {
+
+void add_rnn_variant_rows(std::vector<OpRow>& t) {
+  const ComposedRnnRows composed_row{t};
   // Every mode and option: biases, initial states, direction, variable lengths; float64 with
   // finite differences, and float32.
   for (RnnMode mode : kModes) {
@@ -268,6 +277,10 @@ void add_rnn_rows(std::vector<OpRow>& t) {
                  [back](const Inputs& x) { return flat_results(run_op(back, operands(x, back))); }, 4e-6, true, false,
                  false});
   }
+}
+
+// ReLU by finite differences away from its kink, and layouts that must give the same bits.
+void add_rnn_layout_rows(std::vector<OpRow>& t) {
   // ReLU away from its kink: positive weights and inputs keep every pre-activation clear of 0, so
   // the central differences are exact.
   {
@@ -307,6 +320,9 @@ void add_rnn_rows(std::vector<OpRow>& t) {
                  },
                  2e-4, false, false});
   }
+}
+
+void add_rnn_stack_rows(std::vector<OpRow>& t) {
   // A 2-layer bidirectional stack with variable lengths.
   for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru, RnnMode::RnnTanh}) {
     const std::vector<int64_t> lengths{4, 2, 3};
@@ -335,6 +351,14 @@ void add_rnn_rows(std::vector<OpRow>& t) {
                  },
                  1e-9});
   }
+}
+
+}  // namespace
+
+void add_rnn_rows(std::vector<OpRow>& t) {
+  add_rnn_variant_rows(t);
+  add_rnn_layout_rows(t);
+  add_rnn_stack_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -24,7 +24,9 @@ std::string sizes_name(const Shape& s) {
 
 }  // namespace
 
-void add_size_rows(std::vector<OpRow>& t) {
+namespace {
+
+void add_softmax_size_rows(std::vector<OpRow>& t) {
   // softmax, log_softmax and logsumexp over dim 1 of [outer, n, inner]: rows (inner 1) and
   // columns (inner > 1), n below and above a warp and a block; entries 3 and 4 of each reduced
   // row are large (must not overflow) and -inf.
@@ -59,7 +61,9 @@ void add_size_rows(std::vector<OpRow>& t) {
     r.gradcheck = false;
     t.push_back(std::move(r));
   }
+}
 
+void add_layer_norm_size_rows(std::vector<OpRow>& t) {
   // Layer norm over rows shorter and longer than a warp and not multiples of the block, rows far
   // from zero (where E[x^2] - E[x]^2 would cancel), enough rows (130) to split the weight and bias
   // gradients into row slices, with and without affine parameters.
@@ -101,7 +105,9 @@ void add_size_rows(std::vector<OpRow>& t) {
                  return Inputs{rn(g, {0, 5}), rn(g, {5}), rn(g, {5})};
                },
                [](const Inputs& x) { return add(sum(layer_norm(x[0], {5}, x[1], x[2])), add(sum(x[1]), sum(x[2]))); }});
+}
 
+void add_cross_entropy_size_rows(std::vector<OpRow>& t) {
   // Cross-entropy over [N, C, S] logits: class counts below and above a warp and a block's worth
   // of work, a spatial dim, class and probability targets, class weights, label smoothing, and an
   // ignored sample (class targets); the mean's divisor and the broadcast grad_loss in the backward.
@@ -142,6 +148,14 @@ void add_size_rows(std::vector<OpRow>& t) {
       }
     }
   }
+}
+
+}  // namespace
+
+void add_size_rows(std::vector<OpRow>& t) {
+  add_softmax_size_rows(t);
+  add_layer_norm_size_rows(t);
+  add_cross_entropy_size_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -38,7 +38,10 @@ std::string tag(DType dt, int64_t dim, int64_t k, bool largest) {
 
 }  // namespace
 
-void add_sorting_rows(std::vector<OpRow>& t) {
+namespace {
+
+// Rows within one block's shared-memory sort, k = 1, and strided views.
+void add_short_row_sort_rows(std::vector<OpRow>& t) {
   const std::vector<DType> all = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
                                   DType::Int32,   DType::Int64,   DType::UInt8,   DType::Bool};
   // Rows of 5 (dim 0: 64 rows per block), 37 (dim 1: 8 per block) and 3 (dim 2), the first two
@@ -94,6 +97,9 @@ void add_sorting_rows(std::vector<OpRow>& t) {
                  return sorted(x[0].permute({9, 8, 7, 6, 5, 4, 3, 2, 1, 0}), 9, 3, true);
                },
                0.0, false, false});
+}
+
+void add_long_row_sort_rows(std::vector<OpRow>& t) {
   // Rows longer than the shared-memory sort takes (4096 entries with 32-bit keys, 2048 with 64-bit
   // ones): chunks, then merge passes, including a last chunk and a last run without a partner.
   struct Long {
@@ -123,6 +129,13 @@ void add_sorting_rows(std::vector<OpRow>& t) {
       }
     }
   }
+}
+
+}  // namespace
+
+void add_sorting_rows(std::vector<OpRow>& t) {
+  add_short_row_sort_rows(t);
+  add_long_row_sort_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backends.h"
 #include "core/autograd/grad_mode.h"
@@ -226,45 +227,115 @@ void run_perf(const std::vector<const Backend*>& backends, const std::set<std::s
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
+// The command line (after GoogleTest has taken its own flags).
+struct Options {
   std::string group;
   bool perf = false;
   std::string planted;
   std::set<std::string> perf_rows, only_backends;
+};
+
+// The names in a comma-separated list, empty ones dropped.
+void insert_list(const std::string& csv, std::set<std::string>& into) {
+  std::string list = csv + ",";
+  for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1)
+    if (q > p) into.insert(list.substr(p, q - p));
+}
+
+// Reads the arguments into `o`; false (having said why) on one it does not know.
+bool parse_options(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--group=", 0) == 0) {
-      group = a.substr(8);
+      o.group = a.substr(8);
     } else if (a == "--perf") {
-      perf = true;
+      o.perf = true;
     } else if (a.rfind("--rows=", 0) == 0) {
-      std::string list = a.substr(7) + ",";
-      for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1)
-        if (q > p) perf_rows.insert(list.substr(p, q - p));
+      insert_list(a.substr(7), o.perf_rows);
     } else if (a.rfind("--planted=", 0) == 0) {
-      planted = a.substr(10);
+      o.planted = a.substr(10);
     } else if (a.rfind("--backends=", 0) == 0) {
-      std::string list = a.substr(11) + ",";
-      for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1)
-        if (q > p) only_backends.insert(list.substr(p, q - p));
+      insert_list(a.substr(11), o.only_backends);
     } else {
       std::fprintf(stderr,
                    "ember_ops_tests: unknown argument '%s' (expected --group=cpu|emu|cuda|gradcheck|harness, --perf, "
                    "--rows=NAME,..., --planted=values|small_element|overrun, --backends=NAME,...)\n",
                    a.c_str());
-      return 2;
+      return false;
     }
   }
-  if (group == "harness") {
+  return true;
+}
+
+// The group's backends narrowed to those named in `only` (all of them when it is empty); false
+// (having said why) when `only` names one the group lacks.
+bool narrow_backends(std::vector<const Backend*>& backends, const std::set<std::string>& only,
+                     const std::string& group) {
+  if (only.empty()) return true;
+  std::vector<const Backend*> kept;
+  std::string names_of_group;
+  for (const Backend* b : backends) {
+    names_of_group += (names_of_group.empty() ? "" : ", ") + b->name;
+    if (only.count(b->name)) kept.push_back(b);
+  }
+  for (const std::string& n : only)
+    if (std::none_of(backends.begin(), backends.end(), [&](const Backend* b) { return b->name == n; })) {
+      std::fprintf(stderr, "ember_ops_tests: --backends names '%s', which is no backend of group %s (%s)\n", n.c_str(),
+                   group.c_str(), names_of_group.c_str());
+      return false;
+    }
+  backends = kept;
+  return true;
+}
+
+// The gradcheck group: every row that takes finite differences, as one test each.
+int run_gradchecks() {
+  for (const OpRow& row : op_table()) {
+    if (!row.gradcheck) continue;
+    ::testing::RegisterTest("OpGradcheck", row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [r = &row]() -> ::testing::Test* { return new RowGradcheck(r); });
+  }
+  return RUN_ALL_TESTS();
+}
+
+// The harness's self-test: the rows with a planted fault, each of which must fail on every backend.
+int run_planted(const std::vector<const Backend*>& backends, const std::string& planted) {
+  static const std::vector<OpRow> rows = planted_rows(planted);
+  for (const Backend* b : backends)
+    for (const OpRow& row : rows)
+      ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                              [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
+  return RUN_ALL_TESTS();
+}
+
+// Every row on every backend; the whole table also checks the kernels' coverage.
+int run_table(const std::vector<const Backend*>& backends) {
+  bool any = false;
+  for (const Backend* b : backends) any = any || b->unavailable().empty();
+  const std::string skip = any ? std::string() : backends.front()->unavailable();
+  const bool whole_table = ::testing::GTEST_FLAG(filter) == "*";
+  if (!whole_table && !skip.empty()) std::cout << "skipped: " << skip << std::endl;
+  for (const Backend* b : backends)
+    for (const OpRow& row : op_table())
+      ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                              [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
+  if (whole_table) ::testing::AddGlobalTestEnvironment(new CoverageCheck(backends, skip));
+  return RUN_ALL_TESTS();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
+  if (o.group == "harness") {
     register_comparison_tests();
     return RUN_ALL_TESTS();
   }
-  if (group != "cpu" && group != "emu" && group != "cuda" && group != "gradcheck") {
+  if (o.group != "cpu" && o.group != "emu" && o.group != "cuda" && o.group != "gradcheck") {
     std::fprintf(stderr, "ember_ops_tests: --group must be cpu, emu, cuda, gradcheck or harness (got '%s')\n",
-                 group.c_str());
+                 o.group.c_str());
     return 2;
   }
   g_default_level = cpu_capability();
@@ -278,58 +349,19 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-  if (group == "gradcheck") {
-    if (perf) return 0;
-    for (const OpRow& row : op_table()) {
-      if (!row.gradcheck) continue;
-      ::testing::RegisterTest("OpGradcheck", row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                              [r = &row]() -> ::testing::Test* { return new RowGradcheck(r); });
-    }
-    return RUN_ALL_TESTS();
-  }
+  if (o.group == "gradcheck") return o.perf ? 0 : run_gradchecks();
 
-  std::vector<const Backend*> backends = backends_of(group);
-  if (!only_backends.empty()) {
-    std::vector<const Backend*> kept;
-    std::string names_of_group;
-    for (const Backend* b : backends) {
-      names_of_group += (names_of_group.empty() ? "" : ", ") + b->name;
-      if (only_backends.count(b->name)) kept.push_back(b);
-    }
-    for (const std::string& n : only_backends)
-      if (std::none_of(backends.begin(), backends.end(), [&](const Backend* b) { return b->name == n; })) {
-        std::fprintf(stderr, "ember_ops_tests: --backends names '%s', which is no backend of group %s (%s)\n",
-                     n.c_str(), group.c_str(), names_of_group.c_str());
-        return 2;
-      }
-    backends = kept;
-  }
-  if (perf) {
-    for (const std::string& r : perf_rows)
+  std::vector<const Backend*> backends = backends_of(o.group);
+  if (!narrow_backends(backends, o.only_backends, o.group)) return 2;
+  if (o.perf) {
+    for (const std::string& r : o.perf_rows)
       if (!names.count(r)) {
         std::fprintf(stderr, "ember_ops_tests: --rows names '%s', which is no row of the op table\n", r.c_str());
         return 2;
       }
-    run_perf(backends, perf_rows);
+    run_perf(backends, o.perf_rows);
     return 0;
   }
-  if (!planted.empty()) {
-    static const std::vector<OpRow> rows = planted_rows(planted);
-    for (const Backend* b : backends)
-      for (const OpRow& row : rows)
-        ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                                [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
-    return RUN_ALL_TESTS();
-  }
-  bool any = false;
-  for (const Backend* b : backends) any = any || b->unavailable().empty();
-  const std::string skip = any ? std::string() : backends.front()->unavailable();
-  const bool whole_table = ::testing::GTEST_FLAG(filter) == "*";
-  if (!whole_table && !skip.empty()) std::cout << "skipped: " << skip << std::endl;
-  for (const Backend* b : backends)
-    for (const OpRow& row : op_table())
-      ::testing::RegisterTest(("Ops_" + b->name).c_str(), row.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                              [r = &row, b]() -> ::testing::Test* { return new RowOnBackend(r, b); });
-  if (whole_table) ::testing::AddGlobalTestEnvironment(new CoverageCheck(backends, skip));
-  return RUN_ALL_TESTS();
+  if (!o.planted.empty()) return run_planted(backends, o.planted);
+  return run_table(backends);
 }

@@ -64,10 +64,8 @@ TEST(Queueing, TheSimulatorIsMMcUnderFcfs) {
   }
 }
 
-// A flat pool of 2 devices under FCFS: A (100 s) and B (300 s) run, C (50 s) waits. A new one-device
-// job waits for C to start when A ends (t=100) and for C to end (t=150): 150 s.
-TEST(Admission, LookAheadOnAHandState) {
-  auto fcfs = make_policy("fcfs");
+// Jobs 0-3 of queues a-d, waiting, submitted at t = 0, 1, 2, 3.
+std::vector<Job> four_waiting_jobs() {
   std::vector<Job> jobs(4);
   const char* queues[] = {"a", "b", "c", "d"};
   for (int i = 0; i < 4; ++i) {
@@ -77,22 +75,32 @@ TEST(Admission, LookAheadOnAHandState) {
     jobs[i].spec.submit = i;
     jobs[i].status = JobStatus::kWaiting;
   }
-  // An admission control whose predictor learned each queue's run time (three finishes each, at
-  // t < 0), told of the four jobs' arrivals.
-  auto trained = [&](AdmissionOptions o, Policy* p) {
-    auto ac = std::make_unique<AdmissionControl>(o, p);
-    int next_id = 100;
-    for (const auto& [q, d] : std::vector<std::pair<std::string, double>>{{"a", 100}, {"b", 300}, {"c", 50}, {"d", 10}})
-      for (int k = 0; k < 3; ++k) {
-        Job f;
-        f.id = next_id++;
-        f.spec.queue = q;
-        f.spec.submit = -2;
-        ac->finished(f, d, -1);
-      }
-    for (const Job& j : jobs) ac->arrived(j, 0);
-    return ac;
-  };
+  return jobs;
+}
+
+// An admission control whose predictor learned each queue's run time (three finishes each, at
+// t < 0: a 100 s, b 300 s, c 50 s, d 10 s), told of the jobs' arrivals.
+std::unique_ptr<AdmissionControl> trained_on_four_queues(AdmissionOptions o, Policy* p, const std::vector<Job>& jobs) {
+  auto ac = std::make_unique<AdmissionControl>(o, p);
+  int next_id = 100;
+  for (const auto& [q, d] : std::vector<std::pair<std::string, double>>{{"a", 100}, {"b", 300}, {"c", 50}, {"d", 10}})
+    for (int k = 0; k < 3; ++k) {
+      Job f;
+      f.id = next_id++;
+      f.spec.queue = q;
+      f.spec.submit = -2;
+      ac->finished(f, d, -1);
+    }
+  for (const Job& j : jobs) ac->arrived(j, 0);
+  return ac;
+}
+
+// A flat pool of 2 devices under FCFS: A (100 s) and B (300 s) run, C (50 s) waits. A new one-device
+// job waits for C to start when A ends (t=100) and for C to end (t=150): 150 s.
+TEST(Admission, LookAheadOnAHandState) {
+  auto fcfs = make_policy("fcfs");
+  std::vector<Job> jobs = four_waiting_jobs();
+  auto trained = [&](AdmissionOptions o, Policy* p) { return trained_on_four_queues(o, p, jobs); };
   auto owned = trained({.target = 120}, fcfs.get());
   AdmissionControl& ac = *owned;
   Cluster cluster(Topology::uniform(2, 0));

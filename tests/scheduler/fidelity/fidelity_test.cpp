@@ -30,6 +30,35 @@ constexpr int kDevices = 8;
 
 class Fidelity : public DaemonTest, public ::testing::WithParamInterface<std::string> {};
 
+// Job t of the trace as the daemon runs it: the sleeper, for its scaled duration, on t's devices.
+JobSpec sleeper_job(const sched::JobSpec& t, const std::string& dir) {
+  JobSpec s;
+  s.set_name(t.name);
+  s.set_command(SCHED_SLEEPER_EXE);
+  for (const std::string& a : {std::string("--seconds"), std::to_string(t.duration * kScale), std::string("--progress"),
+                               dir + "/progress-" + t.name})
+    s.add_args(a);
+  s.set_devices(t.gpus);
+  s.set_expected_seconds(t.duration * kScale);
+  s.set_workdir(dir);
+  return s;
+}
+
+// What a start costs on this machine, as the daemon ran it: its time on devices beyond the work
+// (launching the job, noticing its exit), per start. The simulator is told, as it would be told
+// the launch time of a real cluster; on a loaded machine this grows, and so would every JCT.
+double start_cost(const std::vector<sched::JobSpec>& trace, const std::vector<int64_t>& ids,
+                  const std::map<int64_t, JobInfo>& info) {
+  double overhead = 0;
+  int starts = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const JobInfo& j = info.at(ids[i]);
+    overhead += std::max(0.0, j.run_seconds() - trace[i].duration * kScale);
+    starts += j.attempts();
+  }
+  return overhead / starts;
+}
+
 TEST_P(Fidelity, DaemonAndSimulatorAgreeOnTheSixtyJobTrace) {
   const std::string path =
       (fs::path(EMBER_SOURCE_DIR) / "../shared/data/traces/tiresias_60_job.csv").lexically_normal();
@@ -51,16 +80,7 @@ TEST_P(Fidelity, DaemonAndSimulatorAgreeOnTheSixtyJobTrace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     const sched::JobSpec& t = trace[i];
     std::this_thread::sleep_until(t0 + std::chrono::duration<double>(t.submit * kScale));
-    JobSpec s;
-    s.set_name(t.name);
-    s.set_command(SCHED_SLEEPER_EXE);
-    for (const std::string& a : {std::string("--seconds"), std::to_string(t.duration * kScale),
-                                 std::string("--progress"), dir_ + "/progress-" + t.name})
-      s.add_args(a);
-    s.set_devices(t.gpus);
-    s.set_expected_seconds(t.duration * kScale);
-    s.set_workdir(dir_);
-    ids.push_back(submit(s));
+    ids.push_back(submit(sleeper_job(t, dir_)));
   }
   ASSERT_TRUE(wait_for(
       [&] {
@@ -84,18 +104,8 @@ TEST_P(Fidelity, DaemonAndSimulatorAgreeOnTheSixtyJobTrace) {
     s.duration = s.estimate = trace[i].duration * kScale;
     sim_trace.push_back(s);
   }
-  // What a start costs on this machine, as the daemon ran it: its time on devices beyond the work
-  // (launching the job, noticing its exit), per start. The simulator is told, as it would be told
-  // the launch time of a real cluster; on a loaded machine this grows, and so would every JCT.
-  double overhead = 0;
-  int starts = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const JobInfo& j = info.at(ids[i]);
-    overhead += std::max(0.0, j.run_seconds() - trace[i].duration * kScale);
-    starts += j.attempts();
-  }
   sched::SimOptions so;
-  so.start_delay = overhead / starts;
+  so.start_delay = start_cost(trace, ids, info);
   std::unique_ptr<sched::Policy> p = sched::make_policy(policy, params);
   const sched::SimResult sim = sched::simulate(sim_trace, sched::Topology::uniform(kDevices, 0), *p, so);
 
