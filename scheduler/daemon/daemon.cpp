@@ -149,6 +149,8 @@ int Daemon::run() {
   ::signal(SIGPIPE, SIG_IGN);
   if (!pool_.note.empty()) say(pool_.note);
   say("serving ", pool_.describe(), " with policy ", policy_->name(), " at ", socket_path(state_dir_));
+  // Said even under --quiet: with port 0 it is the only way to learn where the endpoint listens.
+  if (web_ && opt_.quiet) std::cout << "metrics and dashboard at " << web_->url() << std::endl;
   if (web_) say("metrics and dashboard at ", web_->url());
   dirty_ = true;
   for (;;) {

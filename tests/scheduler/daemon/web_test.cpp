@@ -146,7 +146,8 @@ TEST_F(WebTest, GarbageIsAnsweredOrDroppedAndTheEndpointServesOn) {
 }
 
 TEST_F(WebTest, AJobsProgressReachesTheQueueAndTheMetrics) {
-  start_daemon({"--devices", "cpu:1", "--http", "127.0.0.1:0"});
+  // --quiet: the address of port 0 is still printed, the one way to learn it.
+  start_daemon({"--devices", "cpu:1", "--http", "127.0.0.1:0", "--quiet"});
   const int p = port();
   JobSpec s = gated("reporter", 1, "gate");
   s.set_args(1,
