@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cpu/conv_winograd.h"
+#include "core/cpu/lowp_reference.h"
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
 
@@ -835,17 +836,36 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
 
 void cpu_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvGeometry& g) {
+  if (cpu::lowp::is_16bit(input.dtype())) {  // the reference path (core/cpu/lowp_reference.h)
+    const Tensor o = cpu::lowp::float32_for(out);
+    forward_impl<float>(o, cpu::lowp::widen(input), cpu::lowp::widen(weight), cpu::lowp::widen(bias), g);
+    cpu::lowp::narrow_into(out, o);
+    return;
+  }
   EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] { forward_impl<scalar_t>(out, input, weight, bias, g); });
 }
 
 void cpu_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                                const Tensor& bias, const ConvGeometry& g) {
+  if (cpu::lowp::is_16bit(grad_out.dtype())) {  // the reference path (core/cpu/lowp_reference.h)
+    const Tensor gi = cpu::lowp::float32_for(grad_input);
+    backward_input_impl<float>(gi, cpu::lowp::widen(grad_out), cpu::lowp::widen(weight), cpu::lowp::widen(bias), g);
+    cpu::lowp::narrow_into(grad_input, gi);
+    return;
+  }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_input_impl<scalar_t>(grad_input, grad_out, weight, bias, g); });
 }
 
 void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                                 const Tensor& input, const ConvGeometry& g) {
+  if (cpu::lowp::is_16bit(grad_out.dtype())) {  // the reference path (core/cpu/lowp_reference.h)
+    const Tensor gw = cpu::lowp::float32_for(grad_weight), gb = cpu::lowp::float32_for(grad_bias);
+    backward_weight_impl<float>(gw, gb, cpu::lowp::widen(grad_out), cpu::lowp::widen(input), g);
+    cpu::lowp::narrow_into(grad_weight, gw);
+    cpu::lowp::narrow_into(grad_bias, gb);
+    return;
+  }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_weight_impl<scalar_t>(grad_weight, grad_bias, grad_out, input, g); });
 }

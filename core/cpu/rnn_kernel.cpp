@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu/lowp_reference.h"
 #include "core/cpu/rnn_cells.h"
 #include "core/cpu/rnn_gemm.h"
 #include "core/parallel.h"
@@ -390,11 +391,49 @@ void backward_impl(const RnnBackwardArgs& a) {
   }
 }
 
+// The reference path for float16/bfloat16 layers (core/cpu/lowp_reference.h): the whole layer in
+// float32, its outputs and workspace rounded back.
+void rnn_forward_lowp_reference(const RnnForwardArgs& a) {
+  RnnForwardArgs w = a;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = cpu::lowp::widen(*t);
+  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn})
+    *t = cpu::lowp::float32_for(*t);
+  forward_impl<float>(w);
+  for (auto [dst, src] : {std::pair{&a.output, &w.output},
+                          {&a.h_n, &w.h_n},
+                          {&a.c_n, &w.c_n},
+                          {&a.ws.gates, &w.ws.gates},
+                          {&a.ws.hs, &w.ws.hs},
+                          {&a.ws.cs, &w.ws.cs},
+                          {&a.ws.ghn, &w.ws.ghn}})
+    cpu::lowp::narrow_into(*dst, *src);
+}
+
+void rnn_backward_lowp_reference(const RnnBackwardArgs& a) {
+  RnnBackwardArgs w = a;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
+                    &w.grad_output, &w.grad_h_n, &w.grad_c_n})
+    *t = cpu::lowp::widen(*t);
+  for (Tensor* t : {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0})
+    *t = cpu::lowp::float32_for(*t);
+  backward_impl<float>(w);
+  for (auto [dst, src] : {std::pair{&a.grad_input, &w.grad_input},
+                          {&a.grad_w_ih, &w.grad_w_ih},
+                          {&a.grad_w_hh, &w.grad_w_hh},
+                          {&a.grad_b_ih, &w.grad_b_ih},
+                          {&a.grad_b_hh, &w.grad_b_hh},
+                          {&a.grad_h0, &w.grad_h0},
+                          {&a.grad_c0, &w.grad_c0}})
+    cpu::lowp::narrow_into(*dst, *src);
+}
+
 void cpu_rnn_forward(const RnnForwardArgs& a) {
+  if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_forward_lowp_reference(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
 }
 
 void cpu_rnn_backward(const RnnBackwardArgs& a) {
+  if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_backward_lowp_reference(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
 }
 
