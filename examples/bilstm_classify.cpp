@@ -11,9 +11,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "common/flags.h"
-#include "common/trainer.h"
-#include "common/training.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
@@ -21,6 +18,9 @@
 #include "data/vocabulary.h"
 #include "layers/checkpoint.h"
 #include "models/lstm.h"
+#include "train/flags.h"
+#include "train/trainer.h"
+#include "train/training.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -86,14 +86,14 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
 // The flags, in the order --help lists them, and what they must satisfy.
 struct ClassifyFlags {
   std::string data_dir, languages, level, device, ckpt_dir, resume, log_path;
-  examples::TensorBoardFlags tensorboard;
-  examples::InitFrom init;  // --init-from, --init-skip
+  train::TensorBoardFlags tensorboard;
+  train::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, embed, hidden, max_len, min_len, min_freq, limit, split_seed, seed, max_steps, workers,
       threads;
   double lr, clip, test_fraction;
   bool balance, overwrite;
 
-  explicit ClassifyFlags(examples::Flags& flags) {
+  explicit ClassifyFlags(train::Flags& flags) {
     data_dir = flags.str("data", "/usr/share/games/fortunes", "the fortunes folder");
     languages = flags.str("languages", "en=.,de=de,it=it,es=es",
                           "comma-separated name=folder (relative to --data) per class; missing folders are "
@@ -119,16 +119,16 @@ struct ClassifyFlags {
     overwrite = flags.boolean(
         "overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
-    workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
-    threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
+    workers = flags.integer_in("workers", 0, 0, train::kMaxWorkers, "data-loader worker threads");
+    threads = flags.integer_in("threads", 0, 0, train::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str(
         "log", "",
         "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
-    tensorboard = examples::TensorBoardFlags(flags);
-    init = examples::InitFrom(flags);
+    tensorboard = train::TensorBoardFlags(flags);
+    init = train::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
-  void check(examples::Flags& flags) const {
+  void check(train::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
     init.check(flags, resume);
@@ -150,7 +150,7 @@ std::vector<std::string> read_language(const ClassifyFlags& f, const fs::path& d
 
 // The classes: every name=folder of --languages whose folder exists. An ember::Error when a
 // language has too few fortunes or fewer than two languages are found.
-void read_languages(const ClassifyFlags& f, examples::Flags& flags, std::vector<std::string>& names,
+void read_languages(const ClassifyFlags& f, train::Flags& flags, std::vector<std::string>& names,
                     std::vector<std::vector<std::string>>& per_class) {
   std::stringstream ls(f.languages);
   for (std::string item; std::getline(ls, item, ',');) {
@@ -224,13 +224,13 @@ void print_start(const ClassifyFlags& f, const Classes& k, int64_t vocab_size, D
   std::printf("Majority-class baseline (always '%s'): test accuracy %.4f\n", k.names[k.majority].c_str(),
               k.majority_acc);
   std::printf("Training BiLstmClassifier (embed %lld, hidden %lld x 2) on %s: %lld epochs, batch %lld, Adam lr %g\n",
-              (long long)f.embed, (long long)f.hidden, examples::device_label(dev).c_str(), (long long)f.epochs,
+              (long long)f.embed, (long long)f.hidden, train::device_label(dev).c_str(), (long long)f.epochs,
               (long long)f.batch, f.lr);
 }
 
 // One step on a batch of padded fortunes: cross-entropy, clipped gradients, Adam.
-examples::StepReport classify_step(const ClassifyFlags& f, models::BiLstmClassifier& clf, optim::Adam& opt, Device dev,
-                                   const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
+train::StepReport classify_step(const ClassifyFlags& f, models::BiLstmClassifier& clf, optim::Adam& opt, Device dev,
+                                const Tensor& x, const Tensor& y, train::RunningSums& sums) {
   Tensor yd = y.to(dev);
   Tensor logits = clf.forward(x.to(dev), data::padded_lengths(x));
   Tensor loss = cross_entropy(logits, yd);
@@ -245,8 +245,8 @@ examples::StepReport classify_step(const ClassifyFlags& f, models::BiLstmClassif
 }
 
 // The epoch's summary with the test accuracy per language, and its log row.
-void classify_epoch_end(const Classes& k, const examples::EpochEnd& e, const Confusion& cm, double test_loss,
-                        examples::MetricsLog& log) {
+void classify_epoch_end(const Classes& k, const train::EpochEnd& e, const Confusion& cm, double test_loss,
+                        train::MetricsLog& log) {
   const double seen = e.sums.count("seen") ? e.sums.at("seen") : 0.0;
   const double train_loss = seen ? e.sums.at("loss_sum") / seen : 0.0;
   const double train_acc = seen ? e.sums.at("correct") / seen : 0.0;
@@ -276,8 +276,9 @@ void print_confusion(const Classes& k, const Confusion& cm) {
   }
 }
 
-int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& vocab,
-          const data::LabelledTextDataset& train_set, const data::LabelledTextDataset& test_set, Device dev) {
+int train_classifier(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& vocab,
+                     const data::LabelledTextDataset& train_set, const data::LabelledTextDataset& test_set,
+                     Device dev) {
   const auto K = static_cast<int64_t>(k.names.size());
   manual_seed(static_cast<uint64_t>(f.seed));
   models::BiLstmClassifier clf(
@@ -293,25 +294,25 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
   std::vector<std::string> columns{"epoch",     "step",     "train_loss",   "train_acc",
                                    "test_loss", "test_acc", "majority_acc", "seconds"};
   for (const auto& n : k.names) columns.push_back("test_acc_" + n);
-  examples::Trainer trainer({.epochs = f.epochs,
-                             .max_steps = f.max_steps,
-                             .checkpoint_dir = f.ckpt_dir,
-                             .resume = f.resume,
-                             .log = f.log_path,
-                             .overwrite = f.overwrite,
-                             .columns = columns,
-                             .tensorboard = f.tensorboard,
-                             .init = f.init},
-                            {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
-                            {{"model", "BiLstmClassifier"},
-                             {"classes", classes},
-                             {"level", f.level},
-                             {"flag.lr", examples::exact_number(f.lr)},
-                             {"flag.seed", std::to_string(f.seed)},
-                             {"flag.batch-size", std::to_string(f.batch)}});
-  examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
+  train::Trainer trainer({.epochs = f.epochs,
+                          .max_steps = f.max_steps,
+                          .checkpoint_dir = f.ckpt_dir,
+                          .resume = f.resume,
+                          .log = f.log_path,
+                          .overwrite = f.overwrite,
+                          .columns = columns,
+                          .tensorboard = f.tensorboard,
+                          .init = f.init},
+                         {&clf, {&opt}, {{"default", &default_generator()}}}, loader,
+                         {{"model", "BiLstmClassifier"},
+                          {"classes", classes},
+                          {"level", f.level},
+                          {"flag.lr", train::exact_number(f.lr)},
+                          {"flag.seed", std::to_string(f.seed)},
+                          {"flag.batch-size", std::to_string(f.batch)}});
+  train::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.weights_path();
-      path && !examples::vocabulary_matches_checkpoint(
+      path && !train::vocabulary_matches_checkpoint(
                   vocab, *path, "bilstm_classify",
                   "--data, --languages, --level, --min-freq, --min-length, --balance, --limit and --split-seed"))
     return 1;
@@ -324,7 +325,7 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
                                 [&] { clf.forward(one, {f.max_len}); })
                         .c_str());
   Confusion last(K);
-  auto end_epoch = [&](const examples::EpochEnd& e) {
+  auto end_epoch = [&](const train::EpochEnd& e) {
     auto [cm, test_loss] = evaluate(clf, test_set, dev, 128);
     last = cm;
     classify_epoch_end(k, e, cm, test_loss, trainer.log());
@@ -334,13 +335,13 @@ int train(const ClassifyFlags& f, const Classes& k, const data::Vocabulary& voca
     if (!f.ckpt_dir.empty()) save(clf, (fs::path(f.ckpt_dir) / "bilstm_classify.ckpt").string());
   };
   return trainer.fit({.step = [&](const Tensor& x, const Tensor& y,
-                                  examples::RunningSums& sums) { return classify_step(f, clf, opt, dev, x, y, sums); },
+                                  train::RunningSums& sums) { return classify_step(f, clf, opt, dev, x, y, sums); },
                       .end_epoch = end_epoch},
                      done);
 }
 
 // Reads the languages, splits them, builds the vocabulary and the datasets, then trains.
-int run(const ClassifyFlags& f, examples::Flags& flags, Device dev) {
+int run(const ClassifyFlags& f, train::Flags& flags, Device dev) {
   Classes k;
   std::vector<std::vector<std::string>> per_class;
   read_languages(f, flags, k.names, per_class);
@@ -354,13 +355,13 @@ int run(const ClassifyFlags& f, examples::Flags& flags, Device dev) {
   k.majority =
       static_cast<size_t>(std::max_element(k.train_counts.begin(), k.train_counts.end()) - k.train_counts.begin());
   k.majority_acc = static_cast<double>(k.test_counts[k.majority]) / static_cast<double>(test_set.size());
-  return train(f, k, vocab, train_set, test_set, dev);
+  return train_classifier(f, k, vocab, train_set, test_set, dev);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  examples::Flags flags(
+  train::Flags flags(
       argc, argv,
       "Trains a BiLSTM classifier to tell the language of a fortune cookie (English, German, Italian,\n"
       "Spanish: Debian's fortunes, fortunes-de, fortunes-it, fortunes-es) and reports per-language test\n"
@@ -372,6 +373,6 @@ int main(int argc, char** argv) {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     return run(f, flags, f.device == "auto" ? Device::best() : Device(f.device));
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
-    return examples::report_failure("bilstm_classify", e);
+    return train::report_failure("bilstm_classify", e);
   }
 }

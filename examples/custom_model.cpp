@@ -1,8 +1,9 @@
 // A new model written through the C++ API: a small convolutional network with batch
-// normalisation and a residual block, trained on MNIST (or Fashion-MNIST) by the examples'
-// shared loop (examples/common/classifier.h over trainer.h: progress bar, metrics log, evaluation each epoch,
+// normalisation and a residual block, trained on MNIST (or Fashion-MNIST) by the training
+// library's loop (train/classifier.h over train/trainer.h: progress bar, metrics log, evaluation each epoch,
 // checkpoints, resume). Copy this file, change the model, and train.
-#include "common/classifier.h"
+#include "layers/nn.h"
+#include "train/classifier.h"
 
 using namespace ember;
 
@@ -32,18 +33,18 @@ struct ResidualNet : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  examples::Flags flags(argc, argv,
-                        "Trains a small residual CNN written in this file on MNIST (Fashion-MNIST when --data\n"
-                        "holds no MNIST files). Example: custom_model --epochs 2");
-  examples::CommonFlags cf(flags, /*epochs=*/2, /*batch=*/64, /*lr=*/2e-3, "custom_model");
+  train::Flags flags(argc, argv,
+                     "Trains a small residual CNN written in this file on MNIST (Fashion-MNIST when --data\n"
+                     "holds no MNIST files). Example: custom_model --epochs 2");
+  train::CommonFlags cf(flags, /*epochs=*/2, /*batch=*/64, /*lr=*/2e-3, "custom_model");
   flags.finish();
   cf.check(flags);
   try {
     cf.prepare();  // the data first: bad data leave no empty --checkpoint-dir behind
     manual_seed(static_cast<uint64_t>(cf.seed));
     ResidualNet net;
-    return examples::train_mnist_classifier(net, "ResidualNet", cf);
+    return train::train_mnist_classifier(net, "ResidualNet", cf);
   } catch (const std::exception& e) {
-    return examples::report_failure("custom_model", e);
+    return train::report_failure("custom_model", e);
   }
 }

@@ -7,17 +7,12 @@
 //
 // Under `ember launch -n N` it trains data-parallel (--data-parallel) or as a pipeline
 // (--pipeline K: the model as its layers, embedding, one stage element per LSTM layer, the output
-// layer, cut into K stages; N/K replicas), as mnist_cnn does (examples/common/parallel_job.h);
+// layer, cut into K stages; N/K replicas), as mnist_cnn does (train/parallel_job.h);
 // the gradient's norm is clipped over the whole model, every stage's part of it included.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
-#include "common/flags.h"
-#include "common/language_model.h"
-#include "common/parallel_job.h"
-#include "common/trainer.h"
-#include "common/training.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
@@ -26,6 +21,11 @@
 #include "layers/checkpoint.h"
 #include "models/lstm.h"
 #include "models/text_generator.h"
+#include "train/flags.h"
+#include "train/language_model.h"
+#include "train/parallel_job.h"
+#include "train/trainer.h"
+#include "train/training.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -50,14 +50,14 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
 // The flags, in the order --help lists them, and what they must satisfy.
 struct LmFlags {
   std::string data_dir, level, device, ckpt_dir, resume, log_path;
-  examples::TensorBoardFlags tensorboard;
-  examples::InitFrom init;  // --init-from, --init-skip
+  train::TensorBoardFlags tensorboard;
+  train::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
       checkpoint_every, sample_len, top_k, workers, threads;
   double lr, clip, dropout, test_fraction, temperature;
   bool lowercase, overwrite;
 
-  explicit LmFlags(examples::Flags& flags) {
+  explicit LmFlags(train::Flags& flags) {
     data_dir = flags.str("data", "/usr/share/games/fortunes",
                          "a fortune file or a folder of them (Debian's `fortunes` package)");
     level = flags.str("level", "char", "tokens: char or word");
@@ -83,20 +83,20 @@ struct LmFlags {
     overwrite = flags.boolean(
         "overwrite", false, "start afresh in a checkpoint-dir that holds a checkpoint, and in a --log that holds rows");
     max_steps = flags.count_or_none("max-steps", 0, "no limit", "stop after this many optimizer steps in total");
-    checkpoint_every = examples::checkpoint_every_flag(flags);
+    checkpoint_every = train::checkpoint_every_flag(flags);
     sample_len = flags.integer("sample-length", 400, "tokens to generate after each epoch (0: none)");
     temperature = flags.real("temperature", 0.8, "sampling temperature (0: greedy)");
     top_k = flags.integer("top-k", 0, "sample among the k most likely tokens (0: all)");
-    workers = flags.integer_in("workers", 0, 0, examples::kMaxWorkers, "data-loader worker threads");
-    threads = flags.integer_in("threads", 0, 0, examples::kMaxThreads, "CPU threads for the math (0: all cores)");
+    workers = flags.integer_in("workers", 0, 0, train::kMaxWorkers, "data-loader worker threads");
+    threads = flags.integer_in("threads", 0, 0, train::kMaxThreads, "CPU threads for the math (0: all cores)");
     log_path = flags.str(
         "log", "",
         "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
-    tensorboard = examples::TensorBoardFlags(flags);
-    init = examples::InitFrom(flags);
+    tensorboard = train::TensorBoardFlags(flags);
+    init = train::InitFrom(flags);
   }
   // Usage errors the flag parser cannot see (exit status 2).
-  void check(examples::Flags& flags) const {
+  void check(train::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
     init.check(flags, resume);
@@ -109,7 +109,7 @@ struct LmFlags {
   }
 };
 
-void print_start(const LmFlags& f, const examples::Corpus& c, models::LstmLanguageModel& lm, Device dev) {
+void print_start(const LmFlags& f, const train::Corpus& c, models::LstmLanguageModel& lm, Device dev) {
   std::printf("Corpus %s: %zu unique fortunes -> %zu training (%zu tokens), %zu held out (%zu tokens)\n",
               f.data_dir.c_str(), c.docs, c.train_docs, c.train_ids.size(), c.test_docs, c.test_ids.size());
   std::printf("Vocabulary: %lld %s tokens (<unk> covers %.2f%% of the held-out targets)\n", (long long)c.vocab.size(),
@@ -119,7 +119,7 @@ void print_start(const LmFlags& f, const examples::Corpus& c, models::LstmLangua
       "Training LstmLanguageModel (embed %lld, hidden %lld, %lld layer%s, %lld parameters) on %s: %lld "
       "epochs, batch %lld x %lld tokens, Adam lr %g\n",
       (long long)f.embed, (long long)f.hidden, (long long)f.layers, f.layers > 1 ? "s" : "",
-      (long long)lm.num_parameters(), examples::device_label(dev).c_str(), (long long)f.epochs, (long long)f.batch,
+      (long long)lm.num_parameters(), train::device_label(dev).c_str(), (long long)f.epochs, (long long)f.batch,
       (long long)f.seq_len, f.lr);
   // Through its layers as a Sequential: each one (the LSTM too) is called as a layer and gets its row.
   std::printf("%s", lm.as_sequential()->summary({1, f.seq_len}, DType::Int64).c_str());
@@ -127,9 +127,9 @@ void print_start(const LmFlags& f, const examples::Corpus& c, models::LstmLangua
 
 // The epoch's summary against the unigram baseline, its log row, and a generated fortune.
 // The epoch's summary and log row, and a generated fortune.
-void lm_epoch_end(const LmFlags& f, const examples::Corpus& c, const examples::EpochEnd& e,
-                  const examples::EvalResult& ev, models::TextGenerator& sampler, examples::MetricsLog& log) {
-  examples::lm_summary(c, e, ev, log);
+void lm_epoch_end(const LmFlags& f, const train::Corpus& c, const train::EpochEnd& e, const train::EvalResult& ev,
+                  models::TextGenerator& sampler, train::MetricsLog& log) {
+  train::lm_summary(c, e, ev, log);
   if (f.sample_len > 0) {
     sampler.reseed(static_cast<uint64_t>(f.seed) * 1000003u + static_cast<uint64_t>(e.epoch));
     std::vector<int64_t> text = sampler.generate({data::Vocabulary::kEos}, f.sample_len, data::Vocabulary::kEos);
@@ -139,9 +139,9 @@ void lm_epoch_end(const LmFlags& f, const examples::Corpus& c, const examples::E
   std::fflush(stdout);
 }
 
-int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJob& job) {
+int train_lm(const LmFlags& f, train::Corpus& c, Device dev, train::ParallelJob& job) {
   data::LanguageModelDataset train_set(c.train_ids, f.seq_len), test_set(c.test_ids, f.seq_len);
-  examples::score_baseline(c, test_set);
+  train::score_baseline(c, test_set);
   manual_seed(static_cast<uint64_t>(f.seed));
   models::LstmLanguageModel lm({.vocab_size = c.vocab.size(),
                                 .embed_dim = f.embed,
@@ -163,29 +163,29 @@ int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJ
                                                          .shuffle = true,
                                                          .workers = static_cast<int>(f.workers),
                                                          .seed = static_cast<uint64_t>(f.seed)}));
-  examples::Trainer trainer({.epochs = f.epochs,
-                             .max_steps = f.max_steps,
-                             .checkpoint_every = f.checkpoint_every,
-                             .checkpoint_dir = f.ckpt_dir,
-                             .resume = f.resume,
-                             .log = f.log_path,
-                             .overwrite = f.overwrite,
-                             .columns = examples::lm_columns(),
-                             .tensorboard = f.tensorboard,
-                             .init = f.init},
-                            {&net, {&opt}, {{"default", &default_generator()}}}, loader,
-                            {{"model", "LstmLanguageModel"},
-                             {"level", f.level},
-                             {"vocab_size", std::to_string(c.vocab.size())},
-                             {"flag.lr", examples::exact_number(f.lr)},
-                             {"flag.seed", std::to_string(f.seed)},
-                             {"flag.batch-size", std::to_string(f.batch)},
-                             {"flag.seq-len", std::to_string(f.seq_len)}},
-                            &job);
-  examples::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
+  train::Trainer trainer({.epochs = f.epochs,
+                          .max_steps = f.max_steps,
+                          .checkpoint_every = f.checkpoint_every,
+                          .checkpoint_dir = f.ckpt_dir,
+                          .resume = f.resume,
+                          .log = f.log_path,
+                          .overwrite = f.overwrite,
+                          .columns = train::lm_columns(),
+                          .tensorboard = f.tensorboard,
+                          .init = f.init},
+                         {&net, {&opt}, {{"default", &default_generator()}}}, loader,
+                         {{"model", "LstmLanguageModel"},
+                          {"level", f.level},
+                          {"vocab_size", std::to_string(c.vocab.size())},
+                          {"flag.lr", train::exact_number(f.lr)},
+                          {"flag.seed", std::to_string(f.seed)},
+                          {"flag.batch-size", std::to_string(f.batch)},
+                          {"flag.seq-len", std::to_string(f.seq_len)}},
+                         &job);
+  train::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.weights_path();
       path &&
-      !examples::vocabulary_matches_checkpoint(
+      !train::vocabulary_matches_checkpoint(
           c.vocab, *path, "lstm_lm", "--data, --level, --lowercase, --min-freq, --max-vocab, --limit and --split-seed"))
     return 1;
   trainer.resume();
@@ -194,46 +194,45 @@ int train(const LmFlags& f, examples::Corpus& c, Device dev, examples::ParallelJ
   job.print_summary();
   models::TextGenerator sampler(
       lm, {.temperature = f.temperature, .top_k = f.top_k, .seed = static_cast<uint64_t>(f.seed)});
-  return trainer.fit({.step =
-                          [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-                            return examples::lm_step(f.clip, net, params, opt, dev, job, x, y, sums);
-                          },
-                      .end_epoch =
-                          [&](const examples::EpochEnd& e) {
-                            const examples::EvalResult ev = examples::evaluate_lm(net, test_set, dev, 64, &job);
-                            job.gather_model();  // a pipeline's stages into rank 0's model, which samples
-                            if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
-                          }},
-                     [&] {
-                       if (f.ckpt_dir.empty()) return;
-                       job.gather_model();
-                       if (job.chatty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
-                     });
+  return trainer.fit(
+      {.step = [&](const Tensor& x, const Tensor& y,
+                   train::RunningSums& sums) { return train::lm_step(f.clip, net, params, opt, dev, job, x, y, sums); },
+       .end_epoch =
+           [&](const train::EpochEnd& e) {
+             const train::EvalResult ev = train::evaluate_lm(net, test_set, dev, 64, &job);
+             job.gather_model();  // a pipeline's stages into rank 0's model, which samples
+             if (job.chatty()) lm_epoch_end(f, c, e, ev, sampler, trainer.log());
+           }},
+      [&] {
+        if (f.ckpt_dir.empty()) return;
+        job.gather_model();
+        if (job.chatty()) save(lm, (fs::path(f.ckpt_dir) / "lstm_lm.ckpt").string());
+      });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  examples::Flags flags(argc, argv,
-                        "Trains an LSTM language model (Embedding -> LSTM -> Linear) on fortune cookies and prints\n"
-                        "generated text and held-out perplexity (beside a unigram baseline) after each epoch.\n"
-                        "Example: lstm_lm --epochs 5 --level char --checkpoint-dir ckpt_lm");
+  train::Flags flags(argc, argv,
+                     "Trains an LSTM language model (Embedding -> LSTM -> Linear) on fortune cookies and prints\n"
+                     "generated text and held-out perplexity (beside a unigram baseline) after each epoch.\n"
+                     "Example: lstm_lm --epochs 5 --level char --checkpoint-dir ckpt_lm");
   const LmFlags f(flags);
-  examples::ParallelJob job("lstm_lm", examples::ParallelFlags(flags));
+  train::ParallelJob job("lstm_lm", train::ParallelFlags(flags));
   flags.finish();
   f.check(flags);
   try {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     const Device dev = job.start(f.device == "auto" ? Device::best() : Device(f.device));
-    examples::Corpus c = examples::read_corpus({.data_dir = f.data_dir,
-                                                .level = f.level,
-                                                .lowercase = f.lowercase,
-                                                .min_freq = f.min_freq,
-                                                .max_vocab = f.max_vocab,
-                                                .test_fraction = f.test_fraction,
-                                                .split_seed = f.split_seed,
-                                                .limit = f.limit});
-    return train(f, c, dev, job);
+    train::Corpus c = train::read_corpus({.data_dir = f.data_dir,
+                                          .level = f.level,
+                                          .lowercase = f.lowercase,
+                                          .min_freq = f.min_freq,
+                                          .max_vocab = f.max_vocab,
+                                          .test_fraction = f.test_fraction,
+                                          .split_seed = f.split_seed,
+                                          .limit = f.limit});
+    return train_lm(f, c, dev, job);
   } catch (const std::exception& e) {  // ember::Error, and file-system errors writing outputs
     return job.fail(e);
   }

@@ -8,41 +8,41 @@
 // across ranks while backward runs (dist/data_parallel.h), and rank 0 prints and
 // writes the model. With --pipeline K the model is cut into K stages instead, N/K replicas of the
 // pipeline splitting each batch (dist/pipeline.h). The loop itself (epochs, progress, checkpoints,
-// signals) is examples/common/trainer.h; this file says what is trained, on what, and what one step does.
+// signals) is train/trainer.h (ember::train); this file says what is trained, on what, and what one step does.
 #include "models/mnist_cnn.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include "common/class_record.h"
-#include "common/classifier.h"
-#include "common/flags.h"
-#include "common/parallel_job.h"
-#include "common/trainer.h"
-#include "common/training.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
+#include "train/class_record.h"
+#include "train/classifier.h"
+#include "train/flags.h"
+#include "train/parallel_job.h"
+#include "train/trainer.h"
+#include "train/training.h"
 
 using namespace ember;
 
 int main(int argc, char** argv) {
-  examples::Flags flags(argc, argv,
-                        "Trains the MNIST CNN (3 conv + 2 linear layers) with Adam; without --data it falls back\n"
-                        "to Fashion-MNIST when data/mnist holds no MNIST files. Example: mnist_cnn --epochs 5");
-  examples::CommonFlags cf(flags, /*epochs=*/5, /*batch=*/64, /*lr=*/1e-3, "mnist_cnn",
-                           {.lr = "Adam learning rate",
-                            .seed = "seed for weights, shuffling and everything random",
-                            .checkpoint_dir = "",
-                            .checkpoint_dir_help = "write a checkpoint and metrics.csv here (empty: none)"});
-  examples::ParallelJob job("mnist_cnn", examples::ParallelFlags(flags));
+  train::Flags flags(argc, argv,
+                     "Trains the MNIST CNN (3 conv + 2 linear layers) with Adam; without --data it falls back\n"
+                     "to Fashion-MNIST when data/mnist holds no MNIST files. Example: mnist_cnn --epochs 5");
+  train::CommonFlags cf(flags, /*epochs=*/5, /*batch=*/64, /*lr=*/1e-3, "mnist_cnn",
+                        {.lr = "Adam learning rate",
+                         .seed = "seed for weights, shuffling and everything random",
+                         .checkpoint_dir = "",
+                         .checkpoint_dir_help = "write a checkpoint and metrics.csv here (empty: none)"});
+  train::ParallelJob job("mnist_cnn", train::ParallelFlags(flags));
   flags.finish();
   cf.check(flags);
   try {
     const Device dev = job.start(cf.dev());  // data-parallel: this rank's device
     cf.prepare();                            // after the data: bad data leave no empty folder behind
-    data::MnistOptions mopts{.normalize = examples::kMnistNormalize, .transform = nullptr, .limit = cf.limit};
+    data::MnistOptions mopts{.normalize = train::kMnistNormalize, .transform = nullptr, .limit = cf.limit};
     data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
 
     manual_seed(static_cast<uint64_t>(cf.seed));
@@ -55,28 +55,28 @@ int main(int argc, char** argv) {
                                                            .shuffle = true,
                                                            .workers = static_cast<int>(cf.workers),
                                                            .seed = static_cast<uint64_t>(cf.seed)}));
-    // What a resume must share with its checkpoint (examples::check_resume_settings).
+    // What a resume must share with its checkpoint (train::check_resume_settings).
     std::map<std::string, std::string> meta = cf.settings();
     meta.insert({{"model", "MnistCnn"}, {"data", cf.data_name}});
-    meta.merge(examples::class_record(examples::mnist_class_names(cf.data_name), examples::kMnistNormalize));
-    examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
+    meta.merge(train::class_record(train::mnist_class_names(cf.data_name), train::kMnistNormalize));
+    train::TrainerOptions topts = train::trainer_options(cf, train::classifier_columns());
     topts.say_checkpoint_written = true;
-    examples::Trainer trainer(topts, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta, &job);
+    train::Trainer trainer(topts, {&net, {&opt}, {{"default", &default_generator()}}}, loader, meta, &job);
     trainer.resume();
     std::printf("Training MnistCnn on %s (%lld examples) on %s: %lld epochs, batch %lld, Adam lr %g\n",
-                cf.data_name.c_str(), (long long)train_set.size(), examples::device_label(dev).c_str(), cf.epochs,
+                cf.data_name.c_str(), (long long)train_set.size(), train::device_label(dev).c_str(), cf.epochs,
                 cf.batch_size, cf.lr);
     if (job.chatty()) std::printf("%s", net.summary({1, 1, 28, 28}).c_str());
     job.print_summary();
 
     // One step: forward (through the data-parallel wrapper in a job), cross-entropy, backward,
     // Adam; the epoch's running loss and accuracy.
-    auto step = [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-      return examples::classifier_step(net, opt, dev, &job, x, y, sums);
+    auto step = [&](const Tensor& x, const Tensor& y, train::RunningSums& sums) {
+      return train::classifier_step(net, opt, dev, &job, x, y, sums);
     };
-    auto end_epoch = [&](const examples::EpochEnd& e) {
-      auto [acc, loss] = examples::evaluate_classifier(net, test_set, dev, 256, &job);
-      examples::classifier_summary(e, acc, loss, trainer.log());
+    auto end_epoch = [&](const train::EpochEnd& e) {
+      auto [acc, loss] = train::evaluate_classifier(net, test_set, dev, 256, &job);
+      train::classifier_summary(e, acc, loss, trainer.log());
     };
     auto write_model = [&] {
       if (cf.checkpoint_dir.empty()) return;

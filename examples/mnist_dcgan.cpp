@@ -3,11 +3,11 @@
 // logit) on MNIST, or Fashion-MNIST when MNIST is not there, with BCE on logits and Adam 1e-4,
 // beta1 0.5 (0.9 mode-collapsed within two epochs of 200 steps; README, Results). After every epoch it
 // writes a PNG grid of 64 samples from a fixed noise batch (checkpoint-dir/samples_epoch_NNN.png).
-#include "common/gan.h"
+#include "train/gan.h"
 
 int main(int argc, char** argv) {
   using namespace ember;
-  return examples::train_gan<models::DcganGenerator, models::DcganDiscriminator>(
+  return train::train_gan<models::DcganGenerator, models::DcganDiscriminator>(
       argc, argv, "mnist_dcgan",
       "Trains a DCGAN on MNIST (Fashion-MNIST when --data holds no MNIST files) and writes a grid\n"
       "of samples after every epoch. Example: mnist_dcgan --epochs 5",

@@ -2,11 +2,11 @@
 // D = Linear(784->256)+LeakyReLU(0.2), Linear(256->1)+Sigmoid) on MNIST, or Fashion-MNIST when
 // MNIST is not there, with binary cross-entropy and Adam 2e-4. After every epoch it writes a PNG
 // grid of 64 samples from a fixed noise batch (checkpoint-dir/samples_epoch_NNN.png).
-#include "common/gan.h"
+#include "train/gan.h"
 
 int main(int argc, char** argv) {
   using namespace ember;
-  return examples::train_gan<models::MlpGenerator, models::MlpDiscriminator>(
+  return train::train_gan<models::MlpGenerator, models::MlpDiscriminator>(
       argc, argv, "mnist_gan",
       "Trains a multilayer-perceptron GAN on MNIST (Fashion-MNIST when --data holds no MNIST files)\n"
       "and writes a grid of samples after every epoch. Example: mnist_gan --epochs 20",

@@ -2,8 +2,7 @@
 # language classifier on Debian's fortune cookies.
 foreach(example lstm_lm bilstm_classify)
   add_executable(${example} ${CMAKE_CURRENT_LIST_DIR}/${example}.cpp)
-  target_link_libraries(${example} PRIVATE Ember::ember_interop)
-  target_include_directories(${example} PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+  target_link_libraries(${example} PRIVATE Ember::ember_train)
 endforeach()
 
 # End to end on a small subset: a few steps with a checkpoint, then a resume from it (its output
@@ -58,8 +57,6 @@ set_tests_properties(example.bilstm_classify_language_twice PROPERTIES LABELS ex
 # Data-parallel and pipeline training (--data-parallel, --pipeline K) when the distributed library
 # is built (MPI found).
 if(TARGET ember_dist)
-  target_link_libraries(lstm_lm PRIVATE Ember::ember_dist)
-  target_compile_definitions(lstm_lm PRIVATE EMBER_HAVE_DIST=1)
   # A 2-layer model (embedding, two LSTM layers, output: four pipeline elements) with its gradient
   # clipped hard, so that clipping acts on every step: 4 steps as 2 pipeline stages, as 2 stages x
   # 2 replicas, and data-parallel on 2 ranks end with the train and held-out loss of one process

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the layering of docs/ARCHITECTURE.md: every #include of a project header must point
-# down the table (core knows nothing above it; only interop/, tools/, examples/, tests/ and bench/
-# reach models/), the job scheduler (scheduler/) and in-job parallelism (dist/) share nothing but
-# the error type, and inside core/ the tensor layer knows neither ops nor autograd, and the
+# down the table (core knows nothing above it; only interop/, train/, tools/, examples/, tests/
+# and bench/ reach models/; the training library (train/) sits above dist/ and below the programs),
+# the job scheduler (scheduler/) and in-job parallelism (dist/) share nothing but the error type, and inside core/ the tensor layer knows neither ops nor autograd, and the
 # kernels know neither each other's backend nor the ops. Prints each offending line and exits 1
 # if there is one. Run by ctest (test "layering"); usage:
 # check-layering.sh [repository root]
@@ -44,9 +44,10 @@ declare -A allowed=(
   [scheduler/daemon]="core/error.h scheduler scheduler/sim scheduler/daemon proto"
   [scheduler/learned]="core/ layers scheduler scheduler/sim scheduler/learned proto"
   [dist]="core/ layers dist"
-  [examples]="core/ layers data models interop scheduler/ dist proto ember"
+  [train]="core/ layers data models interop dist train"
+  [examples]="core/ layers data models interop scheduler/ dist train proto ember"
 )
-project_dirs=" core layers data models interop scheduler dist proto tools examples tests bench ember "
+project_dirs=" core layers data models interop scheduler dist train proto tools examples tests bench ember "
 
 unit_of() {
   local path=$1 best=${1%%/*} u

@@ -1,17 +1,17 @@
 // `ember eval CHECKPOINT [--model-file F | --model NAME] [--data D]`: the test loss and accuracy of
 // a classifier's checkpoint without training, computed by the examples' own evaluation
-// (examples::evaluate_classifier, batches of 256) on data read as its training read them, so the
+// (train::evaluate_classifier, batches of 256) on data read as its training read them, so the
 // numbers are the ones the training run printed for the same weights and test set; for a model
 // file's language model, its held-out loss, perplexity and accuracy (eval_language_model.h).
 #include <cstdio>
 #include <iostream>
 
-#include "common/classifier.h"
 #include "tools/command.h"
 #include "tools/command_args.h"
 #include "tools/eval_language_model.h"
 #include "tools/flags.h"
 #include "tools/saved_classifier.h"
+#include "train/classifier.h"
 
 namespace ember::cli {
 namespace {
@@ -61,13 +61,13 @@ int eval(const std::vector<std::string>& args) {
     TestSet t = open_test_set(m, f.str("data"), limit);
     EMBER_CHECK(t.set->size() > 0, t.name, " holds no examples");
     m.net->to(dev);
-    const auto [acc, loss] = examples::evaluate_classifier(*m.net, *t.set, dev, 256);
+    const auto [acc, loss] = train::evaluate_classifier(*m.net, *t.set, dev, 256);
     if (format == "json") {
       std::printf("{\"loss\": %.17g, \"accuracy\": %.17g, \"examples\": %lld}\n", loss, acc, (long long)t.set->size());
       return 0;
     }
     std::printf("Evaluating %s from %s on %s (%lld examples) on %s\n", m.what.c_str(), ckpt.c_str(), t.name.c_str(),
-                (long long)t.set->size(), examples::device_label(dev).c_str());
+                (long long)t.set->size(), train::device_label(dev).c_str());
     std::printf("test loss %.4f acc %.4f\n", loss, acc);
     return 0;
   });

@@ -1,14 +1,15 @@
 #include "tools/eval_language_model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
-#include "common/language_model.h"
 #include "core/autograd/grad_mode.h"
 #include "layers/checkpoint.h"
 #include "tools/model_file_data.h"
 #include "tools/saved_model.h"
+#include "train/language_model.h"
 
 namespace ember::cli {
 namespace {
@@ -26,7 +27,7 @@ int64_t output_vocabulary(nn::Module& net, const Tensor& example) {
 }
 
 // The corpus must give every token the id it had in training: the vocab.txt beside the checkpoint.
-void check_vocabulary(const examples::Corpus& c, const std::string& checkpoint, int64_t outputs) {
+void check_vocabulary(const train::Corpus& c, const std::string& checkpoint, int64_t outputs) {
   const fs::path saved = fs::path(checkpoint).parent_path() / "vocab.txt";
   if (fs::exists(saved))
     EMBER_CHECK(c.vocab.same_ids_as(data::Vocabulary::load(saved.string())), "the vocabulary built now differs from ",
@@ -59,14 +60,14 @@ int eval_language_model(const model_file::LoadedFile& file, const LmEval& e) {
   long limit = e.limit;
   if (!e.limit_given && meta.count("corpus.limit")) limit = std::stol(meta.at("corpus.limit"));
   const std::string dir = e.data.empty() ? text_dir(file) : e.data;
-  const examples::Corpus c = examples::read_corpus(corpus_options(file, dir, limit));
+  const train::Corpus c = train::read_corpus(corpus_options(file, dir, limit));
   std::vector<Tensor> example;
   std::shared_ptr<nn::Module> net = model_file_network(file.path, "", e.checkpoint, 1, example);
   check_vocabulary(c, e.checkpoint, output_vocabulary(*net, example[0]));
   data::LanguageModelDataset test_set(c.test_ids, text.seq_len());
   EMBER_CHECK(test_set.size() > 0, "the held-out fortunes of ", dir, " make no window of ", text.seq_len(), " tokens");
   net->to(e.dev);
-  const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, e.dev, 64);
+  const train::EvalResult ev = train::evaluate_lm(*net, test_set, e.dev, 64);
   if (e.json) {
     std::printf("{\"loss\": %.17g, \"perplexity\": %.17g, \"accuracy\": %.17g, \"windows\": %lld}\n", ev.loss,
                 std::exp(ev.loss), ev.accuracy, (long long)test_set.size());

@@ -5,19 +5,19 @@
 
 #include <utility>
 
-#include "common/class_record.h"
-#include "common/language_model.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
 #include "interop/model_file.h"
+#include "train/class_record.h"
+#include "train/language_model.h"
 
 namespace ember::cli {
 
 // data.mnist's (mean, std), MNIST's usual values unless the file gives its own.
 inline std::pair<double, double> mnist_normalize(const model_file::LoadedFile& file) {
   const auto& m = file.spec.data().mnist();
-  return {m.has_mean() ? m.mean() : examples::kMnistNormalize.first,
-          m.has_std() ? m.std() : examples::kMnistNormalize.second};
+  return {m.has_mean() ? m.mean() : train::kMnistNormalize.first,
+          m.has_std() ? m.std() : train::kMnistNormalize.second};
 }
 
 // data.image_folder's mean and std when it gives them (nullopt: the images stay in [0, 1]).
@@ -48,8 +48,7 @@ inline std::string text_dir(const model_file::LoadedFile& file) {
 }
 
 // The corpus data.text describes, read from `dir` (its fortunes), of the first `limit` (-1: all).
-inline examples::CorpusOptions corpus_options(const model_file::LoadedFile& file, const std::string& dir,
-                                              int64_t limit) {
+inline train::CorpusOptions corpus_options(const model_file::LoadedFile& file, const std::string& dir, int64_t limit) {
   const auto& text = file.spec.data().text();
   return {.data_dir = dir,
           .level = text.level().empty() ? "char" : text.level(),

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "common/class_record.h"
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "data/csv_dataset.h"
@@ -17,6 +16,7 @@
 #include "tools/flags.h"
 #include "tools/model_file_data.h"
 #include "tools/saved_model.h"
+#include "train/class_record.h"
 
 namespace ember::cli {
 namespace {
@@ -46,7 +46,7 @@ void from_zoo(SavedClassifier& m, const std::string& name) {
   m.what = m.net->type_name() + " (" + name + ")";
   m.kind = InputKind::Mnist;
   m.input_shape = {1, 28, 28};
-  m.normalize = examples::kMnistNormalize;
+  m.normalize = train::kMnistNormalize;
 }
 
 // The classifier network of model file `path` and how its data are read; `recorded`: the path is
@@ -99,14 +99,14 @@ void apply_record(SavedClassifier& m, int64_t outputs) {
   auto lacks = [&](const std::string& what, const std::string& instead) {
     m.notes.push_back(m.checkpoint + " records no " + what + " (written before checkpoints recorded it): " + instead);
   };
-  if (auto n = examples::recorded_normalize(m.meta))
+  if (auto n = train::recorded_normalize(m.meta))
     m.normalize = *n;
   else if (m.kind != InputKind::Csv)
     lacks("input normalisation", m.file ? "using the model file's" : "using the example's");
-  if (auto c = examples::recorded_classes(m.meta)) {
+  if (auto c = train::recorded_classes(m.meta)) {
     m.classes = *c;
   } else if (m.kind == InputKind::Mnist && m.meta.count("data")) {
-    m.classes = examples::mnist_class_names(m.meta.at("data"));
+    m.classes = train::mnist_class_names(m.meta.at("data"));
   } else if (m.kind == InputKind::Images &&
              fs::is_directory(m.file->resolve(m.file->spec.data().image_folder().train()))) {
     const std::string train = m.file->resolve(m.file->spec.data().image_folder().train());
@@ -181,9 +181,9 @@ TestSet mnist_test_set(const SavedClassifier& m, const std::string& data, int64_
   } else if (!given && m.file && !m.file->spec.data().mnist().dir().empty()) {
     dir = m.file->resolve(m.file->spec.data().mnist().dir()), given = true;
   } else if (!given) {
-    dir = examples::kDefaultMnistDir;
+    dir = train::kDefaultMnistDir;
   }
-  auto [root, name] = examples::find_mnist_data(dir, given);
+  auto [root, name] = train::find_mnist_data(dir, given);
   if (data.empty() && m.meta.count("data")) name = m.meta.at("data");  // MNIST or Fashion-MNIST, as trained on
   return {std::make_unique<data::MNIST>(root, data::Split::Test,
                                         data::MnistOptions{.normalize = m.normalize, .limit = limit}),

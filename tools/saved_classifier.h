@@ -5,7 +5,7 @@
 // Which network: --model-file F, or --model NAME (the zoo's image classifiers), or else what the
 // checkpoint records: the model file `ember train FILE` recorded ("model_file"), or the example's
 // model ("model": MnistCnn, LeNet5). Checkpoints record their class names and input normalisation
-// from this version on (examples/common/class_record.h); for an older one the model file or the
+// from this version on (train/class_record.h); for an older one the model file or the
 // example's data name stand in, and `notes` says what was missing.
 #pragma once
 

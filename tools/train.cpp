@@ -1,6 +1,6 @@
 // `ember train FILE [flags]`: trains the classifier, GAN or language model a model file
-// (interop/model_file.h, schema proto/train_file.proto) describes, with the examples' loops
-// (examples/common: progress bar, metrics log, evaluation after every epoch, checkpoints, --resume,
+// (interop/model_file.h, schema proto/train_file.proto) describes, with the training library's loops
+// (train/, ember::train: progress bar, metrics log, evaluation after every epoch, checkpoints, --resume,
 // SIGINT/SIGTERM, --tensorboard; for one network, --data-parallel under `ember launch`) — mnist_cnn,
 // mnist_gan and lstm_lm with their networks, optimizers and settings read from the file. Every flag
 // overrides the file's value of the same name.
@@ -11,17 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "common/classifier.h"
-#include "common/gan.h"
-#include "common/language_model.h"
-#include "common/parallel_job.h"
 #include "data/csv_dataset.h"
 #include "data/image_folder.h"
+#include "data/mnist.h"
 #include "data/transforms.h"
 #include "interop/model_file.h"
 #include "layers/fusion.h"
 #include "tools/command.h"
 #include "tools/model_file_data.h"
+#include "train/classifier.h"
+#include "train/gan.h"
+#include "train/language_model.h"
+#include "train/parallel_job.h"
 
 namespace ember::cli {
 namespace {
@@ -30,7 +31,7 @@ const char* const kDescription =
     "Trains the classifier, GAN or language model a model file describes (its networks, data, optimizers\n"
     "and settings; docs/INTEROP.md). Flags override the file. Example: ember train models/mnist_cnn.pbtxt";
 
-// The command line as examples::Flags reads it: the file's path stands for the program.
+// The command line as train::Flags reads it: the file's path stands for the program.
 struct Argv {
   std::vector<std::string> words;
   std::vector<char*> ptrs;
@@ -117,7 +118,7 @@ data::Transform augmentation(const model_file::LoadedFile& file, int64_t height,
 
 // The data source of the file (MNIST: through the examples' --data rules), after which the
 // checkpoint folder is prepared (bad data leave no empty folder behind).
-ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
+ClassifierData classifier_data(const model_file::LoadedFile& file, train::Flags& flags, train::CommonFlags& cf) {
   const auto& d = file.spec.data();
   ClassifierData out;
   auto limited = [&](std::unique_ptr<data::Dataset> ds) -> std::unique_ptr<data::Dataset> {
@@ -132,7 +133,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     cf.prepare();
     data::MnistOptions mopts{.normalize = mnist_normalize(file), .transform = nullptr, .limit = cf.limit};
     note_classes(out, 10, cf.data_name + " has 10 classes");
-    out.record = examples::class_record(examples::mnist_class_names(cf.data_name), mopts.normalize);
+    out.record = train::class_record(train::mnist_class_names(cf.data_name), mopts.normalize);
     out.test = std::make_unique<data::MNIST>(cf.data_root, data::Split::Test, mopts);
     mopts.transform = augmentation(file, 28, 28);
     out.train = std::make_unique<data::MNIST>(cf.data_root, data::Split::Train, mopts);
@@ -150,7 +151,7 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
       train_o.transform = o.transform ? data::transforms::compose({aug, o.transform}) : aug;
     auto train_set = std::make_unique<data::ImageFolder>(train, train_o);
     note_classes(out, *train_set, train);
-    out.record = examples::class_record(train_set->classes(), image_folder_normalize(file));
+    out.record = train::class_record(train_set->classes(), image_folder_normalize(file));
     o.classes = train_set->classes();  // the test images labelled as the training ones
     auto test_set = std::make_unique<data::ImageFolder>(test, o);
     note_classes(out, *test_set, test);
@@ -168,23 +169,22 @@ ClassifierData classifier_data(const model_file::LoadedFile& file, examples::Fla
     note_classes(out, *test_set, test);
     out.train = limited(std::move(train_set));
     out.test = limited(std::move(test_set));
-    out.record = examples::class_record({}, std::nullopt);
+    out.record = train::class_record({}, std::nullopt);
     cf.data_root = train, cf.data_name = "the CSV file " + train;
   }
-  examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+  train::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
   return out;
 }
 
 // The file's settings as the flags' defaults: the flags given on the command line win.
-void apply_file_defaults(const model_file::LoadedFile& file, examples::Flags& flags, examples::CommonFlags& cf) {
+void apply_file_defaults(const model_file::LoadedFile& file, train::Flags& flags, train::CommonFlags& cf) {
   const auto& s = file.spec;
   const auto& d = s.data();
   if (!flags.given("data") && !d.mnist().dir().empty()) cf.data = file.resolve(d.mnist().dir()), cf.data_given = true;
   if (!flags.given("seed")) cf.seed = s.training().seed();
   if (!flags.given("limit") && d.has_limit()) cf.limit = d.limit();
-  EMBER_CHECK(!d.has_workers() || (d.workers() >= 0 && d.workers() <= examples::kMaxWorkers),
-              file.at_path("data.workers"), ": data.workers is ", d.workers(), " (invalid: expected 0 to ",
-              examples::kMaxWorkers, ", as --workers)");
+  EMBER_CHECK(!d.has_workers() || (d.workers() >= 0 && d.workers() <= train::kMaxWorkers), file.at_path("data.workers"),
+              ": data.workers is ", d.workers(), " (invalid: expected 0 to ", train::kMaxWorkers, ", as --workers)");
   if (!flags.given("workers") && d.has_workers()) cf.workers = d.workers();
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
@@ -198,11 +198,11 @@ double solver_lr(const train_file::Solver& solver) {
 // The common flags with the file's epochs, batch size, learning rate (`solver`'s, else `lr_def`) and
 // checkpoint folder as their defaults. The file's checkpoint_dir is relative to the file, as its data
 // paths are; left out, runs/<name> is the flag's default, in the working directory.
-examples::CommonFlags common_flags(examples::Flags& flags, const model_file::LoadedFile& file,
-                                   const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
+train::CommonFlags common_flags(train::Flags& flags, const model_file::LoadedFile& file,
+                                const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
   const train_file::TrainFile& s = file.spec;
   const double file_lr = solver_lr(solver);
-  return examples::CommonFlags(
+  return train::CommonFlags(
       flags, s.training().has_epochs() ? s.training().epochs() : 1,
       s.data().has_batch_size() ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
       {.lr = lr_help,
@@ -211,7 +211,7 @@ examples::CommonFlags common_flags(examples::Flags& flags, const model_file::Loa
 }
 
 // The model file's settings that a resume must share with its checkpoint, as "setting.*" metadata
-// that examples::check_resume_settings compares as it compares the flags. A checkpoint restores its
+// that train::check_resume_settings compares as it compares the flags. A checkpoint restores its
 // optimizers' hyperparameters and loads weights by name: an edited weight_decay once resumed with
 // the checkpoint's value, and an added dropout (no weights of its own) went unnoticed.
 using Settings = std::map<std::string, std::string>;
@@ -224,11 +224,11 @@ void add_solver_settings(Settings& meta, const std::string& where, const train_f
   meta["setting." + where] = kind;
   if (!opt.param_groups().empty())
     for (const auto& [name, v] : opt.param_groups()[0].options)
-      if (with_lr || name != "lr") meta["setting." + where + "." + kind + "." + name] = examples::exact_number(v);
+      if (with_lr || name != "lr") meta["setting." + where + "." + kind + "." + name] = train::exact_number(v);
   const auto& st = solver.step_lr();
-  meta["setting." + where + ".step_lr"] = solver.has_step_lr() ? "step_size " + std::to_string(st.step_size()) +
-                                                                     " gamma " + examples::exact_number(st.gamma())
-                                                               : "none";
+  meta["setting." + where + ".step_lr"] =
+      solver.has_step_lr() ? "step_size " + std::to_string(st.step_size()) + " gamma " + train::exact_number(st.gamma())
+                           : "none";
 }
 
 // Network n's layers in order, each with its settings; not its initialisers, which a resume's loaded
@@ -260,17 +260,17 @@ CrossEntropyOptions classifier_loss(const model_file::LoadedFile& file, const De
 // defaults, --summary, and the data-parallel flags, read and checked.
 struct OneNetworkFlags {
   Argv argv;
-  examples::Flags flags;
-  examples::CommonFlags cf;
+  train::Flags flags;
+  train::CommonFlags cf;
   bool summary_only;
-  examples::ParallelJob job;
+  train::ParallelJob job;
   OneNetworkFlags(const model_file::LoadedFile& file, const std::vector<std::string>& args,
                   const train_file::Solver& solver, double lr_def)
       : argv(file.path, args),
         flags(argv.argc(), argv.argv(), kDescription),
         cf(common_flags(flags, file, solver, lr_def, "learning rate (the file's by default)")),
         summary_only(flags.boolean("summary", false, "print the network's summary and exit")),
-        job("ember train", examples::ParallelFlags(flags)) {
+        job("ember train", train::ParallelFlags(flags)) {
     flags.finish();
     apply_file_defaults(file, flags, cf);
     cf.check(flags);
@@ -282,9 +282,9 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
   const auto& c = s.classifier();
   const int net_index = model_file::network_index(file, c.network(), "classifier");
   OneNetworkFlags command(file, args, c.solver(), 1e-3);
-  examples::Flags& flags = command.flags;
-  examples::CommonFlags& cf = command.cf;
-  examples::ParallelJob& job = command.job;
+  train::Flags& flags = command.flags;
+  train::CommonFlags& cf = command.cf;
+  train::ParallelJob& job = command.job;
   try {
     const auto& n = s.network(net_index);
     const Shape example = example_shape(n);
@@ -320,23 +320,23 @@ int train_classifier(const model_file::LoadedFile& file, const std::vector<std::
     meta.merge(checkpoint_record(file, cf.data_name, sets));
     add_solver_settings(meta, "classifier.solver", c.solver(), *opt, false);
     add_network_settings(meta, n);
-    examples::TrainerOptions topts = examples::trainer_options(cf, examples::classifier_columns());
+    train::TrainerOptions topts = train::trainer_options(cf, train::classifier_columns());
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
     if (schedule) state.schedulers.push_back(schedule.get());
-    examples::Trainer trainer(topts, state, loader, meta, &job);
+    train::Trainer trainer(topts, state, loader, meta, &job);
     trainer.resume();
     std::printf("Training %s (%s) on %s (%lld examples) on %s: %lld epochs, batch %lld\n", s.name().c_str(),
-                file.path.c_str(), cf.data_name.c_str(), (long long)train_set.size(),
-                examples::device_label(dev).c_str(), cf.epochs, cf.batch_size);
+                file.path.c_str(), cf.data_name.c_str(), (long long)train_set.size(), train::device_label(dev).c_str(),
+                cf.epochs, cf.batch_size);
     if (job.chatty()) std::printf("%s", net->summary(example).c_str());
     job.print_summary();
-    auto step = [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-      return examples::classifier_step(*net, *opt, dev, &job, x, y, sums, loss);
+    auto step = [&](const Tensor& x, const Tensor& y, train::RunningSums& sums) {
+      return train::classifier_step(*net, *opt, dev, &job, x, y, sums, loss);
     };
-    auto end_epoch = [&](const examples::EpochEnd& e) {
-      auto [acc, loss] = examples::evaluate_classifier(*net, test_set, dev, 256, &job);
-      examples::classifier_summary(e, acc, loss, trainer.log());
+    auto end_epoch = [&](const train::EpochEnd& e) {
+      auto [acc, loss] = train::evaluate_classifier(*net, test_set, dev, 256, &job);
+      train::classifier_summary(e, acc, loss, trainer.log());
       if (schedule) schedule->step();
     };
     auto write_model = [&] {
@@ -384,10 +384,10 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   for (const auto* solver : {&g.generator_solver(), &g.discriminator_solver()})
     EMBER_CHECK(!solver->has_step_lr(), file.at_top("gan"), ": step_lr in a GAN's solver is not supported yet");
   Argv argv(file.path, args);
-  examples::Flags flags(argv.argc(), argv.argv(), kDescription);
-  examples::CommonFlags cf =
+  train::Flags flags(argv.argc(), argv.argv(), kDescription);
+  train::CommonFlags cf =
       common_flags(flags, file, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
-  examples::GanLoopFlags lf(flags);
+  train::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();
   apply_file_defaults(file, flags, cf);
@@ -412,21 +412,21 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
     auto opt_g = model_file::make_optimizer(file, g.generator_solver(), "gan", gen->parameters(), lr);
     auto opt_d = model_file::make_optimizer(file, g.discriminator_solver(), "gan", disc->parameters(), lr);
     const auto& m = s.data().mnist();
-    examples::GanParts parts{.pair = pair,
-                             .gen = *gen,
-                             .disc = *disc,
-                             .opt_g = *opt_g,
-                             .opt_d = *opt_d,
-                             .noise_dim = g.noise_dim(),
-                             .normalize = {m.has_mean() ? m.mean() : 0.5, m.has_std() ? m.std() : 0.5},
-                             .optimizers = "the file's optimizers",
-                             .meta = {{"model_file", file.path}}};
+    train::GanParts parts{.pair = pair,
+                          .gen = *gen,
+                          .disc = *disc,
+                          .opt_g = *opt_g,
+                          .opt_d = *opt_d,
+                          .noise_dim = g.noise_dim(),
+                          .normalize = {m.has_mean() ? m.mean() : 0.5, m.has_std() ? m.std() : 0.5},
+                          .optimizers = "the file's optimizers",
+                          .meta = {{"model_file", file.path}}};
     add_solver_settings(parts.meta, "gan.generator_solver", g.generator_solver(), *opt_g, false);
     add_solver_settings(parts.meta, "gan.discriminator_solver", g.discriminator_solver(), *opt_d, !flags.given("lr"));
     for (int i : {gi, di}) add_network_settings(parts.meta, s.network(i));
-    return examples::run_gan_loop(cf, lf, s.name(), g.logits(), parts);
+    return train::run_gan_loop(cf, lf, s.name(), g.logits(), parts);
   } catch (const std::exception& e) {
-    return examples::report_failure("ember train", e);
+    return train::report_failure("ember train", e);
   }
 }
 
@@ -447,14 +447,14 @@ int language_model_network(const model_file::LoadedFile& file) {
 }
 
 // A language model's checkpoint metadata: what it is and the settings a resume must share.
-Settings language_model_meta(const model_file::LoadedFile& file, int net_index, const examples::CommonFlags& cf,
+Settings language_model_meta(const model_file::LoadedFile& file, int net_index, const train::CommonFlags& cf,
                              int64_t vocab_size, const optim::Optimizer& opt) {
   // The model file by its absolute path and the corpus's --limit: what `ember eval` rebuilds.
   Settings meta{{"model", file.spec.name()},
                 {"model_file", std::filesystem::absolute(file.path).lexically_normal().string()},
                 {"corpus.limit", std::to_string(cf.limit)},
                 {"vocab_size", std::to_string(vocab_size)},
-                {"flag.lr", examples::exact_number(cf.lr)},
+                {"flag.lr", train::exact_number(cf.lr)},
                 {"flag.seed", std::to_string(cf.seed)},
                 {"flag.batch-size", std::to_string(cf.batch_size)}};
   add_solver_settings(meta, "language_model.solver", file.spec.language_model().solver(), opt, false);
@@ -469,14 +469,14 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
   const auto& text = s.data().text();
   const auto& n = s.network(net_index);
   OneNetworkFlags command(file, args, task.solver(), 2e-3);
-  examples::Flags& flags = command.flags;
-  examples::CommonFlags& cf = command.cf;
-  examples::ParallelJob& job = command.job;
+  train::Flags& flags = command.flags;
+  train::CommonFlags& cf = command.cf;
+  train::ParallelJob& job = command.job;
   const bool summary_only = command.summary_only;
   try {
     const std::string dir = flags.given("data") ? cf.data : text_dir(file);
     const Device dev = job.start(cf.dev());
-    examples::Corpus c = examples::read_corpus(corpus_options(file, dir, cf.limit));
+    train::Corpus c = train::read_corpus(corpus_options(file, dir, cf.limit));
     if (summary_only) {
       manual_seed(static_cast<uint64_t>(cf.seed));
       auto net = model_file::build_network(file, net_index, c.vocab.size());
@@ -484,7 +484,7 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
       return 0;
     }
     data::LanguageModelDataset train_set(c.train_ids, text.seq_len()), test_set(c.test_ids, text.seq_len());
-    examples::score_baseline(c, test_set);
+    train::score_baseline(c, test_set);
     manual_seed(static_cast<uint64_t>(cf.seed));
     std::shared_ptr<nn::Module> net = model_file::build_network(file, net_index, c.vocab.size());
     nn::fuse(*net);
@@ -498,16 +498,16 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
                                                            .shuffle = true,
                                                            .workers = static_cast<int>(cf.workers),
                                                            .seed = static_cast<uint64_t>(cf.seed)}));
-    examples::TrainerOptions topts = examples::trainer_options(cf, examples::lm_columns());
+    train::TrainerOptions topts = train::trainer_options(cf, train::lm_columns());
     topts.say_checkpoint_written = true;
     TrainingState state{net.get(), {opt.get()}, {{"default", &default_generator()}}, {}};
     if (schedule) state.schedulers.push_back(schedule.get());
     const Settings meta = language_model_meta(file, net_index, cf, c.vocab.size(), *opt);
-    examples::Trainer trainer(topts, state, loader, meta, &job);
-    examples::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
+    train::Trainer trainer(topts, state, loader, meta, &job);
+    train::prepare_output_dir("checkpoint-dir", cf.checkpoint_dir, cf.resume.empty(), cf.overwrite);
     if (const auto path = trainer.weights_path();
         path &&
-        !examples::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
+        !train::vocabulary_matches_checkpoint(c.vocab, *path, "ember train", "the file's data.text and --limit"))
       return 1;
     trainer.resume();
     if (!cf.checkpoint_dir.empty() && job.chatty())
@@ -516,17 +516,17 @@ int train_language_model(const model_file::LoadedFile& file, const std::vector<s
         "Training %s (%s) on %s: %zu fortunes, %zu training tokens, vocabulary %lld, on %s: %lld epochs, "
         "batch %lld x %lld tokens\n",
         s.name().c_str(), file.path.c_str(), dir.c_str(), c.docs, c.train_ids.size(), (long long)c.vocab.size(),
-        examples::device_label(dev).c_str(), cf.epochs, cf.batch_size, (long long)text.seq_len());
+        train::device_label(dev).c_str(), cf.epochs, cf.batch_size, (long long)text.seq_len());
     if (job.chatty()) std::printf("%s", net->summary(example_shape(n), DType::Int64).c_str());
     job.print_summary();
     return trainer.fit({.step =
-                            [&](const Tensor& x, const Tensor& y, examples::RunningSums& sums) {
-                              return examples::lm_step(task.clip(), *net, params, *opt, dev, job, x, y, sums);
+                            [&](const Tensor& x, const Tensor& y, train::RunningSums& sums) {
+                              return train::lm_step(task.clip(), *net, params, *opt, dev, job, x, y, sums);
                             },
                         .end_epoch =
-                            [&](const examples::EpochEnd& e) {
-                              const examples::EvalResult ev = examples::evaluate_lm(*net, test_set, dev, 64, &job);
-                              if (job.chatty()) examples::lm_summary(c, e, ev, trainer.log());
+                            [&](const train::EpochEnd& e) {
+                              const train::EvalResult ev = train::evaluate_lm(*net, test_set, dev, 64, &job);
+                              if (job.chatty()) train::lm_summary(c, e, ev, trainer.log());
                               std::fflush(stdout);
                               if (schedule) schedule->step();
                             }},
@@ -554,7 +554,7 @@ int train(const std::vector<std::string>& args) {
   try {
     file = model_file::load(args[0]);
   } catch (const Error& e) {
-    return examples::report_failure("ember train", e);
+    return train::report_failure("ember train", e);
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
@@ -567,7 +567,7 @@ int train(const std::vector<std::string>& args) {
         return train_classifier(file, rest);
     }
   } catch (const Error& e) {  // a GAN file whose networks do not fit the task
-    return examples::report_failure("ember train", e);
+    return train::report_failure("ember train", e);
   }
 }
 

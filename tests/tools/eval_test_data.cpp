@@ -9,10 +9,10 @@
 #include <set>
 #include <string>
 
-#include "common/training.h"
 #include "data/image.h"
 #include "data/mnist.h"
 #include "layers/checkpoint.h"
+#include "train/training.h"
 
 using namespace ember;
 
@@ -25,7 +25,7 @@ int pngs(const std::filesystem::path& out, long n, const std::string& split, con
     classes.insert(std::stol(s.substr(0, comma)));
     s = comma == std::string::npos ? "" : s.substr(comma + 1);
   }
-  const auto [root, name] = examples::find_mnist_data(examples::kDefaultMnistDir, false);
+  const auto [root, name] = train::find_mnist_data(train::kDefaultMnistDir, false);
   const data::MNIST set(root, split == "train" ? data::Split::Train : data::Split::Test);
   long written = 0;
   for (int64_t i = 0; i < set.size() && written < n; ++i) {

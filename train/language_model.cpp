@@ -1,41 +1,28 @@
-// The language-model side the text programs share (lstm_lm, and `ember train` on a model file with
-// a text source): the fortunes corpus with its vocabulary and unigram baseline, the next-token loss
-// and accuracy, one training step (data-parallel or pipelined through the job), the held-out
-// evaluation, and the epoch's summary line and metrics row.
-#pragma once
+#include "train/language_model.h"
 
 #include <cmath>
 #include <cstdio>
-#include <string>
-#include <vector>
 
-#include "common/parallel_job.h"
-#include "common/trainer.h"
+#include "core/ops.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
-#include "data/text_datasets.h"
-#include "data/vocabulary.h"
+#include "layers/nn.h"
+#ifdef EMBER_HAVE_DIST
+#include "dist/pipeline.h"
+#endif
 
-namespace ember::examples {
+namespace ember::train {
 
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-// Next-token cross-entropy over a batch's logits [B, T, V] and targets [B, T].
-inline Tensor lm_loss(const Tensor& logits, const Tensor& y) {
+Tensor lm_loss(const Tensor& logits, const Tensor& y) {
   return cross_entropy(logits.reshape({y.numel(), logits.size(2)}), y.reshape({y.numel()}));
 }
-inline std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
+
+std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
   const Tensor flat = logits.reshape({y.numel(), logits.size(2)});
   return {static_cast<double>(sum(eq(argmax(flat, 1), y.reshape({y.numel()}))).item<int64_t>())};
 }
 
-// Mean next-token cross-entropy and accuracy over every target of `ds` (each sequence starts from
-// a zero state). In a job each replica scores its shard (through the pipeline's stages in a
-// pipeline) and the sums are added up; without one (`ember eval`), one process scores them all.
-inline EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch,
-                              ParallelJob* job = nullptr) {
+EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch, ParallelJob* job) {
   NoGradGuard ng;
   const bool was_training = net.is_training();
   net.eval();
@@ -69,29 +56,7 @@ inline EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device d
           total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0};
 }
 
-// Unique fortunes split by document, the vocabulary of the training side, both sides as token
-// ids, and the unigram baseline on the very held-out targets the model is scored on.
-struct Corpus {
-  size_t docs = 0, train_docs = 0, test_docs = 0;
-  data::Vocabulary vocab;
-  std::vector<int64_t> train_ids, test_ids, scored;
-  double unigram_ppl = 0;
-  int64_t test_unk = 0;
-};
-
-// What the corpus is made from (lstm_lm's flags; a model file's text source).
-struct CorpusOptions {
-  std::string data_dir = "/usr/share/games/fortunes";
-  std::string level = "char";  // or "word"
-  bool lowercase = false;
-  int64_t min_freq = 0;       // 0: 2 for char, 3 for word
-  int64_t max_vocab = 10000;  // specials included; 0: none
-  double test_fraction = 0.1;
-  int64_t split_seed = 1234;
-  int64_t limit = -1;  // the first N fortunes; -1: all
-};
-
-inline Corpus read_corpus(const CorpusOptions& f) {
+Corpus read_corpus(const CorpusOptions& f) {
   std::vector<std::string> docs = data::unique_texts(data::read_fortunes(f.data_dir));
   if (f.limit > 0 && static_cast<int64_t>(docs.size()) > f.limit) docs.resize(static_cast<size_t>(f.limit));
   data::SplitIndices split =
@@ -111,11 +76,8 @@ inline Corpus read_corpus(const CorpusOptions& f) {
   return c;
 }
 
-// One step of `net` (the model's layers) on a batch of sequences: next-token cross-entropy,
-// gradients clipped to norm `clip` (0: none), the optimizer's step; in a job through the data-parallel wrapper or the
-// pipeline, on `params` (this rank's).
-inline StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& params, optim::Optimizer& opt,
-                          Device dev, ParallelJob& job, const Tensor& x, const Tensor& y, RunningSums& sums) {
+StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& params, optim::Optimizer& opt, Device dev,
+                   ParallelJob& job, const Tensor& x, const Tensor& y, RunningSums& sums) {
   const int64_t n = y.numel();
   double loss = 0, correct = 0;
   bool pipelined = false;
@@ -144,13 +106,11 @@ inline StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor
   return {y.size(0), {{"loss", mean}, {"ppl", std::exp(mean)}, {"acc", sums["correct"] / sums["seen"]}}};
 }
 
-// The metrics log's columns of a language model.
-inline std::vector<std::string> lm_columns() {
+std::vector<std::string> lm_columns() {
   return {"epoch", "step", "train_loss", "train_ppl", "test_loss", "test_ppl", "test_acc", "unigram_ppl", "seconds"};
 }
 
-// The epoch's summary against the unigram baseline, and its log row.
-inline void lm_summary(const Corpus& c, const EpochEnd& e, const EvalResult& ev, MetricsLog& log) {
+void lm_summary(const Corpus& c, const EpochEnd& e, const EvalResult& ev, MetricsLog& log) {
   const double seen = e.sums.count("seen") ? e.sums.at("seen") : 0.0;
   const double train_loss = seen ? e.sums.at("loss_sum") / seen : 0.0;
   std::printf(
@@ -169,11 +129,10 @@ inline void lm_summary(const Corpus& c, const EpochEnd& e, const EvalResult& ev,
            {"seconds", e.seconds()}});
 }
 
-// The held-out targets' baseline, once the datasets are cut: c.scored, c.unigram_ppl, c.test_unk.
-inline void score_baseline(Corpus& c, const data::LanguageModelDataset& test_set) {
+void score_baseline(Corpus& c, const data::LanguageModelDataset& test_set) {
   c.scored = test_set.targets();
   c.unigram_ppl = data::unigram_perplexity(c.train_ids, c.scored, c.vocab.size());
   for (int64_t t : c.scored) c.test_unk += t == data::Vocabulary::kUnk;
 }
 
-}  // namespace ember::examples
+}  // namespace ember::train

@@ -1,35 +1,27 @@
-// An image classifier's side of the training loop (trainer.h), shared by mnist_cnn and
-// custom_model: the step (cross-entropy, Adam, the running loss and accuracy), the evaluation
-// on the test set (data-parallel: each rank its shard, the sums added up), the epoch's summary
-// line and log row, and train_mnist_classifier, the whole run for a model on MNIST (custom_model
-// uses it so that its file is only the model and a few lines).
-#pragma once
+#include "train/classifier.h"
 
 #include <cstdio>
 #include <map>
-#include <string>
-#include <utility>
-#include <vector>
 
-#include "common/class_record.h"
-#include "common/parallel_job.h"
-#include "common/trainer.h"
-#include "common/training.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/nn.h"
+#include "train/class_record.h"
+#ifdef EMBER_HAVE_DIST
+#include "dist/pipeline.h"
+#endif
 
-namespace ember::examples {
+namespace ember::train {
 
 // The metrics log's columns of a classifier.
-inline std::vector<std::string> classifier_columns() {
+std::vector<std::string> classifier_columns() {
   return {"epoch", "step", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"};
 }
 
 // Accuracy and mean cross-entropy of a classifier over a data set; with a data-parallel `job`,
 // each rank evaluates its shard and the sums are added up across ranks.
-inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Dataset& ds, Device dev,
-                                                     int64_t batch = 256, ParallelJob* job = nullptr) {
+std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch,
+                                              ParallelJob* job) {
   NoGradGuard ng;
   net.eval();
   const int world = job ? job->shards() : 1;
@@ -58,11 +50,8 @@ inline std::pair<double, double> evaluate_classifier(nn::Module& net, const data
   return {total ? correct / total : 0.0, total ? loss_sum / total : 0.0};
 }
 
-// One step of a classifier on (x, y): forward (through the data-parallel wrapper in a job),
-// cross-entropy (with `criterion`'s class weights and label smoothing), backward, the optimizer's step;
-// the running sums are loss_sum, correct, seen.
-inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
-                                  const Tensor& y, RunningSums& sums, const CrossEntropyOptions& criterion = {}) {
+StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
+                           const Tensor& y, RunningSums& sums, const CrossEntropyOptions& criterion) {
   const double n = static_cast<double>(y.numel());
 #ifdef EMBER_HAVE_DIST
   if (job && job->pipeline()) {  // the loss and the correct count come from the last stage
@@ -93,9 +82,7 @@ inline StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device
   return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
 }
 
-// The epoch's summary line (flushed: with stdout a file, as under `sched logs`, it would
-// otherwise wait for the next progress line, or be lost to a SIGKILL) and its log row.
-inline void classifier_summary(const EpochEnd& e, double test_acc, double test_loss, MetricsLog& log) {
+void classifier_summary(const EpochEnd& e, double test_acc, double test_loss, MetricsLog& log) {
   const double seen = e.sums.count("seen") ? e.sums.at("seen") : 0.0;
   const double tl = seen ? e.sums.at("loss_sum") / seen : 0.0, ta = seen ? e.sums.at("correct") / seen : 0.0;
   std::printf("%s: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s\n", e.title.c_str(), tl, ta, test_loss,
@@ -110,11 +97,7 @@ inline void classifier_summary(const EpochEnd& e, double test_acc, double test_l
            {"seconds", e.seconds()}});
 }
 
-// Trains a classifier on MNIST (or Fashion-MNIST) with Adam and the common flags: progress bar,
-// metrics log, evaluation after every epoch, checkpoints, resume, --max-steps, and exit status
-// kPreemptedExit after a checkpoint on SIGINT/SIGTERM. Call cf.prepare() first. Returns the
-// process exit status.
-inline int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
+int train_mnist_classifier(nn::Module& net, const std::string& model_name, CommonFlags& cf) {
   data::MnistOptions mopts{.normalize = kMnistNormalize, .transform = nullptr, .limit = cf.limit};
   data::MNIST train_set(cf.data_root, data::Split::Train, mopts), test_set(cf.data_root, data::Split::Test, mopts);
   const Device dev = cf.dev();
@@ -143,4 +126,4 @@ inline int train_mnist_classifier(nn::Module& net, const std::string& model_name
                           }});
 }
 
-}  // namespace ember::examples
+}  // namespace ember::train
