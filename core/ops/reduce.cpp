@@ -169,7 +169,9 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& a_in, int64_t dim, bool keep
 }
 
 Tensor arg_extreme(const Tensor& a_in, std::optional<int64_t> dim, bool keepdim, bool is_max, const char* op) {
-  const Tensor a = bool_as_uint8(a_in);
+  // 16-bit values (autocast's logits) widen exactly and keep their order: no 16-bit kernel needed.
+  const bool half = a_in.defined() && (a_in.dtype() == DType::Float16 || a_in.dtype() == DType::BFloat16);
+  const Tensor a = half ? a_in.detach().to(DType::Float32) : bool_as_uint8(a_in);
   Plan p = dim ? plan_reduce(a, {*dim}, keepdim, op) : plan_reduce(a, {}, false, op);
   check_nonempty_reduction(p, op);
   Tensor indices = empty(p.out_shape, {DType::Int64, a.device()});
