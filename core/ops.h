@@ -3,11 +3,12 @@
 // operands' device (core/dispatch.h) and records autograd history when needed.
 #pragma once
 
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/index.h"
 #include "core/ops/linalg.h"
 #include "core/ops/nn.h"
-#include "core/ops/rnn.h"
 #include "core/ops/reduce.h"
+#include "core/ops/rnn.h"
 #include "core/tensor.h"

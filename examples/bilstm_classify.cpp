@@ -19,6 +19,7 @@
 #include "layers/checkpoint.h"
 #include "models/lstm.h"
 #include "train/flags.h"
+#include "train/precision.h"
 #include "train/trainer.h"
 #include "train/training.h"
 
@@ -85,7 +86,7 @@ std::pair<Confusion, double> evaluate(models::BiLstmClassifier& clf, const data:
 
 // The flags, in the order --help lists them, and what they must satisfy.
 struct ClassifyFlags {
-  std::string data_dir, languages, level, device, ckpt_dir, resume, log_path;
+  std::string data_dir, languages, level, device, ckpt_dir, resume, log_path, precision;
   train::TensorBoardFlags tensorboard;
   train::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, embed, hidden, max_len, min_len, min_freq, limit, split_seed, seed, max_steps, workers,
@@ -95,6 +96,9 @@ struct ClassifyFlags {
 
   explicit ClassifyFlags(train::Flags& flags) {
     data_dir = flags.str("data", "/usr/share/games/fortunes", "the fortunes folder");
+    precision = flags.str("precision", "fp32",
+                          "fp32, bf16 (the LSTMs' and the output layer's GEMMs in bfloat16 under autocast) or fp16 "
+                          "(float16 with loss scaling); docs/PRECISION.md");
     languages = flags.str("languages", "en=.,de=de,it=it,es=es",
                           "comma-separated name=folder (relative to --data) per class; missing folders are "
                           "skipped");
@@ -133,6 +137,8 @@ struct ClassifyFlags {
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
     init.check(flags, resume);
     if (clip < 0 || min_len < 0 || min_freq < 0) flags.fail("--clip, --min-length and --min-freq must not be negative");
+    if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+      flags.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
   }
 };
 
@@ -231,13 +237,22 @@ void print_start(const ClassifyFlags& f, const Classes& k, int64_t vocab_size, D
 // One step on a batch of padded fortunes: cross-entropy, clipped gradients, Adam.
 train::StepReport classify_step(const ClassifyFlags& f, models::BiLstmClassifier& clf, optim::Adam& opt, Device dev,
                                 const Tensor& x, const Tensor& y, train::RunningSums& sums) {
-  Tensor yd = y.to(dev);
-  Tensor logits = clf.forward(x.to(dev), data::padded_lengths(x));
-  Tensor loss = cross_entropy(logits, yd);
+  Tensor yd = y.to(dev), logits, loss;
+  train::Precision& prec = train::run_precision();
+  {
+    std::optional<autocast> amp;  // --precision bf16/fp16: the forward and the loss
+    prec.enter_autocast(amp, dev);
+    logits = clf.forward(x.to(dev), data::padded_lengths(x));
+    loss = cross_entropy(logits, yd);
+  }
   opt.zero_grad();
-  loss.backward();
-  if (f.clip > 0) nn::utils::clip_grad_norm_(clf.parameters(), f.clip);
-  opt.step();
+  prec.backward(loss);
+  if (f.clip > 0) {
+    prec.unscale_(opt);  // fp16: clip the true gradients
+    nn::utils::clip_grad_norm_(clf.parameters(), f.clip);
+  }
+  prec.step(opt);
+  prec.update();
   sums["loss_sum"] += loss.item() * static_cast<double>(y.numel());
   sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
   sums["seen"] += static_cast<double>(y.numel());
@@ -309,7 +324,8 @@ int train_classifier(const ClassifyFlags& f, const Classes& k, const data::Vocab
                           {"level", f.level},
                           {"flag.lr", train::exact_number(f.lr)},
                           {"flag.seed", std::to_string(f.seed)},
-                          {"flag.batch-size", std::to_string(f.batch)}});
+                          {"flag.batch-size", std::to_string(f.batch)},
+                          {"flag.precision", f.precision}});
   train::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.weights_path();
       path && !train::vocabulary_matches_checkpoint(
@@ -369,6 +385,7 @@ int main(int argc, char** argv) {
   const ClassifyFlags f(flags);
   flags.finish();
   f.check(flags);
+  train::run_precision() = train::Precision::parse(f.precision);
   try {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     return run(f, flags, f.device == "auto" ? Device::best() : Device(f.device));

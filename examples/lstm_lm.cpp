@@ -24,6 +24,7 @@
 #include "train/flags.h"
 #include "train/language_model.h"
 #include "train/parallel_job.h"
+#include "train/precision.h"
 #include "train/trainer.h"
 #include "train/training.h"
 
@@ -49,7 +50,7 @@ std::string render(const data::Vocabulary& vocab, const std::vector<int64_t>& id
 
 // The flags, in the order --help lists them, and what they must satisfy.
 struct LmFlags {
-  std::string data_dir, level, device, ckpt_dir, resume, log_path;
+  std::string data_dir, level, device, ckpt_dir, resume, log_path, precision;
   train::TensorBoardFlags tensorboard;
   train::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
@@ -94,10 +95,15 @@ struct LmFlags {
         "per-epoch metrics to this CSV file (a resumed run appends; a fresh one needs --overwrite if it holds rows)");
     tensorboard = train::TensorBoardFlags(flags);
     init = train::InitFrom(flags);
+    precision = flags.str("precision", "fp32",
+                          "fp32, bf16 (the LSTM's and the output layer's GEMMs in bfloat16 under autocast) or fp16 "
+                          "(float16 with loss scaling); docs/PRECISION.md");
   }
   // Usage errors the flag parser cannot see (exit status 2).
   void check(train::Flags& flags) const {
     if (level != "char" && level != "word") flags.fail("--level must be char or word, got '" + level + "'");
+    if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+      flags.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
     init.check(flags, resume);
     if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
@@ -180,7 +186,8 @@ int train_lm(const LmFlags& f, train::Corpus& c, Device dev, train::ParallelJob&
                           {"flag.lr", train::exact_number(f.lr)},
                           {"flag.seed", std::to_string(f.seed)},
                           {"flag.batch-size", std::to_string(f.batch)},
-                          {"flag.seq-len", std::to_string(f.seq_len)}},
+                          {"flag.seq-len", std::to_string(f.seq_len)},
+                          {"flag.precision", f.precision}},
                          &job);
   train::prepare_output_dir("checkpoint-dir", f.ckpt_dir, f.resume.empty(), f.overwrite);
   if (const auto path = trainer.weights_path();
@@ -221,6 +228,7 @@ int main(int argc, char** argv) {
   train::ParallelJob job("lstm_lm", train::ParallelFlags(flags));
   flags.finish();
   f.check(flags);
+  train::run_precision() = train::Precision::parse(f.precision);
   try {
     if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
     const Device dev = job.start(f.device == "auto" ? Device::best() : Device(f.device));

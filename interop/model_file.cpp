@@ -212,6 +212,9 @@ void check_settings(const LoadedFile& f) {
   if (t.has_epochs()) valid(f, t.epochs() >= 1, "training.epochs", t.epochs(), "a positive number of passes");
   if (t.has_max_steps())
     valid(f, t.max_steps() >= -1, "training.max_steps", t.max_steps(), "-1 (no limit) or a number of steps >= 0");
+  const std::string& p = t.precision();
+  valid(f, p.empty() || p == "fp32" || p == "bf16" || p == "fp16", "training.precision", "'" + p + "'",
+        "fp32, bf16 or fp16");
 }
 
 // Positive sizes whose product a tensor's size in bytes holds (building runs a batch of 1).

@@ -220,6 +220,16 @@ void write_checkpoint(const std::string& path, const CheckpointContents& c) {
   pp->set_rank(c.position.rank);
   for (const auto& [k, v] : c.metadata) (*header.mutable_metadata())[k] = v;
   for (const auto& [name, t] : c.extra_tensors) tw.add(header.add_extra_tensors(), name, t);
+  if (c.grad_scaler) {
+    proto::GradScalerState* gs = header.mutable_grad_scaler();
+    gs->set_scale(c.grad_scaler->scale);
+    gs->set_growth_tracker(c.grad_scaler->growth_tracker);
+    gs->set_growth_factor(c.grad_scaler->growth_factor);
+    gs->set_backoff_factor(c.grad_scaler->backoff_factor);
+    gs->set_growth_interval(c.grad_scaler->growth_interval);
+    gs->set_enabled(c.grad_scaler->enabled);
+  }
+  header.set_precision(c.precision);
 
   // Deterministic: Protobuf writes maps in hash order otherwise, and the same state would give
   // different files from save to save.
@@ -244,6 +254,16 @@ void write_checkpoint(const std::string& path, const CheckpointContents& c) {
     tw.write(f, path);
   });
 }
+
+namespace {
+// The loss scaler's state in a header, when it has one.
+std::optional<optim::GradScalerState> grad_scaler_of(const proto::Checkpoint& h) {
+  if (!h.has_grad_scaler()) return std::nullopt;
+  const auto& gs = h.grad_scaler();
+  return optim::GradScalerState{gs.scale(),          gs.growth_tracker(),  gs.growth_factor(),
+                                gs.backoff_factor(), gs.growth_interval(), gs.enabled()};
+}
+}  // namespace
 
 CheckpointContents read_checkpoint(const std::string& path) {
   const InputFile f = open_input_file(path, "an Ember checkpoint");
@@ -320,6 +340,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
   c.position = {p.epoch(), p.step(), p.loader_epoch(), p.loader_batch(), p.world_size(), p.rank()};
   c.metadata.insert(h.metadata().begin(), h.metadata().end());
   for (const auto& r : h.extra_tensors()) c.extra_tensors.emplace_back(r.name(), tr.read(r));
+  c.grad_scaler = grad_scaler_of(h);
+  c.precision = h.precision();
   return c;
 }
 
@@ -389,6 +411,8 @@ void save_training(const std::string& path, const TrainingState& state, const Tr
   for (const ScheduleRef& s : state.schedulers) c.schedulers.push_back({s.kind(), s.state_dict()});
   c.position = position;
   c.metadata = metadata;
+  if (state.grad_scaler) c.grad_scaler = state.grad_scaler->state_dict();
+  c.precision = state.precision;
   write_checkpoint(path, c);
 }
 
@@ -405,6 +429,15 @@ std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(co
   for (size_t i = 0; i < c.schedulers.size(); ++i)
     EMBER_CHECK(c.schedulers[i].kind == state.schedulers[i].kind(), "checkpoint: '", path, "' LR schedule ", i,
                 " is a ", c.schedulers[i].kind, " but the program's is a ", state.schedulers[i].kind());
+  const std::string file_precision = c.precision.empty() ? "fp32" : c.precision;
+  EMBER_CHECK(state.precision.empty() || file_precision == state.precision, "checkpoint: '", path, "' was trained in ",
+              file_precision, " but this run's precision is ", state.precision);
+  EMBER_CHECK(!c.grad_scaler || state.grad_scaler, "checkpoint: '", path,
+              "' holds a loss scaler's state (fp16 training) but the program has no GradScaler");
+  if (c.grad_scaler) {
+    optim::GradScaler probe;  // validates the stored state before anything changes
+    probe.load_state_dict(*c.grad_scaler);
+  }
   // Everything is validated before anything changes: the model and optimizers check all of
   // their mismatches before copying. The schedules go first and are put back if anything after
   // them refuses.
@@ -421,6 +454,7 @@ std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(co
     throw;
   }
   for (const auto& [name, g] : state.generators) g->set_state(gens[name]);
+  if (c.grad_scaler) state.grad_scaler->load_state_dict(*c.grad_scaler);
   return {c.position, c.metadata};
 }
 

@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/generator.h"
 #include "layers/module.h"
+#include "layers/optim/grad_scaler.h"
 #include "layers/optim/lr_scheduler.h"
 #include "layers/optim/optimizer.h"
 
@@ -47,6 +49,8 @@ struct CheckpointContents {
   TrainingPosition position;
   std::map<std::string, std::string> metadata;
   nn::NamedTensors extra_tensors;
+  std::optional<optim::GradScalerState> grad_scaler;  // fp16 loss scaling, when the run had it
+  std::string precision;                              // "fp32", "bf16", "fp16"; empty: not recorded
 };
 
 void write_checkpoint(const std::string& path, const CheckpointContents& contents);
@@ -83,12 +87,18 @@ struct TrainingState {
   std::vector<optim::Optimizer*> optimizers;
   std::vector<std::pair<std::string, Generator*>> generators;  // e.g. {"default", &default_generator()}
   std::vector<ScheduleRef> schedulers;                         // restored in this order
+  optim::GradScaler* grad_scaler = nullptr;                    // fp16 loss scaling, if any
+  // The training precision ("fp32", "bf16", "fp16"): recorded; on load a file that says another
+  // one is refused (a file that says none was fp32). Empty: neither recorded nor checked.
+  std::string precision;
 };
 void save_training(const std::string& path, const TrainingState& state, const TrainingPosition& position,
                    const std::map<std::string, std::string>& metadata = {});
 // Restores model, optimizers, schedules and generators (each named generator must be in the
 // file; the schedules must match the file's in number and kind) and returns the position and the
-// metadata. Checks everything before changing anything: on an error, all is as it was.
+// metadata. Checks everything before changing anything: on an error, all is as it was. A loss
+// scaler's state is restored when the file has one (a file without, older or from a run without
+// scaling, leaves the program's scaler as it is); a file with one refuses a program without.
 std::pair<TrainingPosition, std::map<std::string, std::string>> load_training(const std::string& path,
                                                                               const TrainingState& state);
 

@@ -2,6 +2,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/ops/autocast.h"
 
 namespace ember::nn::functional {
 
@@ -34,6 +35,9 @@ Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  // Cast here, not in addmm: addmm sees weight.t(), a view, and only a parameter itself has its
+  // 16-bit copy cached for the step.
+  if (auto c = autocast_args(AutocastOp::linear, input, weight, bias)) return linear((*c)[0], (*c)[1], (*c)[2]);
   EMBER_CHECK(input.defined() && weight.defined(), "linear: undefined input or weight");
   EMBER_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ",
               shape_str(weight.shape()));
@@ -57,6 +61,11 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOptions& o) {
+  if (auto c = autocast_args(AutocastOp::nll_loss, log_probs, o.weight)) {
+    NllLossOptions w = o;
+    w.weight = (*c)[1];
+    return nll_loss((*c)[0], target, w);
+  }
   const char* op = "nll_loss";
   EMBER_CHECK(log_probs.defined() && target.defined(), op, ": undefined input or target");
   EMBER_CHECK(log_probs.dim() >= 2, op, ": input must be [N, C] or [N, C, d1, ...], got ",
@@ -101,6 +110,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NllLossOpti
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  if (auto c = autocast_args(AutocastOp::binary_cross_entropy, input, target, weight))
+    return binary_cross_entropy((*c)[0], (*c)[1], (*c)[2], reduction);
   const char* op = "binary_cross_entropy";
   check_same_shape(input, target, op);
   if (input.numel() > 0) {
@@ -138,6 +149,12 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const BceWithLogitsOptions& o) {
+  if (auto c = autocast_args(AutocastOp::binary_cross_entropy_with_logits, input, target, o.weight, o.pos_weight)) {
+    BceWithLogitsOptions w = o;
+    w.weight = (*c)[2];
+    w.pos_weight = (*c)[3];
+    return binary_cross_entropy_with_logits((*c)[0], (*c)[1], w);
+  }
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(input, target, op);
   const Tensor x = input, y = as_input_dtype(target, input);
@@ -185,16 +202,20 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto c = autocast_args(AutocastOp::mse_loss, input, target)) return mse_loss((*c)[0], (*c)[1], reduction);
   check_same_shape(input, target, "mse_loss");
   return reduce_loss(square(input - as_input_dtype(target, input)), reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto c = autocast_args(AutocastOp::l1_loss, input, target)) return l1_loss((*c)[0], (*c)[1], reduction);
   check_same_shape(input, target, "l1_loss");
   return reduce_loss(abs(input - as_input_dtype(target, input)), reduction);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  if (auto c = autocast_args(AutocastOp::smooth_l1_loss, input, target))
+    return smooth_l1_loss((*c)[0], (*c)[1], reduction, beta);
   check_same_shape(input, target, "smooth_l1_loss");
   EMBER_CHECK(beta >= 0, "smooth_l1_loss: beta must be non-negative, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
@@ -204,6 +225,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, KlReduction reduction, bool log_target) {
+  if (auto c = autocast_args(AutocastOp::kl_div, input, target)) return kl_div((*c)[0], (*c)[1], reduction, log_target);
   check_same_shape(input, target, "kl_div");
   Tensor t = as_input_dtype(target, input);
   Tensor loss;

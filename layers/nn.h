@@ -19,6 +19,7 @@
 #include "layers/optim/adagrad.h"
 #include "layers/optim/adam.h"
 #include "layers/optim/clip_grad.h"
+#include "layers/optim/grad_scaler.h"
 #include "layers/optim/lr_scheduler.h"
 #include "layers/optim/rmsprop.h"
 #include "layers/optim/sgd.h"

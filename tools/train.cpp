@@ -189,6 +189,7 @@ void apply_file_defaults(const model_file::LoadedFile& file, train::Flags& flags
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
     cf.tensorboard.dir = file.resolve(s.training().tensorboard());
+  if (!flags.given("precision") && !s.training().precision().empty()) cf.precision = s.training().precision();
 }
 
 double solver_lr(const train_file::Solver& solver) {

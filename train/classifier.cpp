@@ -7,6 +7,7 @@
 #include "data/mnist.h"
 #include "layers/nn.h"
 #include "train/class_record.h"
+#include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/pipeline.h"
 #endif
@@ -55,6 +56,8 @@ StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, P
   const double n = static_cast<double>(y.numel());
 #ifdef EMBER_HAVE_DIST
   if (job && job->pipeline()) {  // the loss and the correct count come from the last stage
+    EMBER_CHECK(run_precision().name() == "fp32", "--precision ", run_precision().name(),
+                " is not supported with --pipeline (the stages run in fp32)");
     opt.zero_grad();
     const double loss = job->pipeline()->train_step(
         x.to(dev), y.to(dev),
@@ -69,13 +72,19 @@ StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, P
     return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
   }
 #endif
-  Tensor yd = y.to(dev), logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
-  // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
-  Tensor l = cross_entropy(logits, yd, criterion);
-  if (job) l = job->weight(l);
+  Tensor yd = y.to(dev), logits, l;
+  {
+    std::optional<autocast> amp;  // --precision bf16/fp16: the forward and the loss
+    run_precision().enter_autocast(amp, dev);
+    logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
+    // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
+    l = cross_entropy(logits, yd, criterion);
+    if (job) l = job->weight(l);
+  }
   opt.zero_grad();
-  l.backward();
-  opt.step();
+  run_precision().backward(l);
+  run_precision().step(opt);
+  run_precision().update();
   sums["loss_sum"] += l.item() / (job ? job->loss_weight() : 1.0) * n;
   sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
   sums["seen"] += n;

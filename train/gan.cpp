@@ -6,6 +6,7 @@
 #include "data/dataloader.h"
 #include "data/image.h"
 #include "data/mnist.h"
+#include "train/precision.h"
 
 namespace ember::train {
 
@@ -40,18 +41,25 @@ StepReport gan_step(GanParts& p, const GanObjective& obj, const Tensor& real, Ru
   nn::Module &gen = p.gen, &disc = p.disc;
   optim::Optimizer &opt_g = p.opt_g, &opt_d = p.opt_d;
   const int64_t n = real.size(0);
+  Precision& prec = run_precision();  // --precision: each forward under autocast, one scaler
+  std::optional<autocast> amp;
+  prec.enter_autocast(amp, real.device());
   Tensor fake = gen(randn({n, p.noise_dim}, {DType::Float32, real.device()}));
   // Discriminator: real -> 1, fake -> 0 (the fake batch detached: G is not updated here).
   Tensor d_real = disc(real), d_fake = disc(fake.detach());
   Tensor loss_d = obj.loss(d_real, 1.0) + obj.loss(d_fake, 0.0);
+  amp.reset();
   opt_d.zero_grad();
-  loss_d.backward();
-  opt_d.step();
+  prec.backward(loss_d);
+  prec.step(opt_d);
   // Generator: make D call the fakes real (the non-saturating loss of Goodfellow et al.).
+  prec.enter_autocast(amp, real.device());
   Tensor loss_g = obj.loss(disc(fake), 1.0);
+  amp.reset();
   opt_g.zero_grad();
-  loss_g.backward();
-  opt_g.step();
+  prec.backward(loss_g);
+  prec.step(opt_g);
+  prec.update();
   const double ld = loss_d.item(), lg = loss_g.item();
   sums["d_loss_sum"] += ld, sums["g_loss_sum"] += lg, sums["steps"] += 1, sums["seen"] += double(n);
   window.d += ld, window.g += lg, ++window.steps;

@@ -7,6 +7,7 @@
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
 #include "layers/nn.h"
+#include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/pipeline.h"
 #endif
@@ -84,21 +85,32 @@ StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& para
   opt.zero_grad();
 #ifdef EMBER_HAVE_DIST
   if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
+    EMBER_CHECK(run_precision().name() == "fp32", "--precision ", run_precision().name(),
+                " is not supported with --pipeline (the stages run in fp32)");
     loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
     correct = pipe->last_step().metrics.at(0);
     pipelined = true;
   }
 #endif
   if (!pipelined) {
-    Tensor logits = job.forward(net, x.to(dev)), yd = y.to(dev);
-    Tensor l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
-    l.backward();
+    Tensor logits, yd = y.to(dev), l;
+    {
+      std::optional<autocast> amp;  // --precision bf16/fp16: the forward and the loss
+      run_precision().enter_autocast(amp, dev);
+      logits = job.forward(net, x.to(dev));
+      l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
+    }
+    run_precision().backward(l);
     loss = l.item() / job.loss_weight();
     NoGradGuard ng;
     correct = lm_correct(logits, yd)[0];
   }
-  if (clip > 0) job.clip_grad_norm(params, clip);
-  opt.step();
+  if (clip > 0) {
+    run_precision().unscale_(opt);  // fp16: clip the true gradients, not the scaled ones
+    job.clip_grad_norm(params, clip);
+  }
+  run_precision().step(opt);
+  run_precision().update();
   sums["loss_sum"] += loss * static_cast<double>(n);
   sums["correct"] += correct;
   sums["seen"] += static_cast<double>(n);

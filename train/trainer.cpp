@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "train/precision.h"
+
 namespace ember::train {
 
 TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::string> columns) {
@@ -17,12 +19,22 @@ TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::string> c
           .init = cf.init};
 }
 
+namespace {
+// Every checkpoint records the run's precision and, in fp16, holds its loss scaler's state.
+TrainingState with_precision(TrainingState s) {
+  s.precision = run_precision().name();
+  s.grad_scaler = run_precision().scaler();
+  return s;
+}
+}  // namespace
+
 Trainer::Trainer(TrainerOptions opts, TrainingState state, data::DataLoader& loader,
                  std::map<std::string, std::string> meta, ParallelJob* job)
     : opts_(std::move(opts)),
       loader_(loader),
       job_(job),
-      ckpt_(opts_.checkpoint_dir, std::move(state), loader, with_init_record(std::move(meta), opts_.init), job) {}
+      ckpt_(opts_.checkpoint_dir, with_precision(std::move(state)), loader,
+            with_init_record(std::move(meta), opts_.init), job) {}
 
 const TrainingPosition& Trainer::resume() {
   pos_ = ckpt_.resume(opts_.resume);

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "data/mnist.h"
+#include "train/precision.h"
 
 namespace ember::train {
 
@@ -132,9 +133,15 @@ CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, do
               "empty: checkpoint-dir/metrics.csv, or none without checkpoint-dir");
   tensorboard = TensorBoardFlags(f);
   init = InitFrom(f);
+  precision = f.str("precision", "fp32",
+                    "fp32, bf16 (matrix products and convolutions in bfloat16 under autocast) or fp16 (float16 "
+                    "with loss scaling); docs/PRECISION.md");
 }
 
 void CommonFlags::check(Flags& f) {
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    f.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
+  run_precision() = Precision::parse(precision);
   if (resume == "auto" && checkpoint_dir.empty()) f.fail("--resume auto needs --checkpoint-dir");
   init.check(f, resume);
   if (threads > 0) set_num_threads(static_cast<int>(threads));
@@ -147,7 +154,9 @@ void CommonFlags::prepare() {
 }
 
 std::map<std::string, std::string> CommonFlags::settings() const {
-  return resume_settings(lr, seed, batch_size, limit, data_root);
+  auto s = resume_settings(lr, seed, batch_size, limit, data_root);
+  s["flag.precision"] = precision;  // a resume continues in the checkpoint's precision
+  return s;
 }
 
 std::atomic<bool>& stop_requested() {

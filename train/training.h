@@ -84,6 +84,7 @@ long long checkpoint_every_flag(Flags& f);
 // The flags every training program takes; defaults differ per program.
 struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
+  std::string precision;  // --precision: fp32, bf16 or fp16 (train/precision.h)
   long long epochs, batch_size, seed, max_steps, checkpoint_every, limit, workers, threads;
   double lr;
   bool data_given, overwrite;

@@ -7,6 +7,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/autograd_meta.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 
@@ -36,7 +37,8 @@ void accumulate(std::vector<Tensor>& buffer, uint32_t nr, Tensor g) {
   }
   const bool exclusive = b.use_count() == 1 && b.storage().use_count() == 1 && b.is_contiguous() &&
                          !b.requires_grad() && b.shape() == g.shape() && b.dtype() == g.dtype() &&
-                         b.device() == g.device() && b.impl() != g.impl();
+                         b.device() == g.device() && b.impl() != g.impl() && b.dtype() != DType::Float16 &&
+                         b.dtype() != DType::BFloat16;  // 16-bit sums run out of place, in float32
   if (exclusive) {
     b.add_(g);
   } else {
@@ -55,6 +57,8 @@ void check_grad(const Tensor& g, const Edge& e, const Node& producer) {
 void run(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool retain_graph,
          std::vector<std::pair<Edge, Tensor>>* capture) {
   NoGradGuard no_grad;  // backward functions do not build a graph themselves
+  // Gradients keep the forward's dtypes: a backward function's ops are not autocast's to recast.
+  detail::AutocastSuspend no_autocast;
   std::unordered_map<Node*, NodeState> state;
   std::vector<std::shared_ptr<Node>> keep_alive;
 

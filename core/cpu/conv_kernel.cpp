@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
-#include "core/cpu/bf16_layer.h"
 #include "core/cpu/conv_winograd.h"
+#include "core/cpu/lowp_reference.h"
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
 
@@ -870,31 +870,34 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
   }
 }
 
-// bfloat16 tensors: float32 code around bfloat16 GEMMs (core/cpu/bf16_layer.h).
-ConvGeometry with_bf16_gemms(const ConvGeometry& g) {
+// 16-bit tensors run the float32 code around them (core/cpu/lowp_reference.h); for bfloat16 its
+// GEMMs, which carry the FLOPs, take bfloat16 operands (vdpbf16ps where the CPU has it).
+ConvGeometry lowp_geometry(const ConvGeometry& g, DType dtype) {
   ConvGeometry b = g;
-  b.bf16_gemms = true;
+  b.bf16_gemms = dtype == DType::BFloat16;
   return b;
 }
 
 void cpu_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvGeometry& g) {
-  if (input.dtype() == DType::BFloat16) {
-    using namespace cpu::bf16_layer;
-    const Tensor o = float_scratch(out);
-    forward_impl<float>(o, widened(input), widened(weight), widened(bias), with_bf16_gemms(g));
-    return round_into(out, o);
+  if (cpu::lowp::is_16bit(input.dtype())) {  // float32 code around 16-bit data
+    const Tensor o = cpu::lowp::float32_for(out);
+    forward_impl<float>(o, cpu::lowp::widen(input), cpu::lowp::widen(weight), cpu::lowp::widen(bias),
+                        lowp_geometry(g, input.dtype()));
+    cpu::lowp::narrow_into(out, o);
+    return;
   }
   EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] { forward_impl<scalar_t>(out, input, weight, bias, g); });
 }
 
 void cpu_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                                const Tensor& bias, const ConvGeometry& g) {
-  if (grad_out.dtype() == DType::BFloat16) {
-    using namespace cpu::bf16_layer;
-    const Tensor gi = float_scratch(grad_input);
-    backward_input_impl<float>(gi, widened(grad_out), widened(weight), widened(bias), with_bf16_gemms(g));
-    return round_into(grad_input, gi);
+  if (cpu::lowp::is_16bit(grad_out.dtype())) {  // float32 code around 16-bit data
+    const Tensor gi = cpu::lowp::float32_for(grad_input);
+    backward_input_impl<float>(gi, cpu::lowp::widen(grad_out), cpu::lowp::widen(weight), cpu::lowp::widen(bias),
+                               lowp_geometry(g, grad_out.dtype()));
+    cpu::lowp::narrow_into(grad_input, gi);
+    return;
   }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_input_impl<scalar_t>(grad_input, grad_out, weight, bias, g); });
@@ -902,12 +905,13 @@ void cpu_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out,
 
 void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                                 const Tensor& input, const ConvGeometry& g) {
-  if (grad_out.dtype() == DType::BFloat16) {
-    using namespace cpu::bf16_layer;
-    const Tensor gw = float_scratch(grad_weight), gb = float_scratch(grad_bias);
-    backward_weight_impl<float>(gw, gb, widened(grad_out), widened(input), with_bf16_gemms(g));
-    round_into(grad_weight, gw);
-    return round_into(grad_bias, gb);
+  if (cpu::lowp::is_16bit(grad_out.dtype())) {  // float32 code around 16-bit data
+    const Tensor gw = cpu::lowp::float32_for(grad_weight), gb = cpu::lowp::float32_for(grad_bias);
+    backward_weight_impl<float>(gw, gb, cpu::lowp::widen(grad_out), cpu::lowp::widen(input),
+                                lowp_geometry(g, grad_out.dtype()));
+    cpu::lowp::narrow_into(grad_weight, gw);
+    cpu::lowp::narrow_into(grad_bias, gb);
+    return;
   }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_weight_impl<scalar_t>(grad_weight, grad_bias, grad_out, input, g); });

@@ -4,8 +4,10 @@
 
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "core/cpu/bf16_gemm.h"
+#include "core/cpu/lowp_reference.h"
 #include "core/gemm_kernels.h"
 #include "core/parallel.h"
 
@@ -101,6 +103,32 @@ void gemm_batched_typed(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb
     run(0, batch);
 }
 
+// float16/bfloat16 GEMM, the reference path (core/cpu/lowp_reference.h): each operand widened to
+// a dense float32 matrix, one SGEMM (float32 accumulation), C rounded back to nearest even.
+void gemm_lowp_reference(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  auto dense = [&](const void* p, bool trans, int64_t rows, int64_t cols, int64_t ld) {
+    const int64_t r = trans ? cols : rows, c = trans ? rows : cols;  // as stored
+    std::vector<float> out(static_cast<size_t>(r * c));
+    for (int64_t i = 0; i < r; ++i)
+      cpu::lowp::to_float(g.dtype, static_cast<const uint16_t*>(p) + i * ld, out.data() + i * c, c);
+    return out;
+  };
+  const std::vector<float> a = dense(g.a, g.trans_a, g.m, g.k, g.lda);
+  const std::vector<float> b = dense(g.b, g.trans_b, g.k, g.n, g.ldb);
+  std::vector<float> c(static_cast<size_t>(g.m * g.n), 0.0f);
+  auto* c16 = static_cast<uint16_t*>(g.c);
+  if (g.beta != 0.0)
+    for (int64_t i = 0; i < g.m; ++i) cpu::lowp::to_float(g.dtype, c16 + i * g.ldc, c.data() + i * g.n, g.n);
+  GemmArgs f = g;
+  f.dtype = DType::Float32;
+  f.lda = g.trans_a ? g.m : g.k;
+  f.ldb = g.trans_b ? g.k : g.n;
+  f.ldc = g.n;
+  gemm_typed<float>(f, a.data(), b.data(), c.data());
+  for (int64_t i = 0; i < g.m; ++i) cpu::lowp::from_float(g.dtype, c.data() + i * g.n, c16 + i * g.ldc, g.n);
+}
+
 void cpu_gemm(const GemmArgs& g) {
   check_blas_int(g);
   if (g.dtype == DType::BFloat16)
@@ -109,8 +137,11 @@ void cpu_gemm(const GemmArgs& g) {
     gemm_typed<float>(g, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
   else if (g.dtype == DType::Float64)
     gemm_typed<double>(g, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
+  else if (cpu::lowp::is_16bit(g.dtype))
+    gemm_lowp_reference(g);
   else
-    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32, float64 or bfloat16)");
+    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype),
+               " is not supported (expected float32, float64, float16 or bfloat16)");
 }
 
 // bfloat16: one product after another, each spread across the threads by gemm_bf16.
@@ -133,8 +164,17 @@ void cpu_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, 
     gemm_batched_typed<float>(g, batch, sa, sb, sc);
   else if (g.dtype == DType::Float64)
     gemm_batched_typed<double>(g, batch, sa, sb, sc);
+  else if (cpu::lowp::is_16bit(g.dtype))
+    for (int64_t i = 0; i < batch; ++i) {
+      GemmArgs gi = g;
+      gi.a = static_cast<const uint16_t*>(g.a) + i * sa;
+      gi.b = static_cast<const uint16_t*>(g.b) + i * sb;
+      gi.c = static_cast<uint16_t*>(g.c) + i * sc;
+      gemm_lowp_reference(gi);
+    }
   else
-    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32, float64 or bfloat16)");
+    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype),
+               " is not supported (expected float32, float64, float16 or bfloat16)");
 }
 
 void cpu_dot(DType dt, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy, void* out) {
@@ -150,11 +190,21 @@ void cpu_dot(DType dt, int64_t n, const void* x, int64_t incx, const void* y, in
     } else if (dt == DType::Float64) {
       acc += cblas_ddot(len, static_cast<const double*>(x) + start * incx, static_cast<int>(incx),
                         static_cast<const double*>(y) + start * incy, static_cast<int>(incy));
+    } else if (cpu::lowp::is_16bit(dt)) {
+      for (int64_t i = start; i < start + len; ++i) {
+        float xv, yv;
+        cpu::lowp::to_float(dt, static_cast<const uint16_t*>(x) + i * incx, &xv, 1);
+        cpu::lowp::to_float(dt, static_cast<const uint16_t*>(y) + i * incy, &yv, 1);
+        acc += static_cast<double>(xv) * yv;
+      }
     } else {
-      EMBER_FAIL("dot: dtype ", dtype_name(dt), " is not supported (expected float32 or float64)");
+      EMBER_FAIL("dot: dtype ", dtype_name(dt), " is not supported (expected float32, float64, float16 or bfloat16)");
     }
   }
-  if (dt == DType::Float32)
+  if (cpu::lowp::is_16bit(dt)) {
+    const float r = static_cast<float>(acc);
+    cpu::lowp::from_float(dt, &r, out, 1);
+  } else if (dt == DType::Float32)
     *static_cast<float*>(out) = static_cast<float>(acc);
   else
     *static_cast<double*>(out) = acc;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
-#include "core/cpu/bf16_layer.h"
+#include "core/cpu/lowp_reference.h"
 #include "core/cpu/rnn_cells.h"
 #include "core/cpu/rnn_gemm.h"
 #include "core/parallel.h"
@@ -399,7 +399,8 @@ void parameter_gradients(const RnnBackwardArgs& a, const T* dgx, const T* dgh) {
   const T* x = a.input.data_ptr<T>();
   const T* w_ih = a.w_ih.data_ptr<T>();
   const T* hs = a.ws.hs.data_ptr<T>();
-  if (a.grad_input.defined()) gemm<T>(cfg, false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
+  if (a.grad_input.defined())
+    gemm<T>(cfg, false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
   if (a.grad_w_ih.defined()) gemm<T>(cfg, true, false, GH, I, rows, dgx, GH, x, I, T(0), a.grad_w_ih.data_ptr<T>(), I);
   if (a.grad_w_hh.defined()) {
     const T* h_prev = hs + (cfg.reverse ? BH : 0);  // the states before each step, in time order
@@ -437,41 +438,52 @@ void backward_impl(const RnnBackwardArgs& a) {
   parameter_gradients<T>(a, dgx, dgh);
 }
 
-// bfloat16 layers: float32 code around bfloat16 GEMMs (core/cpu/bf16_layer.h), the workspace kept
-// in bfloat16 like the outputs.
-void rnn_forward_bf16(const RnnForwardArgs& a) {
-  using namespace cpu::bf16_layer;
+// float16/bfloat16 layers (core/cpu/lowp_reference.h): the whole layer in float32, its outputs and
+// workspace rounded back; for bfloat16 the input-side GEMMs, which carry most of the FLOPs, take
+// bfloat16 operands (vdpbf16ps where the CPU has it).
+void rnn_forward_lowp(const RnnForwardArgs& a) {
   RnnForwardArgs w = a;
-  w.cfg.bf16_gemms = true;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widened(*t);
-  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn}) *t = float_scratch(*t);
+  w.cfg.bf16_gemms = a.input.dtype() == DType::BFloat16;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = cpu::lowp::widen(*t);
+  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn})
+    *t = cpu::lowp::float32_for(*t);
   forward_impl<float>(w);
-  const Tensor* dst[] = {&a.output, &a.h_n, &a.c_n, &a.ws.gates, &a.ws.hs, &a.ws.cs, &a.ws.ghn};
-  const Tensor* src[] = {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn};
-  for (size_t i = 0; i < std::size(dst); ++i) round_into(*dst[i], *src[i]);
+  for (auto [dst, src] : {std::pair{&a.output, &w.output},
+                          {&a.h_n, &w.h_n},
+                          {&a.c_n, &w.c_n},
+                          {&a.ws.gates, &w.ws.gates},
+                          {&a.ws.hs, &w.ws.hs},
+                          {&a.ws.cs, &w.ws.cs},
+                          {&a.ws.ghn, &w.ws.ghn}})
+    cpu::lowp::narrow_into(*dst, *src);
 }
 
-void rnn_backward_bf16(const RnnBackwardArgs& a) {
-  using namespace cpu::bf16_layer;
+void rnn_backward_lowp(const RnnBackwardArgs& a) {
   RnnBackwardArgs w = a;
-  w.cfg.bf16_gemms = true;
+  w.cfg.bf16_gemms = a.input.dtype() == DType::BFloat16;
   for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
                     &w.grad_output, &w.grad_h_n, &w.grad_c_n})
-    *t = widened(*t);
-  const Tensor* dst[] = {&a.grad_input, &a.grad_w_ih, &a.grad_w_hh, &a.grad_b_ih, &a.grad_b_hh, &a.grad_h0, &a.grad_c0};
-  Tensor* src[] = {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0};
-  for (Tensor* t : src) *t = float_scratch(*t);
+    *t = cpu::lowp::widen(*t);
+  for (Tensor* t : {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0})
+    *t = cpu::lowp::float32_for(*t);
   backward_impl<float>(w);
-  for (size_t i = 0; i < std::size(dst); ++i) round_into(*dst[i], *src[i]);
+  for (auto [dst, src] : {std::pair{&a.grad_input, &w.grad_input},
+                          {&a.grad_w_ih, &w.grad_w_ih},
+                          {&a.grad_w_hh, &w.grad_w_hh},
+                          {&a.grad_b_ih, &w.grad_b_ih},
+                          {&a.grad_b_hh, &w.grad_b_hh},
+                          {&a.grad_h0, &w.grad_h0},
+                          {&a.grad_c0, &w.grad_c0}})
+    cpu::lowp::narrow_into(*dst, *src);
 }
 
 void cpu_rnn_forward(const RnnForwardArgs& a) {
-  if (a.input.dtype() == DType::BFloat16) return rnn_forward_bf16(a);
+  if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_forward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
 }
 
 void cpu_rnn_backward(const RnnBackwardArgs& a) {
-  if (a.input.dtype() == DType::BFloat16) return rnn_backward_bf16(a);
+  if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_backward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
 }
 

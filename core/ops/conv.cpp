@@ -5,6 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/nn.h"
 #include "core/ops/nn_checks.h"
 #include "core/ops/reduce.h"
@@ -26,7 +27,10 @@ void check_pair(const std::array<int64_t, 2>& v, int64_t min, const char* op, co
 // Checks shared by both ops: a 4-D float input and weight of one dtype and device, positive
 // groups dividing the input channels.
 void check_common(const Tensor& input, const Tensor& weight, int64_t groups, const char* op) {
-  nn_detail::check_float_input(input, op, "input");
+  // float16/bfloat16 too: autocast runs convolutions in them (core/ops/autocast_table.h).
+  nn_detail::check_defined(input, op, "input");
+  EMBER_CHECK(is_floating(input.dtype()), op, ": input must be float32, float64, float16 or bfloat16, got ",
+              dtype_name(input.dtype()));
   EMBER_CHECK(input.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got shape ", shape_str(input.shape()));
   nn_detail::check_like_input(weight, input, op, "weight");
   EMBER_CHECK(weight.dim() == 4, op, ": expected a 4-D weight, got shape ", shape_str(weight.shape()));
@@ -85,6 +89,7 @@ ConvGeometry nn_detail::conv2d_geometry(const Tensor& input, const Tensor& weigh
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams p) {
+  if (auto c = autocast_args(AutocastOp::conv2d, input, weight, bias)) return conv2d((*c)[0], (*c)[1], (*c)[2], p);
   const ConvGeometry g = nn_detail::conv2d_geometry(input, weight, bias, p, "conv2d");
   Tensor x = raw(input), w = raw(weight), b = raw(bias);
   Tensor out = empty({g.N, g.OC, g.OH, g.OW}, input.options());
@@ -117,6 +122,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ConvTranspose2dParams p) {
+  if (auto c = autocast_args(AutocastOp::conv_transpose2d, input, weight, bias))
+    return conv_transpose2d((*c)[0], (*c)[1], (*c)[2], p);
   const char* op = "conv_transpose2d";
   check_common(input, weight, p.groups, op);
   check_pair(p.stride, 1, op, "stride");

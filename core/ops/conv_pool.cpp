@@ -17,6 +17,7 @@
 
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/nn.h"
 #include "core/ops/nn_checks.h"
@@ -68,11 +69,15 @@ Pool2dGeometry pool_chunk(Pool2dGeometry g, int64_t planes) {
 
 Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dParams conv,
                          Pool2dParams pool) {
+  // Under autocast the two halves part: the convolution in 16 bits, the pooling in float32.
+  if (auto c = autocast_args(AutocastOp::conv2d_max_pool2d, input, weight, bias))
+    return max_pool2d(conv2d((*c)[0], (*c)[1], (*c)[2], conv), pool);
   const char* op = "conv2d_max_pool2d";
   const ConvGeometry g = nn_detail::conv2d_geometry(input, weight, bias, conv, op);
   const Pool2dGeometry pg = nn_detail::pool2d_geometry({g.N, g.OC, g.OH, g.OW}, pool, op);
   const int64_t weight_bytes = weight.numel() * static_cast<int64_t>(itemsize(weight.dtype()));
-  if (!input.device().is_cpu() || g.N == 0 || weight_bytes > kMaxWeightBytes)
+  const bool is_16bit = input.dtype() == DType::Float16 || input.dtype() == DType::BFloat16;
+  if (!input.device().is_cpu() || g.N == 0 || weight_bytes > kMaxWeightBytes || is_16bit)
     return max_pool2d(conv2d(input, weight, bias, conv), pool);
 
   Tensor x = nn_detail::raw(input), w = nn_detail::raw(weight), b = nn_detail::raw(bias);

@@ -5,6 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/nn.h"
@@ -58,6 +59,11 @@ Tensor reduce_loss(const Tensor& loss, Reduction reduction, const Tensor& diviso
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts) {
+  if (auto c = autocast_args(AutocastOp::cross_entropy, logits, target, opts.weight)) {
+    CrossEntropyOptions o = opts;
+    o.weight = (*c)[2];
+    return cross_entropy((*c)[0], (*c)[1], o);
+  }
   const char* op = "cross_entropy";
   nn_detail::check_float_input(logits, op, "logits");
   nn_detail::check_defined(target, op, "target");

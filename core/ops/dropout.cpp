@@ -3,6 +3,7 @@
 // uint8 for the backward, which multiplies by the same mask and scale.
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/nn.h"
 #include "core/ops/nn_checks.h"
@@ -14,6 +15,7 @@ using Grads = std::vector<Tensor>;
 using Needs = std::vector<bool>;
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* gen) {
+  if (auto c = autocast_args(AutocastOp::dropout, input)) return dropout((*c)[0], p, training, gen);
   nn_detail::check_float_input(input, "dropout", "input");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got ", p);
   if (!training || p == 0.0) return input;

@@ -5,6 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/elementwise_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/reduce.h"
 
@@ -103,6 +104,13 @@ InputMeta meta_of(const Tensor& t) {
 // ------------------------------------------------------------ kernel runners (no autograd)
 
 Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, double alpha, DType dt, const char* name) {
+  if (dt == DType::Float16 || dt == DType::BFloat16) {
+    // Storage types (core/dtype.h): the arithmetic in float32, the result rounded back. This is
+    // what lets autograd sum two 16-bit gradients (a parameter's cast read by two ops).
+    Tensor wide = run_binary(op, a, b, alpha, DType::Float32, name);
+    NoGradGuard ng;
+    return wide.to(dt);
+  }
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   check_math_dtype(dt, name);
   Tensor out = empty(shape, {dt, a.device()});
@@ -271,6 +279,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  if (auto c = autocast_args(AutocastOp::pow, a, b)) return pow((*c)[0], (*c)[1]);
   check_same_device(a, b, "pow");
   Tensor out = run_binary(BinaryOp::Pow, a, b, 1.0, promote_types(a.dtype(), b.dtype()), "pow");
   if (autograd::any_requires_grad({a, b})) {
@@ -288,6 +297,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, double exponent) {
+  if (auto c = autocast_args(AutocastOp::pow, a)) return pow((*c)[0], exponent);
   check_defined(a, "pow");
   DType dt = a.dtype();
   if (is_integral(dt)) {
@@ -379,14 +389,17 @@ Tensor sign(const Tensor& a) {
 }
 
 Tensor exp(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::exp, a)) return exp((*c)[0]);
   return unary_op(a, UnaryOp::Exp, checked_float_dtype(a, "exp"), "ExpBackward", UnaryGradOp::Exp, true);
 }
 
 Tensor log(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::log, a)) return log((*c)[0]);
   return unary_op(a, UnaryOp::Log, checked_float_dtype(a, "log"), "LogBackward", UnaryGradOp::Log, false);
 }
 
 Tensor log1p(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::log1p, a)) return log1p((*c)[0]);
   return unary_op(a, UnaryOp::Log1p, checked_float_dtype(a, "log1p"), "Log1pBackward", UnaryGradOp::Log1p, false);
 }
 
@@ -395,6 +408,7 @@ Tensor sqrt(const Tensor& a) {
 }
 
 Tensor rsqrt(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::rsqrt, a)) return rsqrt((*c)[0]);
   return unary_op(a, UnaryOp::Rsqrt, checked_float_dtype(a, "rsqrt"), "RsqrtBackward", UnaryGradOp::Rsqrt, true);
 }
 
@@ -444,10 +458,12 @@ Tensor activation(const Tensor& a, ActivationOp op, DType dt, const char* backwa
 }  // namespace
 
 Tensor relu(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::relu, a)) return relu((*c)[0]);
   return activation(a, ActivationOp::Relu, numeric_dtype(a, "relu"), "ReluBackward");
 }
 
 Tensor leaky_relu(const Tensor& a, double negative_slope) {
+  if (auto c = autocast_args(AutocastOp::leaky_relu, a)) return leaky_relu((*c)[0], negative_slope);
   return activation(a, ActivationOp::LeakyRelu, checked_float_dtype(a, "leaky_relu"), "LeakyReluBackward",
                     negative_slope);
 }
@@ -457,15 +473,18 @@ Tensor elu(const Tensor& a, double alpha) {
 }
 
 Tensor gelu(const Tensor& a, bool tanh_approximation) {
+  if (auto c = autocast_args(AutocastOp::gelu, a)) return gelu((*c)[0], tanh_approximation);
   return activation(a, tanh_approximation ? ActivationOp::GeluTanh : ActivationOp::Gelu, checked_float_dtype(a, "gelu"),
                     "GeluBackward");
 }
 
 Tensor sigmoid(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::sigmoid, a)) return sigmoid((*c)[0]);
   return activation(a, ActivationOp::Sigmoid, checked_float_dtype(a, "sigmoid"), "SigmoidBackward");
 }
 
 Tensor tanh(const Tensor& a) {
+  if (auto c = autocast_args(AutocastOp::tanh, a)) return tanh((*c)[0]);
   return activation(a, ActivationOp::Tanh, checked_float_dtype(a, "tanh"), "TanhBackward");
 }
 
@@ -476,6 +495,7 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
 }
 
 Tensor softplus(const Tensor& a, double beta, double threshold) {
+  if (auto c = autocast_args(AutocastOp::softplus, a)) return softplus((*c)[0], beta, threshold);
   EMBER_CHECK(beta != 0.0, "softplus: beta must be non-zero");
   return activation(a, ActivationOp::Softplus, checked_float_dtype(a, "softplus"), "SoftplusBackward", beta, threshold);
 }

@@ -6,6 +6,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/gemm_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
@@ -22,9 +23,12 @@ void check_operands(const Tensor& a, const Tensor& b, const char* op) {
   EMBER_CHECK(a.defined() && b.defined(), op, ": undefined tensor argument");
   EMBER_CHECK(a.device() == b.device(), op, ": tensors are on different devices (", a.device(), " and ", b.device(),
               ")");
+  // float16/bfloat16: what autocast runs them in (on the CPU, core/cpu/lowp_reference.h).
   for (const Tensor* t : {&a, &b})
-    EMBER_CHECK(t->dtype() == DType::Float32 || t->dtype() == DType::Float64, op, ": dtype ", dtype_name(t->dtype()),
-                " is not supported (expected float32 or float64)");
+    EMBER_CHECK(t->dtype() == DType::Float32 || t->dtype() == DType::Float64 || t->dtype() == DType::Float16 ||
+                    t->dtype() == DType::BFloat16,
+                op, ": dtype ", dtype_name(t->dtype()),
+                " is not supported (expected float32, float64, float16 or bfloat16)");
   EMBER_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
               dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
 }
@@ -304,6 +308,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b, const char* op) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto c = autocast_args(AutocastOp::matmul, a, b)) return matmul((*c)[0], (*c)[1]);
   check_operands(a, b, "matmul");
   EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dim, got shapes ",
               shapes_msg(a, b));
@@ -312,12 +317,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto c = autocast_args(AutocastOp::mm, a, b)) return mm((*c)[0], (*c)[1]);
   check_operands(a, b, "mm");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected two 2-D tensors, got shapes ", shapes_msg(a, b));
   return matmul_impl(a, b, "mm");
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto c = autocast_args(AutocastOp::bmm, a, b)) return bmm((*c)[0], (*c)[1]);
   check_operands(a, b, "bmm");
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected two 3-D tensors, got shapes ", shapes_msg(a, b));
   EMBER_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ in shapes ", shapes_msg(a, b), " (", a.size(0),
@@ -326,6 +333,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  if (auto c = autocast_args(AutocastOp::addmm, bias, a, b)) return addmm((*c)[0], (*c)[1], (*c)[2], beta, alpha);
   check_operands(a, b, "addmm");
   EMBER_CHECK(bias.defined(), "addmm: undefined bias");
   EMBER_CHECK(bias.device() == a.device(), "addmm: bias is on ", bias.device(), " but the matrices are on ",

@@ -3,6 +3,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/nn.h"
 #include "core/ops/nn_checks.h"
 
@@ -15,6 +16,8 @@ using nn_detail::raw;
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  if (auto c = autocast_args(AutocastOp::batch_norm, input, weight, bias))
+    return batch_norm((*c)[0], running_mean, running_var, (*c)[1], (*c)[2], training, momentum, eps);
   const char* op = "batch_norm";
   nn_detail::check_float_input(input, op, "input");
   EMBER_CHECK(input.dim() >= 2, op, ": expected an input [N, C, *] with at least 2 dims, got shape ",
@@ -84,6 +87,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (auto c = autocast_args(AutocastOp::layer_norm, input, weight, bias))
+    return layer_norm((*c)[0], normalized_shape, (*c)[1], (*c)[2], eps);
   const char* op = "layer_norm";
   nn_detail::check_float_input(input, op, "input");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());

@@ -3,6 +3,7 @@
 // node each.
 #include "core/autograd/node.h"
 #include "core/nn_kernels.h"
+#include "core/ops/autocast.h"
 #include "core/ops/nn.h"
 #include "core/ops/nn_checks.h"
 
@@ -74,6 +75,7 @@ Shape out_shape(const Tensor& input, int64_t OH, int64_t OW) {
 }  // namespace
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pool2dParams p) {
+  if (auto c = autocast_args(AutocastOp::max_pool2d, input)) return max_pool2d_with_indices((*c)[0], p);
   const Pool2dGeometry g = pool_geometry(input, p, "max_pool2d");
   Tensor x = raw(input);
   const Shape os = out_shape(input, g.OH, g.OW);
@@ -106,6 +108,7 @@ Tensor max_pool2d(const Tensor& input, int64_t kernel) {
 }
 
 Tensor avg_pool2d(const Tensor& input, Pool2dParams p) {
+  if (auto c = autocast_args(AutocastOp::avg_pool2d, input)) return avg_pool2d((*c)[0], p);
   const Pool2dGeometry g = pool_geometry(input, p, "avg_pool2d");
   Tensor x = raw(input);
   Tensor out = empty(out_shape(input, g.OH, g.OW), input.options());
@@ -121,6 +124,7 @@ Tensor avg_pool2d(const Tensor& input, Pool2dParams p) {
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, std::array<int64_t, 2> output_size) {
+  if (auto c = autocast_args(AutocastOp::adaptive_avg_pool2d, input)) return adaptive_avg_pool2d((*c)[0], output_size);
   const char* op = "adaptive_avg_pool2d";
   check_pool_input(input, op);
   EMBER_CHECK(output_size[0] > 0 && output_size[1] > 0, op, ": output size must be positive, got [", output_size[0],

@@ -11,6 +11,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
 #include "core/reduce_kernels.h"
@@ -168,7 +169,9 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& a_in, int64_t dim, bool keep
 }
 
 Tensor arg_extreme(const Tensor& a_in, std::optional<int64_t> dim, bool keepdim, bool is_max, const char* op) {
-  const Tensor a = bool_as_uint8(a_in);
+  // 16-bit values (autocast's logits) widen exactly and keep their order: no 16-bit kernel needed.
+  const bool half = a_in.defined() && (a_in.dtype() == DType::Float16 || a_in.dtype() == DType::BFloat16);
+  const Tensor a = half ? a_in.detach().to(DType::Float32) : bool_as_uint8(a_in);
   Plan p = dim ? plan_reduce(a, {*dim}, keepdim, op) : plan_reduce(a, {}, false, op);
   check_nonempty_reduction(p, op);
   Tensor indices = empty(p.out_shape, {DType::Int64, a.device()});
@@ -233,6 +236,7 @@ Tensor softmax_impl(const Tensor& a, int64_t dim, bool log) {
 // ------------------------------------------------------------------ sums
 
 Tensor sum(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::sum, a_in)) return sum((*c)[0], dims, keepdim);
   check_defined(a_in, "sum");
   const Tensor a = bool_as_uint8(a_in);
   Plan p = plan_reduce(a, dims, keepdim, "sum");
@@ -247,6 +251,7 @@ Tensor sum(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::mean, a)) return mean((*c)[0], dims, keepdim);
   check_defined(a, "mean");
   check_floating(a, "mean");
   Plan p = plan_reduce(a, dims, keepdim, "mean");
@@ -297,6 +302,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     }
   }
   if (dims.empty()) return grad.reshape(shape);
+  // A 16-bit gradient (a bias under autocast) is summed in float32 and rounded once.
+  if (grad.dtype() == DType::Float16 || grad.dtype() == DType::BFloat16)
+    return sum(grad.to(DType::Float32), dims, true).reshape(shape).to(grad.dtype());
   return sum(grad, dims, true).reshape(shape);
 }
 
@@ -336,13 +344,16 @@ Tensor argmin(const Tensor& a, int64_t dim, bool keepdim) {
 // ------------------------------------------------------------------ statistics
 
 Tensor var(const Tensor& a, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::var, a)) return var((*c)[0], dims, unbiased, keepdim);
   return variance(a, std::move(dims), unbiased, keepdim, false);
 }
 Tensor std(const Tensor& a, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::std, a)) return std((*c)[0], dims, unbiased, keepdim);
   return variance(a, std::move(dims), unbiased, keepdim, true);
 }
 
 Tensor logsumexp(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::logsumexp, a_in)) return logsumexp((*c)[0], dims, keepdim);
   check_defined(a_in, "logsumexp");
   Tensor a = a_in;
   if (!is_floating(a.dtype())) {
@@ -385,6 +396,7 @@ Tensor logsumexp(const Tensor& a_in, std::vector<int64_t> dims, bool keepdim) {
 }
 
 Tensor norm(const Tensor& a, double pval, std::vector<int64_t> dims, bool keepdim) {
+  if (auto c = autocast_args(AutocastOp::norm, a)) return norm((*c)[0], pval, dims, keepdim);
   check_defined(a, "norm");
   check_floating(a, "norm");
   EMBER_CHECK(pval > 0, "norm: p must be positive or inf, got ", pval);
@@ -410,9 +422,11 @@ Tensor norm(const Tensor& a, double pval, std::vector<int64_t> dims, bool keepdi
 // ------------------------------------------------------------------ softmax
 
 Tensor softmax(const Tensor& a, int64_t dim) {
+  if (auto c = autocast_args(AutocastOp::softmax, a)) return softmax((*c)[0], dim);
   return softmax_impl(a, dim, false);
 }
 Tensor log_softmax(const Tensor& a, int64_t dim) {
+  if (auto c = autocast_args(AutocastOp::log_softmax, a)) return log_softmax((*c)[0], dim);
   return softmax_impl(a, dim, true);
 }
 

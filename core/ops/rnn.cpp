@@ -4,6 +4,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/rnn_kernels.h"
 
@@ -61,13 +62,17 @@ Tensor kernel_operand(const Tensor& t) {
 RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                          const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
                          bool reverse) {
+  if (auto c = autocast_args(AutocastOp::rnn_layer, input, w_ih, w_hh, b_ih, b_hh, h0, c0))
+    return rnn_layer(mode, (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6], lengths, reverse);
+  const bool lstm = mode == RnnMode::Lstm;
   const int64_t G = rnn_gate_count(mode);
   EMBER_CHECK(input.defined() && w_ih.defined() && w_hh.defined(),
               "rnn_layer: input, w_ih and w_hh must be defined tensors");
   EMBER_CHECK(input.dim() == 3, "rnn_layer: expected input of shape [T, B, I] (3 dims, time-major), got ",
               shape_str(input.shape()));
-  EMBER_CHECK(input.dtype() == DType::Float32 || input.dtype() == DType::Float64,
-              "rnn_layer: expected a float32 or float64 input, got ", dtype_name(input.dtype()));
+  // float16/bfloat16 too: autocast runs the layers' GEMMs in them (core/ops/autocast_table.h).
+  EMBER_CHECK(is_floating(input.dtype()), "rnn_layer: expected a float32, float64, float16 or bfloat16 input, got ",
+              dtype_name(input.dtype()));
   const int64_t T = input.size(0), B = input.size(1), I = input.size(2);
   EMBER_CHECK(T >= 1, "rnn_layer: the input must have at least one time step, got shape ", shape_str(input.shape()));
   EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(1) >= 1 && w_hh.size(0) == G * w_hh.size(1), "rnn_layer: w_hh must have ",

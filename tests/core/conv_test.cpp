@@ -48,7 +48,11 @@ TEST(Conv2d, Errors) {
   expect_error([&] { conv2d(zeros({3, 8, 8}), w); }, {"conv2d", "4-D input", "[3, 8, 8]"});
   expect_error([&] { conv2d(x, zeros({4, 3, 3})); }, {"conv2d", "4-D weight"});
   expect_error([&] { conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::Float64})); }, {"conv2d", "weight dtype float64"});
-  expect_error([&] { conv2d(zeros({2, 3, 8, 8}, {.dtype = DType::Int64}), w); }, {"conv2d", "float32 or float64"});
+  expect_error(
+      [&] {
+        conv2d(zeros({2, 3, 8, 8}, {.dtype = DType::Int64}), w);
+      },
+      {"conv2d", "float64, float16 or bfloat16"});
   Conv2dParams g;
   g.groups = 2;
   expect_error([&] { conv2d(x, zeros({4, 1, 3, 3}), Tensor(), g); }, {"conv2d", "groups (2) must divide", "3"});

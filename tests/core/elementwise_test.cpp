@@ -555,7 +555,12 @@ TEST(ElementwiseErrors, UnsupportedDTypesAndArguments) {
   expect_error([&] { neg(b); }, {"neg", "bool"});
   Tensor h = tensor({1, 2}, {.dtype = DType::Float16});
   expect_error([&] { exp(h); }, {"exp", "float16"});
-  expect_error([&] { mul(h, h); }, {"mul", "float16"});
+  // Binary arithmetic on the 16-bit storage types runs in float32 and rounds back (autograd sums
+  // 16-bit gradients with it under autocast).
+  Tensor hh = mul(h, h);
+  EXPECT_EQ(hh.dtype(), DType::Float16);
+  EXPECT_EQ(vals(hh), (std::vector<double>{1, 4}));
+  EXPECT_EQ(vals(add(h.to(DType::BFloat16), h.to(DType::BFloat16), 0.5)), (std::vector<double>{1.5, 3}));
   expect_error([&] { where(ones({2}), ones({2}), ones({2})); }, {"where", "bool"});
   expect_error([] { pow(tensor({2}, {.dtype = DType::Int32}), -1.0); }, {"pow", "negative"});
   expect_error([] { add(tensor({2}, {.dtype = DType::Int32}), tensor({2}, {.dtype = DType::Int32}), 0.5); },

@@ -92,7 +92,7 @@ TEST(Linalg, Errors) {
       [] {
         matmul(zeros({2, 2}, {.dtype = DType::Int32}), zeros({2, 2}, {.dtype = DType::Int32}));
       },
-      "matmul", "float32 or float64");
+      "matmul", "float64, float16 or bfloat16");
   expect_error([] { matmul(zeros({2, 2}), zeros({2, 2}, kF64)); }, "matmul", "same dtype");
   expect_error([] { matmul(zeros({}), zeros({2})); }, "matmul", "at least 1 dim");
   expect_error([] { matmul(zeros({3}), zeros({4})); }, "matmul", "3 != 4");

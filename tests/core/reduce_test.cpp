@@ -370,3 +370,14 @@ TEST(Reduce, DimErrorsNameTheOp) {
   expect_error([&] { sum(Tensor()); }, "sum");
   expect_error([&] { sum(zeros({2}, {.dtype = DType::Float16})); }, "sum");
 }
+
+// argmax/argmin of 16-bit values (autocast's logits under --precision bf16/fp16): the float32
+// answer, ties to the first as always.
+TEST(Reduce, ArgExtremesOf16BitValues) {
+  for (DType dt : {DType::BFloat16, DType::Float16}) {
+    Tensor a = tensor({{1, 5, 5, -2}, {3, -7, 0.5, 9}}).to(dt);
+    EXPECT_EQ(argmax(a, 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 3}));
+    EXPECT_EQ(argmin(a, 1).to_vector<int64_t>(), (std::vector<int64_t>{3, 1}));
+    EXPECT_EQ(argmax(a).item<int64_t>(), 7);
+  }
+}

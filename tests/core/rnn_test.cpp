@@ -305,7 +305,7 @@ TEST(RnnLayerErrors, EveryBadArgumentIsReported) {
   };
   const TensorOptions f32{DType::Float32}, f64{DType::Float64};
   expect_error(call(with(0, zeros({3, 4}, f32))), "[T, B, I]");
-  expect_error(call(with(0, zeros({3, 2, 4}, {DType::Int32}))), "float32 or float64");
+  expect_error(call(with(0, zeros({3, 2, 4}, {DType::Int32}))), "float64, float16 or bfloat16");
   expect_error(call(with(0, zeros({0, 2, 4}, f32))), "at least one time step");
   expect_error(call(with(0, Tensor())), "must be defined");
   expect_error(call(with(2, zeros({15, 5}, f32))), "w_hh");     // 3*H rows for LSTM

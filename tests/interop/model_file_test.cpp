@@ -507,3 +507,17 @@ TEST(ModelFile, AClassifierScoresClasses) {
   EXPECT_EQ(model_file::classifier_outputs(mnist, 0, *cnn), 10);
   EXPECT_TRUE(cnn->is_training());  // left as it was
 }
+
+// training.precision: left out it is empty, which ember train reads as fp32 (docs/PRECISION.md);
+// fp32, bf16 and fp16 load; anything else is refused on its line, naming the choices.
+TEST(ModelFile, PrecisionDefaultsToFp32AndOnlyKnownOnesLoad) {
+  const std::string net =
+      "network {\n  name: \"net\"\n  input_shape: [1, 28, 28]\n  layer { name: \"f\" flatten {} }\n"
+      "  layer { name: \"fc\" linear { out_features: 10 } }\n}\n";
+  EXPECT_EQ(load_text(std::string(kHead) + net).spec.training().precision(), "");
+  for (const char* p : {"fp32", "bf16", "fp16"})
+    EXPECT_EQ(
+        load_text(std::string(kHead) + net + "training { precision: \"" + p + "\" }\n").spec.training().precision(), p);
+  const std::string e = error_for(std::string(kHead) + net + "training { precision: \"fp64\" }\n");
+  EXPECT_TRUE(has(e, "training.precision is 'fp64' (invalid: expected fp32, bf16 or fp16)")) << e;
+}

@@ -1,4 +1,4 @@
-// Convolution and LSTM kernels on bfloat16 tensors (core/cpu/bf16_layer.h): float32 code around
+// Convolution and LSTM kernels on bfloat16 tensors (core/cpu/lowp_reference.h): float32 code around
 // bfloat16 GEMMs, each level's kernels run where this CPU has the level. Compared with the
 // float32 kernels on the same (bfloat16-representable) values: the GEMM operands that are not
 // already bfloat16 (im2col is exact, Winograd transforms and gate gradients are not) are rounded
