@@ -62,9 +62,6 @@ Tensor kernel_operand(const Tensor& t) {
 RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                          const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
                          bool reverse) {
-  if (auto c = autocast_args(AutocastOp::rnn_layer, input, w_ih, w_hh, b_ih, b_hh, h0, c0))
-    return rnn_layer(mode, (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6], lengths, reverse);
-  const bool lstm = mode == RnnMode::Lstm;
   const int64_t G = rnn_gate_count(mode);
   EMBER_CHECK(input.defined() && w_ih.defined() && w_hh.defined(),
               "rnn_layer: input, w_ih and w_hh must be defined tensors");
@@ -108,6 +105,8 @@ RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
 RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                          const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
                          bool reverse) {
+  if (auto c = autocast_args(AutocastOp::rnn_layer, input, w_ih, w_hh, b_ih, b_hh, h0, c0))
+    return rnn_layer(mode, (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6], lengths, reverse);
   const bool lstm = mode == RnnMode::Lstm;
   const RnnConfig cfg = checked_config(mode, input, w_ih, w_hh, b_ih, b_hh, h0, c0, lengths, reverse);
   const int64_t T = cfg.T, B = cfg.B, H = cfg.H, GH = rnn_gate_count(mode) * H;
