@@ -13,6 +13,8 @@
 // (deterministic: no atomics). The bias gradient is a per-channel block reduction.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
@@ -60,6 +62,20 @@ Dims dims_of(const ConvGeometry& g) {
               i32(g.KH * g.KW)};
 }
 
+// v where keep, else +0, by masking v's bits: the load that produced v stays unconditional in
+// every lane (a select lets a compiler sink the load into the branch that keeps it, so that the
+// warp's edge lanes branch away from it).
+template <typename T>
+EMBER_DEVICE T zero_unless(bool keep, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  static_assert(sizeof(T) == sizeof(Bits), "a float or a double");
+  Bits b;
+  memcpy(&b, &v, sizeof b);
+  b &= Bits(0) - static_cast<Bits>(keep);
+  memcpy(&v, &b, sizeof b);
+  return v;
+}
+
 // ------------------------------------------------------------------ the three problems
 // Each provides M, N, K (per group), a(g, m, k), a column cursor col(g, n) whose b(k) reads
 // B[k, n] (zero outside the input), and store(g, split, m, n, value).
@@ -82,10 +98,16 @@ struct Forward {
     const int P = d.OH * d.OW, n = j / P, r = j - n * P, oh = r / d.OW, ow = r - oh * d.OW;
     return Col{x + static_cast<int64_t>(n * d.C + g * d.Cg) * d.H * d.W, oh * d.sh - d.ph, ow * d.sw - d.pw};
   }
+  // Every lane loads, a padding lane from the nearest pixel inside its channel, and the padding
+  // is selected afterwards: a warp's 32 consecutive output columns then read one input row in
+  // one request (the in-bounds neighbours' sectors), rather than the edge lanes branching away.
   EMBER_DEVICE T b(const Col& c, int k) const {
     const int ci = k / d.KK, r = k - ci * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
     const int ih = c.ih0 + kh * d.dh, iw = c.iw0 + kw * d.dw;
-    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(ci) * d.H + ih) * d.W + iw] : T(0);
+    const bool inside = ih >= 0 && ih < d.H && iw >= 0 && iw < d.W;
+    const int ihc = ih < 0 ? 0 : ih < d.H ? ih : d.H - 1, iwc = iw < 0 ? 0 : iw < d.W ? iw : d.W - 1;
+    if (d.H == 0 || d.W == 0) return T(0);  // padding around an empty input: nothing to clamp to
+    return zero_unless(inside, c.base[(static_cast<int64_t>(ci) * d.H + ihc) * d.W + iwc]);
   }
   EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
     const int P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;

@@ -10,11 +10,15 @@
 //   - register blocking: each thread accumulates TM x TN outputs, rows ty + i * (BM / TM) and
 //     columns tx + j * (BN / TN) (strided rather than adjacent, so a half-warp reads consecutive
 //     shared-memory words and stores consecutive columns of C);
-//   - double buffering: two shared stages; the next slice is fetched from global memory into
-//     registers before the current stage is multiplied out and stored into the other stage after,
-//     so the loads' latency overlaps the arithmetic and one barrier per slice suffices.
-// float: 128 x 128 x 8 tiles, 8 x 8 per thread; double: 64 x 64 x 8 tiles, 4 x 4 per thread
-// (8 x 8 doubles would need more than the 255 registers a thread may have without spilling).
+//   - two shared stages: the next slice is stored into the other stage while the current one is
+//     read, so one barrier per slice suffices. double fetches the next slice into registers
+//     before multiplying the current one out (the loads' latency overlaps the arithmetic);
+//     float fetches it after (kPrefetch), because the 8 registers in flight are what keeps it
+//     from two resident blocks: the second block's warps hide the latency instead.
+// float: 128 x 128 x 8 tiles, 8 x 8 per thread, at most 128 registers (__launch_bounds__ with two
+// blocks per SM: 25% occupancy; without it ptxas took 179-206 registers, one block, 12.5%);
+// double: 64 x 64 x 8 tiles, 4 x 4 per thread, one block per SM (8 x 8 doubles would need more
+// than the 255 registers a thread may have without spilling).
 // A float GEMM can instead run on the tensor cores (EMBER_GEMM_TF32=1, gemm_tf32_kernel) through
 // the mma wrapper of core/cuda/mma.h, whose portable body the emulator runs.
 // Row and column tiles go on grid x and y, the larger count on x (core/cuda/gemm_geometry.h: x
@@ -35,6 +39,13 @@
 #include "core/gemm_kernels.h"
 #include "core/tensor.h"
 
+// Two iterations of a loop at a time (see gemm_kernel's k loop).
+#if defined(__CUDACC__)
+#define EMBER_GEMM_UNROLL_2 _Pragma("unroll 2")
+#else
+#define EMBER_GEMM_UNROLL_2 _Pragma("GCC unroll 2")
+#endif
+
 namespace ember::cuda {
 namespace {
 
@@ -42,11 +53,13 @@ template <typename T>
 struct Tile;
 template <>
 struct Tile<float> {
-  static constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
+  static constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8, kMinBlocks = 2;
+  static constexpr bool kPrefetch = false;
 };
 template <>
 struct Tile<double> {
-  static constexpr int BM = 64, BN = 64, BK = 8, TM = 4, TN = 4;
+  static constexpr int BM = 64, BN = 64, BK = 8, TM = 4, TN = 4, kMinBlocks = 1;
+  static constexpr bool kPrefetch = true;
 };
 
 template <typename T>
@@ -86,22 +99,31 @@ struct Loader {
       nn = e % BN, kk = e / BN;
     }
   }
+  // Element r of a thread lies kAStep (kBStep) stored rows after its element r - 1, at the same
+  // position along the contiguous dimension (the thread count is a multiple of that extent), so
+  // one address per operand and slice serves all of them: few 64-bit products and registers.
+  static constexpr int kAStep = TA ? kThreads / BM : kThreads / BK;
+  static constexpr int kBStep = TB ? kThreads / BK : kThreads / BN;
+  static_assert(kThreads % (TA ? BM : BK) == 0 && kThreads % (TB ? BK : BN) == 0,
+                "a thread keeps its position along each operand's contiguous dimension");
+
   EMBER_DEVICE void fetch(const T* A, const T* B, const Params<T>& p, int m0, int n0, int k0, int tid) {
+    int am, ak, bn, bk;
+    a_pos(tid, am, ak);
+    b_pos(tid, bn, bk);
+    am += m0, ak += k0, bn += n0, bk += k0;
+    const T* a_src = A + (TA ? static_cast<int64_t>(ak) * p.lda + am : static_cast<int64_t>(am) * p.lda + ak);
+    const T* b_src = B + (TB ? static_cast<int64_t>(bn) * p.ldb + bk : static_cast<int64_t>(bk) * p.ldb + bn);
+    const int64_t a_step = kAStep * p.lda, b_step = kBStep * p.ldb;
     EMBER_UNROLL
     for (int r = 0; r < kA; ++r) {
-      int mm, kk;
-      a_pos(tid + r * kThreads, mm, kk);
-      const int m = m0 + mm, k = k0 + kk;
-      a[r] =
-          m < p.m && k < p.k ? A[TA ? static_cast<int64_t>(k) * p.lda + m : static_cast<int64_t>(m) * p.lda + k] : T(0);
+      const int m = TA ? am : am + r * kAStep, k = TA ? ak + r * kAStep : ak;
+      a[r] = m < p.m && k < p.k ? a_src[r * a_step] : T(0);
     }
     EMBER_UNROLL
     for (int r = 0; r < kB; ++r) {
-      int nn, kk;
-      b_pos(tid + r * kThreads, nn, kk);
-      const int n = n0 + nn, k = k0 + kk;
-      b[r] =
-          n < p.n && k < p.k ? B[TB ? static_cast<int64_t>(n) * p.ldb + k : static_cast<int64_t>(k) * p.ldb + n] : T(0);
+      const int n = TB ? bn + r * kBStep : bn, k = TB ? bk : bk + r * kBStep;
+      b[r] = n < p.n && k < p.k ? b_src[r * b_step] : T(0);
     }
   }
   // conv maps each value on its way into shared memory (identity, or rounding to tf32).
@@ -144,7 +166,8 @@ EMBER_DEVICE void store_c(T* C, const Params<T>& p, int m, int n, T acc) {
 // Grid: the larger of the M and N tile counts on x, the other on y (p.m_on_x says which), z over
 // batch entries (grid-strided).
 template <typename T, bool TA, bool TB>
-__global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / Tile<T>::TN)) gemm_kernel(Params<T> p) {
+__global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / Tile<T>::TN), Tile<T>::kMinBlocks)
+    gemm_kernel(Params<T> p) {
   using Cfg = Tile<T>;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
   constexpr int kThreads = (BM / TM) * (BN / TN);
@@ -178,8 +201,10 @@ __global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / T
     for (int t = 0; t < tiles; ++t) {
       const int s = t & 1;
       const bool more = t + 1 < tiles;
-      if (more) ld.fetch(A, B, p, m0, n0, (t + 1) * BK, tid);
-      EMBER_UNROLL
+      if (Cfg::kPrefetch && more) ld.fetch(A, B, p, m0, n0, (t + 1) * BK, tid);
+      // Two k steps at a time, not all BK: unrolled fully, ptxas hoists more shared loads than the
+      // 128 registers that two resident blocks leave a thread, and spills.
+      EMBER_GEMM_UNROLL_2
       for (int kk = 0; kk < BK; ++kk) {
         T av[TM], bv[TN];
         EMBER_UNROLL
@@ -191,7 +216,10 @@ __global__ void __launch_bounds__((Tile<T>::BM / Tile<T>::TM) * (Tile<T>::BN / T
         for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
       }
       // The other stage was last read before the previous barrier: it is free to overwrite.
-      if (more) ld.template stage<4, 4>(As[s ^ 1], Bs[s ^ 1], tid, Identity{});
+      if (more) {
+        if (!Cfg::kPrefetch) ld.fetch(A, B, p, m0, n0, (t + 1) * BK, tid);
+        ld.template stage<4, 4>(As[s ^ 1], Bs[s ^ 1], tid, Identity{});
+      }
       __syncthreads();
     }
 

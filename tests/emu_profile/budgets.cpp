@@ -19,17 +19,8 @@ const std::vector<Budget>& budgets() {
 }
 
 const std::vector<Waiver>& waivers() {
-  static const std::vector<Waiver> w = {
-      // ptxas gives the 8 x 8 register tile 179-206 registers (sm_80/sm_90): one block of 256
-      // threads per SM. __launch_bounds__(256, 2) or a smaller tile per thread is issue 50's
-      // second half.
-      {"gemm_kernel<float", "occupancy 12.5% < 25.0%", "float GEMM: 179-206 registers, one block per SM"},
-      // The im2col gather reads input rows shifted by the filter tap (kw - 1 = -1, 0, 1 floats),
-      // so two of three taps straddle a sector more than needed, and padded lanes are masked. The
-      // waiver names today's figure, as the one above does: a conv that coalesces worse (or
-      // better) no longer matches it, and fails the test until it is looked at.
-      {"implicit_gemm<float", "global efficiency 87.3% < 90%", "conv im2col gather: shifted rows straddle sectors"},
-  };
+  // None: the float GEMM's registers (issue 50) and the conv's gather were fixed in the kernels.
+  static const std::vector<Waiver> w = {};
   return w;
 }
 
