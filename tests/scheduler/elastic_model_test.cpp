@@ -161,6 +161,18 @@ TEST(ElasticGoodput, TakesTheGpusAndBatchOfHighestGoodput) {
   EXPECT_DOUBLE_EQ(r.jobs[0].mean_gpus, 2);
   EXPECT_DOUBLE_EQ(r.jobs[0].mean_batch, 20);
   EXPECT_EQ(r.jobs[0].restarts, 0);
+
+  // Batch 20 was the only one two GPUs can run. With batch 40 validated too, noise-dominated
+  // (sqr 1, var 64 in both epochs: gain 65 / 17 = 3.82 at four times the initial batch), two GPUs
+  // choose among batches 20 to 40, and 40 (20 per GPU) is best: 3.82 / 2.2 = 1.74 steps/s against
+  // 1.71 at 38 and 1.57 / 1.2 = 1.31 at 20; one GPU stays best at 10 (1 against 3.82 / 4.4 at 40).
+  write(dir / "validation-40.csv", "progress,iteration,metric,grad_sqr,grad_var\n50,49,0.5,1,64\n120,119,0.6,1,64\n");
+  const std::map<std::string, AppModel> wide = load_apps(dir.parent_path().string());
+  const auto wl40 = read_workload((dir.parent_path() / "w.csv").string(), wide, {});
+  auto p40 = make_elastic_policy("goodput");
+  const ElasticResult r40 = simulate_elastic(wl40, wide, *p40, {.nodes = 1, .gpus_per_node = 2});
+  EXPECT_DOUBLE_EQ(r40.jobs[0].mean_gpus, 2);
+  EXPECT_DOUBLE_EQ(r40.jobs[0].mean_batch, 40);
 }
 
 // Three GPUs: the rigid job keeps its one GPU and batch although the elastic job would use it.
