@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes one target for a while: scripts/fuzz.sh TARGET SECONDS [BUILD_DIR]
-#   TARGET     idx, image, checkpoint, job_spec, trace, wire, shm_allreduce or model_file
+#   TARGET     idx, image, checkpoint, job_spec, trace, wire, shm_allreduce, model_file or elastic
 #              (tests/fuzz/fuzz_TARGET.cpp)
 #   SECONDS    how long libFuzzer runs
 #   BUILD_DIR  a build configured with -DEMBER_FUZZ=ON (clang) whose fuzz_TARGET is built (as the

@@ -131,6 +131,10 @@ TEST(ElasticModel, BadFilesAreErrorsNamingFileAndLine) {
   const CsvTable t = parse_csv_table("a,b\n1,nan\n", "x.csv");
   EXPECT_NE(error_of([&] { t.number(0, t.column("b")); }).find("x.csv:2: column 'b'"), std::string::npos);
   EXPECT_NE(error_of([&] { t.column("c"); }).find("no column 'c'"), std::string::npos);
+  // A sync time above the step time made accumulation passes take negative time (fuzz_elastic).
+  write(dir / "placements.csv", "placement,local_bsz,step_time,sync_time\n1,10,1.0,0\n1,20,1.0,2\n");
+  EXPECT_NE(error_of([&] { AppModel::load(dir.string()); }).find("placements.csv:3: expected 0 < step_time"),
+            std::string::npos);
   write(dir / "placements.csv", "placement,local_bsz,step_time,sync_time\n1x,10,1.0,0\n");
   EXPECT_NE(error_of([&] { AppModel::load(dir.string()); }).find("placements.csv:2: column 'placement'"),
             std::string::npos);
@@ -144,6 +148,9 @@ TEST(ElasticModel, BadFilesAreErrorsNamingFileAndLine) {
   EXPECT_NE(wl_error("a,0,toy,1,10\na,1,toy,1,10\n").find("bad.csv:3: job name 'a' already used on line 2"),
             std::string::npos);
   EXPECT_NE(wl_error("a,0,toy,0,10\n").find("num_replicas"), std::string::npos);
+  // Once narrowed to an int this count read as 1 GPU (found by fuzz_elastic).
+  EXPECT_NE(wl_error("a,0,toy,4294967297,10\n").find("bad.csv:2: num_replicas 4294967297 is more than 4096"),
+            std::string::npos);
   EXPECT_NE(wl_error("a,0,toy,1,40\n").find("outside its validated range [10, 20]"), std::string::npos);
   EXPECT_NE(wl_error("a,-5,toy,1,10\n").find("column 'time'"), std::string::npos);
 }
