@@ -94,6 +94,9 @@ bool has_avx2_level(const X86Features& f) {
 bool has_avx512_level(const X86Features& f) {
   return has_avx2_level(f) && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512cd && f.avx512dq && f.avx512vl;
 }
+bool has_avx512bf16_level(const X86Features& f) {
+  return has_avx512_level(f) && f.avx512bf16;
+}
 
 bool built(CpuCapability c) {
   return (EMBER_CPU_CAPABILITIES_BUILT >> static_cast<int>(c)) & 1;
@@ -143,6 +146,8 @@ const char* cpu_capability_name(CpuCapability c) {
       return "avx2";
     case CpuCapability::Avx512:
       return "avx512";
+    case CpuCapability::Avx512Bf16:
+      return "avx512bf16";
     case CpuCapability::Native:
       return "native";
   }
@@ -152,7 +157,7 @@ const char* cpu_capability_name(CpuCapability c) {
 CpuCapability parse_cpu_capability(const std::string& s) {
   for (int i = 0; i < kNumCpuCapabilities; ++i)
     if (s == cpu_capability_name(static_cast<CpuCapability>(i))) return static_cast<CpuCapability>(i);
-  EMBER_FAIL("'", s, "' is not a CPU capability level (expected baseline, avx2, avx512 or native)");
+  EMBER_FAIL("'", s, "' is not a CPU capability level (expected baseline, avx2, avx512, avx512bf16 or native)");
 }
 
 std::string cpu_capability_names(const std::vector<CpuCapability>& levels) {
@@ -180,6 +185,8 @@ bool cpu_supports(CpuCapability c) {
       return has_avx2_level(features());
     case CpuCapability::Avx512:
       return has_avx512_level(features());
+    case CpuCapability::Avx512Bf16:
+      return has_avx512bf16_level(features());
   }
   return false;
 }

@@ -2,13 +2,17 @@
 // compiled once per level (cmake/EmberCpuDispatch.cmake) and registered into their dispatch stub
 // under that level; the level is chosen once, at the first CPU kernel call, from the CPU's cpuid
 // and the environment:
-//     EMBER_CPU_CAPABILITY=baseline|avx2|avx512     (unset or empty: the best this CPU has)
+//     EMBER_CPU_CAPABILITY=baseline|avx2|avx512|avx512bf16   (unset or empty: the best this CPU has)
 // A level this CPU lacks, or that this build does not hold, is an ember::Error at the first CPU
 // kernel call (and from cpu_capability()), never a silent fallback or an illegal instruction.
 //
 //   baseline  the compiler's default target (x86-64 on x86: SSE2), and the only level elsewhere
 //   avx2      x86-64-v3: AVX, AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE
 //   avx512    x86-64-v4: the above and AVX-512 F, BW, CD, DQ, VL
+//   avx512bf16  the above and AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16: Zen 4 and later, Cooper Lake,
+//             Sapphire Rapids). Only the files that have bfloat16 kernels are compiled for it
+//             (EMBER_CPU_BF16_SOURCES in cmake/EmberCpuDispatch.cmake); every other stub runs its
+//             avx512 kernel there (core/dispatch.h: the nearest lower level's)
 //   native    a build configured with EMBER_NATIVE=ON: the kernels compiled once, for the build
 //             machine's CPU (-march=native); no other level exists in such a build
 #pragma once
@@ -19,10 +23,10 @@
 
 namespace ember {
 
-enum class CpuCapability : int { Baseline = 0, Avx2 = 1, Avx512 = 2, Native = 3 };
-inline constexpr int kNumCpuCapabilities = 4;
+enum class CpuCapability : int { Baseline = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Native = 4 };
+inline constexpr int kNumCpuCapabilities = 5;
 
-const char* cpu_capability_name(CpuCapability c);  // "baseline", "avx2", "avx512", "native"
+const char* cpu_capability_name(CpuCapability c);  // "baseline", "avx2", "avx512", "avx512bf16", "native"
 // The level named s; an ember::Error naming s and the accepted names otherwise.
 CpuCapability parse_cpu_capability(const std::string& s);
 

@@ -5,6 +5,11 @@
 // row-major: C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, where op(X) is X or X^T and
 // the pointers are device pointers to float (dtype float32) or double (float64). When beta is 0
 // C is write-only (its old contents, even NaN, are ignored).
+//
+// dtype bfloat16: A and B are bfloat16 and the products accumulate in float32; C is bfloat16
+// (rounded to nearest even once, at the end) or, with c_float32, float32 (what a layer that keeps
+// float32 workspaces or sums several products wants). On the CPU the avx512bf16 level runs
+// vdpbf16ps (core/cpu/bf16_gemm.h); lower levels widen to float32 and run SGEMM.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,7 @@ struct GemmArgs {
   int64_t ldb = 1;
   void* c = nullptr;
   int64_t ldc = 1;
+  bool c_float32 = false;  // dtype bfloat16 only: C is float32
 };
 
 // One GEMM.

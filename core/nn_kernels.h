@@ -24,6 +24,9 @@ struct ConvGeometry {
   int64_t OH = 0, OW = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   int64_t groups = 1;
+  // The layer's tensors were bfloat16: its GEMMs round their float32 operands to bfloat16 and run
+  // the bfloat16 GEMM (core/cpu/bf16_gemm.h: vdpbf16ps at the avx512bf16 level), float32 sums.
+  bool bf16_gemms = false;
 };
 
 // out = conv(input, weight) + bias (bias undefined: none).

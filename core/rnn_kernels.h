@@ -19,6 +19,9 @@ struct RnnConfig {
   bool reverse = false;
   int64_t T = 0, B = 0, I = 0, H = 0;
   std::vector<int64_t> lengths;  // B values in [1, T]; empty = every sequence has length T
+  // The layer's tensors were bfloat16: the input projection and the weight and input gradients'
+  // GEMMs (not the per-step recurrent ones) run in bfloat16, as ConvGeometry::bf16_gemms.
+  bool bf16_gemms = false;
 };
 
 // Workspace written by forward and read by backward (all contiguous, dtype of the input):

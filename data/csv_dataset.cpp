@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -101,6 +102,9 @@ CsvTable read_csv(const std::string& path, const CsvOptions& opts) {
           names.empty() ? "column " + std::to_string(i) : "column '" + names[static_cast<size_t>(i)] + "'";
       EMBER_CHECK(parse_number(f, v), "CSV '", path, "' line ", line_no, ", ", col, ": '", f,
                   "' is not a finite number");
+      // Features and regression labels are float32: a larger double would become infinity there.
+      EMBER_CHECK(std::fabs(v) <= std::numeric_limits<float>::max(), "CSV '", path, "' line ", line_no, ", ", col,
+                  ": '", f, "' is beyond float32's range (largest ", std::numeric_limits<float>::max(), ")");
       if (i == label_col) {
         if (opts.label_is_class)
           EMBER_CHECK(v >= 0 && v == std::floor(v) && v < 1e9, "CSV '", path, "' line ", line_no, ", ", col,

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Fuzzes one target for a while: scripts/fuzz.sh TARGET SECONDS [BUILD_DIR]
-#   TARGET     idx, image, checkpoint, job_spec, trace, wire, shm_allreduce, model_file or elastic
-#              (tests/fuzz/fuzz_TARGET.cpp)
+# Fuzzes one target for a while: scripts/fuzz.sh TARGET SECONDS [BUILD_DIR] [--merge]
+#   TARGET     a fuzz target, tests/fuzz/fuzz_TARGET.cpp (idx, image, csv, tfrecord, slurm, ...)
 #   SECONDS    how long libFuzzer runs
 #   BUILD_DIR  a build configured with -DEMBER_FUZZ=ON (clang) whose fuzz_TARGET is built (as the
 #              ctest fuzz.TARGET.run passes); left out: build-fuzz, configured (clang, ASan +
 #              UBSan, -O1) and brought up to date here
-# Seeds come from tests/fuzz/corpus/TARGET (never modified here); what the run finds interesting
+#   --merge    after a clean run, merge what it found into tests/fuzz/corpus/TARGET (libFuzzer's
+#              -merge=1: an input is added only when it reaches coverage the kept corpus does not,
+#              and nothing kept is removed) and print the kept corpus's files and edges before and after
+# Seeds come from tests/fuzz/corpus/TARGET (modified only by --merge), keywords from
+# tests/fuzz/dict/TARGET.dict where there is one; what the run finds interesting
 # goes to BUILD_DIR/fuzz/TARGET/corpus, crashes to BUILD_DIR/fuzz/TARGET/. The last line is the
 # summary: executions, executions per second, coverage (edges and features), corpus size, crashes.
 # Exit status 0 when the run found nothing; 1 on a crash, leak, sanitizer report, timeout (an input
@@ -14,8 +17,13 @@
 # tests/fuzz/corpus/TARGET as a regression test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+merge=0 args=()
+for a in "$@"; do
+  if [[ $a == --merge ]]; then merge=1; else args+=("$a"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
 if [[ $# -lt 2 ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 target=$1 seconds=$2 build=${3:-$root/build-fuzz}
@@ -38,10 +46,18 @@ work=$build/fuzz/$target
 mkdir -p "$work/corpus"
 seeds=$root/tests/fuzz/corpus/$target
 log=$work/last-run.log
+# The kept corpus's file count and edges (libFuzzer's "cov:" after replaying it once).
+corpus_coverage() {
+  local out
+  out=$("$exe" -runs=0 "$seeds" 2>&1) || { echo "$out" | tail -20 >&2; return 1; }
+  echo "$(find "$seeds" -type f | wc -l) files, $(grep -oE 'cov: [0-9]+' <<<"$out" | tail -1 | cut -d' ' -f2) edges"
+}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The format's keywords, where it has some (libFuzzer splices them into inputs).
+dict=() && [[ -f $root/tests/fuzz/dict/$target.dict ]] && dict=(-dict="$root/tests/fuzz/dict/$target.dict")
 set +e
-"$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$work/" \
+"$exe" "${dict[@]+"${dict[@]}"}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$work/" \
   "$work/corpus" "$seeds" >"$log" 2>&1
 status=$?
 set -e
@@ -52,6 +68,12 @@ if ((status != 0)); then
   tail -40 "$log"
   echo "fuzz $target: FAILED (status $status) after ${execs:-?} executions; input(s) in $work/ (crash-*, leak-*, timeout-*, oom-*); whole log: $log"
   exit 1
+fi
+if ((merge)); then
+  before=$(corpus_coverage)
+  "$exe" -merge=1 -timeout=10 -rss_limit_mb=4096 "$seeds" "$work/corpus" >"$work/merge.log" 2>&1 ||
+    { tail -20 "$work/merge.log"; echo "fuzz $target: the merge failed ($work/merge.log)"; exit 1; }
+  echo "corpus $target: $before before the merge, $(corpus_coverage) after"
 fi
 # libFuzzer stops at its first finding with a non-zero status: a clean run found none.
 echo "fuzz $target: ${execs:-0} executions in $seconds s (${rate:-0}/s), ${cov:-cov: ?}, crashes: 0"

@@ -6,9 +6,11 @@
 #                           `ember` program's job queue) and Fashion-MNIST. Everything else is found
 #                           at configure time and reported as optional (CMake's summary).
 #   scripts/setup.sh [all]  that, and everything the test suite needs (scripts/test.sh): clang, the
-#                           tests' libraries, OpenMPI, CBC, libtorch, a real Slurm and munge, and a
-#                           Python virtual environment (.venv/ in the checkout) with the readers the
-#                           interop tests check Ember's ONNX models and TensorBoard logs with.
+#                           tests' libraries, OpenMPI, CBC, libtorch, a real Slurm and munge,
+#                           Chromium (the scheduler dashboard's test), and a Python virtual
+#                           environment (.venv/ in the checkout) with the readers the interop tests
+#                           check Ember's ONNX models and TensorBoard logs with, and Prometheus's
+#                           parser for the scheduler daemon's metrics.
 # Runs as root, or through sudo as another user. No system service it installs is started, and none
 # is left enabled for the next boot (the tests start their own Slurm and munge): a service the
 # machine had before is left as it was. The CUDA toolkit is not a Debian 12 package here; the build
@@ -77,6 +79,8 @@ test_packages=(
   patchelf
   # interop tests: a virtual environment for ONNX's checker and onnxruntime (below)
   python3-venv
+  # tests/scheduler/web: the scheduler daemon's dashboard loaded in a real browser (headless)
+  chromium
 )
 # Packages whose install enables a system service of the same name for the next boot.
 services_off=(munge slurmctld slurmd)
@@ -151,11 +155,12 @@ fi
 if [[ $mode == main ]]; then exit 0; fi
 
 # The interop tests' Python side (tests/interop): ONNX's checker and onnxruntime read the models
-# Ember exports, TensorBoard's own reader its event files (and `tensorboard --logdir` shows them).
+# Ember exports, TensorBoard's own reader its event files (and `tensorboard --logdir` shows them);
+# Prometheus's parser reads the scheduler daemon's /metrics (tests/scheduler/web).
 # Pinned, so that a test's verdict does not change with a new release.
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-python_packages=(numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0 tensorboard==2.21.0)
-if "$venv/bin/python3" -c "import numpy, onnx, onnxruntime, tensorboard" 2>/dev/null; then
+python_packages=(numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0 tensorboard==2.21.0 prometheus_client==0.26.0)
+if "$venv/bin/python3" -c "import numpy, onnx, onnxruntime, tensorboard, prometheus_client" 2>/dev/null; then
   echo "setup: the Python packages are installed in $venv"
 else
   echo "setup: installing ${python_packages[*]} into $venv"

@@ -105,7 +105,8 @@ if [[ "${EMBER_TSAN:-1}" != 0 ]]; then
   # shared by threads, every CPU kernel's OpenMP loops, the DataLoader's workers, pinned memory),
   # interop (the TensorBoard writer's thread), dist (the communication thread, the shared-memory
   # all-reduce, failure handling: real MPI ranks) and the daemon's tests (the daemon, its clients
-  # and real jobs, all instrumented), and the planted race that proves the pass sees one (label
+  # and real jobs, all instrumented; label scheduler, which includes the web endpoint's thread
+  # under its tests' requests, scheduler.web_metrics and scheduler.web_dashboard), and the planted race that proves the pass sees one (label
   # tsan). LLVM's OpenMP runtime loads its Archer tool itself in an instrumented program, so
   # TSan understands its barriers; ignore_noninstrumented_modules=1 is what Archer asks for (the
   # runtime's own synchronisation is invisible to TSan). No suppressions are needed.

@@ -55,10 +55,23 @@ std::string devices_of(const proto::JobInfo& j) {
   return s.empty() ? "-" : s;
 }
 
+// What a job last reported ("epoch 2/5 step 40 loss 0.2500 1234.5/s"), or "-".
+std::string progress_of(const proto::JobInfo& j) {
+  if (!j.has_progress()) return "-";
+  const proto::JobProgress& p = j.progress();
+  std::ostringstream o;
+  o << "epoch " << p.epoch();
+  if (p.epochs() > 0) o << "/" << p.epochs();
+  o << " step " << p.step() << std::fixed;
+  if (p.has_loss()) o << " loss " << std::setprecision(4) << p.loss();
+  if (p.has_samples_per_s()) o << " " << std::setprecision(1) << p.samples_per_s() << "/s";
+  return o.str();
+}
+
 void print_jobs(const proto::Response& r) {
   std::cout << std::left << std::setw(5) << "ID" << std::setw(18) << "NAME" << std::setw(10) << "USER" << std::setw(10)
             << "STATE" << std::setw(6) << "DEVS" << std::setw(16) << "ON" << std::setw(9) << "RUN s" << std::setw(8)
-            << "PREEMPT" << std::setw(9) << "RESTARTS"
+            << "PREEMPT" << std::setw(9) << "RESTARTS" << std::setw(44) << "PROGRESS"
             << "REASON\n";
   for (const proto::JobInfo& j : r.jobs()) {
     std::string name = j.spec().name().empty() ? "-" : j.spec().name();
@@ -66,7 +79,8 @@ void print_jobs(const proto::Response& r) {
     std::cout << std::left << std::setw(5) << j.id() << std::setw(18) << name.substr(0, 17) << std::setw(10)
               << user.substr(0, 9) << std::setw(10) << state_name(j.state()) << std::setw(6) << spec_devices(j.spec())
               << std::setw(16) << devices_of(j) << std::setw(9) << fmt_seconds(j.run_seconds()) << std::setw(8)
-              << j.preemptions() << std::setw(9) << j.restarts() << j.reason() << "\n";
+              << j.preemptions() << std::setw(9) << j.restarts() << std::setw(44) << progress_of(j) << j.reason()
+              << "\n";
   }
 }
 

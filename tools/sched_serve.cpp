@@ -40,6 +40,11 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("speeds", "FILE",
            "with typed devices (--devices cpu:N@TYPE,...): speeds per model and type, CSV 'model,TYPE,...' "
            "(default: the built-in table)")
+      .add("http", "HOST:PORT",
+           "serve Prometheus metrics at /metrics and a live dashboard at / on this address, e.g. 127.0.0.1:9100 "
+           "(PORT 0: any free port, printed at start; default: none; docs/scheduler/operators.md)")
+      .add("http-allow-remote", "",
+           "let --http listen on an address other than loopback (the page shows every job's name, team and owner)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
   const std::string usage = usage_of("ember sched serve --state DIR [--devices SPEC] [--policy P] [flags]", f);
@@ -71,6 +76,9 @@ int sched_serve(const std::vector<std::string>& args) {
     o.quota = f.str("quota", "");
     o.speeds = f.str("speeds", "");
     o.admit_target = f.has("admit-target") ? f.number("admit-target", 0, 0, 1e12) : -1;
+    o.http = f.str("http", "");
+    o.http_allow_remote = f.has("http-allow-remote");
+    if (o.http_allow_remote && o.http.empty()) throw UsageError("--http-allow-remote: give --http HOST:PORT too");
     try {
       auto p = sched::make_policy(o.policy, o.params);
       if (!o.quota.empty()) sched::make_team_quotas(std::move(p), {{"", 0}}, sched::quota_options(o.params));

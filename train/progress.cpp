@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,26 @@ std::string clock(double s) {
 }
 
 }  // namespace
+
+JobProgressLine::JobProgressLine() : on_(std::getenv("EMBER_JOB_ID") != nullptr) {}
+
+void JobProgressLine::report(long long epoch, long long epochs, long long step,
+                             const std::vector<std::pair<std::string, double>>& metrics, double samples_per_s,
+                             bool epoch_end) {
+  if (!on_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!epoch_end && printed_ && now - last_ < std::chrono::seconds(5)) return;
+  printed_ = true;
+  last_ = now;
+  const std::pair<std::string, double>* loss = nullptr;
+  for (const auto& m : metrics)
+    if (m.first == "loss" || (!loss && m.first.find("loss") != std::string::npos)) loss = &m;
+  std::printf("ember-progress epoch=%lld epochs=%lld step=%lld", epoch, epochs, step);
+  if (loss && std::isfinite(loss->second)) std::printf(" loss=%.6g", loss->second);
+  if (std::isfinite(samples_per_s)) std::printf(" samples_per_s=%.1f", samples_per_s);
+  std::printf("\n");
+  std::fflush(stdout);
+}
 
 ProgressBar::ProgressBar(std::string label, long long total, long long epochs_after)
     : label_(std::move(label)), total_(total), epochs_after_(epochs_after), tty_(::isatty(::fileno(stdout)) != 0) {

@@ -34,6 +34,22 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_print_;
 };
 
+// Under the scheduler daemon (which sets EMBER_JOB_ID), the line it reads a job's progress from,
+// in the job's log: "ember-progress epoch=E epochs=N step=S loss=L samples_per_s=R", at most every
+// 5 s and at the end of every epoch (docs/scheduler/operators.md, Progress). Elsewhere, nothing.
+class JobProgressLine {
+ public:
+  JobProgressLine();
+  // `epoch` from 1; the loss is the metric named "loss", else the first whose name holds "loss".
+  void report(long long epoch, long long epochs, long long step,
+              const std::vector<std::pair<std::string, double>>& metrics, double samples_per_s, bool epoch_end);
+
+ private:
+  bool on_;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
 // Appends rows to a CSV file; the header is written when the file is new or empty (or is a pipe
 // or a device). Every row is flushed, and a write that fails (a full disk, /dev/full) is an
 // ember::Error naming the file: a log that silently records nothing is worse than a stopped run.

@@ -84,6 +84,9 @@ int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
     if (stop) stop_requested() = true;
     samples += r.samples;
     bar.update(loader_.position().batch, samples, r.metrics);
+    job_line_.report(pos_.epoch + 1, opts_.epochs, pos_.step, r.metrics,
+                     bar.elapsed() > 0 ? static_cast<double>(samples) / bar.elapsed() : 0.0,
+                     loader_.position().batch >= loader_.batches_per_epoch());
     if (tb_) log_step(r, samples, bar);
     if (stop) {
       if (loop.before_checkpoint) loop.before_checkpoint();

@@ -126,6 +126,7 @@ class Trainer {
   TrainingPosition pos_;
   std::optional<MetricsLog> log_;
   std::optional<ProgressBar> bar_;  // the running epoch's
+  JobProgressLine job_line_;        // what the scheduler daemon shows of the run
 };
 
 }  // namespace ember::train

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu/bf16_gemm.h"
+#include "core/cpu/bf16_layer.h"
 #include "core/cpu/conv_winograd.h"
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
@@ -35,6 +37,19 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
               c, static_cast<int>(ldc));
+}
+
+// The GEMMs of a layer: bfloat16 when its tensors were (ConvGeometry::bf16_gemms), else the dtype's.
+inline void gemm(const ConvGeometry& g, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (g.bf16_gemms)
+    cpu::sgemm_as_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void gemm(const ConvGeometry&, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // Per-thread scratch that grows and is kept: the same shapes come back every training step, and
@@ -457,7 +472,7 @@ void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometr
       cpu::winograd::input(xt, v + j * TT * g.C, ldv, g, zeros.data());
     }
     for (int k = 0; k < 16; ++k)
-      gemm(false, false, rows, g.OC, g.C, T(1), v + k * ldv, g.C, u + k * g.C * g.OC, g.OC, T(0), m + k * ldm, g.OC);
+      gemm(g, false, false, rows, g.OC, g.C, T(1), v + k * ldv, g.C, u + k * g.C * g.OC, g.OC, T(0), m + k * ldm, g.OC);
     T* ot = v;  // the input's transform is spent
     for (int64_t j = 0; j < nb; ++j) {
       cpu::winograd::output(m + j * TT * g.OC, ldm, ot, g);
@@ -518,7 +533,7 @@ void winograd_backward_weight(T* gw, const T* go, const T* in, const ConvGeometr
     }
     T* du = acc.data() + tid * usize;
     for (int k = 0; k < 16; ++k)
-      gemm(true, false, g.C, g.OC, rows, T(1), v + k * ldv, g.C, m + k * ldm, g.OC, T(1), du + k * g.C * g.OC, g.OC);
+      gemm(g, true, false, g.C, g.OC, rows, T(1), v + k * ldv, g.C, m + k * ldm, g.OC, T(1), du + k * g.C * g.OC, g.OC);
   });
   for (int t = 1; t < plan.threads; ++t)
     for (int64_t i = 0; i < usize; ++i) acc[i] += acc[t * usize + i];
@@ -539,7 +554,7 @@ void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& 
       to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
       im2row(xt, a + j * OHW * Kp, g);
     }
-    gemm(false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
+    gemm(g, false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
     for (int64_t j = 0; j < nb; ++j) from_channels_last(ot + j * OHW * g.OC, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
   });
 }
@@ -561,7 +576,7 @@ void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGe
       images_side_by_side(goc, got, g.OC, OHW, nb);
       goc = got;
     }
-    gemm(true, false, rows, Kp, g.OC, T(1), goc, rows, wt.data(), Kp, T(0), da, Kp);
+    gemm(g, true, false, rows, Kp, g.OC, T(1), goc, rows, wt.data(), Kp, T(0), da, Kp);
     for (int64_t j = 0; j < nb; ++j) {
       std::fill(xt, xt + HW * g.C, T(0));
       const T* dj = da + j * OHW * Kp;
@@ -598,7 +613,7 @@ void cl_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) 
       images_side_by_side(goc, got, g.OC, OHW, nb);
       goc = got;
     }
-    gemm(false, false, g.OC, Kp, rows, T(1), goc, rows, a, Kp, T(1), acc.data() + tid * wsize, Kp);
+    gemm(g, false, false, g.OC, Kp, rows, T(1), goc, rows, a, Kp, T(1), acc.data() + tid * wsize, Kp);
   });
   for (int64_t oc = 0; oc < g.OC; ++oc)
     for (int64_t k = 0; k < KK; ++k)
@@ -657,19 +672,19 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
           for (int64_t oc = 0; oc < OCg; ++oc) std::fill(dst + oc * OHW, dst + (oc + 1) * OHW, bp[grp * OCg + oc]);
         const T* src = in + (n0 * g.C + grp * Cg) * HW;
         if (pointwise) {
-          gemm(false, false, OCg, OHW, K, T(1), wg, K, src, OHW, bp ? T(1) : T(0), dst, OHW);
+          gemm(g, false, false, OCg, OHW, K, T(1), wg, K, src, OHW, bp ? T(1) : T(0), dst, OHW);
           continue;
         }
         for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
           const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
           im2col(src, col, tc, Cg, g, oh0, oh1);
-          gemm(false, false, OCg, tc, K, T(1), wg, K, col, tc, bp ? T(1) : T(0), dst + oh0 * g.OW, OHW);
+          gemm(g, false, false, OCg, tc, K, T(1), wg, K, col, tc, bp ? T(1) : T(0), dst + oh0 * g.OW, OHW);
         }
         continue;
       }
       for (int64_t j = 0; j < nb; ++j)
         im2col(in + ((n0 + j) * g.C + grp * Cg) * HW, col + j * OHW, cols, Cg, g, 0, g.OH);
-      gemm(false, false, OCg, cols, K, T(1), wg, K, col, cols, T(0), tmp, cols);
+      gemm(g, false, false, OCg, cols, K, T(1), wg, K, col, cols, T(0), tmp, cols);
       for (int64_t j = 0; j < nb; ++j)
         for (int64_t oc = 0; oc < OCg; ++oc) {
           const T* s = tmp + oc * cols + j * OHW;
@@ -728,7 +743,7 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
     for (int64_t grp = 0; grp < G; ++grp) {
       const T* wg = w + grp * OCg * K;
       if (pointwise) {  // nb == 1
-        gemm(true, false, Cg, HW, OCg, T(1), wg, K, go + (n0 * g.OC + grp * OCg) * OHW, OHW, T(0),
+        gemm(g, true, false, Cg, HW, OCg, T(1), wg, K, go + (n0 * g.OC + grp * OCg) * OHW, OHW, T(0),
              gi + (n0 * g.C + grp * Cg) * HW, HW);
         continue;
       }
@@ -738,7 +753,7 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
         const T* src = go + (n0 * g.OC + grp * OCg) * OHW;
         for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
           const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
-          gemm(true, false, K, tc, OCg, T(1), wg, K, src + oh0 * g.OW, OHW, T(0), col, tc);
+          gemm(g, true, false, K, tc, OCg, T(1), wg, K, src + oh0 * g.OW, OHW, T(0), col, tc);
           col2im(col, tc, img, Cg, g, oh0, oh1);
         }
         continue;
@@ -748,7 +763,7 @@ void backward_input_impl(const Tensor& grad_input, const Tensor& grad_out, const
         for (int64_t oc = 0; oc < OCg; ++oc)
           std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
                       static_cast<size_t>(OHW) * sizeof(T));
-      gemm(true, false, K, cols, OCg, T(1), wg, K, tmp, cols, T(0), col, cols);
+      gemm(g, true, false, K, cols, OCg, T(1), wg, K, tmp, cols, T(0), col, cols);
       for (int64_t j = 0; j < nb; ++j) {
         T* img = gi + ((n0 + j) * g.C + grp * Cg) * HW;
         std::fill(img, img + Cg * HW, T(0));
@@ -825,8 +840,8 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
     for (int64_t grp = 0; grp < G; ++grp) {
       T* accg = acc + grp * OCg * K;
       if (pointwise) {  // nb == 1
-        gemm(false, true, OCg, Cg, HW, T(1), go + (n0 * g.OC + grp * OCg) * OHW, OHW, in + (n0 * g.C + grp * Cg) * HW,
-             HW, T(1), accg, K);
+        gemm(g, false, true, OCg, Cg, HW, T(1), go + (n0 * g.OC + grp * OCg) * OHW, OHW,
+             in + (n0 * g.C + grp * Cg) * HW, HW, T(1), accg, K);
         continue;
       }
       if (nb == 1) {
@@ -835,7 +850,7 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
         for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
           const int64_t oh1 = std::min(g.OH, oh0 + rows), tc = (oh1 - oh0) * g.OW;
           im2col(x, col, tc, Cg, g, oh0, oh1);
-          gemm(false, true, OCg, K, tc, T(1), src + oh0 * g.OW, OHW, col, tc, T(1), accg, K);
+          gemm(g, false, true, OCg, K, tc, T(1), src + oh0 * g.OW, OHW, col, tc, T(1), accg, K);
         }
         continue;
       }
@@ -845,7 +860,7 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
         for (int64_t oc = 0; oc < OCg; ++oc)
           std::memcpy(tmp + oc * cols + j * OHW, go + ((n0 + j) * g.OC + grp * OCg + oc) * OHW,
                       static_cast<size_t>(OHW) * sizeof(T));
-      gemm(false, true, OCg, K, cols, T(1), tmp, cols, col, cols, T(1), accg, K);
+      gemm(g, false, true, OCg, K, cols, T(1), tmp, cols, col, cols, T(1), accg, K);
     }
   });
   for (int t = 1; t < plan.threads; ++t) {
@@ -855,19 +870,45 @@ void backward_weight_impl(const Tensor& grad_weight, const Tensor& grad_bias, co
   }
 }
 
+// bfloat16 tensors: float32 code around bfloat16 GEMMs (core/cpu/bf16_layer.h).
+ConvGeometry with_bf16_gemms(const ConvGeometry& g) {
+  ConvGeometry b = g;
+  b.bf16_gemms = true;
+  return b;
+}
+
 void cpu_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvGeometry& g) {
+  if (input.dtype() == DType::BFloat16) {
+    using namespace cpu::bf16_layer;
+    const Tensor o = float_scratch(out);
+    forward_impl<float>(o, widened(input), widened(weight), widened(bias), with_bf16_gemms(g));
+    return round_into(out, o);
+  }
   EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] { forward_impl<scalar_t>(out, input, weight, bias, g); });
 }
 
 void cpu_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                                const Tensor& bias, const ConvGeometry& g) {
+  if (grad_out.dtype() == DType::BFloat16) {
+    using namespace cpu::bf16_layer;
+    const Tensor gi = float_scratch(grad_input);
+    backward_input_impl<float>(gi, widened(grad_out), widened(weight), widened(bias), with_bf16_gemms(g));
+    return round_into(grad_input, gi);
+  }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_input_impl<scalar_t>(grad_input, grad_out, weight, bias, g); });
 }
 
 void cpu_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                                 const Tensor& input, const ConvGeometry& g) {
+  if (grad_out.dtype() == DType::BFloat16) {
+    using namespace cpu::bf16_layer;
+    const Tensor gw = float_scratch(grad_weight), gb = float_scratch(grad_bias);
+    backward_weight_impl<float>(gw, gb, widened(grad_out), widened(input), with_bf16_gemms(g));
+    round_into(grad_weight, gw);
+    return round_into(grad_bias, gb);
+  }
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward",
                        [&] { backward_weight_impl<scalar_t>(grad_weight, grad_bias, grad_out, input, g); });
 }

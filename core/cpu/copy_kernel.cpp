@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/copy.h"
+#include "core/cpu/bf16_gemm.h"
 #include "core/cpu/loops.h"
 #include "core/raw_dispatch.h"
 
@@ -9,7 +10,26 @@ namespace ember {
 
 namespace {
 
+// float32 <-> bfloat16 between contiguous tensors: the vectorised conversions of
+// core/cpu/bf16_gemm.h (vcvtne2ps2bf16 at avx512bf16), the same bits as the element loop below.
+bool copy_bf16_contiguous(const Tensor& dst, const Tensor& src) {
+  if (!dst.is_contiguous() || !src.is_contiguous()) return false;
+  const bool narrow = dst.dtype() == DType::BFloat16 && src.dtype() == DType::Float32;
+  const bool widen = dst.dtype() == DType::Float32 && src.dtype() == DType::BFloat16;
+  if (!narrow && !widen) return false;
+  parallel_for(0, dst.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+    if (narrow)
+      cpu::bf16_from_float(static_cast<const float*>(src.raw_data()) + b, static_cast<uint16_t*>(dst.raw_data()) + b,
+                           e - b);
+    else
+      cpu::bf16_to_float(static_cast<const uint16_t*>(src.raw_data()) + b, static_cast<float*>(dst.raw_data()) + b,
+                         e - b);
+  });
+  return true;
+}
+
 void cpu_copy(const Tensor& dst, const Tensor& src) {
+  if (copy_bf16_contiguous(dst, src)) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     const int64_t nbytes = dst.numel() * static_cast<int64_t>(dst.itemsize());
     char* d = static_cast<char*>(dst.raw_data());

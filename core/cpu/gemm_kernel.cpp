@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstring>
 
+#include "core/cpu/bf16_gemm.h"
 #include "core/gemm_kernels.h"
 #include "core/parallel.h"
 
@@ -102,22 +103,38 @@ void gemm_batched_typed(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb
 
 void cpu_gemm(const GemmArgs& g) {
   check_blas_int(g);
-  if (g.dtype == DType::Float32)
+  if (g.dtype == DType::BFloat16)
+    cpu::gemm_bf16(g);
+  else if (g.dtype == DType::Float32)
     gemm_typed<float>(g, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
   else if (g.dtype == DType::Float64)
     gemm_typed<double>(g, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
   else
-    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32 or float64)");
+    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32, float64 or bfloat16)");
+}
+
+// bfloat16: one product after another, each spread across the threads by gemm_bf16.
+void gemm_batched_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  const size_t c_size = g.c_float32 ? sizeof(float) : sizeof(uint16_t);
+  for (int64_t i = 0; i < batch; ++i) {
+    GemmArgs gi = g;
+    gi.a = static_cast<const uint16_t*>(g.a) + i * sa;
+    gi.b = static_cast<const uint16_t*>(g.b) + i * sb;
+    gi.c = static_cast<char*>(g.c) + i * sc * static_cast<int64_t>(c_size);
+    cpu::gemm_bf16(gi);
+  }
 }
 
 void cpu_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   check_blas_int(g);
-  if (g.dtype == DType::Float32)
+  if (g.dtype == DType::BFloat16)
+    gemm_batched_bf16(g, batch, sa, sb, sc);
+  else if (g.dtype == DType::Float32)
     gemm_batched_typed<float>(g, batch, sa, sb, sc);
   else if (g.dtype == DType::Float64)
     gemm_batched_typed<double>(g, batch, sa, sb, sc);
   else
-    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32 or float64)");
+    EMBER_FAIL("gemm: dtype ", dtype_name(g.dtype), " is not supported (expected float32, float64 or bfloat16)");
 }
 
 void cpu_dot(DType dt, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy, void* out) {

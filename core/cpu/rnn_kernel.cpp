@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu/bf16_gemm.h"
+#include "core/cpu/bf16_layer.h"
 #include "core/cpu/rnn_cells.h"
 #include "core/cpu/rnn_gemm.h"
 #include "core/parallel.h"
@@ -49,6 +51,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
     cblas_sgemm(CblasRowMajor, oa, ob, M, N, K, 1.0f, a, LDA, b, LDB, beta, c, LDC);
   else
     cblas_dgemm(CblasRowMajor, oa, ob, M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
+}
+
+// The same in bfloat16 when the layer's tensors were (RnnConfig::bf16_gemms).
+template <typename T>
+void gemm(const RnnConfig& cfg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (cfg.bf16_gemms && k > 0) return cpu::sgemm_as_bf16(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 // y[n] = column sums of A[m, n].
@@ -200,7 +211,7 @@ std::vector<T> input_projection(const RnnForwardArgs& a, T* gates) {
       for (int64_t r = r0; r < r1; ++r) std::memcpy(gates + r * GH, bias.data(), sizeof(T) * GH);
     });
   }
-  gemm<T>(false, true, rows, GH, cfg.I, a.input.data_ptr<T>(), cfg.I, a.w_ih.data_ptr<T>(), cfg.I,
+  gemm<T>(cfg, false, true, rows, GH, cfg.I, a.input.data_ptr<T>(), cfg.I, a.w_ih.data_ptr<T>(), cfg.I,
           has_bias ? T(1) : T(0), gates, GH);
   return b_hn;
 }
@@ -388,11 +399,11 @@ void parameter_gradients(const RnnBackwardArgs& a, const T* dgx, const T* dgh) {
   const T* x = a.input.data_ptr<T>();
   const T* w_ih = a.w_ih.data_ptr<T>();
   const T* hs = a.ws.hs.data_ptr<T>();
-  if (a.grad_input.defined()) gemm<T>(false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
-  if (a.grad_w_ih.defined()) gemm<T>(true, false, GH, I, rows, dgx, GH, x, I, T(0), a.grad_w_ih.data_ptr<T>(), I);
+  if (a.grad_input.defined()) gemm<T>(cfg, false, false, rows, I, GH, dgx, GH, w_ih, I, T(0), a.grad_input.data_ptr<T>(), I);
+  if (a.grad_w_ih.defined()) gemm<T>(cfg, true, false, GH, I, rows, dgx, GH, x, I, T(0), a.grad_w_ih.data_ptr<T>(), I);
   if (a.grad_w_hh.defined()) {
     const T* h_prev = hs + (cfg.reverse ? BH : 0);  // the states before each step, in time order
-    gemm<T>(true, false, GH, H, rows, dgh, GH, h_prev, H, T(0), a.grad_w_hh.data_ptr<T>(), H);
+    gemm<T>(cfg, true, false, GH, H, rows, dgh, GH, h_prev, H, T(0), a.grad_w_hh.data_ptr<T>(), H);
   }
   if (a.grad_b_ih.defined()) column_sums<T>(rows, GH, dgx, a.grad_b_ih.data_ptr<T>());
   if (a.grad_b_hh.defined()) {
@@ -426,11 +437,41 @@ void backward_impl(const RnnBackwardArgs& a) {
   parameter_gradients<T>(a, dgx, dgh);
 }
 
+// bfloat16 layers: float32 code around bfloat16 GEMMs (core/cpu/bf16_layer.h), the workspace kept
+// in bfloat16 like the outputs.
+void rnn_forward_bf16(const RnnForwardArgs& a) {
+  using namespace cpu::bf16_layer;
+  RnnForwardArgs w = a;
+  w.cfg.bf16_gemms = true;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widened(*t);
+  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn}) *t = float_scratch(*t);
+  forward_impl<float>(w);
+  const Tensor* dst[] = {&a.output, &a.h_n, &a.c_n, &a.ws.gates, &a.ws.hs, &a.ws.cs, &a.ws.ghn};
+  const Tensor* src[] = {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn};
+  for (size_t i = 0; i < std::size(dst); ++i) round_into(*dst[i], *src[i]);
+}
+
+void rnn_backward_bf16(const RnnBackwardArgs& a) {
+  using namespace cpu::bf16_layer;
+  RnnBackwardArgs w = a;
+  w.cfg.bf16_gemms = true;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
+                    &w.grad_output, &w.grad_h_n, &w.grad_c_n})
+    *t = widened(*t);
+  const Tensor* dst[] = {&a.grad_input, &a.grad_w_ih, &a.grad_w_hh, &a.grad_b_ih, &a.grad_b_hh, &a.grad_h0, &a.grad_c0};
+  Tensor* src[] = {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0};
+  for (Tensor* t : src) *t = float_scratch(*t);
+  backward_impl<float>(w);
+  for (size_t i = 0; i < std::size(dst); ++i) round_into(*dst[i], *src[i]);
+}
+
 void cpu_rnn_forward(const RnnForwardArgs& a) {
+  if (a.input.dtype() == DType::BFloat16) return rnn_forward_bf16(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
 }
 
 void cpu_rnn_backward(const RnnBackwardArgs& a) {
+  if (a.input.dtype() == DType::BFloat16) return rnn_backward_bf16(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
 }
 

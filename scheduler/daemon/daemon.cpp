@@ -128,6 +128,10 @@ void Daemon::secure_state_dir() {
 }
 
 int Daemon::run() {
+  // First, so that a port in use stops the daemon before it changes anything.
+  if (!opt_.http.empty())
+    web_ = std::make_unique<WebEndpoint>(opt_.http, opt_.http_allow_remote,
+                                         [this](const std::string& line) { say(line); });
   recover();
   listen_fd_ = listen_unix(socket_path(state_dir_));
   // Users reach the daemon through its socket only: group members may connect, no one else.
@@ -145,6 +149,9 @@ int Daemon::run() {
   ::signal(SIGPIPE, SIG_IGN);
   if (!pool_.note.empty()) say(pool_.note);
   say("serving ", pool_.describe(), " with policy ", policy_->name(), " at ", socket_path(state_dir_));
+  // Said even under --quiet: with port 0 it is the only way to learn where the endpoint listens.
+  if (web_ && opt_.quiet) std::cout << "metrics and dashboard at " << web_->url() << std::endl;
+  if (web_) say("metrics and dashboard at ", web_->url());
   dirty_ = true;
   for (;;) {
     reap();
@@ -153,6 +160,7 @@ int Daemon::run() {
     enforce_grace();
     if (wall_now() >= wakeup_) dirty_ = true;
     if (dirty_) schedule();
+    if (web_) publish_snapshot();
     if (g_stop_signal) {
       say("stopped by signal ", static_cast<int>(g_stop_signal), "; running jobs keep running for the next daemon");
       break;
@@ -178,7 +186,9 @@ int Daemon::run() {
 
 void Daemon::save(JobRecord& r, const std::string& what) {
   store_->save(r, what);
+  const bool ends = !r.active() && active_.count(r.info.id());
   track(r);
+  if (ends) count_end(r);
   if (!what.empty()) say("job ", r.info.id(), " (", r.info.spec().name(), ") ", state_name(r.info.state()), ": ", what);
 }
 

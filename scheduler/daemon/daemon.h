@@ -51,6 +51,10 @@ struct DaemonOptions {
   // A pool of device types (--devices cpu:N@TYPE,...): the speed table the policies read (CSV as
   // `sched simulate --speeds`; "" = the built-in one). A job's spec names its model.
   std::string speeds;
+  // The web endpoint: /metrics (Prometheus) and a dashboard at / on "HOST:PORT" ("": none). A
+  // non-loopback address needs http_allow_remote (scheduler/daemon/web.h).
+  std::string http;
+  bool http_allow_remote = false;
 };
 
 // Runs until drained (every job stopped or finished after a drain request) or until SIGTERM /

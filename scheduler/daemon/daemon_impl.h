@@ -18,9 +18,12 @@
 #include "scheduler/daemon/access.h"
 #include "scheduler/daemon/daemon.h"
 #include "scheduler/daemon/pool.h"
+#include "scheduler/daemon/progress.h"
 #include "scheduler/daemon/record.h"
+#include "scheduler/daemon/snapshot.h"
 #include "scheduler/daemon/store.h"
 #include "scheduler/daemon/supervisor.h"
+#include "scheduler/daemon/web.h"
 #include "scheduler/speeds.h"
 #include "scheduler/teams.h"
 
@@ -31,6 +34,12 @@ inline double wall_now() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+// A submission refused because its estimated start is over --admit-target (counted apart from
+// other refusals in the metrics).
+struct AdmissionDeferred : Error {
+  using Error::Error;
+};
 
 class Daemon {
  public:
@@ -43,9 +52,10 @@ class Daemon {
   void say(const A&... a) {
     if (opt_.quiet) return;
     std::time_t t = std::time(nullptr);
+    std::tm tm{};
     char buf[32];
-    std::strftime(buf, sizeof(buf), "%H:%M:%S", std::localtime(&t));
-    std::cout << "[" << buf << "] " << detail::concat(a...) << std::endl;
+    std::strftime(buf, sizeof(buf), "%H:%M:%S", ::localtime_r(&t, &tm));  // the web endpoint's thread says things too
+    std::cout << ("[" + std::string(buf) + "] " + detail::concat(a...) + "\n") << std::flush;
   }
 
   std::string job_dir(int64_t id) const {
@@ -121,6 +131,7 @@ class Daemon {
   int64_t submit(const proto::JobSpec& spec_in, const Identity& who);
   // Refuses a spec whose paths its owner could not use (a daemon running jobs as their owners).
   void check_paths_as(const Identity& who, const proto::JobSpec& spec);
+  // The job as clients see it: its run time up to now, and an active job's latest progress report.
   void fill_info(const JobRecord& r, proto::JobInfo* out) const;
   void status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who);
   // status --teams (team_report.cpp): each team's share, use and fairness.
@@ -136,6 +147,19 @@ class Daemon {
   // Would starting `r` take its owner past their device limit, given `held`?
   bool over_device_limit(const JobRecord& r, const std::map<uid_t, int>& held) const;
   void secure_state_dir();
+
+  // The web endpoint (--http; monitor.cpp): what the daemon counts for it, and the snapshot of its
+  // state handed to it after every turn of the event loop.
+  void count_start(const JobRecord& r, double now);  // a start: its wait in the queue
+  void count_end(const JobRecord& r);                // a job ended: its state, its completion time
+  void count_request(const std::string& kind, double seconds);
+  void record_usage(double now);  // a point of the utilisation history, when busy or queued changed
+  std::vector<DeviceView> device_views() const;
+  void add_job_views(DaemonSnapshot& s) const;
+  void publish_snapshot();
+  DaemonCounts counts_;
+  std::unique_ptr<WebEndpoint> web_;
+  mutable ProgressReader progress_;  // the event loop's own (the endpoint's thread has another)
 
   DaemonOptions opt_;
   Access access_;

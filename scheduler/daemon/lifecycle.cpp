@@ -37,6 +37,8 @@ void Daemon::recover() {
     if (st == proto::QUEUED || st == proto::RUNNING || st == proto::STOPPING)
       check_team(j.info.spec(), detail::concat("job ", id, " (", j.info.spec().name(), ") in ", state_dir_));
     track(j);
+    counts_.preemptions[j.info.spec().queue()] += j.info.preemptions();
+    if (!j.active()) count_end(j);
     if (j.info.state() == proto::QUEUED) {
       j.job.status = JobStatus::kWaiting;
     } else if (j.info.state() == proto::RUNNING || j.info.state() == proto::STOPPING) {
@@ -201,6 +203,7 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
         r.info.lost_seconds() +
         work_lost_to_preemption(r.info.run_seconds() - r.info.lost_seconds(), r.info.spec().checkpoint_interval_s()));
     r.info.set_preemptions(r.info.preemptions() + 1);
+    ++counts_.preemptions[r.info.spec().queue()];
     r.job.preemptions = r.info.preemptions();
     r.job.queued_since = now;
     r.info.set_reason("preempted; " + how);
@@ -274,6 +277,7 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
   if (r.info.first_start() == 0) r.info.set_first_start(now);
   r.job.last_start = now;
   if (r.job.first_start < 0) r.job.first_start = now;
+  count_start(r, now);
   if (auto it = estimates_.find(r.job.id); it != estimates_.end()) {
     admission_->started(it->second.first, now - it->second.second);
     estimates_.erase(it);

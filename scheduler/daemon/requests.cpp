@@ -46,6 +46,26 @@ void check_runnable(const proto::JobSpec& spec) {
       spec.command().find('/') == std::string::npos ? " on the PATH" : (" (relative to " + spec.workdir() + ")"));
 }
 
+// A request's name in the metrics' label.
+std::string request_kind(const proto::Request& req) {
+  switch (req.body_case()) {
+    case proto::Request::kSubmit:
+      return "submit";
+    case proto::Request::kStatus:
+      return "status";
+    case proto::Request::kCancel:
+      return "cancel";
+    case proto::Request::kPreempt:
+      return "preempt";
+    case proto::Request::kLogs:
+      return "logs";
+    case proto::Request::kDrain:
+      return "drain";
+    default:
+      return "empty";
+  }
+}
+
 }  // namespace
 
 void Daemon::accept_all() {
@@ -56,24 +76,29 @@ void Daemon::accept_all() {
   struct Answer {
     int fd;
     proto::Response resp;
+    std::string kind;  // the request's, for its latency (web endpoint)
+    double accepted;
   };
   std::vector<Answer> batch;
   store_->begin_batch();
   while (batch.size() < 256) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) break;
+    const double accepted = wall_now();
     proto::Response resp;
+    std::string kind = "unreadable";
     try {
       const Identity who = peer_identity(fd);
       proto::Request req;
       EMBER_CHECK(req.ParseFromString(read_frame(fd, 5)), "the request does not parse");
+      kind = request_kind(req);
       resp = handle(req, who);
     } catch (const std::exception& e) {
       resp.Clear();
       resp.set_ok(false);
       resp.set_error(e.what());
     }
-    batch.push_back({fd, std::move(resp)});
+    batch.push_back({fd, std::move(resp), std::move(kind), accepted});
   }
   try {
     store_->end_batch();
@@ -92,6 +117,7 @@ void Daemon::accept_all() {
       say("a client went away: ", e.what());
     }
     ::close(a.fd);
+    count_request(a.kind, wall_now() - a.accepted);
   }
 }
 
@@ -104,7 +130,16 @@ proto::Response Daemon::handle(const proto::Request& req, const Identity& who) {
   resp.set_daemon_pid(::getpid());
   switch (req.body_case()) {
     case proto::Request::kSubmit:
-      resp.set_job(submit(req.submit().spec(), who));
+      try {
+        resp.set_job(submit(req.submit().spec(), who));
+        ++counts_.admission["admitted"];
+      } catch (const AdmissionDeferred&) {
+        ++counts_.admission["deferred"];
+        throw;
+      } catch (const std::exception&) {
+        ++counts_.admission["rejected"];
+        throw;
+      }
       resp.set_expected_start_s(last_estimate_);
       resp.set_expected_start_basis(last_basis_);
       break;
@@ -186,9 +221,10 @@ int64_t Daemon::submit(const proto::JobSpec& spec_in, const Identity& who) {
   probe.status = JobStatus::kWaiting;
   const AdmissionAnswer verdict = admission_->decide(state(now0), probe, 0);
   if (verdict.verdict != Verdict::kAdmit)
-    EMBER_FAIL("job '", spec.name(), "' would start in ~", format_delay(verdict.estimate.decision()),
-               ", over the daemon's start-delay target of ", format_delay(opt_.admit_target),
-               " (--admit-target); resubmit in ~", format_delay(verdict.resubmit_at - now0));
+    throw AdmissionDeferred(
+        detail::concat("job '", spec.name(), "' would start in ~", format_delay(verdict.estimate.decision()),
+                       ", over the daemon's start-delay target of ", format_delay(opt_.admit_target),
+                       " (--admit-target); resubmit in ~", format_delay(verdict.resubmit_at - now0)));
   JobRecord r;
   *r.info.mutable_spec() = spec;
   r.info.set_owner_uid(who.uid);
@@ -260,6 +296,9 @@ void Daemon::fill_info(const JobRecord& r, proto::JobInfo* out) const {
   *out = r.info;
   if (r.info.state() == proto::RUNNING || r.info.state() == proto::STOPPING)
     out->set_run_seconds(r.info.run_seconds() + std::max(0.0, wall_now() - r.info.last_start()));
+  // Ended jobs are left out: `status --all` of a long history would read every log.
+  if (r.active())
+    if (auto p = progress_.read(r.info.log_path())) *out->mutable_progress() = *p;
 }
 
 void Daemon::status(const proto::StatusRequest& q, proto::Response& resp, const Identity& who) {

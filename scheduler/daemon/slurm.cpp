@@ -7,10 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "scheduler/daemon/slurm_output.h"
 
 namespace ember::sched {
 namespace {
@@ -97,31 +96,6 @@ std::string sh_word(const std::string& s) {
   return o;
 }
 
-// Field `key` of `scontrol show job -o` output ("" when absent).
-std::string field(const std::string& line, const std::string& key) {
-  const std::string k = " " + key + "=";
-  size_t at = (" " + line).find(k);
-  if (at == std::string::npos) return "";
-  at += k.size() - 1;
-  const size_t end = line.find(' ', at);
-  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
-}
-
-// GPUs in a GRES string: "gpu:4", "gpu:a100:4(S:0-1)", "gpu:2,mps:100".
-int gpus_in(const std::string& gres) {
-  int total = 0;
-  std::stringstream ss(gres);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (item.rfind("gpu", 0) != 0) continue;
-    item = item.substr(0, item.find('('));
-    const size_t colon = item.rfind(':');
-    if (colon == std::string::npos) continue;
-    const std::string n = item.substr(colon + 1);
-    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) total += std::stoi(n);
-  }
-  return total;
-}
-
 }  // namespace
 
 Pool slurm_pool(const std::string& partition) {
@@ -130,28 +104,7 @@ Pool slurm_pool(const std::string& partition) {
   const Ran r = run(argv);
   EMBER_CHECK(r.status == 0,
               "--backend slurm: sinfo failed (is Slurm running and SLURM_CONF right?): ", trimmed(r.out));
-  Pool p;
-  std::set<std::string> seen;
-  std::stringstream ss(r.out);
-  for (std::string line; std::getline(ss, line);) {
-    std::stringstream ls(line);
-    std::string node, cpus, gres;
-    if (!std::getline(ls, node, '|') || !std::getline(ls, cpus, '|')) continue;
-    std::getline(ls, gres);
-    if (node.empty() || !seen.insert(node).second) continue;
-    const int g = gpus_in(gres);
-    const int c = std::max(1, std::atoi(cpus.c_str()));
-    for (int i = 0; i < (g > 0 ? g : c); ++i) {
-      PoolDevice d;
-      d.node = node;
-      d.name = node + (g > 0 ? "/gpu" : "/cpu") + std::to_string(i);
-      d.cuda_index = g > 0 ? i : -1;
-      p.devices.push_back(d);
-    }
-  }
-  EMBER_CHECK(!p.devices.empty(), "--backend slurm: sinfo lists no node",
-              partition.empty() ? std::string() : " in partition " + partition);
-  return p;
+  return parse_sinfo(r.out, partition);
 }
 
 int64_t slurm_submit(const SlurmRun& run_) {
@@ -188,44 +141,22 @@ int64_t slurm_submit(const SlurmRun& run_) {
   if (run_.gid) argv.push_back("--gid=" + std::to_string(*run_.gid));
   const Ran r = run(argv, script);
   const std::string out = trimmed(r.out);
-  // --parsable prints "ID" or "ID;cluster".
-  const std::string id = out.substr(0, out.find(';'));
-  EMBER_CHECK(r.status == 0 && !id.empty() && id.find_first_not_of("0123456789") == std::string::npos,
-              "sbatch refused the job: ", out);
-  return std::stoll(id);
+  const std::optional<int64_t> id = parse_sbatch_id(out);
+  EMBER_CHECK(r.status == 0 && id, "sbatch refused the job: ", out);
+  return *id;
 }
 
 SlurmJob slurm_job(int64_t id) {
   const Ran r = run({"scontrol", "show", "job", "-o", std::to_string(id)});
-  SlurmJob j;
-  if (r.status != 0) return j;  // "Invalid job id specified": forgotten (MinJobAge) or never known
-  j.known = true;
-  j.state = field(r.out, "JobState");
-  j.reason = field(r.out, "Reason");
-  static const std::set<std::string> kEnded = {"COMPLETED",     "FAILED",    "CANCELLED", "TIMEOUT",   "NODE_FAIL",
-                                               "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",  "PREEMPTED", "SPECIAL_EXIT"};
-  j.ended = kEnded.count(j.state) > 0;
-  const std::string code = field(r.out, "ExitCode");  // "status:signal"
-  const size_t colon = code.find(':');
-  if (j.ended && colon != std::string::npos) {
-    const int status = std::atoi(code.substr(0, colon).c_str()), sig = std::atoi(code.substr(colon + 1).c_str());
-    j.exit_code = sig > 0 ? 128 + sig : status;
-  }
-  return j;
+  if (r.status != 0) return SlurmJob{};  // "Invalid job id specified": forgotten (MinJobAge) or never known
+  return parse_scontrol_job(r.out);
 }
 
 std::optional<int64_t> slurm_find(const std::string& name) {
   // Every state: a run that ended while no daemon watched is still in the controller's memory.
   const Ran r = run({"squeue", "-h", "-t", "all", "-n", name, "-o", "%i"});
   if (r.status != 0) return std::nullopt;
-  std::optional<int64_t> newest;
-  std::stringstream ss(r.out);
-  for (std::string line; std::getline(ss, line);) {
-    line = trimmed(line);
-    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos)
-      newest = std::max<int64_t>(newest.value_or(0), std::stoll(line));
-  }
-  return newest;
+  return parse_squeue_newest(r.out);
 }
 
 void slurm_signal(int64_t id, int sig) {

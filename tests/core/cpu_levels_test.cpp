@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/blas_kernels.h"
 #include "core/cpu_capability.h"
+#include "core/dispatch.h"
+#include "core/gemm_kernels.h"
 #include "core/ops.h"
 #include "core/ops/nn.h"
 #include "core/ops/rnn.h"
@@ -309,10 +313,13 @@ TEST_F(CpuLevels, EveryKernelFamilyAgreesWithTheBaselineAtEveryLevelThisCpuHas) 
 }
 
 TEST_F(CpuLevels, NamesParseAndBadNamesAreRefused) {
-  for (CpuCapability c : {CpuCapability::Baseline, CpuCapability::Avx2, CpuCapability::Avx512, CpuCapability::Native})
+  for (int i = 0; i < kNumCpuCapabilities; ++i) {
+    const auto c = static_cast<CpuCapability>(i);
     EXPECT_EQ(parse_cpu_capability(cpu_capability_name(c)), c);
+  }
+  EXPECT_STREQ(cpu_capability_name(CpuCapability::Avx512Bf16), "avx512bf16");
   expect_error([] { parse_cpu_capability("AVX2"); }, "'AVX2' is not a CPU capability level",
-               "expected baseline, avx2, avx512 or native");
+               "expected baseline, avx2, avx512, avx512bf16 or native");
   expect_error([] { parse_cpu_capability(""); }, "'' is not a CPU capability level");
 }
 
@@ -345,4 +352,50 @@ TEST_F(CpuLevels, ALevelThisCpuOrBuildLacksIsAnErrorNamingIt) {
     EXPECT_TRUE(has(msg, std::string("set_cpu_capability(") + cpu_capability_name(c) + ")")) << msg;
     EXPECT_TRUE(has(msg, "lacks") || has(msg, "has no such kernels")) << msg;
   }
+}
+
+// The kernel's own flag list (/proc/cpuinfo) says what cpuid and XCR0 say: a level is detected
+// exactly where the CPU has it (a wrong cpuid bit would take the vdpbf16ps kernels to a CPU that
+// faults on them, or keep them from one that has them).
+TEST_F(CpuLevels, Avx512Bf16IsDetectedWhereTheKernelListsTheFlag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = line + " ";
+      break;
+    }
+  if (flags.empty()) GTEST_SKIP() << "skipped: no /proc/cpuinfo flags line here";
+  const bool listed = has(flags, " avx512_bf16 ") && has(flags, " avx512f ") && has(flags, " avx512bw ") &&
+                      has(flags, " avx512vl ") && has(flags, " avx512dq ") && has(flags, " avx512cd ");
+  EXPECT_EQ(cpu_supports(CpuCapability::Avx512Bf16), listed) << flags;
+  EXPECT_EQ(has(cpu_feature_list(), "avx512bf16"), has(flags, " avx512_bf16 ")) << cpu_feature_list();
+}
+
+namespace {
+std::map<const void*, int> g_levels_seen;
+void see_level(const void* stub, DeviceType t, int cpu_level) {
+  if (t == DeviceType::CPU) g_levels_seen[stub] = cpu_level;
+}
+}  // namespace
+
+// At avx512bf16 the GEMM runs its own copy, and a stub no avx512bf16 file registers (add) its
+// avx512 kernel: the level is compiled for a few files only (cmake/EmberCpuDispatch.cmake).
+TEST_F(CpuLevels, Avx512Bf16RunsItsGemmAndTheAvx512KernelsOfEveryOtherStub) {
+  if (!cpu_supports(CpuCapability::Avx512Bf16)) GTEST_SKIP() << "skipped: this CPU lacks avx512bf16";
+  const std::vector<CpuCapability> built = cpu_capabilities_built();
+  if (std::find(built.begin(), built.end(), CpuCapability::Avx512Bf16) == built.end())
+    GTEST_SKIP() << "skipped: this build has no avx512bf16 kernels";
+  set_cpu_capability(CpuCapability::Avx512Bf16);
+  g_levels_seen.clear();
+  set_dispatch_observer(&see_level);
+  const Tensor c = mm(tensor({1, 2}).reshape({1, 2}), tensor({3, 4}).reshape({2, 1}));
+  const Tensor d = add(tensor({1, 2}), tensor({3, 4}));
+  set_dispatch_observer(nullptr);
+  EXPECT_EQ(vec(c), (std::vector<double>{11}));
+  EXPECT_EQ(vec(d), (std::vector<double>{4, 6}));
+  EXPECT_EQ(g_levels_seen[&gemm_stub], static_cast<int>(CpuCapability::Avx512Bf16));
+  bool some_avx512 = false;
+  for (const auto& [stub, level] : g_levels_seen) some_avx512 |= level == static_cast<int>(CpuCapability::Avx512);
+  EXPECT_TRUE(some_avx512) << "add's kernel should come from the avx512 level";
 }

@@ -91,6 +91,12 @@ TEST(CsvDataset, MalformedFilesGiveLineAndColumn) {
   // (With header detection on, a first row holding "nan" would be taken for a header.)
   expect_error([&] { read_csv(nan.str(), {.header = CsvHeader::No}); }, "nan.csv' line 1, column 1",
                "not a finite number");
+  // A double beyond float32's range (found by fuzz_csv) was stored as infinity.
+  CsvFile huge("a,b,y\n2,1e39,1\n", "huge.csv");
+  expect_error([&] { read_csv(huge.str()); }, "huge.csv' line 2, column 'b'", "'1e39' is beyond float32's range");
+  CsvFile huge_label("a,y\n2,-3.5e38\n", "hugelabel.csv");
+  expect_error([&] { read_csv(huge_label.str(), {.label_is_class = false}); }, "hugelabel.csv' line 2, column 'y'",
+               "beyond float32's range");
   CsvFile empty_field("a,b\n1,\n", "emptyfield.csv");
   expect_error([&] { read_csv(empty_field.str()); }, "emptyfield.csv' line 2, column 'b'");
   CsvFile neg("a,y\n1,-1\n", "neg.csv");
