@@ -23,10 +23,28 @@ void add(Sums& s, int replicas, int nodes, double local, StepTime t) {
   ++n;
 }
 
+// Bounds far beyond the artifact's (steps of at most 3.1 s, per-GPU batches of at most 32768,
+// placements of at most 4 nodes, gradient statistics below 1e16) that keep every sum, mean and
+// gain the models compute finite and every batch an int.
+constexpr double kMaxStepTime = 1e6;  // seconds
+constexpr long kMaxLocalBatch = 1L << 24;
+constexpr size_t kMaxPlacementNodes = 64;
+constexpr double kMaxGradStat = 1e100;
+
+// The sync time is part of the step (accumulation passes repeat the rest): at most the step time.
 StepTime read_time(const CsvTable& t, size_t i, int step_col, int sync_col) {
   const StepTime s{t.number(i, step_col, 0), t.number(i, sync_col, 0)};
-  EMBER_CHECK(s.step > 0, t.source, ":", t.lines[i], ": step_time must be > 0, got ", s.step);
+  EMBER_CHECK(s.step > 0 && s.step <= kMaxStepTime && s.sync <= s.step, t.source, ":", t.lines[i],
+              ": expected 0 < step_time <= ", kMaxStepTime, " s and sync_time <= step_time, got ", s.step, " and ",
+              s.sync);
   return s;
+}
+
+double read_local(const CsvTable& t, size_t i, int c) {
+  const long b = t.integer(i, c, 1);
+  EMBER_CHECK(b <= kMaxLocalBatch, t.source, ":", t.lines[i], ": column 'local_bsz': expected at most ", kMaxLocalBatch,
+              " samples per GPU, got ", b);
+  return static_cast<double>(b);
 }
 
 }  // namespace
@@ -45,8 +63,9 @@ void AppModel::load_placements(const std::string& path) {
                   ": column 'placement': expected GPUs per node as digits 1-9 (e.g. 24), got '", p, "'");
       shape.push_back(c - '0');
     }
-    EMBER_CHECK(!shape.empty(), path, ":", t.lines[i], ": column 'placement' is empty");
-    const double local = static_cast<double>(t.integer(i, bc, 1));
+    EMBER_CHECK(!shape.empty() && shape.size() <= kMaxPlacementNodes, path, ":", t.lines[i],
+                ": column 'placement': expected 1 to ", kMaxPlacementNodes, " nodes, got ", shape.size());
+    const double local = read_local(t, i, bc);
     const StepTime s = read_time(t, i, sc, yc);
     curves[placement_id(shape)][local] = s;
     int r = 0;
@@ -63,11 +82,11 @@ void AppModel::load_placements(const std::string& path) {
     c.local.push_back(std::get<2>(k));
     c.time.push_back({v.first.step / v.second, v.first.sync / v.second});
   }
-  limits_.min_local = static_cast<int>(t.number(0, bc));
+  limits_.min_local = static_cast<int>(read_local(t, 0, bc));
   limits_.max_local = limits_.min_local;
   for (size_t i = 0; i < t.rows.size(); ++i) {
-    limits_.min_local = std::min(limits_.min_local, static_cast<int>(t.number(i, bc)));
-    limits_.max_local = std::max(limits_.max_local, static_cast<int>(t.number(i, bc)));
+    limits_.min_local = std::min(limits_.min_local, static_cast<int>(read_local(t, i, bc)));
+    limits_.max_local = std::max(limits_.max_local, static_cast<int>(read_local(t, i, bc)));
   }
 }
 
@@ -80,8 +99,7 @@ void AppModel::load_scalability(const std::string& path) {
     const long nodes = t.integer(i, nc, 1), replicas = t.integer(i, rc, 1);
     EMBER_CHECK(nodes <= replicas && replicas <= 4096, path, ":", t.lines[i],
                 ": expected 1 <= num_nodes <= num_replicas <= 4096, got ", nodes, " nodes and ", replicas, " replicas");
-    add(sums, static_cast<int>(replicas), static_cast<int>(nodes), static_cast<double>(t.integer(i, bc, 1)),
-        read_time(t, i, sc, yc));
+    add(sums, static_cast<int>(replicas), static_cast<int>(nodes), read_local(t, i, bc), read_time(t, i, sc, yc));
   }
   const auto measured = by_shape_;
   for (const auto& [k, v] : sums) {
@@ -102,6 +120,8 @@ void AppModel::load_validation(const std::string& path, int batch) {
     EMBER_CHECK(v.progress.back() > (i ? v.progress[i - 1] : 0.0), path, ":", t.lines[i],
                 ": column 'progress': expected it to grow from row to row, got ", v.progress.back());
     v.grad.push_back({t.number(i, sc, 0), t.number(i, vc, 0)});
+    EMBER_CHECK(v.grad.back().sqr <= kMaxGradStat && v.grad.back().var <= kMaxGradStat, path, ":", t.lines[i],
+                ": expected grad_sqr and grad_var <= ", kMaxGradStat, " (the progress gain overflows beyond)");
   }
   validation_[batch] = std::move(v);
 }
@@ -140,6 +160,8 @@ AppModel AppModel::load(const std::string& dir) {
   // The artifact's one per-app limit that its data does not carry (applications.py): YOLOv3 holds
   // at most 8 images per GPU (its scalability.csv stops there too).
   if (m.name_ == "yolov3") m.limits_.max_local = std::min(m.limits_.max_local, 8);
+  EMBER_CHECK(m.limits_.min_local <= m.limits_.max_local, dir, ": the smallest per-GPU batch measured, ",
+              m.limits_.min_local, ", is above the ", m.limits_.max_local, " a GPU holds");
   EMBER_CHECK(m.limits_.max_batch >= m.limits_.min_local, dir, ": the largest validated batch ", m.limits_.max_batch,
               " is below the smallest per-GPU batch measured ", m.limits_.min_local);
   return m;

@@ -28,12 +28,13 @@ std::vector<JobRequest> read_workload(const std::string& path, const std::map<st
     const auto app = apps.find(j.app);
     EMBER_CHECK(app != apps.end(), path, ":", t.lines[i], ": unknown application '", j.app,
                 "' (no such folder in the traces)");
-    j.gpus = static_cast<int>(t.integer(i, rc, 1));
+    const long gpus = t.integer(i, rc, 1);  // checked before it is narrowed to an int
+    EMBER_CHECK(gpus <= 4096, path, ":", t.lines[i], ": num_replicas ", gpus, " is more than 4096");
+    j.gpus = static_cast<int>(gpus);
     j.batch = t.integer(i, bc, 1);
     const AppLimits& l = app->second.limits();
     EMBER_CHECK(j.batch >= l.init_batch && j.batch <= l.max_batch, path, ":", t.lines[i], ": batch_size ", j.batch,
                 " of ", j.app, " is outside its validated range [", l.init_batch, ", ", l.max_batch, "]");
-    EMBER_CHECK(j.gpus <= 4096, path, ":", t.lines[i], ": num_replicas ", j.gpus, " is more than 4096");
     j.rigid = rigid_apps.count(j.app) > 0 || (rigid_col >= 0 && t.integer(i, rigid_col, 0) != 0);
     if (rigid_col >= 0)
       EMBER_CHECK(t.integer(i, rigid_col, 0) <= 1, path, ":", t.lines[i], ": column 'rigid': expected 0 or 1");

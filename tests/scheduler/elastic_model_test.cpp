@@ -131,6 +131,10 @@ TEST(ElasticModel, BadFilesAreErrorsNamingFileAndLine) {
   const CsvTable t = parse_csv_table("a,b\n1,nan\n", "x.csv");
   EXPECT_NE(error_of([&] { t.number(0, t.column("b")); }).find("x.csv:2: column 'b'"), std::string::npos);
   EXPECT_NE(error_of([&] { t.column("c"); }).find("no column 'c'"), std::string::npos);
+  // A sync time above the step time made accumulation passes take negative time (fuzz_elastic).
+  write(dir / "placements.csv", "placement,local_bsz,step_time,sync_time\n1,10,1.0,0\n1,20,1.0,2\n");
+  EXPECT_NE(error_of([&] { AppModel::load(dir.string()); }).find("placements.csv:3: expected 0 < step_time"),
+            std::string::npos);
   write(dir / "placements.csv", "placement,local_bsz,step_time,sync_time\n1x,10,1.0,0\n");
   EXPECT_NE(error_of([&] { AppModel::load(dir.string()); }).find("placements.csv:2: column 'placement'"),
             std::string::npos);
@@ -144,6 +148,9 @@ TEST(ElasticModel, BadFilesAreErrorsNamingFileAndLine) {
   EXPECT_NE(wl_error("a,0,toy,1,10\na,1,toy,1,10\n").find("bad.csv:3: job name 'a' already used on line 2"),
             std::string::npos);
   EXPECT_NE(wl_error("a,0,toy,0,10\n").find("num_replicas"), std::string::npos);
+  // Once narrowed to an int this count read as 1 GPU (found by fuzz_elastic).
+  EXPECT_NE(wl_error("a,0,toy,4294967297,10\n").find("bad.csv:2: num_replicas 4294967297 is more than 4096"),
+            std::string::npos);
   EXPECT_NE(wl_error("a,0,toy,1,40\n").find("outside its validated range [10, 20]"), std::string::npos);
   EXPECT_NE(wl_error("a,-5,toy,1,10\n").find("column 'time'"), std::string::npos);
 }
@@ -161,6 +168,18 @@ TEST(ElasticGoodput, TakesTheGpusAndBatchOfHighestGoodput) {
   EXPECT_DOUBLE_EQ(r.jobs[0].mean_gpus, 2);
   EXPECT_DOUBLE_EQ(r.jobs[0].mean_batch, 20);
   EXPECT_EQ(r.jobs[0].restarts, 0);
+
+  // Batch 20 was the only one two GPUs can run. With batch 40 validated too, noise-dominated
+  // (sqr 1, var 64 in both epochs: gain 65 / 17 = 3.82 at four times the initial batch), two GPUs
+  // choose among batches 20 to 40, and 40 (20 per GPU) is best: 3.82 / 2.2 = 1.74 steps/s against
+  // 1.71 at 38 and 1.57 / 1.2 = 1.31 at 20; one GPU stays best at 10 (1 against 3.82 / 4.4 at 40).
+  write(dir / "validation-40.csv", "progress,iteration,metric,grad_sqr,grad_var\n50,49,0.5,1,64\n120,119,0.6,1,64\n");
+  const std::map<std::string, AppModel> wide = load_apps(dir.parent_path().string());
+  const auto wl40 = read_workload((dir.parent_path() / "w.csv").string(), wide, {});
+  auto p40 = make_elastic_policy("goodput");
+  const ElasticResult r40 = simulate_elastic(wl40, wide, *p40, {.nodes = 1, .gpus_per_node = 2});
+  EXPECT_DOUBLE_EQ(r40.jobs[0].mean_gpus, 2);
+  EXPECT_DOUBLE_EQ(r40.jobs[0].mean_batch, 40);
 }
 
 // Three GPUs: the rigid job keeps its one GPU and batch although the elastic job would use it.
