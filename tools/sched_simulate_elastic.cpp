@@ -9,7 +9,7 @@
 #include "tools/flags.h"
 #include "tools/run_leaf.h"
 
-namespace ember::cli {
+namespace ember::tools {
 namespace {
 
 using namespace ember::sched::elastic;
@@ -84,4 +84,4 @@ int sched_simulate_elastic(const std::vector<std::string>& args) {
   });
 }
 
-}  // namespace ember::cli
+}  // namespace ember::tools
