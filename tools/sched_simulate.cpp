@@ -250,11 +250,14 @@ void parse_params(Flags& f, Request& q) {
 
 // Builds every policy once up front so that a bad parameter fails before any long run. Under
 // --estimates predicted, the ones that read durations get predictions (only they have anything
-// to predict).
+// to predict). A learned run reads its network from a file: a missing or foreign file is bad
+// input (status 1, no usage), so its policy is built outside the usage-error translation.
 void build_runs_once(Request& q) {
   for (std::string& n : q.names) {
+    std::unique_ptr<Policy> p;
+    if (is_learned_policy(inner_policy(n))) p = make_policy(inner_policy(n), q.params);
     try {
-      std::unique_ptr<Policy> p = make_policy(inner_policy(n), q.params);
+      if (!p) p = make_policy(inner_policy(n), q.params);
       const bool clairvoyant = p->traits().clairvoyant;
       if (quota_run(n)) make_team_quotas(std::move(p), Shares{{"", 0}}, quota_options(q.params));  // checks it ranks
       if (q.source == "predicted" && !predicted_run(n) && clairvoyant) n += kPredSuffix;
