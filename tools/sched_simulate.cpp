@@ -246,6 +246,13 @@ void parse_params(Flags& f, Request& q) {
   for (const auto& [k, v] : q.params)
     if (k.starts_with("quota.") && !q.quotas)
       throw UsageError("--set " + k + ": the team level runs only with --quota");
+  // Admission predicts run times with the history predictor the runs would use (history.prior
+  // included, which is also its mean service time before any job has finished).
+  try {
+    q.admit_opt.predictor = history_options(q.params);
+  } catch (const ember::Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // Builds every policy once up front so that a bad parameter fails before any long run. Under
