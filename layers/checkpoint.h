@@ -47,6 +47,10 @@ struct CheckpointContents {
   TrainingPosition position;
   std::map<std::string, std::string> metadata;
   nn::NamedTensors extra_tensors;
+
+  // The model's parameters then its buffers, as Module::load_state_dict takes them: the one place
+  // the two lists are joined (loading a checkpoint, a pipeline's stages, the tools' networks).
+  nn::StateDict model_state() const;
 };
 
 void write_checkpoint(const std::string& path, const CheckpointContents& contents);

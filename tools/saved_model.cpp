@@ -32,10 +32,8 @@ const Tensor& need(const CheckpointContents& c, const std::string& file, const s
 
 // Loads the checkpoint's weights into `m` (strictly), saying which file did not fit `what`.
 void load_weights(nn::Module& m, const CheckpointContents& c, const std::string& file, const std::string& what) {
-  nn::StateDict sd = c.model_parameters;
-  sd.insert(sd.end(), c.model_buffers.begin(), c.model_buffers.end());
   try {
-    m.load_state_dict(sd, true);
+    m.load_state_dict(c.model_state(), true);
   } catch (const Error& e) {
     EMBER_FAIL(file, ": its weights are not those of ", what, ": ", e.what());
   }
