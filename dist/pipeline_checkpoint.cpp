@@ -126,9 +126,7 @@ DistributedResume load_pipeline(const std::string& dir, Pipeline& pipe, const Tr
   optim::OptimizerState slice = c.optimizers[0];
   slice.params.assign(1, {});
   for (size_t i : slots) slice.params[0].push_back(all[i]);
-  nn::StateDict whole = c.model_parameters;
-  whole.insert(whole.end(), c.model_buffers.begin(), c.model_buffers.end());
-  pipe.model().load_state_dict(whole);
+  pipe.model().load_state_dict(c.model_state());
   opt.load_state_dict(slice);
   EMBER_CHECK(c.schedulers.size() == state.schedulers.size(), "load_pipeline: '", main, "' holds ", c.schedulers.size(),
               " LR schedules but the program has ", state.schedulers.size());

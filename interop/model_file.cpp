@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/ops.h"
+#include "data/loader_limits.h"
 #include "interop/graph_net.h"
 #include "interop/model_file_layers.h"
 #include "layers/nn.h"
@@ -161,12 +162,32 @@ void check_normalisation(const LoadedFile& f, const std::string& at, bool has_me
   if (has_std) valid(f, at_least(std, 0) && std > 0, at + ".std", std, "a finite number > 0");
 }
 
+// The random transforms' ranges are data/transforms.h's (torchvision's: a flip probability in
+// [0, 1], rotations within [0, 180] degrees, shifts within [0, 1] of the size); a padding beyond
+// kMaxCropPadding pixels is no augmentation but a typo that would allocate images of gigabytes.
+void check_augment(const LoadedFile& f) {
+  constexpr int64_t kMaxCropPadding = 1024;
+  const auto& a = f.spec.data().augment();
+  valid(f, a.crop_padding() >= 0 && a.crop_padding() <= kMaxCropPadding, "data.augment.crop_padding", a.crop_padding(),
+        "0 to " + std::to_string(kMaxCropPadding) + " pixels");
+  valid(f, a.horizontal_flip() >= 0 && a.horizontal_flip() <= 1, "data.augment.horizontal_flip", a.horizontal_flip(),
+        "a probability in [0, 1]");
+  valid(f, a.affine_degrees() >= 0 && a.affine_degrees() <= 180, "data.augment.affine_degrees", a.affine_degrees(),
+        "degrees in [0, 180]");
+  valid(f, a.affine_translate() >= 0 && a.affine_translate() <= 1, "data.augment.affine_translate",
+        a.affine_translate(), "a fraction of the size in [0, 1]");
+}
+
 void check_data(const LoadedFile& f) {
   const auto& d = f.spec.data();
   if (d.has_batch_size())
     valid(f, d.batch_size() >= 1, "data.batch_size", d.batch_size(), "a positive number of examples per step");
   if (d.has_limit())
     valid(f, d.limit() == -1 || d.limit() >= 1, "data.limit", d.limit(), "-1 (all) or a positive number");
+  if (d.has_workers())
+    valid(f, d.workers() >= 0 && d.workers() <= data::kMaxWorkers, "data.workers", d.workers(),
+          "0 (load in the training thread) to " + std::to_string(data::kMaxWorkers) + " threads, as --workers");
+  check_augment(f);
   if (d.has_mnist()) {
     const auto& m = d.mnist();
     check_normalisation(f, "data.mnist", m.has_mean(), m.mean(), m.has_std(), m.std());
@@ -196,7 +217,11 @@ void check_data(const LoadedFile& f) {
 void check_settings(const LoadedFile& f) {
   const auto& s = f.spec;
   check_data(f);
-  if (s.has_classifier()) check_solver(f, s.classifier().solver(), "classifier.solver");
+  if (s.has_classifier()) {
+    check_solver(f, s.classifier().solver(), "classifier.solver");
+    const double smoothing = s.classifier().loss().label_smoothing();
+    valid(f, smoothing >= 0 && smoothing < 1, "classifier.loss.label_smoothing", smoothing, "a fraction in [0, 1)");
+  }
   if (s.has_language_model()) {
     check_solver(f, s.language_model().solver(), "language_model.solver");
     valid(f, at_least(s.language_model().clip(), 0), "language_model.clip", s.language_model().clip(),

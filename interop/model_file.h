@@ -42,9 +42,10 @@ struct LoadedFile {
 };
 
 // Reads and parses `path`, and checks the version and what can be checked without building: every
-// number the file gives for the data, the task, its solvers and the training settings (a field it
-// leaves out takes the default proto/train_file.proto names; one it gives out of range is refused
-// as invalid, naming its line).
+// number the file gives for the data (data.workers and data.augment included), the task (a
+// classifier's loss too), its solvers and the training settings (a field it leaves out takes the
+// default proto/train_file.proto names; one it gives out of range is refused as invalid, naming its
+// line and the valid range).
 LoadedFile load(const std::string& path);
 
 // The index of the network named `name` ("" when the file has one network).

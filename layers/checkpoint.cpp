@@ -357,12 +357,16 @@ void split_state(const nn::Module& m, CheckpointContents& c) {
 }
 
 void load_into(nn::Module& m, const CheckpointContents& c, bool strict) {
-  nn::StateDict sd = c.model_parameters;
-  sd.insert(sd.end(), c.model_buffers.begin(), c.model_buffers.end());
-  m.load_state_dict(sd, strict);
+  m.load_state_dict(c.model_state(), strict);
 }
 
 }  // namespace
+
+nn::StateDict CheckpointContents::model_state() const {
+  nn::StateDict sd = model_parameters;
+  sd.insert(sd.end(), model_buffers.begin(), model_buffers.end());
+  return sd;
+}
 
 ScheduleRef::ScheduleRef(optim::LRScheduler* s)
     : kind_("LRScheduler"),

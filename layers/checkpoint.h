@@ -51,6 +51,10 @@ struct CheckpointContents {
   nn::NamedTensors extra_tensors;
   std::optional<optim::GradScalerState> grad_scaler;  // fp16 loss scaling, when the run had it
   std::string precision;                              // "fp32", "bf16", "fp16"; empty: not recorded
+
+  // The model's parameters then its buffers, as Module::load_state_dict takes them: the one place
+  // the two lists are joined (loading a checkpoint, a pipeline's stages, the tools' networks).
+  nn::StateDict model_state() const;
 };
 
 void write_checkpoint(const std::string& path, const CheckpointContents& contents);

@@ -33,7 +33,12 @@ double mgc_wait(int servers, double lambda, double mean_service, double scv) {
   return mmc_wait(servers, lambda, mean_service) * (1 + scv) / 2;
 }
 
-AdmissionControl::AdmissionControl(AdmissionOptions opt, Policy* policy) : opt_(opt), policy_(policy) {
+AdmissionControl::AdmissionControl(AdmissionOptions opt, Policy* policy)
+    : opt_(opt),
+      policy_(policy),
+      preemptive_(dynamic_cast<RankingPolicy*>(policy) && policy->traits().preemptive),
+      strict_(policy && policy->traits().strict_order),
+      predictor_(opt.predictor) {
   EMBER_CHECK(opt_.target >= 0, "admission: the target start delay must be >= 0 seconds, got ", opt_.target);
   EMBER_CHECK(opt_.slo > 0 && opt_.slo <= 1, "admission: the SLO must be a fraction in (0, 1], got ", opt_.slo);
   EMBER_CHECK(opt_.max_defers >= 0 && opt_.history >= 2, "admission: expected max_defers >= 0 and history >= 2, got ",
@@ -91,7 +96,7 @@ void AdmissionControl::finished(const Job& j, double run_time, double t) {
 }
 
 double AdmissionControl::mean_service() const {
-  return sum_g_ > 0 && sum_gd_ > 0 ? sum_gd_ / sum_g_ : 3600.0;
+  return sum_g_ > 0 && sum_gd_ > 0 ? sum_gd_ / sum_g_ : predictor_.options().prior;
 }
 
 double AdmissionControl::service_scv() const {
@@ -114,8 +119,6 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   const int devices = topo.num_devices();
   const double es = mean_service(), scv = service_scv();
   auto* ranking = dynamic_cast<RankingPolicy*>(policy_);
-  const bool preemptive = ranking && policy_->traits().preemptive;
-  const bool strict = policy_ && policy_->name() == "fcfs";
   auto rank = [&](const Job& x) { return ranking ? ranking->rank(x, s.now) : Ranked{x.spec.submit, 0, 0, &x}; };
   // Ranked as the waiting job it is about to be: the preemptive policies put a running job ahead
   // of a waiting one of the same rank, and an arrival (not yet queued) would count as running.
@@ -135,12 +138,12 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   FreeMap free = s.cluster->free();
   std::vector<Release> ends;
   for (const Job* r : s.running) {
-    if (preemptive && !(rank(*r) < mine)) {
+    if (preemptive_ && !(rank(*r) < mine)) {
       free.give(placement_of(topo, *r));  // it would give way to this job
     } else {
       // It holds its devices until it ends or, under a preemptive policy, falls behind this job.
       const double end = s.now + remaining(*r, s.now, e);
-      ends.push_back({preemptive ? ranking->ahead_until(*r, mine, s.now, end) : end, placement_of(topo, *r)});
+      ends.push_back({preemptive_ ? ranking->ahead_until(*r, mine, s.now, end) : end, placement_of(topo, *r)});
     }
   }
   std::make_heap(ends.begin(), ends.end());
@@ -157,7 +160,7 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
   double t = s.now;
   for (;;) {
     start_fitting(s, mine, t, left, free, ends, e);
-    const bool blocked = strict && !left.empty();
+    const bool blocked = strict_ && !left.empty();
     if (!blocked && j.spec.gpus <= free.total_free() && free.best_fit(j.spec.gpus, j.spec.mem_per_gpu)) break;
     if (ends.empty()) {  // devices held outside the view (jobs still stopping): a mean run more
       t += es;
@@ -180,8 +183,6 @@ StartEstimate AdmissionControl::estimate(const SchedState& s, const Job& j) cons
 void AdmissionControl::start_fitting(const SchedState& s, const Ranked& mine, double t, std::vector<const Job*>& left,
                                      FreeMap& free, std::vector<Release>& ends, StartEstimate& e) const {
   auto* ranking = dynamic_cast<RankingPolicy*>(policy_);
-  const bool preemptive = ranking && policy_->traits().preemptive;
-  const bool strict = policy_ && policy_->name() == "fcfs";
   int skipped = 0;
   std::vector<char> gone(left.size(), 0);
   for (size_t i = 0; i < left.size() && free.total_free() > 0; ++i) {
@@ -189,12 +190,12 @@ void AdmissionControl::start_fitting(const SchedState& s, const Ranked& mine, do
     std::optional<Placement> p =
         a.spec.gpus <= free.total_free() ? free.best_fit(a.spec.gpus, a.spec.mem_per_gpu) : std::nullopt;
     if (!p) {
-      if (strict || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
+      if (strict_ || ++skipped > 256) break;  // strict FCFS stops at the first; else a bounded walk
       continue;
     }
     free.take(*p);
     double end = t + remaining(a, s.now, e);
-    if (preemptive) {  // as a running job would from t: it gives way once it falls behind
+    if (preemptive_) {  // as a running job would from t: it gives way once it falls behind
       Job started = a;
       started.status = JobStatus::kRunning;
       started.last_start = s.now;

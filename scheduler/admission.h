@@ -45,6 +45,9 @@ struct AdmissionOptions {
   bool refuse = false;   // a job over the target is refused instead of deferred
   int max_defers = 3;    // a job deferred this often is refused when still over the target
   int history = 1000;    // finished jobs (service) and arrivals (rate) the model keeps
+  // The run-time predictor's, the simulator's `--set history.KEY=V` (scheduler/predict.h): its
+  // prior is also the mean service time until a job has finished.
+  HistoryOptions predictor = {};
   // The fraction of admitted jobs that should start within the target. The rule admits a job when
   // its look-ahead estimate, scaled by this quantile of actual / estimated delay over the recently
   // started admitted jobs, is within the target: the estimates' own record sets the margin.
@@ -104,7 +107,7 @@ class AdmissionControl {
   AdmissionAnswer decide(const SchedState& s, const Job& j, int defers_so_far) const;
 
   // Device-weighted mean duration and squared coefficient of variation of the recent finishes
-  // (a prior of one hour, scv 1, until any job has finished).
+  // (the predictor's prior, scv 1, until any job has finished).
   double mean_service() const;
   double service_scv() const;
   double arrival_rate() const;  // jobs per second over the recent arrivals (0 with fewer than 2)
@@ -113,6 +116,9 @@ class AdmissionControl {
  private:
   AdmissionOptions opt_;
   Policy* policy_;
+  // The policy's traits, read once: a job ahead under a preemptive ranking policy gives way once it
+  // falls behind; under a strictly ordered one the look-ahead stops at the first job that waits.
+  bool preemptive_ = false, strict_ = false;
   std::deque<std::pair<int, double>> finished_;  // (gpus, run time)
   double sum_g_ = 0, sum_gd_ = 0, sum_gd2_ = 0;
   std::deque<double> arrivals_;

@@ -50,6 +50,9 @@ struct PolicyTraits {
   bool preemptive = false;
   bool work_conserving = false;  // never leaves a device idle while a waiting job could use it
   bool learns = false;           // learns from the jobs that finished (job_finished), not durations
+  // Starts jobs strictly in its order: nobody overtakes a job that does not fit (fcfs); what
+  // admission's look-ahead walks the same way.
+  bool strict_order = false;
 };
 
 class Policy {

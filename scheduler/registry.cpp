@@ -51,10 +51,6 @@ std::vector<std::string>& listed_names() {
   return names;
 }
 
-bool is_learned(const std::string& name) {
-  return name == "learned" || name.starts_with("learned:");
-}
-
 std::unique_ptr<Policy> make_learned_policy(const std::string& name, const PolicyParams& params) {
   for (const auto& [k, v] : params)
     EMBER_CHECK(!k.starts_with("learned."), "--set ", k, ": the learned policy has no parameters");
@@ -67,6 +63,10 @@ std::unique_ptr<Policy> make_learned_policy(const std::string& name, const Polic
 }
 
 }  // namespace
+
+bool is_learned_policy(const std::string& name) {
+  return name == "learned" || name.starts_with("learned:");
+}
 
 const std::vector<PolicyEntry>& policy_registry() {
   return entries();
@@ -83,10 +83,10 @@ const PolicyEntry* find_policy_entry(const std::string& name) {
 
 void register_policy(PolicyEntry e) {
   EMBER_CHECK(e.make != nullptr, "register_policy: policy '", e.name, "' has no factory");
-  EMBER_CHECK(!e.name.empty() && !is_learned(e.name) && !find_policy_entry(e.name), "register_policy: the name '",
-              e.name, "' is taken");
+  EMBER_CHECK(!e.name.empty() && !is_learned_policy(e.name) && !find_policy_entry(e.name),
+              "register_policy: the name '", e.name, "' is taken");
   for (const std::string& a : e.aliases)
-    EMBER_CHECK(!is_learned(a) && !find_policy_entry(a), "register_policy: the alias '", a, "' is taken");
+    EMBER_CHECK(!is_learned_policy(a) && !find_policy_entry(a), "register_policy: the alias '", a, "' is taken");
   std::vector<std::string>& names = listed_names();  // made before the entry joins, which it then adds
   if (e.listed) names.push_back(e.name);
   entries().push_back(std::move(e));
@@ -97,7 +97,7 @@ const std::vector<std::string>& policy_names() {
 }
 
 bool known_policy(const std::string& name) {
-  return is_learned(name) || find_policy_entry(name) != nullptr;
+  return is_learned_policy(name) || find_policy_entry(name) != nullptr;
 }
 
 std::vector<std::string> policy_aliases() {
@@ -128,7 +128,7 @@ std::vector<std::string> compare_runs(bool predict_all, bool quotas, bool typed)
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyParams& params) {
-  if (is_learned(name)) return make_learned_policy(name, params);
+  if (is_learned_policy(name)) return make_learned_policy(name, params);
   if (const PolicyEntry* e = find_policy_entry(name)) return e->make(params);
   std::string known;
   for (const std::string& k : policy_names()) known += (known.empty() ? "" : ", ") + k;

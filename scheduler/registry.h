@@ -46,6 +46,9 @@ struct PolicyRegistration {
 
 // Whether make_policy() knows the name: an entry, an alias, `learned` or `learned:FILE`.
 bool known_policy(const std::string& name);
+// Whether the name is `learned` or `learned:FILE`: a policy whose network make_policy() reads from
+// a file, so that its failure can be bad input (a missing or foreign file) rather than a bad name.
+bool is_learned_policy(const std::string& name);
 // The aliases of every entry, and the ranking policies' names, in registry order.
 std::vector<std::string> policy_aliases();
 std::vector<std::string> ranking_policy_names();

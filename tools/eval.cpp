@@ -49,10 +49,11 @@ int eval(const std::vector<std::string>& args) {
     const long limit = f.integer("limit", -1, -1, 1L << 40);
     if (limit == 0) throw UsageError("--limit: expected -1 (all) or at least 1, got '0'");
     const Device dev = device_flag(f);
+    SavedCheckpoint saved(ckpt);  // read once, by the first step that needs it
     if (f.str("model").empty())
-      if (const auto lm = language_model_file(ckpt, f.str("model-file")))
-        return eval_language_model(*lm, {ckpt, f.str("data"), limit, f.has("limit"), dev, format == "json"});
-    SavedClassifier m = open_classifier(ckpt, {f.str("model"), f.str("model-file")});
+      if (const auto lm = language_model_file(saved, f.str("model-file")))
+        return eval_language_model(*lm, {&saved, f.str("data"), limit, f.has("limit"), dev, format == "json"});
+    SavedClassifier m = open_classifier(saved, {f.str("model"), f.str("model-file")});
     for (const std::string& note : m.notes) std::cerr << "ember eval: note: " << note << "\n";
     if (auto it = m.meta.find("flag.limit");
         it != m.meta.end() && it->second != "-1" && !f.has("limit") && !f.has("data"))

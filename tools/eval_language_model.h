@@ -9,16 +9,18 @@
 
 #include "core/device.h"
 #include "interop/model_file.h"
+#include "tools/saved_model.h"
 
 namespace ember::tools {
 
 // The model file of --model-file, else the one the checkpoint records, when its task is a language
 // model; nullopt otherwise (a classifier's, or none: the classifier path says what is missing).
-std::optional<model_file::LoadedFile> language_model_file(const std::string& checkpoint, const std::string& model_file);
+std::optional<model_file::LoadedFile> language_model_file(SavedCheckpoint& ckpt, const std::string& model_file);
 
 struct LmEval {
-  std::string checkpoint, data;  // data: a fortune file or folder ("": the file's text source)
-  long limit = -1;               // the first N fortunes; -1 and not given: the run's
+  SavedCheckpoint* ckpt = nullptr;
+  std::string data;  // a fortune file or folder ("": the file's text source)
+  long limit = -1;   // the first N fortunes; -1 and not given: the run's
   bool limit_given = false;
   Device dev;
   bool json = false;

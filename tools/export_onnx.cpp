@@ -52,9 +52,10 @@ int export_onnx(const std::vector<std::string>& args) {
     if (f.has("model-file")) refuse_input_as_output(out, model);
     const int64_t batch = f.integer("batch", 1, 1, 1 << 20), seq = f.integer("seq-len", 8, 1, 1 << 20);
     std::vector<Tensor> example;
+    SavedCheckpoint ckpt(file);
     const std::shared_ptr<nn::Module> m = f.has("model")
-                                              ? zoo_model(model, file, batch, seq, example)
-                                              : model_file_network(model, f.str("network"), file, batch, example);
+                                              ? zoo_model(model, ckpt, batch, seq, example)
+                                              : model_file_network(model, f.str("network"), ckpt, batch, example);
     onnx::export_model(*m, example, out, {.dynamic_batch = !f.has("static"), .metadata = {{"ember.model", model}}});
     std::cout << "wrote " << out << ": " << m->type_name() << ", " << m->num_parameters() << " parameters\n";
     return 0;

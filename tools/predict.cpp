@@ -138,7 +138,8 @@ int predict(const std::vector<std::string>& args) {
       throw UsageError("--format: expected table or json, got '" + format + "'");
     const long top = f.integer("top", 3, 1, 1L << 20);
     const Device dev = device_flag(f);
-    SavedClassifier m = open_classifier(ckpt, {f.str("model"), f.str("model-file")});
+    SavedCheckpoint saved(ckpt);
+    SavedClassifier m = open_classifier(saved, {f.str("model"), f.str("model-file")});
     for (const std::string& note : m.notes) std::cerr << "ember predict: note: " << note << "\n";
     const Inputs in = m.kind == InputKind::Csv ? csv_inputs(m, inputs) : image_inputs(m, inputs);
     m.net->to(dev);

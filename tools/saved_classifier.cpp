@@ -36,13 +36,13 @@ std::string zoo_name_of(const std::string& recorded) {
   return "";
 }
 
-void from_zoo(SavedClassifier& m, const std::string& name) {
+void from_zoo(SavedClassifier& m, SavedCheckpoint& ckpt, const std::string& name) {
   if (name != "mnist_cnn" && name != "lenet5")
     throw UsageError("--model: '" + name +
                      "' is not an image classifier of the zoo (expected mnist_cnn or lenet5; any other classifier "
                      "through --model-file)");
   std::vector<Tensor> example;
-  m.net = zoo_model(name, m.checkpoint, 1, 1, example);
+  m.net = zoo_model(name, ckpt, 1, 1, example);
   m.what = m.net->type_name() + " (" + name + ")";
   m.kind = InputKind::Mnist;
   m.input_shape = {1, 28, 28};
@@ -51,7 +51,7 @@ void from_zoo(SavedClassifier& m, const std::string& name) {
 
 // The classifier network of model file `path` and how its data are read; `recorded`: the path is
 // the one the checkpoint records (not a flag), which may have moved since.
-void from_model_file(SavedClassifier& m, const std::string& path, bool recorded) {
+void from_model_file(SavedClassifier& m, SavedCheckpoint& ckpt, const std::string& path, bool recorded) {
   EMBER_CHECK(!recorded || fs::exists(path), m.checkpoint, ": it was trained from the model file ", path,
               ", which is not there now: pass --model-file FILE.pbtxt");
   m.file = model_file::load(path);
@@ -59,7 +59,7 @@ void from_model_file(SavedClassifier& m, const std::string& path, bool recorded)
   EMBER_CHECK(!s.has_gan() && !s.has_language_model(), path, ": it trains a ", s.has_gan() ? "GAN" : "language model",
               "; ember eval and ember predict take classifiers (ember eval also a model file's language model)");
   std::vector<Tensor> example;
-  m.net = model_file_network(path, "", m.checkpoint, 1, example);
+  m.net = model_file_network(path, "", ckpt, 1, example);
   const auto& n = s.network(model_file::network_index(*m.file, s.classifier().network(), "classifier"));
   m.what = "network '" + n.name() + "' of " + path;
   m.input_shape = Shape(n.input_shape().begin(), n.input_shape().end());
@@ -228,20 +228,21 @@ int64_t SavedClassifier::class_index(const std::string& name) const {
   return i < static_cast<int64_t>(classes.size()) ? i : -1;
 }
 
-SavedClassifier open_classifier(const std::string& checkpoint, const ModelChoice& choice) {
+SavedClassifier open_classifier(SavedCheckpoint& ckpt, const ModelChoice& choice) {
   if (!choice.model.empty() && !choice.model_file.empty()) throw UsageError("give one of --model and --model-file");
   SavedClassifier m;
+  const std::string& checkpoint = ckpt.path();
   m.checkpoint = checkpoint;
-  m.meta = read_checkpoint(checkpoint).metadata;
+  m.meta = ckpt.contents().metadata;
   const auto recorded = [&](const char* key) { return m.meta.count(key) ? m.meta.at(key) : std::string(); };
   if (!choice.model_file.empty())
-    from_model_file(m, choice.model_file, false);
+    from_model_file(m, ckpt, choice.model_file, false);
   else if (!choice.model.empty())
-    from_zoo(m, choice.model);
+    from_zoo(m, ckpt, choice.model);
   else if (!recorded("model_file").empty())
-    from_model_file(m, recorded("model_file"), true);
+    from_model_file(m, ckpt, recorded("model_file"), true);
   else if (!zoo_name_of(recorded("model")).empty())
-    from_zoo(m, zoo_name_of(recorded("model")));
+    from_zoo(m, ckpt, zoo_name_of(recorded("model")));
   else if (!recorded("model").empty())
     EMBER_FAIL(checkpoint, ": it holds a ", recorded("model"),
                "; ember eval and ember predict rebuild the zoo's image classifiers (mnist_cnn, lenet5) and the "

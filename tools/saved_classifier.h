@@ -19,6 +19,7 @@
 #include "data/dataset.h"
 #include "interop/model_file.h"
 #include "layers/module.h"
+#include "tools/saved_model.h"
 
 namespace ember::tools {
 
@@ -49,7 +50,7 @@ struct SavedClassifier {
 struct ModelChoice {
   std::string model, model_file;
 };
-SavedClassifier open_classifier(const std::string& checkpoint, const ModelChoice& choice);
+SavedClassifier open_classifier(SavedCheckpoint& ckpt, const ModelChoice& choice);
 
 // The labelled examples `ember eval` scores: `data` (an MNIST folder, an image folder of class
 // subfolders or a CSV file, whichever the model reads; "": the data the checkpoint was trained

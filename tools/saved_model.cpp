@@ -32,10 +32,8 @@ const Tensor& need(const CheckpointContents& c, const std::string& file, const s
 
 // Loads the checkpoint's weights into `m` (strictly), saying which file did not fit `what`.
 void load_weights(nn::Module& m, const CheckpointContents& c, const std::string& file, const std::string& what) {
-  nn::StateDict sd = c.model_parameters;
-  sd.insert(sd.end(), c.model_buffers.begin(), c.model_buffers.end());
   try {
-    m.load_state_dict(sd, true);
+    m.load_state_dict(c.model_state(), true);
   } catch (const Error& e) {
     EMBER_FAIL(file, ": its weights are not those of ", what, ": ", e.what());
   }
@@ -43,9 +41,10 @@ void load_weights(nn::Module& m, const CheckpointContents& c, const std::string&
 
 }  // namespace
 
-std::shared_ptr<nn::Module> zoo_model(const std::string& name, const std::string& file, int64_t batch, int64_t seq,
+std::shared_ptr<nn::Module> zoo_model(const std::string& name, SavedCheckpoint& ckpt, int64_t batch, int64_t seq,
                                       std::vector<Tensor>& example) {
-  const CheckpointContents c = read_checkpoint(file);
+  const CheckpointContents& c = ckpt.contents();
+  const std::string& file = ckpt.path();
   std::shared_ptr<nn::Module> m;
   const Tensor noise = zeros({batch, models::kNoiseDim}), image = zeros({batch, 1, 28, 28});
   if (name == "mnist_cnn")
@@ -86,7 +85,7 @@ std::shared_ptr<nn::Module> zoo_model(const std::string& name, const std::string
 }
 
 std::shared_ptr<nn::Module> model_file_network(const std::string& model_file, const std::string& network,
-                                               const std::string& file, int64_t batch, std::vector<Tensor>& example) {
+                                               SavedCheckpoint& ckpt, int64_t batch, std::vector<Tensor>& example) {
   const model_file::LoadedFile mf = model_file::load(model_file);
   const auto& s = mf.spec;
   int index = -1;
@@ -100,7 +99,8 @@ std::shared_ptr<nn::Module> model_file_network(const std::string& model_file, co
     if (index < 0) throw UsageError("--network: " + model_file + " has no network '" + network + "'");
   }
   const auto& n = s.network(index);
-  const CheckpointContents c = read_checkpoint(file);
+  const CheckpointContents& c = ckpt.contents();
+  const std::string& file = ckpt.path();
   int64_t vocabulary = 0;
   if (n.layer(0).has_embedding() && !n.layer(0).embedding().has_num_embeddings())
     vocabulary = need(c, file, n.layer(0).name() + ".weight").size(0);

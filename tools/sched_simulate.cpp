@@ -246,15 +246,25 @@ void parse_params(Flags& f, Request& q) {
   for (const auto& [k, v] : q.params)
     if (k.starts_with("quota.") && !q.quotas)
       throw UsageError("--set " + k + ": the team level runs only with --quota");
+  // Admission predicts run times with the history predictor the runs would use (history.prior
+  // included, which is also its mean service time before any job has finished).
+  try {
+    q.admit_opt.predictor = history_options(q.params);
+  } catch (const ember::Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // Builds every policy once up front so that a bad parameter fails before any long run. Under
 // --estimates predicted, the ones that read durations get predictions (only they have anything
-// to predict).
+// to predict). A learned run reads its network from a file: a missing or foreign file is bad
+// input (status 1, no usage), so its policy is built outside the usage-error translation.
 void build_runs_once(Request& q) {
   for (std::string& n : q.names) {
+    std::unique_ptr<Policy> p;
+    if (is_learned_policy(inner_policy(n))) p = make_policy(inner_policy(n), q.params);
     try {
-      std::unique_ptr<Policy> p = make_policy(inner_policy(n), q.params);
+      if (!p) p = make_policy(inner_policy(n), q.params);
       const bool clairvoyant = p->traits().clairvoyant;
       if (quota_run(n)) make_team_quotas(std::move(p), Shares{{"", 0}}, quota_options(q.params));  // checks it ranks
       if (q.source == "predicted" && !predicted_run(n) && clairvoyant) n += kPredSuffix;

@@ -101,12 +101,7 @@ std::map<std::string, std::string> checkpoint_record(const model_file::LoadedFil
 
 // The training images' random transforms (data.augment), or none.
 data::Transform augmentation(const model_file::LoadedFile& file, int64_t height, int64_t width) {
-  const auto& a = file.spec.data().augment();
-  EMBER_CHECK(a.crop_padding() >= 0 && a.horizontal_flip() >= 0 && a.horizontal_flip() <= 1 &&
-                  a.affine_degrees() >= 0 && a.affine_translate() >= 0 && a.affine_translate() < 1,
-              file.at_top("data"),
-              ": data.augment: crop_padding, horizontal_flip (a probability), affine_degrees and "
-              "affine_translate (below 1) must not be negative");
+  const auto& a = file.spec.data().augment();  // model_file::load() checked its ranges
   std::vector<data::Transform> ts;
   if (a.crop_padding() > 0) ts.push_back(data::transforms::random_crop(height, width, a.crop_padding()));
   if (a.horizontal_flip() > 0) ts.push_back(data::transforms::random_horizontal_flip(a.horizontal_flip()));
@@ -183,8 +178,6 @@ void apply_file_defaults(const model_file::LoadedFile& file, train::Flags& flags
   if (!flags.given("data") && !d.mnist().dir().empty()) cf.data = file.resolve(d.mnist().dir()), cf.data_given = true;
   if (!flags.given("seed")) cf.seed = s.training().seed();
   if (!flags.given("limit") && d.has_limit()) cf.limit = d.limit();
-  EMBER_CHECK(!d.has_workers() || (d.workers() >= 0 && d.workers() <= train::kMaxWorkers), file.at_path("data.workers"),
-              ": data.workers is ", d.workers(), " (invalid: expected 0 to ", train::kMaxWorkers, ", as --workers)");
   if (!flags.given("workers") && d.has_workers()) cf.workers = d.workers();
   if (!flags.given("max-steps") && s.training().has_max_steps()) cf.max_steps = s.training().max_steps();
   if (!flags.given("tensorboard") && !s.training().tensorboard().empty())
@@ -247,8 +240,6 @@ void add_network_settings(Settings& meta, const train_file::Network& n) {
 // A classifier's loss (classifier.loss) on `dev`.
 CrossEntropyOptions classifier_loss(const model_file::LoadedFile& file, const Device& dev) {
   const auto& lf = file.spec.classifier().loss();
-  EMBER_CHECK(lf.label_smoothing() >= 0 && lf.label_smoothing() < 1, file.at_top("classifier"),
-              ": classifier.loss.label_smoothing must be in [0, 1)");
   CrossEntropyOptions loss{.label_smoothing = lf.label_smoothing()};
   if (lf.class_weight_size() > 0)
     loss.weight =

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/device.h"
+#include "data/loader_limits.h"
 #include "data/vocabulary.h"
 #include "layers/checkpoint.h"
 #include "train/flags.h"
@@ -24,7 +25,9 @@ namespace ember::train {
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr int kPreemptedExit = 75;  // EX_TEMPFAIL: the scheduler resumes the job later
 // Bounds of --workers and --threads (Flags::integer_in): a typo must not start 100,000 threads.
-inline constexpr long long kMaxWorkers = 256, kMaxThreads = 1024;
+// The workers' is the data library's, which model files check data.workers against too.
+using data::kMaxWorkers;
+inline constexpr long long kMaxThreads = 1024;
 
 // The device as the start-up line names it: on the CPU with the kernels' capability level, the
 // math threads and OpenBLAS's kernels ("cpu (avx2 kernels, 2 threads; OpenBLAS Haswell)"), so a

@@ -10,7 +10,9 @@ namespace {
 class Fcfs final : public RankingPolicy {
  public:
   std::string name() const override { return "fcfs"; }
-  PolicyTraits traits() const override { return {.clairvoyant = false, .preemptive = false, .work_conserving = false}; }
+  PolicyTraits traits() const override {
+    return {.clairvoyant = false, .preemptive = false, .work_conserving = false, .strict_order = true};
+  }
   // Submission order; the strict walk below uses the waiting list, which is already in it.
   Ranked rank(const Job& j, double) override { return {j.spec.submit, 0, 0, &j}; }
   Decision decide(const SchedState& s) override { return list_schedule_sorted(s, s.waiting, {.strict = true}); }

@@ -454,10 +454,33 @@ TEST(ModelFile, SettingsOutOfRangeAreInvalidOnTheirLines) {
            {file_with("", "classifier { solver {\n  sgd { lr: 0.1 }\n  step_lr { step_size: 0 } } }\n", ""),
             "9: classifier.solver.step_lr.step_size is 0 (invalid"},
            {"version: 0\nname: \"t\"\n", "1: version 0 is not a version"},
+           // The data loader's, the augmentation's and the loss's ranges (PyTorch's and torchvision's).
+           {file_with("  workers: -1\n", adam, ""), "6: data.workers is -1 (invalid: expected 0 (load in the training"},
+           {file_with("  workers: 257\n", adam, ""), "6: data.workers is 257 (invalid: expected 0"},
+           {file_with("  augment {\n  crop_padding: -1 }\n", adam, ""),
+            "7: data.augment.crop_padding is -1 (invalid: expected 0 to 1024 pixels)"},
+           {file_with("  augment { crop_padding: 5000 }\n", adam, ""), "6: data.augment.crop_padding is 5000 (invalid"},
+           {file_with("  augment { horizontal_flip: 1.5 }\n", adam, ""),
+            "6: data.augment.horizontal_flip is 1.5 (invalid: expected a probability in [0, 1])"},
+           {file_with("  augment { horizontal_flip: nan }\n", adam, ""), "6: data.augment.horizontal_flip is nan"},
+           {file_with("  augment { affine_degrees: -3 }\n", adam, ""),
+            "6: data.augment.affine_degrees is -3 (invalid: expected degrees in [0, 180])"},
+           {file_with("  augment { affine_degrees: 181 }\n", adam, ""), "6: data.augment.affine_degrees is 181"},
+           {file_with("  augment { affine_translate: 2 }\n", adam, ""),
+            "6: data.augment.affine_translate is 2 (invalid: expected a fraction of the size in [0, 1])"},
+           {file_with("", "classifier {\n  solver { adam { lr: 0.1 } }\n  loss { label_smoothing: 1 }\n}\n", ""),
+            "9: classifier.loss.label_smoothing is 1 (invalid: expected a fraction in [0, 1))"},
+           {file_with("", "classifier {\n  solver { adam { lr: 0.1 } }\n  loss { label_smoothing: -0.1 }\n}\n", ""),
+            "9: classifier.loss.label_smoothing is -0.1 (invalid"},
        }) {
     const std::string e = error_for(c.file);
     EXPECT_TRUE(has(e, c.expected)) << c.file << "\n" << e;
   }
+  // The ends of those ranges load.
+  EXPECT_EQ(error_for(file_with("  workers: 0\n  augment { crop_padding: 1024 horizontal_flip: 1 affine_degrees: 180 "
+                                "affine_translate: 1 }\n",
+                                "classifier { solver { adam { lr: 0.1 } } loss { label_smoothing: 0.99 } }\n", "")),
+            "(no error)");
   // Left out: the defaults. A StepLR without gamma decays by 0.1, as PyTorch's.
   const auto file = load_text(file_with("", "classifier { solver { sgd { lr: 1 } step_lr { step_size: 1 } } }\n", ""));
   auto layer = nn::make<nn::Linear>(2, 2);

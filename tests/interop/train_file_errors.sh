@@ -37,7 +37,7 @@ expect 1 "data.text.level is 'byte' \(expected char or word\)" "$ember" train "$
 edit lm_seq lstm_lm.pbtxt 's/ seq_len: 100//'
 expect 1 "data.text.seq_len is missing" "$ember" train "$dir/lm_seq.pbtxt"
 edit augment mnist_cnn.pbtxt 's/  batch_size: 64/  batch_size: 64\n  augment { crop_padding: -1 }/'
-expect 1 "data.augment: crop_padding, horizontal_flip" "$ember" train "$dir/augment.pbtxt" --limit 64 --checkpoint-dir ''
+expect 1 "augment.pbtxt:25: data.augment.crop_padding is -1 \(invalid: expected 0 to 1024 pixels\)" "$ember" train "$dir/augment.pbtxt" --limit 64 --checkpoint-dir ''
 # Numbers a file gives out of range are invalid, on their own lines: never read as left out (an
 # epochs of 0 once trained 1 epoch, a batch_size of 0 trained batches of 64), never blamed on a flag
 # with the flag list (a rate of 1e400 once was).

@@ -84,6 +84,27 @@ TEST(Checkpoint, ModuleRoundTrip) {
   EXPECT_EQ(c.model_buffers.size(), 3u);     // running_mean, running_var, num_batches_tracked
 }
 
+// The joined view every loader takes: the parameters, then the buffers (a BatchNorm's running
+// statistics), so that loading a checkpoint restores both.
+TEST(Checkpoint, ModelStateIsTheParametersThenTheBuffers) {
+  CheckpointContents c;
+  c.model_parameters = {{"w", ones({2})}, {"v", ones({1})}};
+  c.model_buffers = {{"running_mean", zeros({2})}};
+  const nn::StateDict sd = c.model_state();
+  ASSERT_EQ(sd.size(), 3u);
+  EXPECT_EQ(sd[0].first, "w");
+  EXPECT_EQ(sd[1].first, "v");
+  EXPECT_EQ(sd[2].first, "running_mean");
+  auto bn = nn::make<nn::BatchNorm1d>(2);
+  bn->named_buffers()[0].second.fill_(3.0);
+  CheckpointContents saved;
+  saved.model_parameters = bn->named_parameters();
+  saved.model_buffers = bn->named_buffers();
+  auto fresh = nn::make<nn::BatchNorm1d>(2);
+  fresh->load_state_dict(saved.model_state());
+  EXPECT_EQ(fresh->named_buffers()[0].second.sum().item<float>(), 6.0f);
+}
+
 TEST(Checkpoint, AllDtypesAndEmptyTensors) {
   Scratch s;
   CheckpointContents c;

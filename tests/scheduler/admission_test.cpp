@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "sched_test_util.h"
 #include "scheduler/policies/policies.h"
+#include "scheduler/ranking.h"
 #include "scheduler/sim/report.h"
 
 namespace ember::sched {
@@ -254,6 +255,48 @@ TEST(Admission, TheSimulatorDefersAndRefusesAndReportsTheEstimates) {
       1e-9);
   EXPECT_NE(format_summary(r).find("admission        target 250.0 s"), std::string::npos);
   EXPECT_NE(format_table({r}).find("SLO met"), std::string::npos);
+}
+
+// Until a job has finished, the mean service time is the run-time predictor's prior, the one the
+// simulator's `--set history.prior` sets: not a constant of admission's own.
+TEST(Admission, TheMeanServiceBeforeAnyFinishIsThePredictorsPrior) {
+  EXPECT_DOUBLE_EQ(AdmissionControl({.predictor = {.prior = 120}}, nullptr).mean_service(), 120);
+  EXPECT_DOUBLE_EQ(AdmissionControl({}, nullptr).mean_service(), HistoryOptions{}.prior);
+}
+
+// A policy that keeps FCFS's order under another name, strictly or not: whether the look-ahead
+// stops at the first waiting job that does not fit is the policy's trait, not its name.
+class InOrder final : public RankingPolicy {
+ public:
+  explicit InOrder(bool strict) : strict_(strict) {}
+  std::string name() const override { return "in-order"; }
+  PolicyTraits traits() const override { return {.strict_order = strict_}; }
+  Ranked rank(const Job& j, double) override { return {j.spec.submit, 0, 0, &j}; }
+  Decision decide(const SchedState& s) override { return list_schedule_sorted(s, s.waiting, {.strict = strict_}); }
+
+ private:
+  bool strict_;
+};
+
+// 4 devices: A runs on 2 (100 s), the wide B (4 devices) waits. A new 1-device job starts at once
+// unless the order is strict, when it waits behind B: past A's end.
+TEST(Admission, AStrictOrderIsThePolicysTrait) {
+  std::vector<Job> jobs = four_waiting_jobs();
+  jobs[1].spec.gpus = 4;
+  Cluster cluster(Topology::uniform(4, 0));
+  jobs[0].spec.gpus = 2;
+  jobs[0].devices = cluster.allocate(jobs[0], {{0, 2}});
+  jobs[0].status = JobStatus::kRunning;
+  jobs[0].last_start = 0;
+  const Job* running[] = {&jobs[0]};
+  const Job* waiting[] = {&jobs[1]};
+  SchedState s;
+  s.cluster = &cluster;
+  s.running = running;
+  s.waiting = waiting;
+  InOrder strict(true), loose(false);
+  EXPECT_GE(trained_on_four_queues({}, &strict, jobs)->estimate(s, jobs[3]).lookahead, 100);
+  EXPECT_DOUBLE_EQ(trained_on_four_queues({}, &loose, jobs)->estimate(s, jobs[3]).lookahead, 0);
 }
 
 TEST(Admission, BadOptionsAreErrors) {
