@@ -96,7 +96,10 @@ case $mode in
     expect_like_one_process pp4.csv one4.csv "pipeline, 2 stages (one per host) x 2 replicas"
     ;;
   host_lost)
-    on nodeA "$ember" launch -n 4 --hosts nodeA:2,nodeB:2 -- "$mnist" --data-parallel --limit 8192 --epochs 1 \
+    # Many epochs, so that the run is still stepping when nodeB is killed however fast the machine
+    # (one epoch of 8192 examples took 2.5 s on a quiet Zen 4 and ended before the kill); it never
+    # gets past the kill, so the length costs nothing.
+    on nodeA "$ember" launch -n 4 --hosts nodeA:2,nodeB:2 -- "$mnist" --data-parallel --limit 8192 --epochs 1000 \
       --batch-size 16 >lost.out 2>&1 &
     launcher=$!
     # Mid-step: rank 0 has printed its banner and every rank has run for a moment since.
