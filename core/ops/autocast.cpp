@@ -47,10 +47,9 @@ void note_cpu_support_once(DType dtype) {
   static std::once_flag once;
   if (dtype != DType::BFloat16) return;
   std::call_once(once, [] {
-    const std::string features = " " + cpu_feature_list() + " ";
-    if (features.find(" avx512bf16 ") == std::string::npos)
+    if (!autocast_bf16_is_native())
       std::fprintf(stderr,
-                   "ember: autocast bfloat16 on a CPU without AVX512-BF16: it runs as conversions and "
+                   "ember: autocast bfloat16 at a CPU level without AVX512-BF16: it runs as conversions and "
                    "float32 arithmetic (correct, not faster)\n");
   });
 }
@@ -89,6 +88,15 @@ Tensor cast_operand(const Tensor& t, AutocastClass cls, DType low) {
 }
 
 }  // namespace
+
+// The level the kernels run at decides, not the CPU's flags: under EMBER_CPU_CAPABILITY=avx512 on a
+// CPU with AVX512-BF16 the bfloat16 GEMM takes its float32 fallback too. A native build's kernels
+// use whatever -march=native gave them.
+bool autocast_bf16_is_native() {
+  const CpuCapability level = cpu_capability();
+  if (level == CpuCapability::Native) return (" " + cpu_feature_list() + " ").find(" avx512bf16 ") != std::string::npos;
+  return level >= CpuCapability::Avx512Bf16;
+}
 
 thread_local bool detail::t_autocast_any = false;
 

@@ -67,6 +67,9 @@ DType autocast_dtype(DeviceType t);
 // How many parameter casts the innermost scope's cache holds (tests check that a parameter is cast
 // once per step); 0 outside any scope.
 size_t autocast_cached_casts();
+// Whether bfloat16 products run on AVX512-BF16 at the CPU level in use (else autocast says once
+// that they run as conversions and float32 arithmetic).
+bool autocast_bf16_is_native();
 
 namespace detail {
 // True while any autocast scope is enabled on this thread: the ops' fast test.

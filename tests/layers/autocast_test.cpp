@@ -2,12 +2,15 @@
 // float32 gradients, the per-step cache of a parameter's 16-bit copy and its invalidation, nesting
 // and turning autocast off, other device types, float64 untouched (gradient checks included),
 // backward inside a scope, and the dtype check.
+#include "core/ops/autocast.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
+#include "core/cpu_capability.h"
 #include "core/ops.h"
 #include "layers/conv.h"
 #include "layers/functional.h"
@@ -187,4 +190,16 @@ TEST(Autocast, BackwardInsideAScopeMatchesOutside) {
 TEST(Autocast, RefusesAFullPrecisionDtype) {
   test_util::expect_error([] { autocast ac(Device::cpu(), DType::Float32); }, "autocast", "bfloat16 or float16");
   EXPECT_FALSE(autocast_enabled(DeviceType::CPU));
+}
+
+// The note that bfloat16 gains nothing follows the level the kernels run at, not the CPU's flags:
+// a CPU with AVX512-BF16 forced down to avx512 runs the float32 fallback.
+TEST(Autocast, Bf16IsNativeOnlyAtTheAvx512Bf16Level) {
+  const CpuCapability before = cpu_capability();
+  for (CpuCapability level : cpu_capabilities_available()) {
+    if (level == CpuCapability::Native) continue;
+    set_cpu_capability(level);
+    EXPECT_EQ(autocast_bf16_is_native(), level == CpuCapability::Avx512Bf16) << cpu_capability_name(level);
+  }
+  set_cpu_capability(before);
 }
