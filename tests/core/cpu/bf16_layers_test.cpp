@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -24,7 +25,8 @@ namespace {
 
 EMBER_CPU_LEVEL_FIXTURE(Bf16Layers);
 
-int g_bf16_gemms = 0;
+// Atomic: the convolution's GEMMs run on OpenMP threads, each through the observer.
+std::atomic<int> g_bf16_gemms = 0;
 void count_gemms(const void* stub, DeviceType t, int) {
   if (t == DeviceType::CPU && stub == &gemm_stub) ++g_bf16_gemms;
 }
@@ -100,12 +102,12 @@ EMBER_CPU_LEVEL_TEST(Bf16Layers, ConvolutionPassesAgreeWithFloat32ThroughTheBf16
     Tensor gb = empty({g.OC}, bf);
     AtThisLevel level;
     conv2d_forward_stub.cpu_kernel()(out, x.b16, w.b16, b.b16, g);
-    const int forward_gemms = g_bf16_gemms;
+    const int forward_gemms = g_bf16_gemms.load();
     conv2d_backward_input_stub.cpu_kernel()(gi, go.b16, w.b16, Tensor(), g);
     conv2d_backward_weight_stub.cpu_kernel()(gw, gb, go.b16, x.b16, g);
     const std::string at = "C " + std::to_string(g.C) + " OC " + std::to_string(g.OC) + " k " + std::to_string(g.KH);
     EXPECT_GT(forward_gemms, 0) << at;
-    EXPECT_GT(g_bf16_gemms, forward_gemms) << at;
+    EXPECT_GT(g_bf16_gemms.load(), forward_gemms) << at;
     EXPECT_LT(relative_error(out, out32), 0.02) << at;
     EXPECT_LT(relative_error(gi, gi32), 0.02) << at;
     EXPECT_LT(relative_error(gw, gw32), 0.02) << at;
@@ -139,7 +141,7 @@ EMBER_CPU_LEVEL_TEST(Bf16Layers, LstmAgreesWithFloat32ThroughTheBf16Gemm) {
   const std::vector<Tensor> ref = run(false);
   AtThisLevel level;
   const std::vector<Tensor> got = run(true);
-  EXPECT_GE(g_bf16_gemms, 4);  // the input projection, and the input and both weight gradients
+  EXPECT_GE(g_bf16_gemms.load(), 4);  // the input projection, and the input and both weight gradients
   for (size_t i = 0; i < ref.size(); ++i) EXPECT_LT(relative_error(got[i], ref[i]), 0.03) << "output " << i;
 }
 
