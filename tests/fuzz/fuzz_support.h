@@ -4,8 +4,12 @@
 // bug stays a regression test in the ordinary test run too.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdint>
 #include <cstdio>
@@ -38,11 +42,28 @@ inline std::string& scratch_path() {
   return path;
 }
 
+// A target that crashed (a finding: libFuzzer ends it with _Exit, so atexit never runs) leaves
+// its scratch file behind; the next run removes the files of processes that no longer exist.
+inline void remove_stale_scratch_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const std::string prefix = "ember-fuzz-";
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
 inline const std::string& scratch_file(const uint8_t* data, size_t size, const char* suffix) {
   std::string& path = scratch_path();
   if (path.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (tmp && *tmp ? tmp : "/tmp");
+    remove_stale_scratch_files(dir);
     path = dir + "/ember-fuzz-" + std::to_string(::getpid()) + suffix;
     std::atexit([] { ::unlink(scratch_path().c_str()); });
   }
