@@ -28,13 +28,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/gemm_geometry.h"
+#include "core/cuda/gemm_params.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/mma.h"
+#include "core/cuda/sgemm_warptile.h"
 #include "core/error.h"
 #include "core/gemm_kernels.h"
 #include "core/tensor.h"
@@ -60,19 +64,6 @@ template <>
 struct Tile<double> {
   static constexpr int BM = 64, BN = 64, BK = 8, TM = 4, TN = 4, kMinBlocks = 1;
   static constexpr bool kPrefetch = true;
-};
-
-template <typename T>
-struct Params {
-  const T* a;
-  const T* b;
-  T* c;
-  int64_t lda, ldb, ldc;
-  int64_t stride_a, stride_b, stride_c;
-  int64_t batch;
-  int m, n, k;
-  int m_on_x;  // row tiles on grid x, column tiles on y (core/cuda/gemm_geometry.h); else the reverse
-  T alpha, beta;
 };
 
 // Moves one BK-deep slice of op(A) (BM x BK) and op(B) (BK x BN) from global memory into
@@ -153,15 +144,6 @@ struct Identity {
 struct ToTf32 {
   EMBER_DEVICE float operator()(float v) const { return to_tf32(v); }
 };
-
-// C = alpha acc + beta C (beta == 0: C is write-only, so old NaNs do not leak through 0 * NaN).
-template <typename T>
-EMBER_DEVICE void store_c(T* C, const Params<T>& p, int m, int n, T acc) {
-  if (m < p.m && n < p.n) {
-    T* out = C + static_cast<int64_t>(m) * p.ldc + n;
-    *out = p.beta == T(0) ? p.alpha * acc : p.alpha * acc + p.beta * *out;
-  }
-}
 
 // Grid: the larger of the M and N tile counts on x, the other on y (p.m_on_x says which), z over
 // batch entries (grid-strided).
@@ -359,6 +341,47 @@ void launch_gemm(Params<T> p) {
   launch(gemm_kernel<T, TA, TB>, grid, kThreads, 0, kernel_stream(), p);
 }
 
+// The fast float kernel's tile configurations (core/cuda/sgemm_warptile.h), by the name
+// EMBER_GEMM_TILE gives them; the first is the default. scripts/gpu-check.sh times each on a lent
+// GPU (the autotune sweep) and prints the winner per shape.
+constexpr const char* kWarpTileNames[] = {"128x128x8", "128x64x8", "64x128x8"};
+
+// Read on every call, as EMBER_GEMM_TF32 is, so that a sweep can switch it within one process.
+int warp_tile_choice() {
+  const char* v = std::getenv("EMBER_GEMM_TILE");
+  if (!v || !*v) return 0;
+  for (int i = 0; i < static_cast<int>(std::size(kWarpTileNames)); ++i)
+    if (std::strcmp(v, kWarpTileNames[i]) == 0) return i;
+  EMBER_CHECK(false, "EMBER_GEMM_TILE = '", v, "'; expected one of 128x128x8, 128x64x8, 64x128x8");
+  return 0;
+}
+
+template <typename Cfg, bool TA, bool TB>
+void launch_warptile(Params<float> p) {
+  const dim3 grid = grid_for(p, Cfg::BM, Cfg::BN);
+  launch(sgemm_warptile<Cfg, TA, TB>, grid, Cfg::kThreads, 0, kernel_stream(), p);
+}
+
+template <bool TA, bool TB>
+void launch_sgemm_fast(const Params<float>& p) {
+  switch (warp_tile_choice()) {
+    case 1:
+      return launch_warptile<WarpTile<2, 2, 8>, TA, TB>(p);
+    case 2:
+      return launch_warptile<WarpTile<1, 4, 8>, TA, TB>(p);
+    default:
+      return launch_warptile<WarpTile<2, 4, 8>, TA, TB>(p);
+  }
+}
+
+// The fast kernel reads and writes 16 bytes at a time: every matrix 16-byte aligned, every leading
+// dimension and batch stride a multiple of 4 floats. Otherwise gemm_kernel, element by element.
+bool vector_aligned(const Params<float>& p) {
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  return aligned(p.a) && aligned(p.b) && aligned(p.c) && p.lda % 4 == 0 && p.ldb % 4 == 0 && p.ldc % 4 == 0 &&
+         p.stride_a % 4 == 0 && p.stride_b % 4 == 0 && p.stride_c % 4 == 0;
+}
+
 template <bool TA, bool TB>
 void launch_gemm_tf32(Params<float> p) {
   const dim3 grid = grid_for(p, kTfBM, kTfBN);
@@ -399,6 +422,13 @@ void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
         g.trans_b ? launch_gemm_tf32<true, true>(p) : launch_gemm_tf32<true, false>(p);
       else
         g.trans_b ? launch_gemm_tf32<false, true>(p) : launch_gemm_tf32<false, false>(p);
+      return;
+    }
+    if (vector_aligned(p)) {
+      if (g.trans_a)
+        g.trans_b ? launch_sgemm_fast<true, true>(p) : launch_sgemm_fast<true, false>(p);
+      else
+        g.trans_b ? launch_sgemm_fast<false, true>(p) : launch_sgemm_fast<false, false>(p);
       return;
     }
   }
