@@ -6,10 +6,12 @@
 //   MnistCnn (batch 64) and DCGAN training samples/s, and Ember kernel launches per training step
 // A row whose implementation is missing (no GPU, no native kernel registered, no vendor path)
 // prints "n/a" and why; nothing is estimated. Usage: gpu [--quick] (--quick: fewer sizes and
-// repetitions, for scripts/gpu-check.sh's time budget).
+// repetitions, for scripts/gpu-check.sh's time budget); gpu --tiles: the SGEMM tile sweep; gpu --ncu:
+// one native SGEMM and conv for Nsight Compute (both below).
 #include <ember/config.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -204,23 +206,84 @@ void training_rows(Table& t) {
   }
 }
 
+// The autotune sweep (--tiles): the native float GEMM under each tile configuration that
+// EMBER_GEMM_TILE names (core/cuda/gemm.cu), on a square and two of the examples' shapes; prints
+// the table and, per shape, the winner. scripts/gpu-check.sh runs it on a lent GPU.
+int tile_sweep() {
+  struct S {
+    int64_t m, n, k;
+  };
+  const S shapes[] = {{4096, 4096, 4096}, {2048, 2048, 2048}, {256, 1024, 4096}};
+  const char* tiles[] = {"128x128x8", "128x64x8", "64x128x8"};
+  Table t{{"sgemm m x n x k", "tile", "native", "", ""}, {}};
+  for (const S& s : shapes) {
+    Tensor a = randn({s.m, s.k}, {.device = kGpu}), b = randn({s.k, s.n}, {.device = kGpu});
+    const double flops = 2.0 * s.m * s.n * s.k;
+    std::string best;
+    double best_s = 0;
+    for (const char* tile : tiles) {
+      setenv("EMBER_GEMM_TILE", tile, 1);
+      const double sec = time_with(KernelFamily::Gemm, KernelChoice::Native, [&] { (void)matmul(a, b); });
+      if (best.empty() || sec < best_s) best = tile, best_s = sec;
+      t.rows.push_back({std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k), tile,
+                        fmt("%.3f ms ", sec * 1e3) + fmt("(%.1f TFLOP/s)", flops / sec / 1e12), "", ""});
+    }
+    unsetenv("EMBER_GEMM_TILE");
+    std::printf("tile winner %lldx%lldx%lld: %s (%.1f TFLOP/s)\n", static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k), best.c_str(), flops / best_s / 1e12);
+  }
+  set_kernel_choice(KernelFamily::Gemm, KernelChoice::Auto);
+  t.print();
+  return 0;
+}
+
+// --ncu: one native SGEMM at 4096^3 and one native ResNet 3x3 convolution forward, after a
+// warm-up each, for Nsight Compute to profile (scripts/gpu-check.sh picks the kernels by name).
+int ncu_once() {
+  set_kernel_choice(KernelFamily::Gemm, KernelChoice::Native);
+  set_kernel_choice(KernelFamily::Conv, KernelChoice::Native);
+  Tensor a = randn({4096, 4096}, {.device = kGpu}), b = randn({4096, 4096}, {.device = kGpu});
+  Tensor x = randn({32, 64, 56, 56}, {.device = kGpu}), w = randn({64, 64, 3, 3}, {.device = kGpu});
+  NoGradGuard ng;
+  Conv2dParams p{.padding = {1, 1}};
+  for (int r = 0; r < 2; ++r) {
+    (void)matmul(a, b);
+    (void)conv2d(x, w, Tensor(), p);
+  }
+  sync();
+  std::printf("bench/gpu --ncu: ran sgemm 4096^3 and conv 32x64x56x56 -> 64 (3x3) twice each\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return ember::bench::guarded_main(argv[0], [&]() -> int {
     if (bench::help_requested(
             argc, argv,
-            "usage: %s [--quick]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput on a GPU "
-            "(n/a rows without one).\n"))
+            "usage: %s [--quick] [--tiles | --ncu]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput "
+            "on a GPU (n/a rows without one). --tiles: the SGEMM tile sweep (EMBER_GEMM_TILE); --ncu: one "
+            "native SGEMM and conv for Nsight Compute.\n"))
       return 0;
+    bool tiles = false, ncu = false;
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--quick") == 0) {
         g_quick = true;
+      } else if (std::strcmp(argv[i], "--tiles") == 0) {
+        tiles = true;
+      } else if (std::strcmp(argv[i], "--ncu") == 0) {
+        ncu = true;
       } else {
-        std::fprintf(stderr, "gpu: unknown argument '%s' (usage: gpu [--quick])\n", argv[i]);
+        std::fprintf(stderr, "gpu: unknown argument '%s' (usage: gpu [--quick] [--tiles | --ncu])\n", argv[i]);
         return 2;
       }
     }
+    if ((tiles || ncu) && cuda_device_count() == 0) {
+      std::printf("bench/gpu: skipped: no CUDA device\n");
+      return 0;
+    }
+    if (tiles) return tile_sweep();
+    if (ncu) return ncu_once();
     Table kernels{{"kernel", "size", "native", "vendor (cuBLAS/cuDNN)", "vendor/native time"}, {}};
     Table training{{"training", "size", "throughput", "Ember launches/step", ""}, {}};
     if (cuda_device_count() == 0) {

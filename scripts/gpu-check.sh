@@ -21,6 +21,7 @@
 #   8. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
 #      fraction of the detected GPU's FP32 ceiling (ceilings_of below: NVIDIA's published figures
 #      for the cards this check has met; for another card the rates are printed without fractions)
+#   9. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
 # Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
@@ -336,6 +337,45 @@ if ((libs_ok)); then
 else
   add "bench_gpu" "not run: vendor libraries missing" 0
 fi
+
+# ---------------------------------------------------------------- 9. kernel counters, tile sweep (issue 50)
+# Nsight Compute on the native SGEMM (4096^3) and conv (ResNet 3x3 forward), one launch each
+# (bench_gpu --ncu): achieved occupancy, DRAM and L2 throughput, SM throughput, to set beside the
+# emulator's report (docs/cuda/kernel-report.md). Then the autotune sweep of the SGEMM's tile
+# configurations (bench_gpu --tiles: each EMBER_GEMM_TILE timed, the winner per shape printed).
+ncu_metrics=sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
+ncu_metrics+=,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+kernel_tuning_step() {
+  local t0=$SECONDS rc kernel ncu_bin
+  ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+  if [[ -z $ncu_bin ]]; then
+    add "ncu kernels" "skipped: ncu not found" 0
+  else
+    for kernel in sgemm_warptile implicit_gemm; do
+      echo "---- ncu $kernel"
+      run_step 90 "$tmp/ncu-$kernel.out" "$ncu_bin" --target-processes all --kernel-name "regex:$kernel" \
+        --launch-skip 1 --launch-count 1 --metrics "$ncu_metrics" "$bundle/run" bench_gpu --ncu >/dev/null
+      rc=$?
+      grep -E "$kernel|sm__|dram__|lts__|==PROF==|==ERROR==" "$tmp/ncu-$kernel.out" || true
+      if ((rc == 0)); then add "ncu $kernel" "ok (metrics above in the log)" $((SECONDS - t0))
+      else add "ncu $kernel" "FAILED (exit $rc)" $((SECONDS - t0)); fail; fi
+    done
+  fi
+  t0=$SECONDS
+  echo "---- sgemm tile sweep"
+  run_step 120 "$tmp/tiles.out" "$bundle/run" bench_gpu --tiles >/dev/null
+  rc=$?
+  cat "$tmp/tiles.out"
+  if grep -q "skipped: no CUDA device" "$tmp/tiles.out"; then
+    add "sgemm tiles" "skipped: no CUDA device" $((SECONDS - t0))
+  elif ((rc == 0)); then
+    add "sgemm tiles" "$(grep -c '^tile winner' "$tmp/tiles.out") winners (table in the log)" $((SECONDS - t0))
+  else
+    add "sgemm tiles" "FAILED (exit $rc)" $((SECONDS - t0))
+    fail
+  fi
+}
+if ((libs_ok)); then kernel_tuning_step; else add "ncu, sgemm tiles" "not run: vendor libraries missing" 0; fi
 
 # ---------------------------------------------------------------- summary (last)
 {
