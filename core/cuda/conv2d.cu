@@ -192,8 +192,10 @@ struct BackwardFilter {
 // the global loads' latency overlaps the arithmetic.
 template <typename T, typename Problem>
 __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits, int kchunk) {
-  // +4 keeps the rows 16-byte aligned and staggers the banks between rows.
-  EMBER_SHARED(T, As, [kBK][kBM + 4]);
+  // Padding staggers the banks between rows (every access here is scalar, so rows need no 16-byte
+  // alignment). A's store writes 16 rows (a_k) x 2 columns per warp: a row stride of 2 mod 32
+  // words puts them in 32 different banks (with +4, rows 8 apart met in one bank: 2 wavefronts).
+  EMBER_SHARED(T, As, [kBK][kBM + 2]);
   EMBER_SHARED(T, Bs, [kBK][kBN + 4]);
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % (kBN / kTN), ty = tid / (kBN / kTN);
