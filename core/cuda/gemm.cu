@@ -3,8 +3,13 @@
 // a batch (strides 0 broadcast one matrix), hand-written rather than cuBLAS (the vendor path is
 // the second implementation).
 //
-// One kernel template, instantiated per dtype and transpose pair (the transposes decide how a
-// tile is read from global memory, so they are compile-time):
+// float GEMMs whose matrices are 16-byte aligned with leading dimensions and batch strides in
+// multiples of 4 floats (most: the caching allocator hands out 512-byte blocks of cudaMalloc's
+// 256-byte aligned memory, and most widths are multiples of 4) run the vectorised warp-tiled
+// kernel of core/cuda/sgemm_warptile.h (16-byte loads, cp.async into two shared stages, 64 x 32
+// warp tiles read with 16-byte shared loads; EMBER_GEMM_TILE picks its tile configuration). The others, and every
+// double GEMM, run gemm_kernel below, the scalar design: one template per dtype and transpose pair (the transposes
+// decide how a tile is read from global memory, so they are compile-time):
 //   - a BM x BN output tile per block, the K dimension walked in BK-deep slices staged in shared
 //     memory, stored k-major (As[k][m], Bs[k][n]) so the inner product reads rows of both;
 //   - register blocking: each thread accumulates TM x TN outputs, rows ty + i * (BM / TM) and
