@@ -118,6 +118,16 @@ class GroupWork final : public Work {
 
 }  // namespace
 
+void check_exchange(const std::vector<P2POp>& ops, int rank, int size, Device device) {
+  EMBER_CHECK(!ops.empty(), "exchange: expected at least one transfer");
+  for (const P2POp& op : ops) {
+    const char* what = op.kind == P2POp::Send ? "exchange send" : "exchange recv";
+    check_tensor(op.t, what, device);
+    EMBER_CHECK(op.peer >= 0 && op.peer < size && op.peer != rank, what, ": expected another rank in [0, ", size,
+                "), got ", op.peer);
+  }
+}
+
 std::string describe_group(const std::vector<P2POp>& ops, const std::string& label) {
   int64_t sent = 0, received = 0;
   for (const P2POp& op : ops) (op.kind == P2POp::Send ? sent : received) += op.t.defined() ? op.t.numel() : 0;
@@ -128,7 +138,7 @@ std::string describe_group(const std::vector<P2POp>& ops, const std::string& lab
 }
 
 WorkPtr Communicator::exchange(std::vector<P2POp> ops, std::string label) {
-  EMBER_CHECK(!ops.empty(), "exchange: expected at least one transfer");
+  check_exchange(ops, rank(), size(), device());
   std::string what = describe_group(ops, label);
   std::vector<WorkPtr> members;
   members.reserve(ops.size());

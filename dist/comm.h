@@ -125,6 +125,9 @@ void check_tensor(const Tensor& t, const char* what, Device device);
 void check_reducible(const Tensor& t, ReduceOp op, const char* what);
 // "all_reduce sum 'bucket 3' (1234 float32)"
 std::string describe(const char* op, const Tensor& t, const std::string& label, const char* extra = nullptr);
+// Every transfer of a group: a defined contiguous tensor on `device`, another rank as the peer.
+// Checked before any is posted, so that a refused group leaves nothing half sent.
+void check_exchange(const std::vector<P2POp>& ops, int rank, int size, Device device);
 // "exchange 'gradient 2' (3 transfers: 96 elements sent, 48 received)"
 std::string describe_group(const std::vector<P2POp>& ops, const std::string& label);
 

@@ -239,15 +239,9 @@ WorkPtr NcclCommunicator::recv(Tensor t, int src, int tag) {
 // together, so two ranks sending to each other (1F1B's gradient going back while the next
 // activation comes forward) proceed at once instead of each waiting for the other's receive.
 WorkPtr NcclCommunicator::exchange(std::vector<P2POp> ops, std::string label) {
-  EMBER_CHECK(!ops.empty(), "exchange: expected at least one transfer");
+  check_exchange(ops, rank_, size_, device_);
   std::vector<Tensor> keep;
-  for (const P2POp& op : ops) {
-    const char* what = op.kind == P2POp::Send ? "exchange send" : "exchange recv";
-    check_tensor(op.t, what, device_);
-    EMBER_CHECK(op.peer >= 0 && op.peer < size_ && op.peer != rank_, what, ": expected another rank in [0, ", size_,
-                "), got ", op.peer);
-    keep.push_back(op.t);
-  }
+  for (const P2POp& op : ops) keep.push_back(op.t);
   return impl_->run(describe_group(ops, label), std::move(keep), [&](cudaStream_t s) {
     ncclResult_t first = ncclGroupStart();
     if (first != ncclSuccess) return first;

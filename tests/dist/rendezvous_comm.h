@@ -71,6 +71,7 @@ class RendezvousCommunicator final : public ember::dist::Communicator {
   // sending to each other inside their groups both complete; the group returns when all have.
   ember::dist::WorkPtr exchange(std::vector<ember::dist::P2POp> ops, std::string label) override {
     using ember::dist::P2POp;
+    ember::dist::check_exchange(ops, rank(), size(), device());
     const std::string what = ember::dist::describe_group(ops, label);
     std::vector<ember::dist::WorkPtr> data, acks;
     std::vector<ember::Tensor> ack_bufs;
