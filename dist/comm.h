@@ -1,7 +1,7 @@
 // The Communicator: how the ranks of one data-parallel job talk to each other. Every collective
-// (all_reduce, broadcast, all_gather, reduce_scatter), point-to-point transfer (send/recv) and
-// barrier is asynchronous: it is queued and returns a Work handle at once, so the caller (the
-// data-parallel reducer, inside a gradient hook) keeps computing while the transfer progresses.
+// (all_reduce, broadcast, all_gather, reduce_scatter), point-to-point transfer (send/recv, and a
+// group of them posted together: exchange) and barrier is asynchronous: it is queued and returns a Work handle at once,
+// so the caller (the data-parallel reducer, inside a gradient hook) keeps computing while the transfer progresses.
 // Operations are executed in the order they are issued, and every rank must issue the same
 // collectives in the same order (as MPI and NCCL require).
 //
