@@ -199,10 +199,30 @@ gtest_step() {  # gtest_step <name> <cap> <program> [args...]
 # SKIP naming it). The device image has no OpenMPI: the ranks meet through a folder
 # (tests/gpu/file_bootstrap.h). The suite: every collective, the communicator contract the MPI
 # suites run (grouped exchanges, order, ncclCommSplit), a 2-stage pipeline under both schedules,
-# DDP of the MNIST CNN and of the LSTM LM, each against one process. NCCL_MAX_CTAS bounds each
-# rank's channels (two ranks short of SMs hang, says NCCL).
+# DDP of the MNIST CNN and of the LSTM LM, each against one process. Then, if it passed, DDP
+# steps timed with the bucketed all-reduce overlapped with backward and without. NCCL_MAX_CTAS
+# bounds each rank's channels (two ranks short of SMs hang, says NCCL).
+# two_ranks <cap> <output prefix> [args...]: both ranks' exit statuses in rc0 and rc1.
+two_ranks() {
+  local cap=$1 prefix=$2 t rv r pids=()
+  shift 2
+  t=$(step_timeout "$cap")
+  if ((t == 0)); then rc0=125 rc1=125; return; fi
+  rv=$(mktemp -d "$tmp/rendezvous.XXXX")
+  for r in 0 1; do
+    NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_MAX_CTAS=${NCCL_MAX_CTAS:-8} EMBER_TEST_RENDEZVOUS=$rv EMBER_TEST_RANK=$r \
+      EMBER_TEST_WORLD_SIZE=2 timeout --kill-after=5 "$t" "$bundle/run" ember_gpu_nccl_tests "$@" >"$prefix.$r" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[0]}"
+  rc0=$?
+  wait "${pids[1]}"
+  rc1=$?
+  cat "$prefix.0"
+  sed 's/^/[rank 1] /' "$prefix.1"
+}
 nccl_two_ranks() {
-  local name="nccl (2 ranks)" t0=$SECONDS ver code wheel rv t r rc0 rc1 v short
+  local name="nccl (2 ranks)" t0=$SECONDS ver code wheel v short rc0 rc1
   if ((!have_gpu)); then
     add "$name" "skipped: no CUDA device" 0
     return 0
@@ -224,29 +244,21 @@ nccl_two_ranks() {
     add "$name" "SKIP: NCCL $short loaded (wheel ${wheel:-none}); sharing a GPU needs >= 2.30" $((SECONDS - t0))
     return 0
   fi
-  t=$(step_timeout 150)
-  if ((t == 0)); then
-    add "$name" "not run: budget spent" 0
-    fail
-    return 1
-  fi
-  rv=$(mktemp -d "$tmp/rendezvous.XXXX")
-  local pids=()
-  for r in 0 1; do
-    NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_MAX_CTAS=${NCCL_MAX_CTAS:-8} EMBER_TEST_RENDEZVOUS=$rv EMBER_TEST_RANK=$r \
-      EMBER_TEST_WORLD_SIZE=2 timeout --kill-after=5 "$t" "$bundle/run" ember_gpu_nccl_tests >"$tmp/nccl2.$r.out" 2>&1 &
-    pids+=($!)
-  done
-  wait "${pids[0]}"
-  rc0=$?
-  wait "${pids[1]}"
-  rc1=$?
-  cat "$tmp/nccl2.0.out"
-  sed 's/^/[rank 1] /' "$tmp/nccl2.1.out"
-  v=$(verdict $rc0 "$tmp/nccl2.0.out")
+  two_ranks 150 "$tmp/nccl2"
+  v=$(verdict $rc0 "$tmp/nccl2.0")
   if ((rc1 != 0)) && ! is_fail "$v"; then v="FAILED (rank 1 exit $rc1; see the log)"; fi
   add "$name" "$v, NCCL $short, NCCL_MAX_CTAS=${NCCL_MAX_CTAS:-8}" $((SECONDS - t0))
   if is_fail "$v"; then fail; return 1; fi
+  t0=$SECONDS
+  echo "---- ddp overlap (2 ranks)"
+  two_ranks 60 "$tmp/overlap" --ddp-overlap
+  if ((rc0 == 0 && rc1 == 0)); then
+    add "ddp overlap" "$(sed -nE 's/^ddp overlap: +([a-z ]+[a-z]) +([0-9.]+ ms).*/\1 \2/p' "$tmp/overlap.0" | paste -sd';' - | sed 's/;/; /g') per step" \
+      $((SECONDS - t0))
+  else
+    add "ddp overlap" "FAILED (exit $rc0/$rc1; see the log)" $((SECONDS - t0))
+    fail
+  fi
   return 0
 }
 smoke_ok=0

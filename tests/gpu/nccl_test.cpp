@@ -9,9 +9,10 @@
 // started without a launcher (scripts/gpu-check.sh, from the GPU bundle) it is one rank
 // bootstrapped by a SelfCommunicator, or, with EMBER_TEST_RENDEZVOUS set, one of several ranks
 // the check started itself (file_bootstrap.h; two on one GPU under NCCL_MULTI_RANK_GPU_ENABLE=1).
-// `ember_gpu_nccl_tests --nccl-version` prints the version of the NCCL library it loads. The tests are written for any
-// number of ranks. Without a CUDA device for every rank of the node, every rank prints why and exits 0, and ctest
-// reports the test as skipped.
+// `ember_gpu_nccl_tests --nccl-version` prints the version of the NCCL library it loads;
+// `--ddp-overlap` times data-parallel steps with and without overlap instead (ddp_overlap_timing.h). The tests are
+// written for any number of ranks. Without a CUDA device for every rank of the node, every rank prints why and exits 0,
+// and ctest reports the test as skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +27,7 @@
 #include "core/device.h"
 #include "core/generator.h"
 #include "core/ops.h"
+#include "ddp_overlap_timing.h"
 #include "dist/comm_mpi.h"
 #include "dist/comm_nccl.h"
 #include "dist/comm_self.h"
@@ -392,6 +394,12 @@ int main(int argc, char** argv) {
   g_nccl = std::make_unique<NcclCommunicator>(*g_mpi);
   std::cout << "rank " << g_nccl->rank() << " of " << g_nccl->size() << " on " << g_nccl->device().str() << ", "
             << g_mpi->backend() << " bootstrap, NCCL " << NcclCommunicator::runtime_version() << std::endl;
+  if (argc == 2 && std::string(argv[1]) == "--ddp-overlap") {  // gtest has taken its own flags
+    gpu_test::time_ddp_overlap(*g_nccl);
+    g_nccl.reset();
+    g_mpi.reset();
+    return 0;
+  }
   if (g_mpi->rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
