@@ -95,15 +95,17 @@ class GroupWork final : public Work {
     mark_started();
   }
   void wait() override {
-    std::exception_ptr first;
-    for (auto& w : members_) {  // every member is waited for, so none is left running unseen
-      try {
-        w->wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
+    if (!Work::completed()) {  // finished once, however often it is waited for
+      std::exception_ptr first;
+      for (auto& w : members_) {  // every member is waited for, so none is left running unseen
+        try {
+          w->wait();
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
       }
+      finish(first);
     }
-    finish(first);
     Work::wait();
   }
   bool completed() const override {
