@@ -86,6 +86,70 @@ std::string describe(const char* op, const Tensor& t, const std::string& label, 
   return s;
 }
 
+namespace {
+
+// The handle of a group: waits for each member, and fails with the first member's failure.
+class GroupWork final : public Work {
+ public:
+  GroupWork(std::string what, std::vector<WorkPtr> members) : Work(std::move(what)), members_(std::move(members)) {
+    mark_started();
+  }
+  void wait() override {
+    if (!Work::completed()) {  // finished once, however often it is waited for
+      std::exception_ptr first;
+      for (auto& w : members_) {  // every member is waited for, so none is left running unseen
+        try {
+          w->wait();
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
+      finish(first);
+    }
+    Work::wait();
+  }
+  bool completed() const override {
+    for (const auto& w : members_)
+      if (!w->completed()) return false;
+    return true;
+  }
+
+ private:
+  std::vector<WorkPtr> members_;
+};
+
+}  // namespace
+
+void check_exchange(const std::vector<P2POp>& ops, int rank, int size, Device device) {
+  EMBER_CHECK(!ops.empty(), "exchange: expected at least one transfer");
+  for (const P2POp& op : ops) {
+    const char* what = op.kind == P2POp::Send ? "exchange send" : "exchange recv";
+    check_tensor(op.t, what, device);
+    EMBER_CHECK(op.peer >= 0 && op.peer < size && op.peer != rank, what, ": expected another rank in [0, ", size,
+                "), got ", op.peer);
+  }
+}
+
+std::string describe_group(const std::vector<P2POp>& ops, const std::string& label) {
+  int64_t sent = 0, received = 0;
+  for (const P2POp& op : ops) (op.kind == P2POp::Send ? sent : received) += op.t.defined() ? op.t.numel() : 0;
+  std::string s = "exchange";
+  if (!label.empty()) s += " '" + label + "'";
+  return s + " (" + std::to_string(ops.size()) + " transfers: " + std::to_string(sent) + " elements sent, " +
+         std::to_string(received) + " received)";
+}
+
+WorkPtr Communicator::exchange(std::vector<P2POp> ops, std::string label) {
+  check_exchange(ops, rank(), size(), device());
+  std::string what = describe_group(ops, label);
+  std::vector<WorkPtr> members;
+  members.reserve(ops.size());
+  for (P2POp& op : ops)
+    members.push_back(op.kind == P2POp::Send ? send(std::move(op.t), op.peer, op.tag)
+                                             : recv(std::move(op.t), op.peer, op.tag));
+  return std::make_shared<GroupWork>(std::move(what), std::move(members));
+}
+
 std::unique_ptr<Communicator> Communicator::split(int, int) {
   EMBER_FAIL(backend(), ": this backend cannot split its communicator into groups");
 }

@@ -1,7 +1,7 @@
 // The Communicator: how the ranks of one data-parallel job talk to each other. Every collective
-// (all_reduce, broadcast, all_gather, reduce_scatter), point-to-point transfer (send/recv) and
-// barrier is asynchronous: it is queued and returns a Work handle at once, so the caller (the
-// data-parallel reducer, inside a gradient hook) keeps computing while the transfer progresses.
+// (all_reduce, broadcast, all_gather, reduce_scatter), point-to-point transfer (send/recv, and a
+// group of them posted together: exchange) and barrier is asynchronous: it is queued and returns a Work handle at once,
+// so the caller (the data-parallel reducer, inside a gradient hook) keeps computing while the transfer progresses.
 // Operations are executed in the order they are issued, and every rank must issue the same
 // collectives in the same order (as MPI and NCCL require).
 //
@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -65,6 +66,15 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+// One point-to-point transfer of a group posted together (Communicator::exchange).
+struct P2POp {
+  enum Kind { Send, Recv };
+  Kind kind = Send;
+  Tensor t;
+  int peer = 0;
+  int tag = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -94,6 +104,14 @@ class Communicator {
   virtual WorkPtr send(Tensor t, int dst, int tag = 0) = 0;
   virtual WorkPtr recv(Tensor t, int src, int tag = 0) = 0;
   virtual WorkPtr barrier(std::string label = {}) = 0;
+  // Posts every transfer of `ops` at once and returns one handle that completes when all have.
+  // Two ranks that send to each other before receiving need it on NCCL: there a send waits for
+  // its receive to be posted and a rank's transfers otherwise run one after another, so two
+  // single sends crossing would wait for each other forever; grouped (ncclGroupStart/End) they
+  // run together. On MPI every transfer is posted before any is waited for, which is all a
+  // group means there. Per peer and direction, transfers still match in the order posted.
+  // The base posts each through send()/recv() (MPI's are non-blocking) and waits for all.
+  virtual WorkPtr exchange(std::vector<P2POp> ops, std::string label = {});
 
   // A communicator over some of this one's ranks (pipeline x data parallelism: the replicas of one
   // stage): a collective every rank calls; ranks passing the same `color` (>= 0) form one group,
@@ -107,5 +125,10 @@ void check_tensor(const Tensor& t, const char* what, Device device);
 void check_reducible(const Tensor& t, ReduceOp op, const char* what);
 // "all_reduce sum 'bucket 3' (1234 float32)"
 std::string describe(const char* op, const Tensor& t, const std::string& label, const char* extra = nullptr);
+// Every transfer of a group: a defined contiguous tensor on `device`, another rank as the peer.
+// Checked before any is posted, so that a refused group leaves nothing half sent.
+void check_exchange(const std::vector<P2POp>& ops, int rank, int size, Device device);
+// "exchange 'gradient 2' (3 transfers: 96 elements sent, 48 received)"
+std::string describe_group(const std::vector<P2POp>& ops, const std::string& label);
 
 }  // namespace ember::dist

@@ -1,10 +1,12 @@
 // Status: run with one rank on a lent H200 (2026-12-04, gpu.nccl_np1 through scripts/gpu-check.sh);
-// two ranks have never run (see comm_nccl.h and tests/gpu/nccl_test.cpp).
+// two ranks (two on one GPU, scripts/gpu-check.sh's "nccl (2 ranks)") and exchange() have never
+// run (see comm_nccl.h and tests/gpu/nccl_test.cpp).
 #include "dist/comm_nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -123,12 +125,14 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap) : impl_(std::make_un
   size_ = bootstrap.size();
   local_rank_ = bootstrap.local_rank();
   local_size_ = bootstrap.local_size();
-  int devices = cuda_device_count();
-  EMBER_CHECK(local_rank_ < devices, "NcclCommunicator: local rank ", local_rank_, " needs device cuda:", local_rank_,
-              " but this node has ", devices, " CUDA device(s); start at most one rank per device");
-  device_ = Device::cuda(local_rank_);
+  const int devices = cuda_device_count();
+  EMBER_CHECK(node_has_devices_for(local_rank_ + 1), "NcclCommunicator: local rank ", local_rank_,
+              " needs device cuda:", local_rank_, " but this node has ", devices,
+              " CUDA device(s); start at most one rank per device (or, with NCCL >= 2.30, set "
+              "NCCL_MULTI_RANK_GPU_ENABLE=1 to share them)");
+  device_ = Device::cuda(local_rank_ % devices);
   impl_->device = device_;
-  check_cuda(cudaSetDevice(local_rank_), "NcclCommunicator");
+  check_cuda(cudaSetDevice(device_.index), "NcclCommunicator");
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "NcclCommunicator: ncclGetUniqueId");
@@ -139,6 +143,22 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap) : impl_(std::make_un
   check_nccl(ncclCommInitRank(&impl_->comm, size_, id, rank_), "NcclCommunicator: ncclCommInitRank");
   impl_->compute = &get_stream(device_, StreamKind::Compute);
   impl_->comm_stream = &get_stream(device_, StreamKind::Communication);
+}
+
+bool NcclCommunicator::ranks_share_gpus() {
+  const char* v = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return v && std::string(v) == "1";
+}
+
+bool NcclCommunicator::node_has_devices_for(int local_size) {
+  const int devices = cuda_device_count();
+  return devices >= local_size || (devices > 0 && ranks_share_gpus());
+}
+
+int NcclCommunicator::runtime_version() {
+  int v = 0;
+  check_nccl(ncclGetVersion(&v), "ncclGetVersion");
+  return v;
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -212,6 +232,28 @@ WorkPtr NcclCommunicator::recv(Tensor t, int src, int tag) {
   (void)tag;
   return impl_->run(describe("recv", t, ""), {t}, [&](cudaStream_t s) {
     return ncclRecv(t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), src, impl_->comm, s);
+  });
+}
+
+// One ncclGroupStart/End on the communication stream: NCCL starts every transfer of the group
+// together, so two ranks sending to each other (1F1B's gradient going back while the next
+// activation comes forward) proceed at once instead of each waiting for the other's receive.
+WorkPtr NcclCommunicator::exchange(std::vector<P2POp> ops, std::string label) {
+  check_exchange(ops, rank_, size_, device_);
+  std::vector<Tensor> keep;
+  for (const P2POp& op : ops) keep.push_back(op.t);
+  return impl_->run(describe_group(ops, label), std::move(keep), [&](cudaStream_t s) {
+    ncclResult_t first = ncclGroupStart();
+    if (first != ncclSuccess) return first;
+    for (const P2POp& op : ops) {  // every call is made, so that the group is always ended
+      const auto n = static_cast<size_t>(op.t.numel());
+      const ncclResult_t r = op.kind == P2POp::Send
+                                 ? ncclSend(op.t.raw_data(), n, nccl_type(op.t.dtype()), op.peer, impl_->comm, s)
+                                 : ncclRecv(op.t.raw_data(), n, nccl_type(op.t.dtype()), op.peer, impl_->comm, s);
+      if (first == ncclSuccess) first = r;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    return first != ncclSuccess ? first : end;
   });
 }
 

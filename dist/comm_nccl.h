@@ -5,8 +5,12 @@
 // compute stream wait for the collective's completion event (it does not block the host), so
 // compute queued afterwards sees the result.
 //
-// Built only in CUDA builds that found NCCL (EMBER_HAVE_NCCL). Status: compiled and linked, not
-// yet run (no GPU has been lent to this project); tests/gpu/nccl_test.cpp is ready for the first.
+// Rank r of a node takes cuda:<r>; under NCCL's opt-in for several ranks on one GPU
+// (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL >= 2.30: the GPU check's two ranks on its one GPU) it takes
+// cuda:<r mod devices>.
+//
+// Built only in CUDA builds that found NCCL (EMBER_HAVE_NCCL). Status: one rank ran on a lent H200;
+// two ranks never have (tests/gpu/nccl_test.cpp and scripts/gpu-check.sh are ready for them).
 #pragma once
 
 #include <memory>
@@ -20,6 +24,14 @@ class NcclCommunicator final : public Communicator {
   // Collective over `bootstrap`'s ranks: every rank must construct one at the same point.
   explicit NcclCommunicator(Communicator& bootstrap);
   ~NcclCommunicator() override;
+
+  // NCCL_MULTI_RANK_GPU_ENABLE=1: ranks may share a GPU (NCCL refuses it below 2.30).
+  static bool ranks_share_gpus();
+  // Whether `local_size` ranks of this node each find a device: a GPU each, or any GPU when
+  // ranks_share_gpus().
+  static bool node_has_devices_for(int local_size);
+  // The version of the NCCL library loaded (ncclGetVersion: 23004 is 2.30.4), not the headers'.
+  static int runtime_version();
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -35,6 +47,8 @@ class NcclCommunicator final : public Communicator {
   WorkPtr reduce_scatter(Tensor out, Tensor in, ReduceOp op = ReduceOp::Sum, std::string label = {}) override;
   WorkPtr send(Tensor t, int dst, int tag = 0) override;
   WorkPtr recv(Tensor t, int src, int tag = 0) override;
+  // The transfers inside one ncclGroupStart/End (tags are ignored, as by send and recv).
+  WorkPtr exchange(std::vector<P2POp> ops, std::string label = {}) override;
   // Blocks the host as well, until every rank has reached it (what a barrier is for: files
   // written before it are there after it), unlike the other operations.
   WorkPtr barrier(std::string label = {}) override;

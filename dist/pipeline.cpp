@@ -109,8 +109,8 @@ Tensor Pipeline::run_stage(const Tensor& x) {
   }
 }
 
-void Pipeline::send_tensor(const Tensor& t, int to_stage, int tag, int micro, int64_t batch, bool needs_grad) {
-  const int peer = opts_.stage_ranks[to_stage];
+// The message that goes before a tensor: what it is and its shape, on the communicator's device.
+Tensor Pipeline::make_header(const Tensor& t, int to_stage, int micro, int64_t batch, bool needs_grad) const {
   EMBER_CHECK(t.dim() <= kMaxDims, "pipeline ", describe(), ": cannot send a tensor of ", t.dim(),
               " dimensions to stage ", to_stage, " (at most ", kMaxDims, ")");
   Tensor h = empty({kHeaderLen}, {.dtype = DType::Int64});
@@ -125,11 +125,20 @@ void Pipeline::send_tensor(const Tensor& t, int to_stage, int tag, int micro, in
   p[6] = needs_grad;
   p[7] = t.dim();
   for (int64_t d = 0; d < t.dim(); ++d) p[8 + d] = t.size(d);
-  if (comm_.device() != h.device()) h = h.to(comm_.device());
+  return comm_.device() != h.device() ? h.to(comm_.device()) : h;
+}
+
+Tensor Pipeline::wire_data(const Tensor& t) const {
+  Tensor data = t.detach().contiguous();
+  return data.device() != comm_.device() ? data.to(comm_.device()) : data;
+}
+
+void Pipeline::send_tensor(const Tensor& t, int to_stage, int tag, int micro, int64_t batch, bool needs_grad) {
+  const int peer = opts_.stage_ranks[to_stage];
+  Tensor h = make_header(t, to_stage, micro, batch, needs_grad);
   pending_sends_.emplace_back(comm_.send(h, peer, tag), h);
   if (t.numel() == 0) return;
-  Tensor data = t.detach().contiguous();
-  if (data.device() != comm_.device()) data = data.to(comm_.device());
+  Tensor data = wire_data(t);
   pending_sends_.emplace_back(comm_.send(data, peer, tag + 1), data);
 }
 
@@ -217,6 +226,7 @@ struct Pipeline::Step {
   // previous stage sends before taking that gradient; under 1F1B that is the input of its own
   // next forward, received one action early, as Megatron's send_backward_recv_forward does.
   std::vector<Tensor> received;
+  std::vector<WorkPtr> arrival;  // the exchange bringing received[i], until its forward waits for it
   std::vector<PipelineAction> upstream;
   int next_input = 0;  // the next micro-batch whose activation this stage has not received
   double loss_sum = 0;
@@ -270,25 +280,37 @@ void Pipeline::begin_step(Step& s) {
   s.micro.resize(static_cast<size_t>(s.m));
   s.have_first_header = !is_first();
   s.received.resize(static_cast<size_t>(s.m));
+  s.arrival.resize(static_cast<size_t>(s.m));
   if (!is_first()) s.upstream = pipeline_actions(opts_.schedule, stages(), stage_ - 1, s.m);
   for (const Tensor& p : stage_module_->parameters()) s.params_need_grad |= p.requires_grad();
 }
 
-void Pipeline::receive_input(Step& s) {
-  const int i = s.next_input++;
+// The next activation's header, checked; its data is received by the caller.
+Pipeline::Header Pipeline::next_input_header(Step& s) {
   Header h = s.have_first_header ? s.first_in : recv_header(stage_ - 1, kForwardTag);
   s.have_first_header = false;
-  check_header(h, stage_ - 1, "activation", i, s.m, s.batch);
+  check_header(h, stage_ - 1, "activation", s.next_input, s.m, s.batch);
+  return h;
+}
+
+void Pipeline::receive_input(Step& s) {
+  const int i = s.next_input;
+  Header h = next_input_header(s);
   Tensor x = recv_data(h, stage_ - 1, kForwardTag);
   if (h.needs_grad) x.requires_grad_();
   s.received[static_cast<size_t>(i)] = x;
+  ++s.next_input;
 }
 
-void Pipeline::receive_inputs_sent_before_gradient(Step& s, int i) {
+// How many activations the previous stage sends before it takes gradient i that this stage has
+// not received yet.
+int Pipeline::inputs_sent_before_gradient(const Step& s, int i) const {
+  int n = 0;
   for (const PipelineAction& a : s.upstream) {
     if (a.kind == PipelineAction::Backward && a.micro_batch == i) break;
-    if (a.kind == PipelineAction::Forward && a.micro_batch >= s.next_input) receive_input(s);
+    if (a.kind == PipelineAction::Forward && a.micro_batch >= s.next_input) ++n;
   }
+  return n;
 }
 
 void Pipeline::forward_one(Step& s, int i) {
@@ -300,6 +322,15 @@ void Pipeline::forward_one(Step& s, int i) {
   } else {
     while (s.next_input <= i) receive_input(s);
     x = std::move(s.received[static_cast<size_t>(i)]);
+    if (WorkPtr w = std::move(s.arrival[static_cast<size_t>(i)])) {  // it came in a gradient's exchange
+      const auto t0 = Clock::now();
+      try {
+        w->wait();
+      } catch (const Error& e) {
+        throw Error("pipeline " + describe() + ": " + e.what());
+      }
+      stats_.wait_seconds += seconds_since(t0);
+    }
   }
   mb.input = x;
   if (is_last()) mb.target = s.target.narrow(0, s.offsets[i], s.sizes[i]);
@@ -392,17 +423,43 @@ void Pipeline::recompute(Step& s, Micro& mb) {
   mb.output = is_last() ? mul(s.loss(out, mb.target), mb.weight) : out;
 }
 
-// Micro-batch i's input gradient, back to the previous stage.
+// Micro-batch i's input gradient, back to the previous stage, in one exchange with the last
+// activation that stage sends before taking it (1F1B's crossing: Megatron's
+// send_backward_recv_forward). Each link's messages keep the upstream stage's order: the
+// activations before the last come in full first, then the last one's header (its shape), and the
+// gradient's header and data go out while that activation's data comes in. On NCCL the exchange
+// is one group, so the two directions move together; the activation is waited for by the forward
+// that takes it.
 void Pipeline::send_gradient(Step& s, int i, const Tensor& g) {
-  receive_inputs_sent_before_gradient(s, i);
+  for (int n = inputs_sent_before_gradient(s, i); n > 1; --n) receive_input(s);
+  std::vector<P2POp> ops;
+  const int up = opts_.stage_ranks[stage_ - 1];
+  Tensor h = make_header(g, stage_ - 1, i, s.batch, false);
+  ops.push_back({P2POp::Send, h, up, kBackwardTag});
+  Tensor data;
+  if (g.numel() > 0) {
+    data = wire_data(g);
+    ops.push_back({P2POp::Send, data, up, kBackwardTag + 1});
+  }
+  int incoming = -1;
+  if (inputs_sent_before_gradient(s, i) == 1) {
+    incoming = s.next_input;
+    Header in = next_input_header(s);
+    Tensor x = empty(Shape(in.shape), {.dtype = static_cast<DType>(in.dtype), .device = comm_.device()});
+    if (in.needs_grad) x.requires_grad_();
+    if (x.numel() > 0) ops.push_back({P2POp::Recv, x.detach(), up, kForwardTag + 1});
+    s.received[static_cast<size_t>(incoming)] = x;
+    ++s.next_input;
+  }
   // At most one sent gradient waits for its receiver, so that a slow previous stage cannot
   // pile gradients up here beyond the schedule's bound. Waiting cannot deadlock: the previous
   // stage takes gradient i in its backward i, which needs nothing more from this stage.
   for (auto& w : grad_sends_) w->wait();
   grad_sends_.clear();
-  const size_t before = pending_sends_.size();
-  send_tensor(g, stage_ - 1, kBackwardTag, i, s.batch, false);
-  for (size_t j = before; j < pending_sends_.size(); ++j) grad_sends_.push_back(pending_sends_[j].first);
+  WorkPtr w = comm_.exchange(std::move(ops), detail::concat("micro-batch ", i, " gradient"));
+  pending_sends_.emplace_back(w, data.defined() ? data : h);
+  grad_sends_.push_back(w);
+  if (incoming >= 0) s.arrival[static_cast<size_t>(incoming)] = w;
 }
 
 // Every stage returns the loss and the metrics, which only the last one computed: [loss, the

@@ -113,6 +113,8 @@ class Pipeline {
   struct Micro;
   struct Header;
   Tensor run_stage(const Tensor& x);
+  Tensor make_header(const Tensor& t, int to_stage, int micro, int64_t batch, bool needs_grad) const;
+  Tensor wire_data(const Tensor& t) const;
   void send_tensor(const Tensor& t, int to_stage, int tag, int micro, int64_t batch, bool needs_grad);
   Header recv_header(int from_stage, int tag);
   Tensor recv_data(const Header& h, int from_stage, int tag);
@@ -123,8 +125,9 @@ class Pipeline {
   // train_step's parts (pipeline.cpp): its setup, the schedule's two actions and the loss's sharing.
   struct Step;
   void begin_step(Step& s);
+  Header next_input_header(Step& s);
   void receive_input(Step& s);
-  void receive_inputs_sent_before_gradient(Step& s, int i);
+  int inputs_sent_before_gradient(const Step& s, int i) const;
   void forward_one(Step& s, int i);
   void take_loss(Step& s, Micro& mb, const Tensor& out);
   void backward_one(Step& s, int i);

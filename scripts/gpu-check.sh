@@ -10,7 +10,8 @@
 #      the float64 CPU reference, forward and backward, and the coverage check (every stub reached
 #      on the GPU); then gpu ops: what only a GPU can check beyond it, the TF32 path, the optimizer
 #      and clipping kernels (tests/gpu/gpu_ops_test.cpp, gpu_training_kernels_test.cpp)
-#   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built
+#   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built; then
+#      with two ranks on the one GPU (NCCL >= 2.30, else a SKIP line naming the version)
 #   6. main job: the README's main job, `ember train models/mnist_cnn.pbtxt`, on cuda for two epochs
 #      (the MNIST or Fashion-MNIST files of --data: scripts/gpu-bundle.sh --with-data puts them in
 #      data/gpu/, carried beside the archive); then daemon: `ember sched serve --devices gpu` with
@@ -193,6 +194,74 @@ gtest_step() {  # gtest_step <name> <cap> <program> [args...]
   if is_fail "$v"; then fail; return 1; fi
   return 0
 }
+# ---------------------------------------------------------------- 5b. two NCCL ranks on the one GPU
+# Two ranks of ember_gpu_nccl_tests share the GPU under NCCL's opt-in (NCCL_MULTI_RANK_GPU_ENABLE=1,
+# NCCL >= 2.30: the version is read from the library the program loads, and an older one is a
+# SKIP naming it). The device image has no OpenMPI: the ranks meet through a folder
+# (tests/gpu/file_bootstrap.h). The suite: every collective, the communicator contract the MPI
+# suites run (grouped exchanges, order, ncclCommSplit), a 2-stage pipeline under both schedules,
+# DDP of the MNIST CNN and of the LSTM LM, each against one process. Then, if it passed, DDP
+# steps timed with the bucketed all-reduce overlapped with backward and without. NCCL_MAX_CTAS
+# bounds each rank's channels (two ranks short of SMs hang, says NCCL).
+# two_ranks <cap> <output prefix> [args...]: both ranks' exit statuses in rc0 and rc1.
+two_ranks() {
+  local cap=$1 prefix=$2 t rv r pids=()
+  shift 2
+  t=$(step_timeout "$cap")
+  if ((t == 0)); then rc0=125 rc1=125; return; fi
+  rv=$(mktemp -d "$tmp/rendezvous.XXXX")
+  for r in 0 1; do
+    NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_MAX_CTAS=${NCCL_MAX_CTAS:-8} EMBER_TEST_RENDEZVOUS=$rv EMBER_TEST_RANK=$r \
+      EMBER_TEST_WORLD_SIZE=2 timeout --kill-after=5 "$t" "$bundle/run" ember_gpu_nccl_tests "$@" >"$prefix.$r" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[0]}"
+  rc0=$?
+  wait "${pids[1]}"
+  rc1=$?
+  cat "$prefix.0"
+  sed 's/^/[rank 1] /' "$prefix.1"
+}
+nccl_two_ranks() {
+  local name="nccl (2 ranks)" t0=$SECONDS ver code wheel v short rc0 rc1
+  if ((!have_gpu)); then
+    add "$name" "skipped: no CUDA device" 0
+    return 0
+  fi
+  ver=$("$bundle/run" ember_gpu_nccl_tests --nccl-version 2>&1)
+  ver=$(grep -m1 -E '^nccl [0-9]' <<<"$ver" || head -n1 <<<"$ver")
+  code=$(grep -oE '\([0-9]+\)' <<<"$ver" | tr -d '()' | tail -n1)
+  short=${ver#nccl }
+  short=${short%% (*}
+  wheel=$(timeout 20 python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nccl-cu13"))' 2>/dev/null)
+  echo "---- $name: the program loads ${ver:-no NCCL}; nvidia-nccl-cu13 wheel ${wheel:-not installed}"
+  if [[ -z $code ]]; then
+    add "$name" "FAILED: cannot read the NCCL version ($(head -n1 <<<"$ver"))" $((SECONDS - t0))
+    fail
+    return 1
+  fi
+  if ((code < 23000)); then
+    echo "SKIP $name: NCCL $short (wheel nvidia-nccl-cu13 ${wheel:-none}) predates 2.30, which ranks sharing a GPU need"
+    add "$name" "SKIP: NCCL $short loaded (wheel ${wheel:-none}); sharing a GPU needs >= 2.30" $((SECONDS - t0))
+    return 0
+  fi
+  two_ranks 150 "$tmp/nccl2"
+  v=$(verdict $rc0 "$tmp/nccl2.0")
+  if ((rc1 != 0)) && ! is_fail "$v"; then v="FAILED (rank 1 exit $rc1; see the log)"; fi
+  add "$name" "$v, NCCL $short, NCCL_MAX_CTAS=${NCCL_MAX_CTAS:-8}" $((SECONDS - t0))
+  if is_fail "$v"; then fail; return 1; fi
+  t0=$SECONDS
+  echo "---- ddp overlap (2 ranks)"
+  two_ranks 60 "$tmp/overlap" --ddp-overlap
+  if ((rc0 == 0 && rc1 == 0)); then
+    add "ddp overlap" "$(sed -nE 's/^ddp overlap: +([a-z ]+[a-z]) +([0-9.]+ ms).*/\1 \2/p' "$tmp/overlap.0" | paste -sd';' - | sed 's/;/; /g') per step" \
+      $((SECONDS - t0))
+  else
+    add "ddp overlap" "FAILED (exit $rc0/$rc1; see the log)" $((SECONDS - t0))
+    fail
+  fi
+  return 0
+}
 smoke_ok=0
 gtest_step smoke 60 ember_gpu_tests \
   "--gtest_filter=GpuRuntime.RoundTripsEveryDtypeThroughTheDevice:GpuRuntime.CastsEveryDtypePairOnTheDevice" && smoke_ok=1
@@ -201,6 +270,7 @@ if ((smoke_ok)); then
   gtest_step "gpu ops" 150 ember_gpu_tests
   if [[ -x $bundle/bin/ember_gpu_nccl_tests ]]; then
     gtest_step "nccl (1 rank)" 60 ember_gpu_nccl_tests
+    nccl_two_ranks
   else
     add "nccl (1 rank)" "not in the bundle (built without NCCL or MPI)" 0
   fi

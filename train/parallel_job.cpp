@@ -307,12 +307,13 @@ int ParallelJob::fail(const std::exception& e) const {
   return report_failure(active() ? program_ + " rank " + std::to_string(rank()) : program_, e);
 }
 
-// One GPU per rank on every node, or every rank on the CPU: the ranks agree first, so that a node
-// with fewer GPUs than ranks trains on the CPU instead of failing. MPI also carries the small
-// exchanges on every kind of rank.
+// One GPU per rank on every node (or shared, see NcclCommunicator), or every rank on the CPU: the ranks agree first, so
+// that a node with fewer GPUs than ranks trains on the CPU instead of failing. MPI also carries the small exchanges on
+// every kind of rank.
 Device ParallelJob::gpu_device() {
 #if defined(EMBER_HAVE_DIST) && defined(EMBER_HAVE_NCCL)
-  Tensor short_of_gpus = full({1}, cuda_device_count() < dist_->comm->local_size() ? 1.0 : 0.0);
+  // Several ranks may share a GPU under NCCL's opt-in (NCCL_MULTI_RANK_GPU_ENABLE=1).
+  Tensor short_of_gpus = full({1}, dist::NcclCommunicator::node_has_devices_for(dist_->comm->local_size()) ? 0.0 : 1.0);
   dist_->comm->all_reduce(short_of_gpus, dist::ReduceOp::Max, "gpu count")->wait();
   if (short_of_gpus.item() == 0) {
     auto nccl = std::make_unique<dist::NcclCommunicator>(*dist_->comm);

@@ -30,6 +30,14 @@ add_test(NAME dist.mpi_np4_pipeline
                  ${MPIEXEC_EXECUTABLE} -np 4 --oversubscribe $<TARGET_FILE:ember_dist_tests>
                  --gtest_filter=Pipeline*:MpiComm.Split*)
 set_tests_properties(dist.mpi_np4_pipeline PROPERTIES LABELS dist TIMEOUT 300 PROCESSORS 2)
+# The communicator contract (comm_contract.h; tests/gpu/nccl_test.cpp runs it on NCCL) with four
+# ranks, so that split() gives two groups of two with exchanges inside each (np2 and np3 above run
+# it too).
+add_test(NAME dist.comm_contract_np4
+         COMMAND ${CMAKE_COMMAND} -E env ${dist_env}
+                 ${MPIEXEC_EXECUTABLE} -np 4 --oversubscribe $<TARGET_FILE:ember_dist_tests>
+                 --gtest_filter=CommContract*)
+set_tests_properties(dist.comm_contract_np4 PROPERTIES LABELS dist TIMEOUT 120 PROCESSORS 2)
 # all_reduce runs through shared memory on one node (above). Again on MPI alone, and through slots
 # of 128 bytes, so that every tensor but the smallest takes many rounds.
 add_test(NAME dist.mpi_np2_without_shared_memory
@@ -83,7 +91,8 @@ endif()
 if(EMBER_WITH_NCCL)
   add_executable(ember_gpu_nccl_tests ${CMAKE_CURRENT_SOURCE_DIR}/gpu/nccl_test.cpp)
   target_link_libraries(ember_gpu_nccl_tests PRIVATE ember_dist ember_models GTest::gtest)
-  target_include_directories(ember_gpu_nccl_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  # tests/dist for comm_contract.h, the contract the MPI suites run too.
+  target_include_directories(ember_gpu_nccl_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/dist)
   add_dependencies(ember_gpu_checks ember_gpu_nccl_tests)
   foreach(np 1 2)
     add_test(NAME gpu.nccl_np${np}

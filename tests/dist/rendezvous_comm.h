@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/ops.h"
@@ -64,6 +65,35 @@ class RendezvousCommunicator final : public ember::dist::Communicator {
     await(inner_.recv(t, src, kDataTag), what + ": the sender never sent");
     ember::Tensor ack = ember::zeros({1}, {.dtype = ember::DType::UInt8});
     await(inner_.send(ack, src, kAckTag), what);
+    return done(what);
+  }
+  // A group (ncclGroupStart/End): every transfer is posted before any is waited for, so two ranks
+  // sending to each other inside their groups both complete; the group returns when all have.
+  ember::dist::WorkPtr exchange(std::vector<ember::dist::P2POp> ops, std::string label) override {
+    using ember::dist::P2POp;
+    ember::dist::check_exchange(ops, rank(), size(), device());
+    const std::string what = ember::dist::describe_group(ops, label);
+    std::vector<ember::dist::WorkPtr> data, acks;
+    std::vector<ember::Tensor> ack_bufs;
+    for (const P2POp& op : ops) {
+      ack_bufs.push_back(ember::zeros({1}, {.dtype = ember::DType::UInt8}));
+      if (op.kind == P2POp::Send) {
+        data.push_back(inner_.send(op.t, op.peer, kDataTag));
+        acks.push_back(inner_.recv(ack_bufs.back(), op.peer, kAckTag));
+      } else {
+        data.push_back(inner_.recv(op.t, op.peer, kDataTag));
+        acks.push_back(nullptr);
+      }
+    }
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (ops[j].kind == P2POp::Send) continue;
+      await(data[j], what + ": the sender never sent");
+      acks[j] = inner_.send(ack_bufs[j], ops[j].peer, kAckTag);
+    }
+    for (size_t j = 0; j < ops.size(); ++j) {
+      await(acks[j], what + (ops[j].kind == P2POp::Send ? ": the receiver never posted its receive" : ""));
+      if (ops[j].kind == P2POp::Send) await(data[j], what);
+    }
     return done(what);
   }
 

@@ -1,13 +1,18 @@
 // The NCCL backend on real GPUs (GPU label): every collective against its expected values for
 // every dtype and odd sizes, the ordering of the communication stream after the compute stream
-// (and of compute after Work::wait()), point-to-point, the errors, and data-parallel training of
-// the MNIST CNN on cuda:<local rank> matching one process on the global batch.
+// (and of compute after Work::wait()), point-to-point, the communicator contract the MPI suites
+// run too (tests/dist/comm_contract.h: grouped exchanges, order, split), the errors, a pipeline,
+// and data-parallel training of the MNIST CNN and the LSTM language model on cuda:<local rank>
+// matching one process on the global batch.
 //
 // ctest runs it under mpirun -np 1 (any machine with a GPU) and -np 2 (two GPUs on the node);
 // started without a launcher (scripts/gpu-check.sh, from the GPU bundle) it is one rank
-// bootstrapped by a SelfCommunicator. The tests are written for any number of ranks. Without a
-// CUDA device for every rank of the node, every rank prints why and exits 0, and ctest reports
-// the test as skipped.
+// bootstrapped by a SelfCommunicator, or, with EMBER_TEST_RENDEZVOUS set, one of several ranks
+// the check started itself (file_bootstrap.h; two on one GPU under NCCL_MULTI_RANK_GPU_ENABLE=1).
+// `ember_gpu_nccl_tests --nccl-version` prints the version of the NCCL library it loads;
+// `--ddp-overlap` times data-parallel steps with and without overlap instead (ddp_overlap_timing.h). The tests are
+// written for any number of ranks. Without a CUDA device for every rank of the node, every rank prints why and exits 0,
+// and ctest reports the test as skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,17 +22,21 @@
 #include <memory>
 #include <vector>
 
+#include "comm_contract.h"
 #include "core/autograd/grad_mode.h"
 #include "core/device.h"
 #include "core/generator.h"
 #include "core/ops.h"
+#include "ddp_overlap_timing.h"
 #include "dist/comm_mpi.h"
 #include "dist/comm_nccl.h"
 #include "dist/comm_self.h"
 #include "dist/ddp.h"
 #include "dist/ddp_split.h"
 #include "dist/pipeline.h"
+#include "file_bootstrap.h"
 #include "layers/nn.h"
+#include "models/lstm.h"
 #include "models/mnist_cnn.h"
 #include "test_helpers.h"
 
@@ -297,36 +306,115 @@ TEST(Nccl, DataParallelMnistCnnMatchesOneProcessOnTheGlobalBatch) {
   EXPECT_GT(max_param_diff(net, init), 1e-3);
 }
 
+// The communicator contract the MPI suites run (tests/dist/comm_contract.h), here on NCCL:
+// grouped exchanges (ncclGroupStart/End), order per peer, ncclCommSplit's groups.
+TEST(NcclContract, GroupedRing) {
+  comm_contract::grouped_ring(nccl());
+}
+TEST(NcclContract, OrderPerPeer) {
+  comm_contract::order_per_peer(nccl());
+}
+TEST(NcclContract, SplitGroups) {
+  comm_contract::split_groups(nccl());
+}
+TEST(NcclContract, RefusedExchange) {
+  comm_contract::refused_exchange(nccl());
+}
+
+// The LSTM language model, data-parallel over NCCL (its embedding's gradient and the LSTM's
+// fused weights in buckets), against one process on the global batch.
+TEST(Nccl, DataParallelLstmLanguageModelMatchesOneProcess) {
+  const int64_t per_rank = 4, global = per_rank * size();
+  const models::LstmLmOptions lm{.vocab_size = 23, .embed_dim = 16, .hidden = 32, .layers = 2};
+  manual_seed(11 + static_cast<uint64_t>(rank()));
+  models::LstmLanguageModel net(lm);
+  net.to(dev());
+  DdpOptions o;
+  o.bucket_cap_mb = 0.01;
+  DistributedDataParallel ddp(net, nccl(), o);
+  manual_seed(11);
+  models::LstmLanguageModel ref(lm);
+  ref.to(dev());
+  ASSERT_EQ(max_param_diff(net, ref), 0.0) << "DDP did not start from rank 0's parameters";
+  optim::SGD opt(net.parameters(), {.lr = 0.5});
+  optim::SGD ref_opt(ref.parameters(), {.lr = 0.5});
+  auto lm_loss = [](const Tensor& logits, const Tensor& y) {
+    return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+  };
+  for (int step = 0; step < 3; ++step) {
+    Generator g(700 + static_cast<uint64_t>(step));
+    Tensor x = randint(0, 23, {global, 9}, {.dtype = DType::Int64}, &g).to(dev());
+    Tensor y = randint(0, 23, {global, 9}, {.dtype = DType::Int64}, &g).to(dev());
+    opt.zero_grad();
+    // Each rank's mean over its equal share; DDP averages the ranks' gradients.
+    lm_loss(ddp(x.narrow(0, rank() * per_rank, per_rank)), y.narrow(0, rank() * per_rank, per_rank)).backward();
+    opt.step();
+    ref_opt.zero_grad();
+    lm_loss(ref.forward(x), y).backward();
+    ref_opt.step();
+  }
+  EXPECT_EQ(ddp.steps_synchronized(), 3);
+  EXPECT_LT(max_param_diff(net, ref), 2e-5);
+  manual_seed(11);
+  models::LstmLanguageModel init(lm);
+  init.to(dev());
+  EXPECT_GT(max_param_diff(net, init), 1e-3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The GPU check asks which NCCL the process loads (not the headers' version) before it starts
+  // ranks that share a GPU, which needs 2.30.
+  if (argc == 2 && std::string(argv[1]) == "--nccl-version") {
+    const int v = NcclCommunicator::runtime_version();
+    std::cout << "nccl " << v / 10000 << "." << v / 100 % 100 << "." << v % 100 << " (" << v << ")" << std::endl;
+    return 0;
+  }
   ::testing::InitGoogleTest(&argc, argv);
   if (under_mpi_launcher())
     g_mpi = std::make_unique<MpiCommunicator>();
+  else if (gpu_test::FileBootstrap::requested())
+    g_mpi = std::make_unique<gpu_test::FileBootstrap>();
   else
     g_mpi = std::make_unique<SelfCommunicator>();
-  int devices = cuda_device_count();
-  if (devices < g_mpi->local_size()) {
+  const int devices = cuda_device_count();
+  if (!NcclCommunicator::node_has_devices_for(g_mpi->local_size())) {
     // Every rank of the node sees the same count, so every rank leaves here.
     if (g_mpi->rank() == 0) {
       if (devices == 0)
         std::cout << "skipped: no CUDA device" << std::endl;
       else
         std::cout << "skipped: fewer CUDA devices (" << devices << ") than ranks on this node (" << g_mpi->local_size()
-                  << ")" << std::endl;
+                  << "); NCCL_MULTI_RANK_GPU_ENABLE=1 lets them share one (NCCL >= 2.30)" << std::endl;
     }
     g_mpi.reset();
     return 0;
   }
   g_nccl = std::make_unique<NcclCommunicator>(*g_mpi);
+  std::cout << "rank " << g_nccl->rank() << " of " << g_nccl->size() << " on " << g_nccl->device().str() << ", "
+            << g_mpi->backend() << " bootstrap, NCCL " << NcclCommunicator::runtime_version() << std::endl;
+  if (argc == 2 && std::string(argv[1]) == "--ddp-overlap") {  // gtest has taken its own flags
+    gpu_test::time_ddp_overlap(*g_nccl);
+    g_nccl.reset();
+    g_mpi.reset();
+    return 0;
+  }
   if (g_mpi->rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }
   int rc = RUN_ALL_TESTS();
-  // A failure on one rank fails the job even when rank 0 passed.
+  // A failure on one rank fails the job even when rank 0 passed (over NCCL itself when the
+  // bootstrap was the file one, which has no collectives).
   Tensor mine = full({1}, rc != 0 ? 1.0 : 0.0);
-  g_mpi->all_reduce(mine, ReduceOp::Max, "test result")->wait();
+  if (g_mpi->backend() == "file") {
+    mine = mine.to(g_nccl->device());
+    g_nccl->all_reduce(mine, ReduceOp::Max, "test result")->wait();
+    mine = mine.to(Device::cpu());
+  } else {
+    g_mpi->all_reduce(mine, ReduceOp::Max, "test result")->wait();
+  }
   g_nccl.reset();
   int worst = mine.item() > 0 ? 1 : 0;
   g_mpi.reset();
