@@ -42,23 +42,9 @@ DataPtr CachingAllocator::allocate(size_t nbytes, StreamHandle stream) {
   std::unique_lock<std::mutex> lock(mu_);
   ++stats_.allocations;
   poll_pending();
-  void* p = take_cached(size, stream);
-  if (!p) {
-    p = backend_->raw_alloc(size);
-    if (!p) {
-      // Cached blocks of other classes or streams may be what the device is missing.
-      ++stats_.oom_flushes;
-      const int64_t cached_before = stats_.cached;
-      for (Pending& pb : pending_)
-        for (void* e : pb.events) backend_->wait_event(e);
-      poll_pending();
-      release_cached();
-      p = backend_->raw_alloc(size);
-      if (!p) throw_oom(nbytes, size, cached_before);
-    }
-    ++stats_.os_allocations;
-    blocks_[p] = Block{size, 0, stream, {}};
-  }
+  const auto cap = capturing_.find(stream);
+  const PoolId pool = cap == capturing_.end() ? 0 : cap->second;
+  void* p = allocate_block(nbytes, size, stream, pool);
   Block& b = blocks_.at(p);
   b.requested = nbytes;
   b.stream = stream;
@@ -69,8 +55,29 @@ DataPtr CachingAllocator::allocate(size_t nbytes, StreamHandle stream) {
   return DataPtr(p, [this](void* q) { free_block(q); });
 }
 
-void* CachingAllocator::take_cached(size_t size, StreamHandle stream) {
-  auto it = free_.find({stream, size});
+void* CachingAllocator::allocate_block(size_t nbytes, size_t size, StreamHandle stream, PoolId pool) {
+  void* p = take_cached(size, stream, pool);
+  if (p) return p;
+  p = backend_->raw_alloc(size);
+  if (!p) {
+    // Cached blocks of other classes or streams may be what the device is missing (a live pool's
+    // blocks are not: its graph still addresses them).
+    ++stats_.oom_flushes;
+    const int64_t cached_before = stats_.cached;
+    for (Pending& pb : pending_)
+      for (void* e : pb.events) backend_->wait_event(e);
+    poll_pending();
+    release_cached();
+    p = backend_->raw_alloc(size);
+    if (!p) throw_oom(nbytes, size, cached_before);
+  }
+  ++stats_.os_allocations;
+  blocks_[p] = Block{size, 0, stream, pool, {}};
+  return p;
+}
+
+void* CachingAllocator::take_cached(size_t size, StreamHandle stream, PoolId pool) {
+  auto it = free_.find({pool, stream, size});
   if (it == free_.end() || it->second.empty()) return nullptr;
   void* p = it->second.back();
   it->second.pop_back();
@@ -83,8 +90,9 @@ void CachingAllocator::free_block(void* p) {
   Block& b = blocks_.at(p);
   stats_.in_use -= static_cast<int64_t>(b.size);
   stats_.requested_bytes -= static_cast<int64_t>(b.requested);
+  if (b.pool != 0 && !live_pools_.count(b.pool)) b.pool = 0;  // its graph is gone
   if (b.used_on.empty()) {
-    free_[{b.stream, b.size}].push_back(p);
+    free_[{b.pool, b.stream, b.size}].push_back(p);
     stats_.cached += static_cast<int64_t>(b.size);
     return;
   }
@@ -107,7 +115,7 @@ void CachingAllocator::poll_pending() {
     }
     for (void* e : pb.events) backend_->destroy_event(e);
     const Block& b = blocks_.at(pb.ptr);
-    free_[{b.stream, b.size}].push_back(pb.ptr);
+    free_[{b.pool, b.stream, b.size}].push_back(pb.ptr);
     --stats_.pending_blocks;
     pending_[i] = std::move(pending_.back());
     pending_.pop_back();
@@ -115,21 +123,30 @@ void CachingAllocator::poll_pending() {
 }
 
 void CachingAllocator::release_cached() {
-  for (auto& [key, ptrs] : free_) {
-    for (void* p : ptrs) {
+  for (auto it = free_.begin(); it != free_.end();) {
+    const auto& [pool, stream, size] = it->first;
+    if (pool != 0) {  // a live pool's: its graph still addresses them
+      ++it;
+      continue;
+    }
+    for (void* p : it->second) {
       backend_->raw_free(p);
       blocks_.erase(p);
-      stats_.cached -= static_cast<int64_t>(key.second);
+      stats_.cached -= static_cast<int64_t>(size);
       ++stats_.os_frees;
     }
+    it = free_.erase(it);
   }
-  free_.clear();
 }
 
 void CachingAllocator::record_stream(void* p, StreamHandle stream) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = blocks_.find(p);
   EMBER_CHECK(it != blocks_.end(), name_, ": record_stream: ", p, " is not the start of a block from this allocator");
+  // The events it would need cannot be polled while a capture records the stream, and a replay
+  // would not record them again.
+  EMBER_CHECK(it->second.pool == 0, name_, ": record_stream: ", p,
+              " belongs to a CUDA graph's private pool; a captured step must keep its work on the capturing stream");
   if (stream != it->second.stream) it->second.used_on.insert(stream);
 }
 
@@ -140,6 +157,61 @@ void CachingAllocator::record_stream(void* p, Stream& s) {
 bool CachingAllocator::owns(void* p) const {
   std::lock_guard<std::mutex> lock(mu_);
   return blocks_.count(p) != 0;
+}
+
+PoolId CachingAllocator::create_pool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_pools_.insert(next_pool_);
+  return next_pool_++;
+}
+
+void CachingAllocator::check_live_pool(PoolId pool, const char* what) const {
+  EMBER_CHECK(live_pools_.count(pool), name_, ": ", what, ": pool ", pool,
+              " is not a live private pool (create_pool() gives one; release_pool() ends it)");
+}
+
+void CachingAllocator::begin_pool(PoolId pool, StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_live_pool(pool, "begin_pool");
+  auto it = capturing_.find(stream);
+  EMBER_CHECK(it == capturing_.end(), name_, ": begin_pool: stream ", stream, " already allocates from pool ",
+              it == capturing_.end() ? 0 : it->second, " (one capture per stream at a time)");
+  capturing_[stream] = pool;
+}
+
+void CachingAllocator::end_pool(StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EMBER_CHECK(capturing_.erase(stream) == 1, name_, ": end_pool: stream ", stream, " allocates from no pool");
+}
+
+void CachingAllocator::release_pool(PoolId pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_live_pool(pool, "release_pool");
+  for (const auto& [stream, p] : capturing_)
+    EMBER_CHECK(p != pool, name_, ": release_pool: pool ", pool, " still captures on stream ", stream);
+  live_pools_.erase(pool);
+  // Its free blocks join the general cache under the same (stream, size class).
+  for (auto it = free_.begin(); it != free_.end();) {
+    const auto [p, stream, size] = it->first;
+    if (p != pool) {
+      ++it;
+      continue;
+    }
+    std::vector<void*>& general = free_[{0, stream, size}];
+    for (void* b : it->second) {
+      blocks_.at(b).pool = 0;
+      general.push_back(b);
+    }
+    it = free_.erase(it);
+  }
+}
+
+int64_t CachingAllocator::pool_bytes(PoolId pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t bytes = 0;
+  for (const auto& [p, b] : blocks_)
+    if (b.pool == pool) bytes += static_cast<int64_t>(b.size);
+  return bytes;
 }
 
 AllocatorStats CachingAllocator::stats() const {

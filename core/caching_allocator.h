@@ -15,6 +15,13 @@
 //   names the bytes asked for, in use and cached.
 // - empty_cache() returns every free block on request; statistics count what is in use, its peak,
 //   what is cached and how often the backend was called.
+// - Private pools, for CUDA graphs (core/cuda/cuda_graph.h): while a pool captures on a stream,
+//   that stream's allocations come only from the pool (its own free blocks, else new ones from the
+//   backend) and blocks freed into it return to it. A replay writes to the addresses the capture
+//   saw without calling the allocator, so no block of a live pool is handed to anyone outside it
+//   or returned to the backend (empty_cache and the out-of-memory flush skip them); inside the
+//   pool, reuse follows the capture's order, which the replay repeats. release_pool(), when the
+//   graph is destroyed, hands the pool's blocks back to the general cache.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +32,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +42,8 @@ namespace ember {
 
 // A stream as the cache sees it: an opaque handle (a cudaStream_t on CUDA). 0 is a valid stream.
 using StreamHandle = uintptr_t;
+// A private pool (create_pool); 0 is the general cache.
+using PoolId = uint64_t;
 
 // What the cache needs from a device. Implementations need not be thread-safe: the cache calls
 // them under its own lock.
@@ -80,6 +90,18 @@ class CachingAllocator final : public Allocator {
   // Whether `p` is the start of a block this allocator handed out (and has not returned).
   bool owns(void* p) const;
 
+  // A new, empty private pool.
+  PoolId create_pool();
+  // Routes `stream`'s allocations to `pool` until end_pool(stream). ember::Error when the pool is
+  // unknown or released, or the stream already captures into a pool.
+  void begin_pool(PoolId pool, StreamHandle stream);
+  void end_pool(StreamHandle stream);
+  // The pool's graph is gone: its free blocks join the general cache now, its blocks in use when
+  // they are freed. The id is not valid afterwards.
+  void release_pool(PoolId pool);
+  // Bytes of the pool's blocks (in use and free), what a graph holds on to.
+  int64_t pool_bytes(PoolId pool) const;
+
   AllocatorStats stats() const override;
   CachingAllocatorStats detailed_stats() const;
   void reset_peak() override;
@@ -91,15 +113,20 @@ class CachingAllocator final : public Allocator {
     size_t size = 0;       // the size class, what the backend allocated
     size_t requested = 0;  // what the caller asked for
     StreamHandle stream = 0;
+    PoolId pool = 0;                 // 0: the general cache
     std::set<StreamHandle> used_on;  // other streams, from record_stream
   };
+  // Free lists are keyed by (pool, stream, size class).
+  using FreeKey = std::tuple<PoolId, StreamHandle, size_t>;
   struct Pending {
     void* ptr;
     std::vector<void*> events;
   };
 
   void free_block(void* p);
-  void* take_cached(size_t size, StreamHandle stream);
+  void* take_cached(size_t size, StreamHandle stream, PoolId pool);
+  void* allocate_block(size_t nbytes, size_t size, StreamHandle stream, PoolId pool);  // under mu_
+  void check_live_pool(PoolId pool, const char* what) const;
   void poll_pending();
   void release_cached();  // under mu_
   [[noreturn]] void throw_oom(size_t nbytes, size_t size, int64_t cached_before);
@@ -109,8 +136,10 @@ class CachingAllocator final : public Allocator {
   std::function<StreamHandle()> current_stream_;
   mutable std::mutex mu_;
   std::unordered_map<void*, Block> blocks_;  // every block the backend gave us, in use or not
-  // Free blocks, keyed by (stream, size class).
-  std::map<std::pair<StreamHandle, size_t>, std::vector<void*>> free_;
+  std::map<FreeKey, std::vector<void*>> free_;
+  std::set<PoolId> live_pools_;
+  PoolId next_pool_ = 1;
+  std::map<StreamHandle, PoolId> capturing_;  // streams whose allocations go to a pool
   std::vector<Pending> pending_;
   CachingAllocatorStats stats_;
 };

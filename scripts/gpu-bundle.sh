@@ -6,7 +6,8 @@
 # fetched there (docs/cuda/runtime.md, "On a lent GPU").
 #
 #   gpu-bundle/bin/   ember_gpu_tests, ember_ops_tests, ember_gpu_nccl_tests (where NCCL and MPI were found),
-#                     bench_gpu, ember (the CLI: `ember info`), stripped
+#                     bench_gpu, step_rate (Ember beside PyTorch: bench/gpu_vs_torch.sh), ember (the CLI:
+#                     `ember info`), stripped
 #   gpu-bundle/lib/   the Ember libraries and every shared library they need that the device
 #                     does not provide (ldd says which), stripped; RUNPATH $ORIGIN
 #   gpu-bundle/run    the launcher: `gpu-bundle/run PROGRAM ARGS...` finds the vendor libraries
@@ -22,7 +23,7 @@
 # Usage: scripts/gpu-bundle.sh [--build-dir DIR] [--skip-build] [--out DIR]
 #   --build-dir DIR  build tree (default build-gpu/, configured here with EMBER_CUDA=ON for
 #                    sm_80 and sm_90)
-#   --skip-build     take DIR as it is (it must hold ember_gpu_checks, bench_gpu and ember)
+#   --skip-build     take DIR as it is (it must hold ember_gpu_checks, bench_gpu, bench_step_rate and ember)
 #   --out DIR        where the bundle goes (default gpu-bundle/, and gpu-bundle.tar.xz beside
 #                    it); replaced if it is a bundle
 #   --with-data      also put the four IDX files of data/mnist (else Debian's Fashion-MNIST,
@@ -50,15 +51,16 @@ done
 if ((!skip_build)); then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=80;90" \
     -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_TESTS=ON
-  ninja -C "$build" -j "${EMBER_JOBS:-$(nproc)}" ember_gpu_checks bench_gpu ember
+  ninja -C "$build" -j "${EMBER_JOBS:-$(nproc)}" ember_gpu_checks bench_gpu bench_step_rate ember
 fi
 cache="$build/CMakeCache.txt"
 [[ -f $cache ]] || { echo "gpu-bundle: $build is not a configured build tree" >&2; exit 1; }
 
-programs=("$build/tests/ember_gpu_tests" "$build/tests/ember_ops_tests" "$build/bench/gpu" "$build/tools/ember")
+programs=("$build/tests/ember_gpu_tests" "$build/tests/ember_ops_tests" "$build/bench/gpu" "$build/bench/step_rate"
+  "$build/tools/ember")
 [[ -x "$build/tests/ember_gpu_nccl_tests" ]] && programs+=("$build/tests/ember_gpu_nccl_tests")
 for p in "${programs[@]}"; do
-  [[ -x $p ]] || { echo "gpu-bundle: $p is missing (build the ember_gpu_checks, bench_gpu and ember targets)" >&2; exit 1; }
+  [[ -x $p ]] || { echo "gpu-bundle: $p is missing (build the ember_gpu_checks, bench_gpu, bench_step_rate and ember targets)" >&2; exit 1; }
 done
 # Not `ldd | grep -q`: under pipefail, grep leaving at its first match can fail the pipeline.
 needs=$(ldd "$build/tests/ember_gpu_tests")

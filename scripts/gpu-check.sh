@@ -22,7 +22,10 @@
 #   8. bench_gpu: native kernels beside cuBLAS/cuDNN and training throughput, each rate also as a
 #      fraction of the detected GPU's FP32 ceiling (ceilings_of below: NVIDIA's published figures
 #      for the cards this check has met; for another card the rates are printed without fractions)
-#   9. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep
+#   9. vs PyTorch: the six bench workloads, Ember's bench/step_rate and the image's PyTorch
+#      (bench/torch2_ref.py) in alternating processes, fp32 and bf16, Ember with --cuda-graph,
+#      torch.compile on MnistCnn (bench/gpu_vs_torch.sh; its table in OUT/gpu-vs-torch/table.md)
+#  10. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
 # Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
@@ -408,7 +411,41 @@ else
   add "bench_gpu" "not run: vendor libraries missing" 0
 fi
 
-# ---------------------------------------------------------------- 9. kernel counters, tile sweep (issue 50)
+# ---------------------------------------------------------------- 9. Ember beside PyTorch
+# bench/gpu_vs_torch.sh with the bundle's step_rate and the image's python3 (its torch): alternating
+# processes, medians over rounds; the budget below covers its rounds and torch.compile's run.
+vs_torch_step() {
+  local t0=$SECONDS cap rc=0
+  if ((!have_gpu || !smoke_ok)); then
+    add "vs PyTorch" "not run: no working GPU" 0
+    return
+  fi
+  if ! python3 -c 'import torch' >/dev/null 2>&1; then
+    add "vs PyTorch" "not run: python3 here has no torch" 0
+    return
+  fi
+  cap=$(step_timeout 95)
+  if ((cap < 30)); then
+    add "vs PyTorch" "not run: budget spent" 0
+    fail
+    return
+  fi
+  echo "---- vs PyTorch: bench/gpu_vs_torch.sh, $cap s"
+  timeout --kill-after=5 $((cap + 10)) bash bench/gpu_vs_torch.sh --out "$out/gpu-vs-torch" --device cuda \
+    --budget "$cap" --rounds 3 --reps 2 --run-seconds 0.15 --compile-timeout 25 --compile-workloads mnist_cnn \
+    -- "$bundle/run" step_rate >"$tmp/vs-torch.out" 2>&1 || rc=$?
+  cat "$tmp/vs-torch.out"
+  if ((rc == 0)) && [[ -s $out/gpu-vs-torch/table.md ]]; then
+    cp "$out/gpu-vs-torch/table.md" "$tmp/vs-torch.md"
+    add "vs PyTorch" "ok (table below; $(grep -oE 'median of [0-9]+' "$tmp/vs-torch.md" | head -n1) rounds)" $((SECONDS - t0))
+  else
+    add "vs PyTorch" "FAILED (exit $rc; see the log)" $((SECONDS - t0))
+    fail
+  fi
+}
+vs_torch_step
+
+# ---------------------------------------------------------------- 10. kernel counters, tile sweep (issue 50)
 # Nsight Compute on the native SGEMM (4096^3) and conv (ResNet 3x3 forward), one launch each
 # (bench_gpu --ncu): achieved occupancy, DRAM and L2 throughput, SM throughput, to set beside the
 # emulator's report (docs/cuda/kernel-report.md). Then the autotune sweep of the SGEMM's tile
@@ -467,6 +504,10 @@ if ((libs_ok)); then kernel_tuning_step; else add "ncu, sgemm tiles" "not run: v
     echo '```'
     cat "$tmp/bench.md"
     echo '```'
+  fi
+  if [[ -s $tmp/vs-torch.md ]]; then
+    echo
+    cat "$tmp/vs-torch.md"
   fi
 } >"$md"
 echo

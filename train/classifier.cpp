@@ -7,6 +7,7 @@
 #include "data/mnist.h"
 #include "layers/nn.h"
 #include "train/class_record.h"
+#include "train/cuda_graph_step.h"
 #include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/pipeline.h"
@@ -54,6 +55,11 @@ std::pair<double, double> evaluate_classifier(nn::Module& net, const data::Datas
 StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, ParallelJob* job, const Tensor& x,
                            const Tensor& y, RunningSums& sums, const CrossEntropyOptions& criterion) {
   const double n = static_cast<double>(y.numel());
+  if (cuda_graph_requested()) {
+    check_cuda_graph(dev, job && job->active(), run_precision().name());
+    if (graphed_classifier_step(net, opt, dev, x, y, sums, criterion))
+      return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
+  }
 #ifdef EMBER_HAVE_DIST
   if (job && job->pipeline()) {  // the loss and the correct count come from the last stage
     EMBER_CHECK(run_precision().name() == "fp32", "--precision ", run_precision().name(),

@@ -6,6 +6,7 @@
 #include "data/dataloader.h"
 #include "data/image.h"
 #include "data/mnist.h"
+#include "train/cuda_graph_step.h"
 #include "train/precision.h"
 
 namespace ember::train {
@@ -39,6 +40,9 @@ void GanLogWindow::flush(MetricsLog& log, int64_t epoch, int64_t step, double se
 
 StepReport gan_step(GanParts& p, const GanObjective& obj, const Tensor& real, RunningSums& sums, GanLogWindow& window) {
   nn::Module &gen = p.gen, &disc = p.disc;
+  EMBER_CHECK(!cuda_graph_requested(),
+              "--cuda-graph captures the classifiers' step only: a GAN step draws its noise "
+              "on the device, which a replay would repeat");
   optim::Optimizer &opt_g = p.opt_g, &opt_d = p.opt_d;
   const int64_t n = real.size(0);
   Precision& prec = run_precision();  // --precision: each forward under autocast, one scaler

@@ -7,6 +7,7 @@
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
 #include "layers/nn.h"
+#include "train/cuda_graph_step.h"
 #include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/pipeline.h"
@@ -81,6 +82,9 @@ StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& para
                    ParallelJob& job, const Tensor& x, const Tensor& y, RunningSums& sums) {
   const int64_t n = y.numel();
   double loss = 0, correct = 0;
+  EMBER_CHECK(!cuda_graph_requested(),
+              "--cuda-graph captures the classifiers' step only; the language model's "
+              "step is not captured (train/cuda_graph_step.h)");
   bool pipelined = false;
   opt.zero_grad();
 #ifdef EMBER_HAVE_DIST

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "data/mnist.h"
+#include "train/cuda_graph_step.h"
 #include "train/precision.h"
 
 namespace ember::train {
@@ -136,12 +137,23 @@ CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, do
   precision = f.str("precision", "fp32",
                     "fp32, bf16 (matrix products and convolutions in bfloat16 under autocast) or fp16 (float16 "
                     "with loss scaling); docs/PRECISION.md");
+  cuda_graph = f.boolean("cuda-graph", false,
+                         "capture the classifier's forward, loss and backward in a CUDA graph once and replay it each "
+                         "step (CUDA devices; not with --data-parallel, --pipeline or --precision fp16)");
 }
 
 void CommonFlags::check(Flags& f) {
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     f.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
   run_precision() = Precision::parse(precision);
+  cuda_graph_requested() = cuda_graph;
+  if (cuda_graph && device != "auto") {  // what the flags alone tell; the rest when the step runs
+    try {
+      check_cuda_graph(Device(device), false, precision);
+    } catch (const Error& e) {
+      f.fail(e.what());
+    }
+  }
   if (resume == "auto" && checkpoint_dir.empty()) f.fail("--resume auto needs --checkpoint-dir");
   init.check(f, resume);
   if (threads > 0) set_num_threads(static_cast<int>(threads));

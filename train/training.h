@@ -91,6 +91,7 @@ struct CommonFlags {
   long long epochs, batch_size, seed, max_steps, checkpoint_every, limit, workers, threads;
   double lr;
   bool data_given, overwrite;
+  bool cuda_graph;  // --cuda-graph: the classifier's step captured and replayed (train/cuda_graph_step.h)
   std::string data_root, data_name;  // set by prepare()
   TensorBoardFlags tensorboard;
   InitFrom init;  // --init-from, --init-skip

@@ -14,6 +14,7 @@
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_allocator.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_graph.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/deferred_check.h"
 #include "core/cuda/device_guard.h"
@@ -59,6 +60,7 @@ void device_to_host(const Tensor& dst, const Tensor& src) {
   DeviceGuard g(src.device());
   Stream& compute = current_stream(dev);
   Stream& copy = stream(dev, StreamKind::Copy);
+  refuse_host_wait_in_capture(raw(compute), "a device-to-host copy (item(), to(cpu))");
   stream_wait_stream(copy, compute);  // the kernels that produce src
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes_of(dst), cudaMemcpyDeviceToHost, raw(copy)));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(raw(copy)));

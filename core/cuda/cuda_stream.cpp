@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_graph.h"
 #include "core/cuda/deferred_check.h"
 #include "core/cuda/device_count.h"
 #include "core/cuda/device_guard.h"
@@ -24,6 +25,7 @@ class CudaStream final : public Stream {
   StreamKind kind() const override { return kind_; }
   void synchronize() override {
     DeviceGuard g(device());
+    refuse_host_wait_in_capture(s_, "a synchronize() of the stream");
     EMBER_CUDA_CHECK(cudaStreamSynchronize(s_));
     // A synchronisation point: data errors the compute stream's kernels found are reported.
     if (kind_ == StreamKind::Compute) run_deferred_checks(device_, false);

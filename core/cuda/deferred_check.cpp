@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
@@ -24,10 +25,13 @@ struct Slot {
 struct Pending {
   Slot slot;
   DeferredRaise raise;
+  bool graph_slot = false;  // a CUDA graph's: not recycled
 };
 struct Queue {
   std::deque<Pending> pending;
   std::vector<Slot> free;
+  bool capturing = false;
+  std::vector<CapturedCheck> captured;
 };
 struct Registry {
   std::mutex mu;
@@ -38,11 +42,35 @@ Registry& registry() {
   return *r;
 }
 
+// defer_check inside a capture: a fresh slot, the copy recorded into the graph, no event.
+bool capture_check(int device, cudaStream_t s, const void* src, size_t bytes, DeferredRaise& raise) {
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.by_device[device].capturing) return false;
+  }
+  DeviceGuard g(Device::cuda(device));
+  CapturedCheck c;
+  void* p = nullptr;
+  EMBER_CUDA_CHECK(cudaHostAlloc(&p, kDeferredCheckBytes, cudaHostAllocPortable));
+  c.host = static_cast<unsigned char*>(p);
+  std::memset(c.host, 0, kDeferredCheckBytes);
+  cudaEvent_t ev = nullptr;
+  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  c.done = ev;
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(c.host, src, bytes, cudaMemcpyDeviceToHost, s));
+  c.raise = std::move(raise);
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.by_device[device].captured.push_back(std::move(c));
+  return true;
+}
+
 }  // namespace
 
 void defer_check(int device, void* stream, const void* src, size_t bytes, DeferredRaise raise) {
   EMBER_CHECK(bytes <= kDeferredCheckBytes, "deferred check: ", bytes, " bytes; at most ", kDeferredCheckBytes);
   run_deferred_checks(device, false);  // an earlier error is reported before this one is queued
+  if (capture_check(device, static_cast<cudaStream_t>(stream), src, bytes, raise)) return;
   Registry& r = registry();
   Slot slot;
   {
@@ -66,6 +94,34 @@ void defer_check(int device, void* stream, const void* src, size_t bytes, Deferr
   EMBER_CUDA_CHECK(cudaEventRecord(slot.done, s));
   std::lock_guard<std::mutex> lock(r.mu);
   r.by_device[device].pending.push_back({slot, std::move(raise)});
+}
+
+void begin_captured_checks(int device) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  Queue& q = r.by_device[device];
+  EMBER_CHECK(!q.capturing, "deferred checks: cuda:", device, " is already capturing a graph");
+  q.capturing = true;
+  q.captured.clear();
+}
+
+std::vector<CapturedCheck> end_captured_checks(int device) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  Queue& q = r.by_device[device];
+  q.capturing = false;
+  return std::exchange(q.captured, {});
+}
+
+void queue_replayed_checks(int device, void* stream, const std::vector<CapturedCheck>& checks) {
+  auto s = static_cast<cudaStream_t>(stream);
+  for (const CapturedCheck& c : checks) {
+    const auto ev = static_cast<cudaEvent_t>(c.done);
+    EMBER_CUDA_CHECK(cudaEventRecord(ev, s));
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.by_device[device].pending.push_back({Slot{c.host, ev}, c.raise, true});
+  }
 }
 
 void run_deferred_checks(int device, bool wait) {
@@ -93,7 +149,7 @@ void run_deferred_checks(int device, bool wait) {
     std::memcpy(bytes, p.slot.host, kDeferredCheckBytes);
     {
       std::lock_guard<std::mutex> lock(r.mu);
-      r.by_device[device].free.push_back(p.slot);
+      if (!p.graph_slot) r.by_device[device].free.push_back(p.slot);
     }
     p.raise(bytes);
   }

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace ember::cuda {
 
@@ -31,5 +32,21 @@ void run_deferred_checks(int device, bool wait);
 
 // Checks still queued for `device` (for tests).
 size_t pending_deferred_checks(int device);
+
+// CUDA graphs (core/cuda/cuda_graph.cpp). Between begin_captured_checks and end_captured_checks,
+// defer_check on `device` records its copy into the graph being captured, into a slot of the
+// graph's own, and sets the check aside instead of queuing it (an event recorded in a capture
+// cannot be polled). After each replay, queue_replayed_checks records the slot's event behind the
+// replay on `stream` and queues the check as defer_check would, so a data error of a replayed step
+// surfaces at the next synchronisation, as in eager mode. A graph's slots are never freed: a
+// queued check may read them after the graph is gone (32 bytes each, a few per graph).
+struct CapturedCheck {
+  unsigned char* host = nullptr;  // the pinned slot every replay's copy writes
+  void* done = nullptr;           // a cudaEvent_t, recorded after each replay
+  DeferredRaise raise;
+};
+void begin_captured_checks(int device);
+std::vector<CapturedCheck> end_captured_checks(int device);
+void queue_replayed_checks(int device, void* stream, const std::vector<CapturedCheck>& checks);
 
 }  // namespace ember::cuda

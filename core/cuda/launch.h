@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_graph.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/device_guard.h"
 #include "core/cuda/launch_count.h"
@@ -86,6 +87,7 @@ inline Device kernel_device() {
 inline void copy_to_host(void* dst, const void* src, size_t bytes) {
 #if defined(__CUDACC__)
   cudaStream_t s = kernel_stream();
+  refuse_host_wait_in_capture(s, "a kernel's check that reads a device flag on the host (an index range check)");
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(s));
 #else

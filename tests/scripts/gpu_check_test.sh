@@ -30,7 +30,7 @@ rc=$?
 cat "$tmp/bundle.out"
 check "gpu-bundle.sh packs the build" test "$rc" -eq 0
 if ((rc != 0)); then exit 1; fi
-check "the bundle has its programs" test -x "$bundle/bin/ember_gpu_tests" -a -x "$bundle/bin/ember_ops_tests" -a -x "$bundle/bin/bench_gpu" -a -x "$bundle/bin/ember"
+check "the bundle has its programs" test -x "$bundle/bin/ember_gpu_tests" -a -x "$bundle/bin/ember_ops_tests" -a -x "$bundle/bin/bench_gpu" -a -x "$bundle/bin/step_rate" -a -x "$bundle/bin/ember"
 check "its archive is under 64 MiB" test "$(stat -c %s "$bundle.tar.xz")" -le $((64 * 1024 * 1024))
 check "vendor-libs names cuBLAS and the CUDA runtime" grep -qx "libcublas.so.13" "$bundle/vendor-libs"
 
@@ -87,7 +87,8 @@ check "the sanitizer is not run without a GPU" grep -qE "compute-sanitizer +\| n
 check "bench_gpu reports the skip" grep -qE "bench_gpu +\| skipped: no CUDA device" "$tmp/check.out"
 check "the Markdown table is written" grep -qE "^\| smoke +\| skipped" "$tmp/out/gpu-check.md"
 check "the log holds everything" grep -q "gpu-check summary" "$tmp/out/gpu-check.log"
-check "the summary table is last" bash -c "tail -n1 '$tmp/check.out' | grep -q '^| bench_gpu'"
+check "Ember beside PyTorch is not run without a GPU" grep -qE "vs PyTorch +\| not run: no working GPU" "$tmp/check.out"
+check "the summary table is last" bash -c "tail -n1 '$tmp/check.out' | grep -qE '^\| (sgemm tiles|ncu, sgemm tiles) '"
 
 PATH="$tmp:$PATH" CUDA_VISIBLE_DEVICES="" bash "$scripts/gpu-check.sh" --bundle "$bundle" --out "$tmp/out0" --budget 0 \
   >"$tmp/check0.out" 2>&1
