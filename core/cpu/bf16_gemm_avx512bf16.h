@@ -83,7 +83,7 @@ void pack_row_pairs(const float* row, int64_t kc, uint32_t* dst) {
 // to interleave, 16 columns at a time (the other two cases).
 template <int W, typename E>
 void pack(const Operand<E>& x, bool by_rows, int64_t k0, int64_t kc, int64_t width, uint32_t* dst) {
-  static_assert(W % 4 == 0 && W <= 32, "W: whole 128-bit stores, at most two 16-lane chunks");
+  static_assert(W <= 32, "W: at most two 16-lane chunks per pair of rows");
   const int64_t kp = (kc + 1) / 2;
   if (by_rows != x.trans) {
     for (int64_t w = 0; w < W; ++w) {
