@@ -31,6 +31,9 @@ struct GemmArgs {
   void* c = nullptr;
   int64_t ldc = 1;
   bool c_float32 = false;  // dtype bfloat16 only: C is float32
+  // dtype bfloat16 only: A and B are float32, rounded to bfloat16 as the GEMM packs them (one pass
+  // over each operand instead of a rounded copy and then the packing).
+  bool ab_float32 = false;
 };
 
 // One GEMM.

@@ -1,8 +1,10 @@
 // The smallest complete training loop in Ember: a two-layer perceptron learns to imitate a fixed
 // random "teacher" network on synthetic data. Forward through ops, backward through autograd,
 // and a plain SGD update written by hand under NoGradGuard. Prints the loss as it falls and exits
-// with status 1 if it did not fall (so ctest can run it).
-//   usage: demo_mlp [steps=300] [learning rate=0.1] [--tensorboard DIR]   (--help: this)
+// with status 1 if it did not fall (so ctest can run it). --precision bf16 runs the forward under
+// ember::autocast (docs/PRECISION.md); fp16 also scales the loss (optim::GradScaler), which steps
+// through an optimizer: there the update is optim::SGD's, the same rule.
+//   usage: demo_mlp [steps=300] [learning rate=0.1] [--tensorboard DIR] [--precision fp32|bf16|fp16]
 #include <ember/ember.h>
 
 #include <cmath>
@@ -21,31 +23,40 @@ struct Args {
   int steps = 300;
   double lr = 0.1;
   std::string tensorboard;  // the loss curve as TensorBoard event files here; empty: none
+  std::string precision = "fp32";
 };
 
-// Reads `steps` and `lr` (positional) and --tensorboard DIR. Returns the exit status to stop with
+// Reads `steps` and `lr` (positional), --tensorboard DIR and --precision P. Returns the exit status to stop with
 // (0 after --help, 2 for a usage error), or -1 to train.
 int parse(int argc, char** argv, Args& a) {
   // Whole-argument parses: "2x" or "nan" is refused, not read as 2 or trained into NaN.
   auto usage = [&](const char* why) {
-    std::fprintf(stderr, "%s: %s\nusage: %s [steps > 0] [learning rate > 0] [--tensorboard DIR]\n", argv[0], why,
-                 argv[0]);
+    std::fprintf(stderr,
+                 "%s: %s\nusage: %s [steps > 0] [learning rate > 0] [--tensorboard DIR] [--precision fp32|bf16|fp16]\n",
+                 argv[0], why, argv[0]);
     return 2;
   };
   std::vector<const char*> positional;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf(
-          "usage: %s [steps > 0, default 300] [learning rate > 0, default 0.1] [--tensorboard DIR]\n\n"
+          "usage: %s [steps > 0, default 300] [learning rate > 0, default 0.1] [--tensorboard DIR]\n"
+          "       [--precision fp32|bf16|fp16, default fp32]\n\n"
           "Trains a two-layer perceptron to imitate a fixed random teacher network on synthetic data\n"
           "(forward through ops, backward through autograd, SGD by hand); exits with status 1 if the\n"
-          "loss did not fall to half its first value. --tensorboard writes the loss curve for TensorBoard.\n",
+          "loss did not fall to half its first value. --tensorboard writes the loss curve for TensorBoard.\n"
+          "--precision bf16/fp16 runs the forward in 16 bits under autocast (fp16 with loss scaling).\n",
           argv[0]);
       return 0;
     }
     if (std::strcmp(argv[i], "--tensorboard") == 0) {
       if (i + 1 == argc) return usage("--tensorboard needs a folder");
       a.tensorboard = argv[++i];
+    } else if (std::strcmp(argv[i], "--precision") == 0) {
+      if (i + 1 == argc) return usage("--precision needs fp32, bf16 or fp16");
+      a.precision = argv[++i];
+      if (a.precision != "fp32" && a.precision != "bf16" && a.precision != "fp16")
+        return usage(("--precision: expected fp32, bf16 or fp16, got '" + a.precision + "'").c_str());
     } else {
       positional.push_back(argv[i]);
     }
@@ -72,8 +83,8 @@ int main(int argc, char** argv) {
   manual_seed(0);
   const Device dev = Device::best();
   const int threads = get_num_threads();
-  std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d thread%s\n", lr, steps, dev.str().c_str(),
-              threads, threads == 1 ? "" : "s");
+  std::printf("demo_mlp: 2-layer MLP, MSE, SGD lr %g, %d steps on %s with %d thread%s, %s\n", lr, steps,
+              dev.str().c_str(), threads, threads == 1 ? "" : "s", a.precision.c_str());
 
   // Data: x ~ N(0, 1); targets from a tanh teacher network that the student cannot see.
   const int64_t n = 512, in = 8, hidden = 32, teacher_hidden = 16;
@@ -93,14 +104,34 @@ int main(int argc, char** argv) {
   Tensor b2 = zeros({1}).to(dev).requires_grad_();
   std::vector<Tensor> params = {w1, b1, w2, b2};
 
+  std::optional<DType> low;  // the autocast dtype; none in fp32
+  if (a.precision != "fp32") low = a.precision == "bf16" ? DType::BFloat16 : DType::Float16;
+  // fp16 only: the loss scaler and the optimizer it steps (skipping a step whose gradients overflowed).
+  std::optional<optim::GradScaler> scaler;
+  std::optional<optim::SGD> sgd;
+  if (a.precision == "fp16") scaler.emplace(), sgd.emplace(params, optim::SGDOptions{.lr = lr});
+
   double first = 0, last = 0;
+  DType matmul_dtype = DType::Float32;  // what the forward's products ran in, printed at the end
   for (int step = 0; step < steps; ++step) {
-    Tensor h = relu(matmul(x, w1) + b1);  // [n, hidden]; the bias broadcasts over rows
-    Tensor pred = matmul(h, w2) + b2;     // [n, 1]
-    Tensor err = pred - y;
-    Tensor loss = mean(err * err);
-    loss.backward();
+    Tensor loss;
     {
+      std::optional<autocast> ac;  // matmul in 16 bits; the bias add, the error and the mean in float32
+      if (low) ac.emplace(dev, *low);
+      Tensor z = matmul(x, w1);
+      matmul_dtype = z.dtype();
+      Tensor h = relu(z + b1);           // [n, hidden]; the bias broadcasts over rows
+      Tensor pred = matmul(h, w2) + b2;  // [n, 1]
+      Tensor err = pred - y;
+      loss = mean(err * err);
+    }
+    if (scaler) {
+      scaler->scale(loss).backward();
+      scaler->step(*sgd);
+      scaler->update();
+      sgd->zero_grad();
+    } else {
+      loss.backward();
       NoGradGuard no_grad;
       for (Tensor& p : params) {
         p.sub_(p.grad(), lr);
@@ -113,6 +144,7 @@ int main(int argc, char** argv) {
     if (step % std::max(1, steps / 10) == 0 || step == steps - 1) std::printf("step %5d  loss %.6f\n", step, last);
   }
   const bool fell = last < 0.5 * first;
-  std::printf("loss %s from %.6f to %.6f\n", fell ? "fell" : "did NOT fall enough", first, last);
+  std::printf("loss %s from %.6f to %.6f (matrix products in %s)\n", fell ? "fell" : "did NOT fall enough", first, last,
+              dtype_name(matmul_dtype));
   return fell ? 0 : 1;
 }

@@ -22,7 +22,11 @@ Tensor GanObjective::loss(const Tensor& out, double target) const {
 }
 
 double GanObjective::prob(const Tensor& out) const {
-  return (logits ? sigmoid(out) : out).mean().item();
+  // D's output leaves an autocast step in 16 bits (its last layer is a GEMM or a convolution), and
+  // this report runs outside the scope, where sigmoid has no 16-bit kernel: widen it (exact).
+  const bool half = out.dtype() == DType::Float16 || out.dtype() == DType::BFloat16;
+  const Tensor o = half ? out.to(DType::Float32) : out;
+  return (logits ? sigmoid(o) : o).mean().item();
 }
 
 void GanLogWindow::flush(MetricsLog& log, int64_t epoch, int64_t step, double seconds) {

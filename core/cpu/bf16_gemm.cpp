@@ -54,11 +54,19 @@ void finish_c(const GemmArgs& g, const std::vector<float>& scratch) {
 }
 
 #if !defined(__AVX512BF16__)
-// The stored rows x cols bfloat16 matrix at p (leading dimension ld) as dense float32.
-std::vector<float> widen(const void* p, int64_t rows, int64_t cols, int64_t ld) {
+// The stored rows x cols bfloat16 matrix at p (leading dimension ld) as dense float32; a float32
+// one (ab_float32) rounded to bfloat16's precision.
+std::vector<float> widen(const GemmArgs& g, const void* p, int64_t rows, int64_t cols, int64_t ld) {
   std::vector<float> out(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    bf16_to_float(static_cast<const uint16_t*>(p) + i * ld, out.data() + i * cols, cols);
+  std::vector<uint16_t> row16(static_cast<size_t>(g.ab_float32 ? cols : 0));
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint16_t* src = static_cast<const uint16_t*>(p) + i * ld;
+    if (g.ab_float32) {
+      bf16_from_float(static_cast<const float*>(p) + i * ld, row16.data(), cols);
+      src = row16.data();
+    }
+    bf16_to_float(src, out.data() + i * cols, cols);
+  }
   return out;
 }
 
@@ -66,8 +74,8 @@ std::vector<float> widen(const void* p, int64_t rows, int64_t cols, int64_t ld) 
 // in float32. The products of bfloat16 values are exact in float32, so this computes what the
 // vdpbf16ps kernel does up to the order of the float32 additions.
 void gemm_widened(const GemmArgs& g, float* c, int64_t ldc) {
-  const std::vector<float> a = widen(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda);
-  const std::vector<float> b = widen(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb);
+  const std::vector<float> a = widen(g, g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda);
+  const std::vector<float> b = widen(g, g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb);
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
               static_cast<float>(g.alpha), a.data(), g.trans_a ? m : k, b.data(), g.trans_b ? k : n,
@@ -77,16 +85,24 @@ void gemm_widened(const GemmArgs& g, float* c, int64_t ldc) {
 
 }  // namespace
 
+// Both conversions are written as integer arithmetic on the bits, branch-free, so the compiler
+// vectorises them at every level (the widening and rounding copies around 16-bit layers are
+// whole-tensor passes; scalar, they cost as much as the GEMMs they feed).
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i]);
+  auto* d = reinterpret_cast<uint32_t*>(dst);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<uint32_t>(src[i]) << 16;
 }
 
 void bf16_from_float(const float* src, uint16_t* dst, int64_t n) {
-#if defined(__AVX512BF16__)
-  bf16x::from_float(src, dst, n);
-#else
-  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
-#endif
+  const auto* s = reinterpret_cast<const uint32_t*>(src);
+  // core/half_bits.h's float_to_bf16_bits with its NaN branch made a select.
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t x = s[i];
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, quiet_nan = (x >> 16) | 0x40u;
+    dst[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
 }
 
 void gemm_bf16(const GemmArgs& g) {
@@ -97,7 +113,10 @@ void gemm_bf16(const GemmArgs& g) {
   int64_t ldc = 0;
   float* c = float_c(g, scratch, &ldc);
 #if defined(__AVX512BF16__)
-  bf16x::gemm(g, c, ldc);
+  if (g.ab_float32)
+    bf16x::gemm<float>(g, c, ldc);
+  else
+    bf16x::gemm<uint16_t>(g, c, ldc);
 #else
   gemm_widened(g, c, ldc);
 #endif
@@ -113,20 +132,13 @@ void sgemm_as_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
                 beta, c, static_cast<int>(ldc));
     return;
   }
-  // The operands as stored, rounded, densely; per thread and kept (the same shapes every step).
-  thread_local std::vector<uint16_t> a16, b16;
-  const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-  auto round = [](const float* x, int64_t rows, int64_t cols, int64_t ld, std::vector<uint16_t>& out) {
-    out.resize(static_cast<size_t>(rows * cols));
-    for (int64_t i = 0; i < rows; ++i) bf16_from_float(x + i * ld, out.data() + i * cols, cols);
-  };
-  round(a, a_rows, a_cols, lda, a16);
-  round(b, b_rows, b_cols, ldb, b16);
+  // The operands go to the bfloat16 GEMM as they are: it rounds them while packing its panels.
   GemmArgs g;
   g.dtype = DType::BFloat16;
   g.c_float32 = true;
+  g.ab_float32 = true;
   g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = beta;
-  g.a = a16.data(), g.lda = a_cols, g.b = b16.data(), g.ldb = b_cols, g.c = c, g.ldc = ldc;
+  g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
   gemm_stub.cpu_kernel()(g);
 }
 

@@ -32,47 +32,80 @@ constexpr int64_t kKC = 384;   // k per block: a B micro-panel of 192 pairs x 32
 constexpr int64_t kMC = 96;    // rows per packed A block: 96 x 384 x 2 B = 72 KB, in L2
 constexpr int64_t kNC = 1536;  // columns per packed B slice: 384 x 1536 x 2 B = 1.2 MB
 
-// A bfloat16 operand as stored: element (r, c) of op(X) is p[r * ld + c], or p[c * ld + r] when
-// trans.
+// An operand as stored, bfloat16 (E = uint16_t) or float32 rounded to bfloat16 as it is packed
+// (E = float): element (r, c) of op(X) is p[r * ld + c], or p[c * ld + r] when trans.
+template <typename E>
 struct Operand {
-  const uint16_t* p;
+  const E* p;
   int64_t ld;
   bool trans;
-  uint16_t at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
   // The operand from row r (when rows index op(X)'s first dimension) on.
   Operand rows_from(int64_t r) const { return {trans ? p + r : p + r * ld, ld, trans}; }
   Operand cols_from(int64_t c) const { return {trans ? p + c * ld : p + c, ld, trans}; }
 };
 
+// 16 elements (fewer where `mask` says; 0 past it) widened to 32-bit words holding their bfloat16
+// bits. From float32, vcvtneps2bf16 rounds to nearest even and flushes subnormal inputs to zero,
+// which changes no product: vdpbf16ps reads subnormal bfloat16 as zero anyway.
+// (The maskz forms of the widening and the shift: GCC 12 warns that the plain ones' undefined
+// pass-through operand "may be used uninitialized", its bug 105593.)
+inline __m512i load_bf16_words(const uint16_t* p, __mmask16 mask) {
+  return _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, p));
+}
+inline __m512i load_bf16_words(const float* p, __mmask16 mask) {
+  return _mm512_maskz_cvtepu16_epi32(mask, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, p)));
+}
+
+// The pairs (x(k0 + 2p, .), x(k0 + 2p + 1, .)) of a row of op(X) contiguous along k: kc elements
+// at `row`, pair p to dst[p * W].
+template <int W>
+void pack_row_pairs(const uint16_t* row, int64_t kc, uint32_t* dst) {
+  for (int64_t p = 0; p < kc / 2; ++p) std::memcpy(&dst[p * W], row + 2 * p, 4);
+  if (kc & 1) dst[(kc / 2) * W] = row[kc - 1];
+}
+template <int W>
+void pack_row_pairs(const float* row, int64_t kc, uint32_t* dst) {
+  int64_t p = 0;
+  alignas(64) uint32_t pairs[16];
+  for (; 2 * p + 32 <= kc; p += 16) {  // 32 floats -> 16 pairs, vcvtne2ps2bf16 keeps their order
+    const __m512 lo = _mm512_loadu_ps(row + 2 * p), hi = _mm512_loadu_ps(row + 2 * p + 16);
+    _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    for (int q = 0; q < 16; ++q) dst[(p + q) * W] = pairs[q];
+  }
+  for (; 2 * p + 1 < kc; ++p)
+    dst[p * W] = float_to_bf16_bits(row[2 * p]) | static_cast<uint32_t>(float_to_bf16_bits(row[2 * p + 1])) << 16;
+  if (kc & 1) dst[p * W] = float_to_bf16_bits(row[kc - 1]);
+}
+
 // dst[p * W + w] = (x(w, k0 + 2p), x(w, k0 + 2p + 1)) for w < width, 0 for width <= w < W, where
 // x(w, k) is op(A)(w, k) (by_rows) or op(B)(k, w). Two layouts are contiguous along the packed
-// direction: pairs along k in one stored row (A not transposed, B transposed: one 32-bit load), or
-// two stored rows to interleave (the other two cases).
-template <int W>
-void pack(const Operand& x, bool by_rows, int64_t k0, int64_t kc, int64_t width, uint32_t* dst) {
+// direction: pairs along k in one stored row (A not transposed, B transposed), or two stored rows
+// to interleave, 16 columns at a time (the other two cases).
+template <int W, typename E>
+void pack(const Operand<E>& x, bool by_rows, int64_t k0, int64_t kc, int64_t width, uint32_t* dst) {
+  static_assert(W <= 32, "W: at most two 16-lane chunks per pair of rows");
   const int64_t kp = (kc + 1) / 2;
-  const bool pairs_contiguous = by_rows != x.trans;
-  if (pairs_contiguous) {
+  if (by_rows != x.trans) {
     for (int64_t w = 0; w < W; ++w) {
-      if (w >= width) {
+      if (w < width) {
+        pack_row_pairs<W>(x.p + w * x.ld + k0, kc, dst + w);
+      } else {
         for (int64_t p = 0; p < kp; ++p) dst[p * W + w] = 0;
-        continue;
       }
-      const uint16_t* row = x.p + w * x.ld + k0;
-      for (int64_t p = 0; p < kc / 2; ++p) std::memcpy(&dst[p * W + w], row + 2 * p, 4);
-      if (kc & 1) dst[(kp - 1) * W + w] = row[kc - 1];
     }
     return;
   }
   for (int64_t p = 0; p < kp; ++p) {
-    const uint16_t* r0 = x.p + (k0 + 2 * p) * x.ld;
-    const uint16_t* r1 = 2 * p + 1 < kc ? r0 + x.ld : nullptr;
-    uint32_t* d = dst + p * W;
-    if (r1 && width == W) {
-      for (int w = 0; w < W; ++w) d[w] = r0[w] | static_cast<uint32_t>(r1[w]) << 16;
-      continue;
+    const E* r0 = x.p + (k0 + 2 * p) * x.ld;
+    const bool has_r1 = 2 * p + 1 < kc;
+    for (int64_t w = 0; w < W; w += 16) {
+      const int64_t live = std::clamp<int64_t>(width - w, 0, 16), span = std::min<int64_t>(W - w, 16);
+      const __mmask16 load = static_cast<__mmask16>((1u << live) - 1), store = static_cast<__mmask16>((1u << span) - 1);
+      const __m512i lo = load_bf16_words(r0 + w, load);
+      const __m512i hi =
+          has_r1 ? _mm512_maskz_slli_epi32(load, load_bf16_words(r0 + x.ld + w, load), 16) : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(dst + p * W + w, store, _mm512_or_si512(lo, hi));
     }
-    for (int64_t w = 0; w < W; ++w) d[w] = w >= width ? 0 : (r0[w] | (r1 ? static_cast<uint32_t>(r1[w]) << 16 : 0u));
   }
 }
 
@@ -139,8 +172,9 @@ struct Buffers {
 };
 
 // C[0:m, 0:n] (ldc) = alpha op(A) op(B) + beta C on one thread, A and B as in `g`.
-inline void gemm_serial(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,
-                        float* c, int64_t ldc, Buffers& buf) {
+template <typename E>
+void gemm_serial(const Operand<E>& a, const Operand<E>& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                 float* c, int64_t ldc, Buffers& buf) {
   const int64_t kc_max = std::min(k, kKC), kp_max = (kc_max + 1) / 2;
   buf.a.reserve(kp_max * ((std::min(m, kMC) + kMR - 1) / kMR) * kMR);
   buf.b.reserve(kp_max * ((std::min(n, kNC) + kNR - 1) / kNR) * kNR);
@@ -167,18 +201,21 @@ inline void gemm_serial(const Operand& a, const Operand& b, int64_t m, int64_t n
 // Below this many multiply-adds one thread does the whole product.
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
 
-// C (float32, ldc) = alpha op(A) op(B) + beta C for g's bfloat16 A and B, split across threads by
-// columns of C (whole kNR panels) or, when C is too narrow for that, by rows (whole kMR tiles).
-inline void gemm(const GemmArgs& g, float* c, int64_t ldc) {
-  const Operand a{static_cast<const uint16_t*>(g.a), g.lda, g.trans_a};
-  const Operand b{static_cast<const uint16_t*>(g.b), g.ldb, g.trans_b};
+// C (float32, ldc) = alpha op(A) op(B) + beta C for g's A and B (E: bfloat16, or float32 rounded as packed), split
+// across threads by columns of C (whole kNR panels) or, when C is too narrow for that, by rows (whole kMR tiles).
+template <typename E>
+void gemm(const GemmArgs& g, float* c, int64_t ldc) {
+  const Operand<E> a{static_cast<const E*>(g.a), g.lda, g.trans_a};
+  const Operand<E> b{static_cast<const E*>(g.b), g.ldb, g.trans_b};
   const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
   const int64_t col_tiles = (g.n + kNR - 1) / kNR, row_tiles = (g.m + kMR - 1) / kMR;
   const int threads = g.m * g.n * g.k < kParallelMacs ? 1 : threads_here();
   const bool by_cols = col_tiles >= 2 * threads || col_tiles >= row_tiles;
   const int64_t tiles = by_cols ? col_tiles : row_tiles;
   parallel_slots(tiles, threads, [&](int, int64_t t0, int64_t t1) {
-    Buffers buf;
+    // Kept per thread: B's packed slice reaches a megabyte, which a fresh allocation per GEMM would
+    // map and fault in again every call.
+    thread_local Buffers buf;
     if (by_cols) {
       const int64_t j0 = t0 * kNR, j1 = std::min(g.n, t1 * kNR);
       gemm_serial(a, b.cols_from(j0), g.m, j1 - j0, g.k, alpha, beta, c + j0, ldc, buf);
@@ -187,22 +224,6 @@ inline void gemm(const GemmArgs& g, float* c, int64_t ldc) {
       gemm_serial(a.rows_from(i0), b, i1 - i0, g.n, g.k, alpha, beta, c + i0 * ldc, ldc, buf);
     }
   });
-}
-
-// float32 -> bfloat16, 32 at a time with vcvtne2ps2bf16. The instruction flushes subnormal inputs
-// to zero, where core/half_bits.h rounds them: a block holding one takes the scalar code.
-inline void from_float(const float* src, uint16_t* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512 lo = _mm512_loadu_ps(src + i), hi = _mm512_loadu_ps(src + i + 16);
-    constexpr int kSubnormal = 0x20;  // vfpclassps's denormal class
-    if (_mm512_fpclass_ps_mask(lo, kSubnormal) | _mm512_fpclass_ps_mask(hi, kSubnormal)) {
-      for (int64_t j = i; j < i + 32; ++j) dst[j] = float_to_bf16_bits(src[j]);
-      continue;
-    }
-    _mm512_storeu_si512(dst + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-  }
-  for (; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
 }
 
 }  // namespace bf16x

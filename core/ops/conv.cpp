@@ -121,6 +121,19 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
   return out;
 }
 
+namespace {
+
+// The bias gradient of conv_transpose2d: the output gradient summed per channel. The CPU's
+// reductions have no 16-bit kernels (autocast runs sum in float32), so a 16-bit gradient, which a
+// layer run under autocast gets, is summed in float32 and the sum rounded back to its dtype.
+Tensor bias_gradient(const Tensor& go) {
+  const DType dt = go.dtype();
+  if (dt != DType::BFloat16 && dt != DType::Float16) return sum(go, {0, 2, 3});
+  return sum(go.to(DType::Float32), {0, 2, 3}).to(dt);
+}
+
+}  // namespace
+
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ConvTranspose2dParams p) {
   if (auto c = autocast_args(AutocastOp::conv_transpose2d, input, weight, bias))
     return conv_transpose2d((*c)[0], (*c)[1], (*c)[2], p);
@@ -171,7 +184,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                          r[1] = empty(sw.get().shape(), go.options());
                          conv2d_backward_weight_stub(go.device())(r[1], Tensor(), xv, go, g);
                        }
-                       if (n[2]) r[2] = sum(go, {0, 2, 3});
+                       if (n[2]) r[2] = bias_gradient(go);
                        return r;
                      });
   }

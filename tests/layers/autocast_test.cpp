@@ -78,6 +78,30 @@ TEST(Autocast, MasterWeightsStayFloat32AndGetFloat32Gradients) {
   }
 }
 
+// A transposed convolution with a bias (DCGAN's layers) trains under autocast: its bias gradient,
+// a sum of the 16-bit output gradient, reaches the float32 bias in float32, close to float32's.
+TEST(Autocast, ConvTransposeBiasGetsItsGradient) {
+  manual_seed(5);
+  Tensor x = randn({2, 4, 5, 5}), w = randn({4, 3, 3, 3}).requires_grad_(), b = randn({3}).requires_grad_();
+  Tensor r = randn({2, 3, 11, 11});
+  auto loss_of = [&] { return sum(mul(conv_transpose2d(x, w, b, {.stride = {2, 2}}), r)); };
+  loss_of().backward();
+  const Tensor gb32 = b.grad().clone();
+  for (DType dt : {DType::BFloat16, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    b.set_grad(Tensor());
+    Tensor loss;
+    {
+      autocast ac(Device::cpu(), dt);
+      loss = loss_of();
+    }
+    loss.backward();
+    ASSERT_TRUE(b.grad().defined());
+    EXPECT_EQ(b.grad().dtype(), DType::Float32);
+    EXPECT_LT(max_abs_diff(b.grad(), gb32), 2e-2 * (1 + max_abs(gb32)));
+  }
+}
+
 // One 16-bit copy of a parameter per scope, shared by every op that reads it (their gradients
 // summed into the one parameter); a changed parameter (an optimizer step) is cast afresh; leaving
 // the outermost scope empties the cache.

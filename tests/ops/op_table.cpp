@@ -62,6 +62,7 @@ const std::vector<OpRow>& op_table() {
     add_conv_tile_rows(t);
     add_batch_norm_rows(t);
     add_rnn_cell_rows(t);
+    add_autocast_rows(t);
     return t;
   }();
   return table;

@@ -96,5 +96,6 @@ void add_gemm_rows(std::vector<OpRow>& t);        // op_rows_gemm.cpp
 void add_conv_tile_rows(std::vector<OpRow>& t);   // op_rows_conv_tiles.cpp
 void add_batch_norm_rows(std::vector<OpRow>& t);  // op_rows_batch_norm.cpp
 void add_rnn_cell_rows(std::vector<OpRow>& t);    // op_rows_rnn_cells.cpp
+void add_autocast_rows(std::vector<OpRow>& t);    // op_rows_autocast.cpp
 
 }  // namespace ember::ops_test

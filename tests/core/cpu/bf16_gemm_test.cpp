@@ -96,7 +96,20 @@ void check_case(const Case& c, const Gemm& gemm) {
   const std::vector<uint16_t> c_old = random_bf16(c.m, ldc, rng);
   auto A = [&](int64_t i, int64_t p) { return bf16_bits_to_float(c.ta ? a[p * lda + i] : a[i * lda + p]); };
   auto B = [&](int64_t p, int64_t j) { return bf16_bits_to_float(c.tb ? b[j * ldb + p] : b[p * ldb + j]); };
-  for (bool c_float32 : {true, false}) {
+  // The same values as float32 moved off them by less than half a bfloat16 step either way
+  // (a quarter below, where the step beneath a power of two is half as large), which rounding to
+  // nearest takes away and truncation does not: the ab_float32 route must multiply exactly a and b.
+  auto with_low_bits = [&rng](const std::vector<uint16_t>& v) {
+    std::vector<float> f(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint32_t off = rng() % (0x3fffu + 0x7fffu + 1) - 0x3fffu;  // modulo 2^32: -0x3fff to 0x7fff
+      f[i] = bits_as_float((static_cast<uint32_t>(v[i]) << 16) + off);
+    }
+    return f;
+  };
+  const std::vector<float> a32 = with_low_bits(a), b32 = with_low_bits(b);
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool c_float32 = variant % 2 == 0, ab_float32 = variant >= 2;
     std::vector<float> c32(static_cast<size_t>(c.m * ldc));
     std::vector<uint16_t> c16 = c_old;
     for (size_t i = 0; i < c32.size(); ++i)
@@ -106,6 +119,7 @@ void check_case(const Case& c, const Gemm& gemm) {
     g.dtype = DType::BFloat16;
     g.trans_a = c.ta, g.trans_b = c.tb, g.m = c.m, g.n = c.n, g.k = c.k, g.alpha = c.alpha, g.beta = c.beta;
     g.a = a.data(), g.lda = lda, g.b = b.data(), g.ldb = ldb, g.ldc = ldc, g.c_float32 = c_float32;
+    if (ab_float32) g.a = a32.data(), g.b = b32.data(), g.ab_float32 = true;
     g.c = c_float32 ? static_cast<void*>(c32.data()) : static_cast<void*>(c16.data());
     gemm(g);
     for (int64_t i = 0; i < c.m; ++i)
@@ -123,7 +137,7 @@ void check_case(const Case& c, const Gemm& gemm) {
         if (!c_float32) tol += std::fabs(ref) * std::ldexp(1.0, -8);
         ASSERT_NEAR(got, ref, tol) << "C[" << i << "][" << j << "] of m=" << c.m << " n=" << c.n << " k=" << c.k
                                    << " ta=" << c.ta << " tb=" << c.tb << " beta=" << c.beta << " C float32 "
-                                   << c_float32;
+                                   << c_float32 << " A, B float32 " << ab_float32;
       }
     // Past each row's n columns C is untouched.
     if (c_float32) continue;
