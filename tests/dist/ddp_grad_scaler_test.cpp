@@ -74,7 +74,9 @@ TEST(Ddp, Fp16OverflowOnOneRankIsSkippedOnEveryRank) {
     EXPECT_EQ(stepped, step != 2) << "rank " << comm().rank();
     EXPECT_EQ(scaler.get_scale(), step == 2 ? scale_before / 2 : scale_before);
     const std::vector<double> after = flat_params(net);
-    if (step == 2) EXPECT_EQ(after, before) << "a skipped step leaves the weights as they were";
+    if (step == 2) {
+      EXPECT_EQ(after, before) << "a skipped step leaves the weights as they were";
+    }
     // The replicas stay identical: every parameter equal on every rank.
     for (size_t i = 0; i < after.size(); ++i) ASSERT_TRUE(all_equal(gather(after[i]))) << "parameter element " << i;
   }
