@@ -37,9 +37,11 @@ void Checkpointer::resume_elastic(const std::map<std::string, std::string>& file
   }
   // The optimizer's state came back with the rate it was saved with; this run's is the daemon's.
   const double lr = meta_number(meta_, "elastic.lr", 0);
-  if (lr > 0)
-    for (optim::Optimizer* o : state_.optimizers)
-      for (optim::ParamGroup& g : o->param_groups()) g.options["lr"] = lr;
+  if (lr <= 0 || state_.optimizers.empty()) return;
+  for (optim::Optimizer* o : state_.optimizers)
+    for (optim::ParamGroup& g : o->param_groups()) g.options["lr"] = lr;
+  const optim::Hyperparams& now_lr = state_.optimizers[0]->param_groups().at(0).options;
+  std::printf("Elastic: learning rate %g\n", now_lr.count("lr") ? now_lr.at("lr") : 0.0);
 }
 
 TrainingPosition Checkpointer::resume(const std::string& flag) {

@@ -59,6 +59,27 @@ std::vector<std::string> mnist_args(const std::string& ckpt) {
           "--workers", "0",    "--checkpoint-dir", ckpt, "--resume",     "auto", "--seed",    "3"};
 }
 
+// The step at the end of each epoch by the documented rule (docs/scheduler/elastic.md): each run
+// trains at its batch; a resume at another batch continues at the examples done so far in the
+// epoch, rounded up to a whole batch of the new size. `examples` per epoch, `epochs` in all.
+std::vector<double> epoch_end_steps(const std::vector<Attempt>& runs, long examples, int epochs) {
+  std::vector<double> ends;
+  long step = 0, done = 0;
+  for (size_t i = 0; i < runs.size() && static_cast<int>(ends.size()) < epochs; ++i) {
+    const long b = runs[i].batch;
+    done = (done + b - 1) / b * b;
+    while (static_cast<int>(ends.size()) < epochs && (runs[i].stop_step < 0 || step < runs[i].stop_step)) {
+      ++step;
+      done += b;
+      if (done + b > examples) {  // the loader drops a last partial batch (data-parallel: drop_last)
+        ends.push_back(static_cast<double>(step));
+        done = 0;
+      }
+    }
+  }
+  return ends;
+}
+
 // Runs one process on the elastic job's schedule (each run's batch and rate, stopped at the same
 // steps) and compares the metrics logs.
 void expect_one_process_agrees(const std::vector<Attempt>& runs, const std::string& dir_, const std::string& log) {
@@ -77,7 +98,10 @@ void expect_one_process_agrees(const std::vector<Attempt>& runs, const std::stri
   ASSERT_EQ(got.size(), want.size()) << got_csv << want_csv;
   ASSERT_FALSE(got.empty());
   const std::string both = "elastic:\n" + got_csv + "one process:\n" + want_csv;
+  const std::vector<double> ends = epoch_end_steps(runs, 2048, 3);
+  ASSERT_EQ(ends.size(), got.size()) << both;
   for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].at("step"), ends[i]) << "epoch " << i + 1 << " does not end where the batches say\n" << both;
     EXPECT_EQ(got[i].at("step"), want[i].at("step")) << both;
     EXPECT_EQ(got[i].at("epoch"), want[i].at("epoch")) << both;
   }
@@ -147,6 +171,12 @@ TEST_F(DaemonTest, AnElasticJobIsResizedOneTwoOneThroughItsCheckpoint) {
   EXPECT_EQ(runs[1].batch, 64);
   EXPECT_EQ(runs[2].batch, 32);
   EXPECT_EQ(runs[2].lr_scale, "1");
+  // The learning rate the optimiser got back on each resume: --lr (0.001) times the daemon's factor.
+  for (size_t i = 1; i < runs.size(); ++i) {
+    char want[64];
+    std::snprintf(want, sizeof want, "Elastic: learning rate %g\n", 0.001 * std::stod(runs[i].lr_scale));
+    EXPECT_NE(log.find(want), std::string::npos) << "run " << i + 1 << " has no '" << want << "'\n" << log;
+  }
   expect_one_process_agrees(runs, dir_, log);
 }
 
