@@ -35,9 +35,11 @@ Tensor DataParallel::weight(Tensor loss) const {
 
 bool DataParallel::end_step() {
   split_.end_compute(ddp_.last_timeline().last_grad);
-  // The reducer's norms exist only for a synchronised step (not inside no_sync()).
+  // The reducer's norms are those of its latest synchronised step: counted once (a step inside
+  // no_sync() leaves them as they were).
   const GradNorms& n = ddp_.last_grad_norms();
-  if (n.valid && size() > 1) {
+  if (n.valid && size() > 1 && ddp_.steps_synchronized() != noise_step_) {
+    noise_step_ = ddp_.steps_synchronized();
     const double big = static_cast<double>(split_.global_batch());
     noise_.add(noise_sample(n.local_sqr, big / size(), n.global_sqr, big));
   }

@@ -100,6 +100,7 @@ class DataParallel {
   DistributedDataParallel ddp_;
   BatchSplitter split_;
   NoiseScale noise_;
+  int64_t noise_step_ = -1;  // the reducer's synchronised step the last noise sample came from
 };
 
 }  // namespace ember::dist
