@@ -23,16 +23,18 @@ void Checkpointer::resume_elastic(const std::map<std::string, std::string>& file
   auto now = meta_.find("elastic.batch-size");
   if (now == meta_.end()) return;
   // The data order is a permutation per epoch, cut into consecutive batches: the examples done so
-  // far this epoch carry over to another batch size, rounded up to a whole batch of the new one
-  // (fewer than one batch of examples skipped, said below).
+  // far this epoch carry over to another batch size, rounded down to a whole batch of the new one
+  // (fewer than one batch of examples seen again, said below). Rounded down, never up: up could
+  // reach the epoch's end, which the loader takes for the next epoch's start, and the epoch would
+  // never get its evaluation and metrics row.
   const double was = meta_number(file, "elastic.batch-size", meta_number(file, "flag.batch-size", 0));
   const double batch = std::strtod(now->second.c_str(), nullptr);
   if (was > 0 && was != batch && pos.loader_batch > 0) {
     const double done = static_cast<double>(pos.loader_batch) * was;
-    const auto at = static_cast<int64_t>(std::ceil(done / batch));
+    const auto at = static_cast<int64_t>(std::floor(done / batch));
     std::printf("Elastic: global batch %g -> %g: %g examples of epoch %lld done, continuing at batch %lld%s.\n", was,
                 batch, done, (long long)pos.loader_epoch + 1, (long long)at,
-                done == static_cast<double>(at) * batch ? "" : " (the rest of a batch skipped)");
+                done == static_cast<double>(at) * batch ? "" : " (the last examples done seen again)");
     pos.loader_batch = at;
   }
   // The optimizer's state came back with the rate it was saved with; this run's is the daemon's.

@@ -106,6 +106,10 @@ int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
                       .noise_scale = job_ ? job_->noise_scale() : std::nullopt});
     if (tb_) log_step(r, samples, bar);
     if (stop) {
+      // Stopped at an epoch's last batch: the epoch is whole, and its summary and metrics row
+      // come now (the resumed run starts at the next epoch and would never write them).
+      if (loader_.position().batch >= loader_.batches_per_epoch())
+        loop.end_epoch({pos_.epoch, pos_.step, epoch_title(pos_.epoch, false, 0, 0), sums, bar});
       if (loop.before_checkpoint) loop.before_checkpoint();
       return ckpt_.preempted(pos_, sums);
     }
