@@ -5,13 +5,21 @@
 #include "core/ops.h"
 
 namespace ember::dist {
+namespace {
+
+DdpOptions with_norms(DdpOptions o, bool measure) {
+  o.measure_grad_norms = o.measure_grad_norms || measure;
+  return o;
+}
+
+}  // namespace
 
 DataParallel::DataParallel(nn::Module& module, Communicator& comm, int64_t global_batch, DataParallelOptions opts,
                            Communicator* grad_comm)
     : comm_(comm),
       grad_comm_(grad_comm ? *grad_comm : comm),
       overlap_(opts.ddp.overlap),
-      ddp_(module, grad_comm_, opts.ddp),
+      ddp_(module, grad_comm_, with_norms(opts.ddp, opts.measure_noise)),
       split_(comm, global_batch, opts.split) {
   if (!opts.weights.empty()) split_.set_weights(opts.weights);
 }
@@ -27,6 +35,14 @@ Tensor DataParallel::weight(Tensor loss) const {
 
 bool DataParallel::end_step() {
   split_.end_compute(ddp_.last_timeline().last_grad);
+  // The reducer's norms are those of its latest synchronised step: counted once (a step inside
+  // no_sync() leaves them as they were).
+  const GradNorms& n = ddp_.last_grad_norms();
+  if (n.valid && size() > 1 && ddp_.steps_synchronized() != noise_step_) {
+    noise_step_ = ddp_.steps_synchronized();
+    const double big = static_cast<double>(split_.global_batch());
+    noise_.add(noise_sample(n.local_sqr, big / size(), n.global_sqr, big));
+  }
   return split_.end_step();
 }
 

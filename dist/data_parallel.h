@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "dist/ddp.h"
 #include "dist/ddp_checkpoint.h"
 #include "dist/ddp_split.h"
+#include "dist/noise_scale.h"
 #include "layers/checkpoint.h"
 
 namespace ember::dist {
@@ -32,6 +34,9 @@ struct DataParallelOptions {
   SplitOptions split;
   // Fixed relative shares, one positive weight per rank (empty: equal, or speed-weighted).
   std::vector<double> weights;
+  // Measure the gradient noise scale every step (noise_scale.h): the gradient norms of the
+  // reducer, with each rank's mean share as the small batch and the global batch as the large one.
+  bool measure_noise = false;
 };
 
 class DataParallel {
@@ -71,6 +76,10 @@ class DataParallel {
   // Sums each value over the ranks, in float64 (an evaluation's loss and counts). A collective.
   std::vector<double> sum(const std::vector<double>& values);
 
+  // The smoothed gradient noise scale (measure_noise, two ranks or more); nullopt before the first
+  // estimate or while the averaged signal |G|^2 is not positive.
+  std::optional<double> noise_scale() const { return noise_.value(); }
+
   // "Data-parallel over 2 ranks: shares of each batch 8/24, 5 gradient buckets (mpi)", and
   // ", overlap off" when the buckets wait for backward's end.
   std::string summary() const;
@@ -90,6 +99,8 @@ class DataParallel {
   bool overlap_;
   DistributedDataParallel ddp_;
   BatchSplitter split_;
+  NoiseScale noise_;
+  int64_t noise_step_ = -1;  // the reducer's synchronised step the last noise sample came from
 };
 
 }  // namespace ember::dist

@@ -8,6 +8,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/error.h"
+#include "core/ops/creation.h"
 
 namespace ember::dist {
 
@@ -36,6 +37,14 @@ struct DistributedDataParallel::Reducer {
   int next_launch = 0;
   int64_t step = 0;  // synchronised steps, for labels
   DdpTimeline timeline;
+  GradNorms norms;
+
+  // Sum of squares, in float64, of a bucket (on whatever device the communicator uses).
+  static double sum_of_squares(const Tensor& flat) {
+    double s = 0;
+    for (double v : flat.to(Device::cpu()).to_vector<double>()) s += v * v;
+    return s;
+  }
 
   std::string label(int b) const { return "bucket " + std::to_string(b) + " of step " + std::to_string(step); }
 
@@ -48,6 +57,8 @@ struct DistributedDataParallel::Reducer {
       tb.index = next_launch;
       tb.launched = Clock::now();
       timeline.buckets.push_back(tb);
+      // The slot holds this rank's gradient / size: undone for its own norm.
+      if (opts.measure_grad_norms) norms.local_sqr += sum_of_squares(b.flat) * comm->size() * comm->size();
       b.work = comm->all_reduce(b.flat, ReduceOp::Sum, label(next_launch));  // of gradients / size
       ++next_launch;
     }
@@ -109,6 +120,13 @@ struct DistributedDataParallel::Reducer {
         p.tensor.set_grad(view);
       }
       b.work.reset();
+      if (opts.measure_grad_norms) norms.global_sqr += sum_of_squares(b.flat);
+    }
+    if (opts.measure_grad_norms) {
+      Tensor t = full({1}, norms.local_sqr, {.dtype = DType::Float64, .device = comm->device()});
+      comm->all_reduce(t, ReduceOp::Sum, "gradient norms")->wait();
+      norms.local_sqr = t.to(Device::cpu()).item() / comm->size();
+      norms.valid = true;
     }
     timeline.synchronized = Clock::now();
     armed = false;
@@ -143,6 +161,7 @@ struct DistributedDataParallel::Reducer {
     next_launch = 0;
     unused.clear();
     timeline = DdpTimeline{};
+    norms = GradNorms{};
   }
 };
 
@@ -360,6 +379,9 @@ const DdpTimeline& DistributedDataParallel::last_timeline() const {
 }
 int64_t DistributedDataParallel::steps_synchronized() const {
   return reducer_->step;
+}
+const GradNorms& DistributedDataParallel::last_grad_norms() const {
+  return reducer_->norms;
 }
 
 }  // namespace ember::dist

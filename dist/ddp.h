@@ -48,6 +48,18 @@ struct DdpOptions {
   // those gradients, so a gradient kept from one step to the next must be cloned. false: each
   // step's gradients are a fresh copy of the buckets.
   bool gradient_as_bucket_view = false;
+  // true: each synchronised step also measures the squared norm of this rank's own gradient
+  // (before the all-reduce) and of the averaged one (after), and averages the first over the ranks
+  // (one more all-reduce, of a scalar): the inputs of the gradient noise scale (noise_scale.h).
+  // Costs a pass over the gradients per step, so off unless asked.
+  bool measure_grad_norms = false;
+};
+
+// The last synchronised step's squared gradient norms (DdpOptions::measure_grad_norms).
+struct GradNorms {
+  bool valid = false;
+  double local_sqr = 0;   // |g_rank|^2 averaged over the ranks: each rank's own (unweighted) gradient
+  double global_sqr = 0;  // |g|^2 of the averaged gradient
 };
 
 // One step's communication timeline (steady-clock times; the tests and bench/ddp read it).
@@ -106,6 +118,7 @@ class DistributedDataParallel {
   std::vector<BucketInfo> bucket_layout() const;
   const DdpTimeline& last_timeline() const;
   int64_t steps_synchronized() const;
+  const GradNorms& last_grad_norms() const;
 
   struct Reducer;  // ddp.cpp
 

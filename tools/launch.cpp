@@ -475,8 +475,13 @@ int launch(const std::vector<std::string>& all_args) {
     if (help_asked(f, usage)) return 0;
     if (program.empty()) throw UsageError("expected '-- PROGRAM [ARGS...]' after the flags");
     if (f.has("as-rank")) return run_as_rank(f.str("status-dir"), f.has("rank0-only"), program);
-    if (!f.has("n")) throw UsageError("-n N (the number of ranks) is required");
-    long n = f.integer("n", 1, 1, 100000);
+    // An elastic job (docs/scheduler/elastic.md): the daemon says how many ranks this run has.
+    const char* elastic = std::getenv("EMBER_ELASTIC_RANKS");
+    if (!f.has("n") && !elastic) throw UsageError("-n N (the number of ranks) is required");
+    char* end = nullptr;
+    long n = f.has("n") ? f.integer("n", 1, 1, 100000) : std::strtol(elastic, &end, 10);
+    if (!f.has("n") && (!*elastic || *end || n < 1 || n > 100000))
+      throw UsageError(std::string("EMBER_ELASTIC_RANKS: expected a number of ranks 1..100000, got '") + elastic + "'");
     if (f.has("hosts")) check_hosts(n, parse_hosts(f.str("hosts")));
     if (f.has("mpirun") && f.str("mpirun").empty()) throw UsageError("--mpirun: expected a program, got ''");
     return launch_ranks(n, f.str("hosts"), f.has("rank0-only"), f.str("mpirun"), f.has("dry-run"), program);

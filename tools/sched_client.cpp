@@ -123,6 +123,9 @@ int sched_submit(const std::vector<std::string>& all_args) {
         "job spec in Protobuf text format (proto/job.proto; - reads standard input); the flags below override it")
       .add("name", "NAME", "job name")
       .add("devices", "N", "gang size (default 1)")
+      .add("elastic", "MIN:MAX",
+           "an elastic data-parallel job: the daemon resizes it between MIN and MAX devices through its checkpoint "
+           "(docs/scheduler/elastic.md)")
       .add("mem", "GIB", "memory needed on each device")
       .add("expected", "S", "expected run time in seconds")
       .add("checkpoint-interval", "S",
@@ -152,6 +155,7 @@ int sched_submit(const std::vector<std::string>& all_args) {
     }
     if (f.has("name")) spec.set_name(f.str("name"));
     if (f.has("devices")) spec.set_devices(static_cast<int>(f.integer("devices", 1, 1, 1 << 20)));
+    if (f.has("elastic")) *spec.mutable_elastic() = parse_elastic(f.str("elastic"), "--elastic");
     if (f.has("mem")) spec.set_memory_gib(f.number("mem", 0, 0, 1e9));
     if (f.has("expected")) spec.set_expected_seconds(f.number("expected", 1, 1e-3, 1e12));
     if (f.has("checkpoint-interval")) spec.set_checkpoint_interval_s(f.number("checkpoint-interval", 0, 0, 1e12));

@@ -25,6 +25,8 @@ int sched_serve(const std::vector<std::string>& args) {
       .add("policy", "P", "scheduling policy (default fcfs; see `ember sched simulate --help`)")
       .add("set", "POLICY.KEY=V", "policy parameter (repeatable)", true)
       .add("grace", "S", "seconds between SIGTERM and SIGKILL when stopping a job (default 30)")
+      .add("elastic-restart", "S",
+           "seconds an elastic job's resize costs, amortised over its life by the goodput allocator (default 10)")
       .add("preempt-cost", "S",
            "seconds a preemption is expected to cost the preempted job, told to the policy (default 0; as in "
            "`ember sched simulate`)")
@@ -70,6 +72,7 @@ int sched_serve(const std::vector<std::string>& args) {
     }
     o.grace_s = f.number("grace", 30, 0, 86400);
     o.preempt_cost = f.number("preempt-cost", 0, 0, 1e9);
+    o.elastic_restart_s = f.number("elastic-restart", 10, 0, 1e9);
     o.max_queued = static_cast<int>(f.integer("max-queued", 1000, 1, 10000000));
     o.quiet = f.has("quiet");
     o.config = f.str("config", "");

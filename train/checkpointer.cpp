@@ -1,12 +1,50 @@
 #include "train/checkpointer.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "layers/optim/optimizer.h"
 
 namespace ember::train {
+namespace {
+
+double meta_number(const std::map<std::string, std::string>& m, const std::string& key, double fallback) {
+  auto it = m.find(key);
+  return it == m.end() ? fallback : std::strtod(it->second.c_str(), nullptr);
+}
+
+}  // namespace
+
+void Checkpointer::resume_elastic(const std::map<std::string, std::string>& file, TrainingPosition& pos) {
+  auto now = meta_.find("elastic.batch-size");
+  if (now == meta_.end()) return;
+  // The data order is a permutation per epoch, cut into consecutive batches: the examples done so
+  // far this epoch carry over to another batch size, rounded down to a whole batch of the new one
+  // (fewer than one batch of examples seen again, said below). Rounded down, never up: up could
+  // reach the epoch's end, which the loader takes for the next epoch's start, and the epoch would
+  // never get its evaluation and metrics row.
+  const double was = meta_number(file, "elastic.batch-size", meta_number(file, "flag.batch-size", 0));
+  const double batch = std::strtod(now->second.c_str(), nullptr);
+  if (was > 0 && was != batch && pos.loader_batch > 0) {
+    const double done = static_cast<double>(pos.loader_batch) * was;
+    const auto at = static_cast<int64_t>(std::floor(done / batch));
+    std::printf("Elastic: global batch %g -> %g: %g examples of epoch %lld done, continuing at batch %lld%s.\n", was,
+                batch, done, (long long)pos.loader_epoch + 1, (long long)at,
+                done == static_cast<double>(at) * batch ? "" : " (the last examples done seen again)");
+    pos.loader_batch = at;
+  }
+  // The optimizer's state came back with the rate it was saved with; this run's is the daemon's.
+  const double lr = meta_number(meta_, "elastic.lr", 0);
+  if (lr <= 0 || state_.optimizers.empty()) return;
+  for (optim::Optimizer* o : state_.optimizers)
+    for (optim::ParamGroup& g : o->param_groups()) g.options["lr"] = lr;
+  const optim::Hyperparams& now_lr = state_.optimizers[0]->param_groups().at(0).options;
+  std::printf("Elastic: learning rate %g\n", now_lr.count("lr") ? now_lr.at("lr") : 0.0);
+}
 
 TrainingPosition Checkpointer::resume(const std::string& flag) {
   // A run killed while writing into its folder (kill -9, a power cut) leaves the temporary file
@@ -23,6 +61,7 @@ TrainingPosition Checkpointer::resume(const std::string& flag) {
   const std::string& path = *found;
   auto [pos, file_meta, resharded] = load(flag, path);
   check_resume_settings(path, file_meta, meta_);
+  resume_elastic(file_meta, pos);
   loader_.set_position({pos.loader_epoch, pos.loader_batch});
   pos.epoch = pos.loader_epoch;
   if (pos.loader_batch > 0) running_ = get_running(file_meta);

@@ -36,6 +36,9 @@ class Checkpointer {
   // --resume: "" starts fresh, "auto" resumes from checkpoint-dir/last.ckpt when it exists, any
   // other value is a checkpoint path that must exist. Returns the position to continue from.
   TrainingPosition resume(const std::string& flag);
+  // An elastic job (meta "elastic.batch-size", CommonFlags::elastic) resumed at another global
+  // batch: the loader's position converted, and the optimizers' learning rate set to this run's.
+  void resume_elastic(const std::map<std::string, std::string>& file, TrainingPosition& pos);
   bool resumed() const { return resumed_; }
   // The checkpoint resume() loaded (empty before, or when it started fresh).
   const std::string& resumed_from() const { return resumed_from_; }

@@ -187,7 +187,9 @@ void ParallelJob::wrap(nn::Module& model, int64_t global_batch, uint64_t seed, S
       dist::DataParallelOptions{
           .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap, .gradient_as_bucket_view = true},
           .split = {.speed_weighted = flags_.speed_weighted},
-          .weights = flags_.split},
+          .weights = flags_.split,
+          // An elastic job under the daemon reports its noise scale (docs/scheduler/elastic.md).
+          .measure_noise = std::getenv("EMBER_ELASTIC_RANKS") != nullptr},
       dist_->gpu_comm ? dist_->gpu_comm.get() : nullptr);
   manual_seed(seed * 1000003ULL + static_cast<uint64_t>(dist_->comm->rank()));
 #else
@@ -249,6 +251,13 @@ bool ParallelJob::end_step(data::DataLoader& loader, bool stop) {
   (void)loader;
   return stop;
 #endif
+}
+
+std::optional<double> ParallelJob::noise_scale() const {
+#ifdef EMBER_HAVE_DIST
+  if (dist_->dp) return dist_->dp->noise_scale();
+#endif
+  return std::nullopt;
 }
 
 void ParallelJob::print_summary() const {

@@ -12,6 +12,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -110,6 +111,10 @@ class ParallelJob {
   // prefetched with the old ones), and the ranks agree on `stop` before anyone stops.
   bool end_step(data::DataLoader& loader, bool stop);
   void print_summary() const;
+  // The data-parallel job's gradient noise scale, measured when the daemon runs it as an elastic
+  // job (EMBER_ELASTIC_RANKS set; dist/noise_scale.h); nullopt otherwise, on one rank, or before
+  // the first estimate.
+  std::optional<double> noise_scale() const;
   // Each value summed over the ranks (an evaluation's sums over the ranks' shards).
   std::vector<double> sum(std::vector<double> values);
 

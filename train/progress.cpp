@@ -25,11 +25,12 @@ std::string clock(double s) {
 
 }  // namespace
 
-JobProgressLine::JobProgressLine() : on_(std::getenv("EMBER_JOB_ID") != nullptr) {}
+JobProgressLine::JobProgressLine()
+    : on_(std::getenv("EMBER_JOB_ID") != nullptr), elastic_(std::getenv("EMBER_ELASTIC_RANKS") != nullptr) {}
 
 void JobProgressLine::report(long long epoch, long long epochs, long long step,
                              const std::vector<std::pair<std::string, double>>& metrics, double samples_per_s,
-                             bool epoch_end) {
+                             bool epoch_end, const JobElasticReport& elastic) {
   if (!on_) return;
   const auto now = std::chrono::steady_clock::now();
   if (!epoch_end && printed_ && now - last_ < std::chrono::seconds(5)) return;
@@ -41,6 +42,13 @@ void JobProgressLine::report(long long epoch, long long epochs, long long step,
   std::printf("ember-progress epoch=%lld epochs=%lld step=%lld", epoch, epochs, step);
   if (loss && std::isfinite(loss->second)) std::printf(" loss=%.6g", loss->second);
   if (std::isfinite(samples_per_s)) std::printf(" samples_per_s=%.1f", samples_per_s);
+  if (elastic_ && elastic.batch > 0) {  // older daemons refuse a line with keys they do not know
+    std::printf(" batch=%lld", elastic.batch);
+    if (std::isfinite(elastic.steps_per_s) && elastic.steps_per_s > 0)
+      std::printf(" steps_per_s=%.4g", elastic.steps_per_s);
+    if (elastic.noise_scale && std::isfinite(*elastic.noise_scale))
+      std::printf(" noise_scale=%.6g", *elastic.noise_scale);
+  }
   std::printf("\n");
   std::fflush(stdout);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,15 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_print_;
 };
 
+// What an elastic job adds for the daemon's goodput policy (docs/scheduler/elastic.md): its
+// global batch, optimizer steps per second (the job's throughput is their product) and its
+// gradient noise scale. Printed as batch=, steps_per_s= and noise_scale= in an elastic job.
+struct JobElasticReport {
+  long long batch = 0;
+  double steps_per_s = 0;
+  std::optional<double> noise_scale;
+};
+
 // Under the scheduler daemon (which sets EMBER_JOB_ID), the line it reads a job's progress from,
 // in the job's log: "ember-progress epoch=E epochs=N step=S loss=L samples_per_s=R", at most every
 // 5 s and at the end of every epoch (docs/scheduler/operators.md, Progress). Elsewhere, nothing.
@@ -42,10 +52,12 @@ class JobProgressLine {
   JobProgressLine();
   // `epoch` from 1; the loss is the metric named "loss", else the first whose name holds "loss".
   void report(long long epoch, long long epochs, long long step,
-              const std::vector<std::pair<std::string, double>>& metrics, double samples_per_s, bool epoch_end);
+              const std::vector<std::pair<std::string, double>>& metrics, double samples_per_s, bool epoch_end,
+              const JobElasticReport& elastic = {});
 
  private:
   bool on_;
+  bool elastic_;  // the daemon runs it as an elastic job (EMBER_ELASTIC_RANKS)
   bool printed_ = false;
   std::chrono::steady_clock::time_point last_;
 };

@@ -16,7 +16,8 @@ TrainerOptions trainer_options(const CommonFlags& cf, std::vector<std::string> c
           .overwrite = cf.overwrite,
           .columns = std::move(columns),
           .tensorboard = cf.tensorboard,
-          .init = cf.init};
+          .init = cf.init,
+          .global_batch = cf.batch_size};
 }
 
 namespace {
@@ -88,8 +89,9 @@ int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
   ProgressBar& bar = bar_.emplace("epoch " + std::to_string(pos_.epoch + 1) + "/" + std::to_string(opts_.epochs),
                                   loader_.batches_per_epoch(), opts_.epochs - pos_.epoch - 1);
   RunningSums sums = ckpt_.take_running();  // a resumed epoch goes on from its checkpoint's sums
-  int64_t samples = 0;
+  int64_t samples = 0, steps = 0;
   for (auto& [x, y] : loader_) {
+    ++steps;
     ++pos_.step;  // position().step is the step being taken while loop.step runs
     StepReport r = loop.step(x, y, sums);
     const bool stop = job_ ? job_->end_step(loader_, stop_requested()) : stop_requested().load();
@@ -98,9 +100,16 @@ int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
     bar.update(loader_.position().batch, samples, r.metrics);
     job_line_.report(pos_.epoch + 1, opts_.epochs, pos_.step, r.metrics,
                      bar.elapsed() > 0 ? static_cast<double>(samples) / bar.elapsed() : 0.0,
-                     loader_.position().batch >= loader_.batches_per_epoch());
+                     loader_.position().batch >= loader_.batches_per_epoch(),
+                     {.batch = opts_.global_batch,
+                      .steps_per_s = bar.elapsed() > 0 ? static_cast<double>(steps) / bar.elapsed() : 0.0,
+                      .noise_scale = job_ ? job_->noise_scale() : std::nullopt});
     if (tb_) log_step(r, samples, bar);
     if (stop) {
+      // Stopped at an epoch's last batch: the epoch is whole, and its summary and metrics row
+      // come now (the resumed run starts at the next epoch and would never write them).
+      if (loader_.position().batch >= loader_.batches_per_epoch())
+        loop.end_epoch({pos_.epoch, pos_.step, epoch_title(pos_.epoch, false, 0, 0), sums, bar});
       if (loop.before_checkpoint) loop.before_checkpoint();
       return ckpt_.preempted(pos_, sums);
     }

@@ -44,6 +44,7 @@ struct TrainerOptions {
   bool say_checkpoint_written = false;  // "Checkpoint written to ..." after every epoch's checkpoint
   TensorBoardFlags tensorboard;         // dir empty: no TensorBoard logs
   InitFrom init;                        // --init-from: a fresh run starts from these weights
+  int64_t global_batch = 0;             // for the daemon's progress line (elastic jobs)
 };
 
 // The options from the common flags (--epochs, --max-steps, --checkpoint-dir, --resume, --log).

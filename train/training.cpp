@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -142,6 +143,30 @@ CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, do
                          "step (CUDA devices; not with --data-parallel, --pipeline or --precision fp16)");
 }
 
+namespace {
+
+// A positive number from the environment variable `name` (set by the daemon for an elastic job);
+// `fallback` when unset. An ember::Error naming the variable for anything else.
+double elastic_env(const char* name, double fallback, bool integer) {
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  EMBER_CHECK(*v && *end == '\0' && std::isfinite(d) && d > 0 && (!integer || (d == std::floor(d) && d < 1e12)), name,
+              ": expected a positive ", integer ? "integer" : "number", ", got '", v, "'");
+  return d;
+}
+
+}  // namespace
+
+void CommonFlags::apply_elastic() {
+  elastic = std::getenv("EMBER_ELASTIC_RANKS") != nullptr;
+  if (!elastic) return;
+  base_lr = lr;
+  batch_size = static_cast<long long>(elastic_env("EMBER_ELASTIC_BATCH", static_cast<double>(batch_size), true));
+  lr = base_lr * elastic_env("EMBER_ELASTIC_LR_SCALE", 1.0, false);
+}
+
 void CommonFlags::check(Flags& f) {
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     f.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
@@ -161,6 +186,7 @@ void CommonFlags::check(Flags& f) {
 }
 
 void CommonFlags::prepare() {
+  apply_elastic();
   std::tie(data_root, data_name) = find_mnist_data(data, data_given);
   prepare_output_dir("checkpoint-dir", checkpoint_dir, resume.empty(), overwrite);
 }
@@ -168,6 +194,14 @@ void CommonFlags::prepare() {
 std::map<std::string, std::string> CommonFlags::settings() const {
   auto s = resume_settings(lr, seed, batch_size, limit, data_root);
   s["flag.precision"] = precision;  // a resume continues in the checkpoint's precision
+  if (elastic) {
+    // The daemon chooses an elastic job's batch and learning rate at every start: recorded, not
+    // compared (Checkpointer carries the data position and the optimizer's rate over).
+    s.erase("flag.batch-size");
+    s.erase("flag.lr");
+    s["elastic.batch-size"] = std::to_string(batch_size);
+    s["elastic.lr"] = exact_number(lr);
+  }
   return s;
 }
 

@@ -91,7 +91,12 @@ struct CommonFlags {
   long long epochs, batch_size, seed, max_steps, checkpoint_every, limit, workers, threads;
   double lr;
   bool data_given, overwrite;
-  bool cuda_graph;  // --cuda-graph: the classifier's step captured and replayed (train/cuda_graph_step.h)
+  bool cuda_graph = false;  // --cuda-graph: the classifier's step captured and replayed (train/cuda_graph_step.h)
+  // Run by the daemon as an elastic job (EMBER_ELASTIC_RANKS set): the global batch is
+  // EMBER_ELASTIC_BATCH (else --batch-size) and the learning rate --lr x EMBER_ELASTIC_LR_SCALE
+  // (docs/scheduler/elastic.md). Applied by prepare().
+  bool elastic = false;
+  double base_lr = 0;
   std::string data_root, data_name;  // set by prepare()
   TensorBoardFlags tensorboard;
   InitFrom init;  // --init-from, --init-skip
@@ -100,8 +105,11 @@ struct CommonFlags {
               const CommonFlagsWording& w = {});
   // Checks what the flags alone can tell (exit 2) and applies --threads.
   void check(Flags& f);
-  // Finds the data (an ember::Error when --data lacks them), then prepares --checkpoint-dir
-  // (prepare_output_dir), in that order.
+  // Under the daemon as an elastic job: its batch and learning rate from the environment (an
+  // ember::Error naming the variable when one is not a positive number).
+  void apply_elastic();
+  // Applies an elastic job's settings, finds the data (an ember::Error when --data lacks them),
+  // then prepares --checkpoint-dir (prepare_output_dir), in that order.
   void prepare();
   // The settings a resume must share with its checkpoint (Checkpointer compares them).
   std::map<std::string, std::string> settings() const;

@@ -299,6 +299,7 @@ class DaemonTarget : public DecisionTarget {
 };
 
 void Daemon::decide_and_apply() {
+  elastic_pass(wall_now());
   Decision d = policy_->decide(state(wall_now()));
   DaemonTarget target(*this);
   apply_decision(d, policy_->name(), target);
@@ -306,6 +307,8 @@ void Daemon::decide_and_apply() {
   wakeup_ = policy_->next_wakeup(state(after));
   // A wake-up that is already due must not spin the loop: decide again shortly instead.
   if (wakeup_ < kInf) wakeup_ = std::max(wakeup_, after + 0.05);
+  // Running elastic jobs report as they go: their sizes are looked at again every second.
+  if (elastic_running()) wakeup_ = std::min(wakeup_, after + 1.0);
 }
 
 int Daemon::timeout_ms() const {

@@ -37,6 +37,9 @@ struct DaemonOptions {
   // the last one, the restart), told to the policy as the simulator's --preempt-cost is: the search
   // policies weigh a preemption against it.
   double preempt_cost = 0;
+  // Seconds an elastic job's resize costs (stop, checkpoint, restart), amortised over its life by
+  // the goodput allocator (docs/scheduler/elastic.md).
+  double elastic_restart_s = 10;
   int max_queued = 1000;  // admission: queued jobs beyond this are refused
   bool quiet = false;     // no event lines on stdout
   std::string config;     // proto/daemon_config.proto in text format: groups and per-user limits ("" = defaults)

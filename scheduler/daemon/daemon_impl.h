@@ -24,6 +24,8 @@
 #include "scheduler/daemon/store.h"
 #include "scheduler/daemon/supervisor.h"
 #include "scheduler/daemon/web.h"
+#include "scheduler/elastic/allocate.h"
+#include "scheduler/elastic/live_job.h"
 #include "scheduler/speeds.h"
 #include "scheduler/teams.h"
 
@@ -125,6 +127,24 @@ class Daemon {
   // daemon down: it is reported, and the daemon asks again a second later.
   void schedule();
   void decide_and_apply();
+
+  // Elastic jobs (elastic_jobs.cpp): what the daemon learned of each from its reports (in memory:
+  // a restarted daemon starts them over at their minimum), the allocator's pass before the rigid
+  // policy decides, and the environment a run gets.
+  struct ElasticState {
+    elastic::LiveJob model;
+    int64_t last_step = -1;  // the step of the latest report taken
+    bool reported = false;   // this run has reported
+    int resizes = 0;
+  };
+  std::map<int64_t, ElasticState> elastic_;
+  ElasticState& elastic_state(const JobRecord& r);
+  void read_elastic_report(const JobRecord& r, ElasticState& e);
+  elastic::CountRequest count_request(JobRecord& r, double now);
+  void elastic_pass(double now);
+  void resize(JobRecord& r, int allocated);
+  void elastic_launch_env(JobRecord& r, Launch& l);
+  bool elastic_running() const;
   int timeout_ms() const;
   void accept_all();
   proto::Response handle(const proto::Request& req, const Identity& who);

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -80,6 +81,9 @@ void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
                   (std::isfinite(spec.checkpoint_interval_s()) && spec.checkpoint_interval_s() >= 0),
               "job spec ", origin, ": checkpoint_interval_s must be >= 0 seconds (0: checkpoints when stopped), got ",
               spec.checkpoint_interval_s());
+  EMBER_CHECK(!spec.has_elastic() || (spec.elastic().min() >= 1 && spec.elastic().min() <= spec.elastic().max()),
+              "job spec ", origin, ": elastic must have 1 <= min <= max devices, got min ", spec.elastic().min(),
+              " and max ", spec.elastic().max());
   EMBER_CHECK(!spec.has_max_restarts() || spec.max_restarts() >= 0, "job spec ", origin,
               ": max_restarts must be >= 0, got ", spec.max_restarts());
   for (const auto& [k, v] : spec.env())
@@ -99,7 +103,33 @@ void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
               "job spec ", origin, ": checkpoint_dir '", spec.checkpoint_dir(), "' exists and is not a folder");
 }
 
+proto::ElasticRange parse_elastic(const std::string& text, const std::string& flag) {
+  const size_t colon = text.find(':');
+  const auto number = [&](const std::string& s) {
+    long long v = 0;
+    size_t used = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    EMBER_CHECK(
+        used > 0 && used == s.size() && std::isdigit(static_cast<unsigned char>(s[0])) && v >= 1 && v <= (1 << 20),
+        flag, ": expected MIN:MAX, two whole numbers of devices 1 <= MIN <= MAX, got '", text, "' ('", s,
+        "' is not a number >= 1)");
+    return static_cast<int>(v);
+  };
+  EMBER_CHECK(colon != std::string::npos, flag,
+              ": expected MIN:MAX, two whole numbers of devices 1 <= MIN <= MAX, got '", text, "' (no ':')");
+  proto::ElasticRange r;
+  r.set_min(number(text.substr(0, colon)));
+  r.set_max(number(text.substr(colon + 1)));
+  EMBER_CHECK(r.min() <= r.max(), flag, ": expected MIN:MAX with MIN <= MAX, got '", text, "'");
+  return r;
+}
+
 int spec_devices(const proto::JobSpec& spec) {
+  if (spec.has_elastic()) return spec.elastic().min();
   return spec.has_devices() ? spec.devices() : 1;
 }
 

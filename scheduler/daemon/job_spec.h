@@ -28,7 +28,12 @@ std::string program_search_path(const proto::JobSpec& spec);
 // estimate, negative restarts, an environment variable name that is empty or holds '='.
 void validate_spec(const proto::JobSpec& spec, const std::string& origin);
 
-int spec_devices(const proto::JobSpec& spec);  // the gang size, 1 when not given
+// The gang size, 1 when not given; an elastic job's minimum.
+int spec_devices(const proto::JobSpec& spec);
+
+// `--elastic MIN:MAX` (named `flag` in errors): an ember::Error unless both are whole numbers with
+// 1 <= MIN <= MAX.
+proto::ElasticRange parse_elastic(const std::string& text, const std::string& flag);
 
 // What the policies see: no true duration (a live job's is unknown), the estimate when given.
 JobSpec to_sched_spec(const proto::JobSpec& spec, double submit_time);

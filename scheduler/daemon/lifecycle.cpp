@@ -220,6 +220,7 @@ void Daemon::finish_run(JobRecord& r, std::optional<int> code, const std::string
   r.job.status = r.info.state() == proto::QUEUED ? JobStatus::kWaiting : JobStatus::kDone;
   if (r.info.state() == proto::DONE) learn_from(r);
   if (r.job.status == JobStatus::kDone) {
+    elastic_.erase(r.job.id);
     policy_->forget(r.job.id);
     admission_->forget(r.job.id);
     estimates_.erase(r.job.id);
@@ -327,6 +328,7 @@ void Daemon::launch(JobRecord& r, const Placement& p) {
     l.env["OMP_NUM_THREADS"] = std::to_string(std::max(1, threads));
     l.env["OPENBLAS_NUM_THREADS"] = std::to_string(std::max(1, threads));
   }
+  elastic_launch_env(r, l);
   l.umask = job_umask_;
   uid_t owner = access_.owner_of(r.info);
   if (access_.runs_jobs_as_owners() && owner != access_.self().uid) {

@@ -36,10 +36,17 @@ bool set_field(std::string_view key, std::string_view value, proto::JobProgress&
     step = step || key == "step";
     return true;
   }
-  if (key != "loss" && key != "samples_per_s") return false;
+  if (key == "batch") {
+    if (!to_count(value, n) || n < 1) return false;
+    p.set_batch(n);
+    return true;
+  }
+  if (key != "loss" && key != "samples_per_s" && key != "steps_per_s" && key != "noise_scale") return false;
   if (!to_double(value, d)) return false;
   if (key == "loss") p.set_loss(d);
   if (key == "samples_per_s") p.set_samples_per_s(d);
+  if (key == "steps_per_s") p.set_steps_per_s(d);
+  if (key == "noise_scale") p.set_noise_scale(d);
   return key == "loss" || d >= 0;
 }
 
@@ -47,6 +54,8 @@ bool set_field(std::string_view key, std::string_view value, proto::JobProgress&
 
 std::optional<proto::JobProgress> parse_progress_line(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // Rank 0 of a job under `ember launch` speaks for it, its lines prefixed with its rank.
+  if (line.starts_with(kRankZeroPrefix)) line.remove_prefix(kRankZeroPrefix.size());
   if (!line.starts_with(kProgressPrefix)) return std::nullopt;
   line.remove_prefix(kProgressPrefix.size());
   proto::JobProgress p;

@@ -1,9 +1,10 @@
 // Jobs' progress as they report it: a line of the job's own log, which Ember's trainers print when
 // the daemon runs them (EMBER_JOB_ID set), at most every few seconds and at each epoch's end:
 //   ember-progress epoch=3 epochs=10 step=1200 loss=0.4123 samples_per_s=5230.1
-// (keys in any order; epoch and step required, the rest optional). The log is the one file every
-// job already has, that the daemon can read whoever the job runs as, under either backend; the
-// daemon reads its tail only, and only when it grew. A job can only misreport its own progress.
+// (keys in any order; epoch and step required, the rest optional; an elastic job adds batch=,
+// steps_per_s= and noise_scale=; a line of rank 0 under `ember launch` may start "[rank 0] "). The log is the one file
+// every job already has, that the daemon can read whoever the job runs as, under either backend; the daemon reads its
+// tail only, and only when it grew. A job can only misreport its own progress.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 namespace ember::sched {
 
 inline constexpr std::string_view kProgressPrefix = "ember-progress ";
+inline constexpr std::string_view kRankZeroPrefix = "[rank 0] ";
 // The daemon looks this far back from the end of a log for the latest report.
 inline constexpr size_t kProgressTailBytes = 64 * 1024;
 

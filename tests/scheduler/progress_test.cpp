@@ -28,6 +28,21 @@ TEST(Progress, ParsesAReport) {
   EXPECT_EQ(minimal->step(), 7);
 }
 
+// An elastic job's report, as rank 0 prints it under `ember launch`.
+TEST(Progress, ParsesAnElasticJobsReportFromRankZero) {
+  auto p = parse_progress_line(
+      "[rank 0] ember-progress epoch=2 epochs=6 step=70 loss=0.5 samples_per_s=1200 batch=64 steps_per_s=20.5 "
+      "noise_scale=153.25");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->step(), 70);
+  EXPECT_EQ(p->batch(), 64);
+  EXPECT_DOUBLE_EQ(p->steps_per_s(), 20.5);
+  EXPECT_DOUBLE_EQ(p->noise_scale(), 153.25);
+  for (const char* line : {"[rank 1] ember-progress epoch=1 step=2", "ember-progress epoch=1 step=2 batch=0",
+                           "ember-progress epoch=1 step=2 batch=1.5", "ember-progress epoch=1 step=2 noise_scale=-1"})
+    EXPECT_FALSE(parse_progress_line(line)) << line;
+}
+
 TEST(Progress, IgnoresLinesThatAreNotReports) {
   for (const char* line : {"", "epoch 3/10 loss 0.4", "ember-progress", "ember-progress epoch=1",
                            "ember-progress epoch=1 step=2 loss=nan", "ember-progress epoch=1 step=2 loss=inf",

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "scheduler/elastic/allocate.h"
 #include "scheduler/elastic/policies/policies.h"
 #include "scheduler/params.h"
 
@@ -79,10 +80,6 @@ class Goodput : public ElasticPolicy {
   };
   const Table& table(const EJob& j, const SimConfig& c);
   std::vector<int> counts(const RoundState& s);
-  double utility(double speedup) const {
-    if (p_ == 0) return std::log(speedup);
-    return std::pow(speedup, p_) / p_;
-  }
   std::vector<std::vector<int>> place(const RoundState& s, const std::vector<int>& k) const;
 
   double las_, explore_;
@@ -106,48 +103,21 @@ const Goodput::Table& Goodput::table(const EJob& j, const SimConfig& c) {
 
 std::vector<int> Goodput::counts(const RoundState& s) {
   const SimConfig& c = *s.config;
-  const size_t n = s.active.size();
-  std::vector<int> k(n, 0), most(n, 0);
-  std::vector<double> weight(n), keep(n);
-  std::vector<const Table*> tab(n);
-  for (size_t i = 0; i < n; ++i) {
+  std::vector<CountRequest> req(s.active.size());
+  for (size_t i = 0; i < req.size(); ++i) {
     const EJob& j = *s.active[i];
-    tab[i] = &table(j, c);
-    const int cap = static_cast<int>(tab[i]->goodput.size()) - 1;
-    most[i] = j.req.rigid || explore_ <= 0 ? cap : std::min(cap, std::max(1, static_cast<int>(explore_ * j.max_gpus)));
-    weight[i] = 1.0 / (1.0 + j.attained / las_);
+    CountRequest& r = req[i];
+    r.goodput = table(j, c).goodput;
+    const int cap = static_cast<int>(r.goodput.size()) - 1;
+    r.most = j.req.rigid || explore_ <= 0 ? cap : std::min(cap, std::max(1, static_cast<int>(explore_ * j.max_gpus)));
+    r.rigid = j.req.rigid;
+    r.gpus = j.req.gpus;
+    r.held = j.gpus();
+    r.weight = 1.0 / (1.0 + j.attained / las_);
     const double age = std::max(s.now - j.req.submit, c.interval);
-    keep[i] = std::max(0.0, 1.0 - hyst_ * c.restart_delay / age);
+    r.keep = std::max(0.0, 1.0 - hyst_ * c.restart_delay / age);
   }
-  const auto value = [&](size_t i, int g) {
-    if (g == 0) return p_ > 0 ? 0.0 : -1e6 * weight[i];
-    const EJob& j = *s.active[i];
-    const double speedup = j.req.rigid ? g : tab[i]->goodput[static_cast<size_t>(g)] / tab[i]->goodput[1];
-    const double sp = speedup * (g == j.gpus() || j.gpus() == 0 ? 1.0 : keep[i]);
-    return weight[i] * utility(sp);
-  };
-  int free = c.nodes * c.gpus_per_node;
-  while (free > 0) {
-    double best = 1e-12;
-    size_t who = n;
-    int to = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const EJob& j = *s.active[i];
-      const int top = std::min(most[i], k[i] + free);
-      const int ahead = std::min(top, k[i] + lookahead_);
-      for (int g = k[i] + 1; g <= top; ++g) {
-        if (g > ahead && g != j.gpus() && !(j.req.rigid && g == j.req.gpus)) continue;
-        if (j.req.rigid && g != j.req.gpus) continue;
-        if (!j.req.rigid && (tab[i]->goodput[1] <= 0 || tab[i]->goodput[static_cast<size_t>(g)] <= 0)) continue;
-        const double gain = (value(i, g) - value(i, k[i])) / (g - k[i]);
-        if (gain > best) best = gain, who = i, to = g;
-      }
-    }
-    if (who == n) break;
-    free -= to - k[who];
-    k[who] = to;
-  }
-  return k;
+  return allocate_counts(req, c.nodes * c.gpus_per_node, p_, lookahead_);
 }
 
 std::vector<std::vector<int>> Goodput::place(const RoundState& s, const std::vector<int>& k) const {
