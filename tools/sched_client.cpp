@@ -109,6 +109,34 @@ void print_teams(const proto::Response& r) {
               << " (rho: average JCT over the same jobs' average JCT simulated alone on the team's share)\n";
 }
 
+// The command after `--` and the flags of `ember sched submit`, over what the spec file said.
+void apply_submit_flags(const Flags& f, const std::vector<std::string>& command, proto::JobSpec& spec) {
+  if (!command.empty()) {
+    spec.set_command(command[0]);
+    spec.clear_args();
+    for (size_t i = 1; i < command.size(); ++i) spec.add_args(command[i]);
+  }
+  if (f.has("name")) spec.set_name(f.str("name"));
+  if (f.has("devices")) spec.set_devices(static_cast<int>(f.integer("devices", 1, 1, 1 << 20)));
+  if (f.has("elastic")) *spec.mutable_elastic() = parse_elastic(f.str("elastic"), "--elastic");
+  if (f.has("mem")) spec.set_memory_gib(f.number("mem", 0, 0, 1e9));
+  if (f.has("expected")) spec.set_expected_seconds(f.number("expected", 1, 1e-3, 1e12));
+  if (f.has("checkpoint-interval")) spec.set_checkpoint_interval_s(f.number("checkpoint-interval", 0, 0, 1e12));
+  if (f.has("priority")) spec.set_priority(static_cast<int>(f.integer("priority", 0, -1000000, 1000000)));
+  if (f.has("queue") && f.has("team")) throw UsageError("give one of --queue and --team: they name the same field");
+  if (f.has("queue")) spec.set_queue(f.str("queue"));
+  if (f.has("team")) spec.set_queue(f.str("team"));
+  if (f.has("model")) spec.set_model(f.str("model"));
+  if (f.has("checkpoint-dir")) spec.set_checkpoint_dir(f.str("checkpoint-dir"));
+  if (f.has("max-restarts")) spec.set_max_restarts(static_cast<int>(f.integer("max-restarts", 0, 0, 1000000)));
+  for (const std::string& kv : f.all("env")) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--env: expected KEY=VALUE, got '" + kv + "'");
+    (*spec.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (f.has("workdir")) spec.set_workdir(f.str("workdir"));
+}
+
 }  // namespace
 
 int sched_submit(const std::vector<std::string>& all_args) {
@@ -148,30 +176,7 @@ int sched_submit(const std::vector<std::string>& all_args) {
       spec = path == "-" ? parse_job_spec(std::string(std::istreambuf_iterator<char>(std::cin), {}), "<stdin>")
                          : read_job_spec(path);
     }
-    if (!command.empty()) {
-      spec.set_command(command[0]);
-      spec.clear_args();
-      for (size_t i = 1; i < command.size(); ++i) spec.add_args(command[i]);
-    }
-    if (f.has("name")) spec.set_name(f.str("name"));
-    if (f.has("devices")) spec.set_devices(static_cast<int>(f.integer("devices", 1, 1, 1 << 20)));
-    if (f.has("elastic")) *spec.mutable_elastic() = parse_elastic(f.str("elastic"), "--elastic");
-    if (f.has("mem")) spec.set_memory_gib(f.number("mem", 0, 0, 1e9));
-    if (f.has("expected")) spec.set_expected_seconds(f.number("expected", 1, 1e-3, 1e12));
-    if (f.has("checkpoint-interval")) spec.set_checkpoint_interval_s(f.number("checkpoint-interval", 0, 0, 1e12));
-    if (f.has("priority")) spec.set_priority(static_cast<int>(f.integer("priority", 0, -1000000, 1000000)));
-    if (f.has("queue") && f.has("team")) throw UsageError("give one of --queue and --team: they name the same field");
-    if (f.has("queue")) spec.set_queue(f.str("queue"));
-    if (f.has("team")) spec.set_queue(f.str("team"));
-    if (f.has("model")) spec.set_model(f.str("model"));
-    if (f.has("checkpoint-dir")) spec.set_checkpoint_dir(f.str("checkpoint-dir"));
-    if (f.has("max-restarts")) spec.set_max_restarts(static_cast<int>(f.integer("max-restarts", 0, 0, 1000000)));
-    for (const std::string& kv : f.all("env")) {
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--env: expected KEY=VALUE, got '" + kv + "'");
-      (*spec.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    if (f.has("workdir")) spec.set_workdir(f.str("workdir"));
+    apply_submit_flags(f, command, spec);
     if (!f.has("spec") && command.empty())
       throw UsageError("nothing to run: give --spec FILE or the command after `--`");
     validate_spec(spec, f.has("spec") ? f.str("spec") : "(command line)");

@@ -11,7 +11,10 @@
 
 namespace ember::tools {
 
-int sched_serve(const std::vector<std::string>& args) {
+namespace {
+
+// The flags of `ember sched serve`, with their help.
+Flags serve_flags() {
   Flags f;
   f.add("state", "DIR", "folder for the socket, the SQLite state and the job logs (created if missing)")
       .add("devices", "SPEC",
@@ -49,6 +52,13 @@ int sched_serve(const std::vector<std::string>& args) {
            "let --http listen on an address other than loopback (the page shows every job's name, team and owner)")
       .add("quiet", "", "do not print events")
       .add("help", "", "show this help");
+  return f;
+}
+
+}  // namespace
+
+int sched_serve(const std::vector<std::string>& args) {
+  Flags f = serve_flags();
   const std::string usage = usage_of("ember sched serve --state DIR [--devices SPEC] [--policy P] [flags]", f);
   return run_leaf("ember sched serve", usage, [&]() -> int {
     f.parse(args);
