@@ -94,7 +94,13 @@ Tensor cast_operand(const Tensor& t, AutocastClass cls, DType low) {
 // use whatever -march=native gave them.
 bool autocast_bf16_is_native() {
   const CpuCapability level = cpu_capability();
-  if (level == CpuCapability::Native) return (" " + cpu_feature_list() + " ").find(" avx512bf16 ") != std::string::npos;
+  if (level == CpuCapability::Native) {
+    // Appended, not `" " + list + " "`: GCC 12's -Wrestrict misfires on that temporary.
+    std::string flags = " ";
+    flags += cpu_feature_list();
+    flags += ' ';
+    return flags.find(" avx512bf16 ") != std::string::npos;
+  }
   return level >= CpuCapability::Avx512Bf16;
 }
 
