@@ -20,6 +20,10 @@ CachingAllocator::~CachingAllocator() {
   // their deleters would call into a destroyed object, so process-lifetime allocators are leaked
   // on purpose by their owners and this destructor only runs for test instances.
   try {
+    // The allocator's private pools end with it: their free blocks go back to the device too.
+    capturing_.clear();
+    const std::set<PoolId> pools = live_pools_;
+    for (PoolId pool : pools) release_pool(pool);
     empty_cache();
   } catch (...) {  // a destructor must not throw; the driver may already be shutting down
   }
