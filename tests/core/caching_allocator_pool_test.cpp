@@ -8,46 +8,20 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "fake_memory_backend.h"
 #include "test_helpers.h"
 
 using namespace ember;
 using test_util::error_of;
+using test_util::FakeBackend;
+using test_util::FakeDevice;
 using test_util::has;
 
 namespace {
 
-// A device that hands out malloc'd memory and whose events are always complete.
-struct CountingDevice {
-  std::map<void*, size_t> live;
-  int allocs = 0, frees = 0;
-};
-
-class CountingBackend final : public MemoryBackend {
- public:
-  explicit CountingBackend(CountingDevice* d) : d_(d) {}
-  void* raw_alloc(size_t bytes) override {
-    void* p = std::malloc(bytes);
-    d_->live[p] = bytes;
-    ++d_->allocs;
-    return p;
-  }
-  void raw_free(void* p) override {
-    EXPECT_EQ(d_->live.erase(p), 1u) << "freed a pointer the device never gave out";
-    ++d_->frees;
-    std::free(p);
-  }
-  void* record_event(StreamHandle) override { return nullptr; }
-  bool event_done(void*) override { return true; }
-  void wait_event(void*) override {}
-  void destroy_event(void*) override {}
-
- private:
-  CountingDevice* d_;
-};
-
 struct Fixture {
-  CountingDevice dev;
-  CachingAllocator alloc{"fake:0", std::make_unique<CountingBackend>(&dev)};
+  FakeDevice dev;
+  CachingAllocator alloc{"fake:0", std::make_unique<FakeBackend>(&dev)};
 };
 
 constexpr StreamHandle kCapture = 0x100, kOther = 0x200;
