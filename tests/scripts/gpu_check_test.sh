@@ -17,12 +17,8 @@ scripts=$here/../../scripts
 build=${1:?usage: gpu_check_test.sh <CUDA build dir>}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-check() {  # check <name> <condition...>
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+# shellcheck source=check_lib.sh
+source "$here/check_lib.sh"
 
 bundle=$tmp/bundle
 bash "$scripts/gpu-bundle.sh" --build-dir "$build" --skip-build --out "$bundle" >"$tmp/bundle.out" 2>&1

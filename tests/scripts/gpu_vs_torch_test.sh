@@ -15,12 +15,8 @@ python=${2:?usage: gpu_vs_torch_test.sh <step_rate> <python|none>}
 [[ -x $python ]] || python=none
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-check() {  # check <name> <condition...>
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+# shellcheck source=check_lib.sh
+source "$here/check_lib.sh"
 has() { grep -qE -- "$2" "$1"; }  # has <file> <regex>: reads the whole file (no pipe)
 count() { grep -cE -- "$2" "$1" || true; }
 
