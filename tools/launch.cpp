@@ -321,6 +321,11 @@ std::vector<std::string> mpirun_command(const std::string& mpirun, long n, const
   // (Ember's communicator makes the others exit by themselves when a peer is gone; anything still
   // running kFailureGrace after a failure is ended by this launcher.)
   cmd.insert(cmd.end(), {"--mca", "orte_abort_on_non_zero_status", "0"});
+  // OpenMPI binds each rank to a single core when np <= 2 (to a socket above): a rank given several
+  // math threads below would run them all on that one core, and every job started with -n 1 on a
+  // machine (the daemon's, say) on the same core 0; one rank per host of a two-host test on one
+  // machine shared core 0 too. Ranks float, as torchrun's do, unless the user chose a binding.
+  if (!std::getenv("OMPI_MCA_hwloc_base_binding_policy")) cmd.insert(cmd.end(), {"--bind-to", "none"});
   // Each rank one share of the cores for its math threads (unless the user chose).
   if (!std::getenv("OMP_NUM_THREADS")) {
     long per = std::max(1L, static_cast<long>(cores) / n);

@@ -33,6 +33,18 @@ cat "$out"
 [ $status -eq 5 ] || fail "expected status 5 from the trapped SIGTERM, got $status"
 [ "$(grep -c 'got TERM' "$out")" -eq 2 ] || fail "not every rank got SIGTERM"
 
+# Each rank may use every core the launcher may (mpirun's own default pins a job of one or two
+# ranks to one core each, its OMP_NUM_THREADS threads with it), unless the user chose a binding.
+mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+for n in 1 2; do
+  "$ember" launch -n $n -- grep Cpus_allowed_list /proc/self/status >"$out" 2>&1
+  cat "$out"
+  [ "$(grep -c "Cpus_allowed_list:[[:space:]]*$mine\$" "$out")" -eq $n ] ||
+    fail "with -n $n a rank is bound to fewer cores than the launcher's ($mine)"
+done
+OMPI_MCA_hwloc_base_binding_policy=core "$ember" launch -n 1 -- grep Cpus_allowed_list /proc/self/status >"$out" 2>&1
+[ $? -eq 0 ] || fail "a run with the user's own binding policy failed"
+
 "$ember" launch -- true >"$out" 2>&1
 [ $? -eq 2 ] && grep -q -- "-n N (the number of ranks) is required" "$out" || fail "missing -n is not a usage error"
 "$ember" launch -n 2 >"$out" 2>&1
