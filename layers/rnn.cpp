@@ -89,12 +89,25 @@ RnnOutput RNNBase::forward(const Tensor& input, const RnnState& state, const std
   std::vector<Tensor> h_n, c_n;
   for (int64_t l = 0; l < num_layers; ++l) {
     std::vector<Tensor> outs;
-    for (int64_t d = 0; d < D; ++d) {
+    auto weights = [&](int64_t d) {  // direction d's operands
       const auto& p = params_[static_cast<size_t>(l * D + d)];
       const int64_t k = l * D + d;
-      RnnLayerResult r =
-          rnn_layer(mode, x, *p[0], *p[1], *p[2], *p[3], h0.defined() ? h0.select(0, k).contiguous() : Tensor(),
-                    c0.defined() ? c0.select(0, k).contiguous() : Tensor(), lengths, d == 1);
+      return RnnDirectionWeights{*p[0],
+                                 *p[1],
+                                 *p[2],
+                                 *p[3],
+                                 h0.defined() ? h0.select(0, k).contiguous() : Tensor(),
+                                 c0.defined() ? c0.select(0, k).contiguous() : Tensor()};
+    };
+    std::vector<RnnLayerResult> rs;
+    if (D == 2) {
+      const auto both = rnn_layer_bidirectional(mode, x, weights(0), weights(1), lengths);
+      rs.assign(both.begin(), both.end());
+    } else {
+      const RnnDirectionWeights w = weights(0);
+      rs.push_back(rnn_layer(mode, x, w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.h0, w.c0, lengths));
+    }
+    for (const RnnLayerResult& r : rs) {
       outs.push_back(r.output);
       h_n.push_back(r.h_n);
       if (lstm) c_n.push_back(r.c_n);

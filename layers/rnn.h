@@ -1,7 +1,8 @@
 // Recurrent layers: RNN (tanh or relu), LSTM and GRU with num_layers, bidirectional, batch_first,
 // dropout between layers (training only), optional initial states and variable-length batches.
-// Each layer and direction is one call to core's fused rnn_layer (a single autograd node with a
-// hand-written backward through time); directions are concatenated along features.
+// Each layer is one call to core's fused rnn_layer, or rnn_layer_bidirectional for both directions
+// (a single autograd node with a hand-written backward through time); directions are concatenated
+// along features.
 //
 // Shapes and names follow torch.nn.RNN/LSTM/GRU: input [T, B, I] ([B, T, I] with batch_first; an
 // unbatched [T, I] is accepted too), output [T, B, D*H], h_n and c_n [L*D, B, H] (L layers, D = 2

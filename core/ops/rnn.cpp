@@ -1,11 +1,14 @@
 #include "core/ops/rnn.h"
 
+#include <exception>
 #include <string>
+#include <utility>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/ops/autocast.h"
 #include "core/ops/creation.h"
+#include "core/parallel.h"
 #include "core/rnn_kernels.h"
 
 namespace ember {
@@ -100,26 +103,22 @@ RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
   return cfg;
 }
 
-}  // namespace
-
-RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-                         const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
-                         bool reverse) {
-  if (auto c = autocast_args(AutocastOp::rnn_layer, input, w_ih, w_hh, b_ih, b_hh, h0, c0))
-    return rnn_layer(mode, (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6], lengths, reverse);
+// One direction of a layer as the kernels see it: its checked forward arguments, outputs and
+// workspace allocated.
+RnnForwardArgs forward_args(RnnMode mode, const Tensor& input, const Tensor& kernel_input, const RnnDirectionWeights& w,
+                            const std::vector<int64_t>& lengths, bool reverse) {
   const bool lstm = mode == RnnMode::Lstm;
-  const RnnConfig cfg = checked_config(mode, input, w_ih, w_hh, b_ih, b_hh, h0, c0, lengths, reverse);
-  const int64_t T = cfg.T, B = cfg.B, H = cfg.H, GH = rnn_gate_count(mode) * H;
-  const TensorOptions opts{input.dtype(), input.device()};
   RnnForwardArgs fa;
-  fa.cfg = cfg;
-  fa.input = kernel_operand(input);
-  fa.w_ih = kernel_operand(w_ih);
-  fa.w_hh = kernel_operand(w_hh);
-  fa.b_ih = kernel_operand(b_ih);
-  fa.b_hh = kernel_operand(b_hh);
-  fa.h0 = kernel_operand(h0);
-  fa.c0 = kernel_operand(c0);
+  fa.cfg = checked_config(mode, input, w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.h0, w.c0, lengths, reverse);
+  const int64_t T = fa.cfg.T, B = fa.cfg.B, H = fa.cfg.H, GH = rnn_gate_count(mode) * H;
+  const TensorOptions opts{input.dtype(), input.device()};
+  fa.input = kernel_input;
+  fa.w_ih = kernel_operand(w.w_ih);
+  fa.w_hh = kernel_operand(w.w_hh);
+  fa.b_ih = kernel_operand(w.b_ih);
+  fa.b_hh = kernel_operand(w.b_hh);
+  fa.h0 = kernel_operand(w.h0);
+  fa.c0 = kernel_operand(w.c0);
   fa.output = empty({T, B, H}, opts);
   fa.h_n = empty({B, H}, opts);
   if (lstm) fa.c_n = empty({B, H}, opts);
@@ -127,51 +126,142 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
   fa.ws.hs = empty({T + 1, B, H}, opts);
   if (lstm) fa.ws.cs = empty({T + 1, B, H}, opts);
   if (mode == RnnMode::Gru) fa.ws.ghn = empty({T, B, H}, opts);
-  if (B > 0) {
-    rnn_forward_stub(input.device())(fa);
+  return fa;
+}
+
+// Runs f(0), ..., f(n - 1), the kernels of a layer's directions. Two directions on a CPU running
+// two threads run at once, one thread each (their kernels see a parallel region and stay on their
+// thread, OpenBLAS's GEMMs included): the halves are equal, and no step waits for the other
+// thread, where one direction on two threads hands over twice per step (BiLSTM, B 32, H 64:
+// bench/RESULTS.md). With more threads each direction has all of them in turn: one thread per
+// direction would leave the rest idle.
+template <typename F>
+void run_directions(size_t n, const Device& device, const F& f) {
+  if (n != 2 || !device.is_cpu() || threads_here() != 2) {
+    for (size_t d = 0; d < n; ++d) f(d);
+    return;
   }
+  std::exception_ptr failed[2];  // an exception must not leave an OpenMP region
+  parallel_slots(2, 2, [&](int slot, int64_t, int64_t) {
+    try {
+      f(static_cast<size_t>(slot));
+    } catch (...) {
+      failed[slot] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+}
 
-  RnnLayerResult res{fa.output, fa.h_n, fa.c_n};
-  std::vector<Tensor> outputs{res.output, res.h_n};
-  if (lstm) outputs.push_back(res.c_n);
-  if (!autograd::any_requires_grad({input, w_ih, w_hh, b_ih, b_hh, h0, c0})) return res;
+// The gradients of one direction's node inputs (r[0] the input's, r[1 + 6d + j] the direction's
+// operand j: w_ih, w_hh, b_ih, b_hh, h0, c0) are allocated into its backward arguments.
+struct SavedDirection {
+  RnnConfig cfg;
+  RnnWorkspace ws;
+  autograd::SavedTensor w_ih, w_hh, b_ih, b_hh;
+  bool has_h0, has_c0;
+};
 
-  autograd::SavedTensor s_input(fa.input), s_w_ih(fa.w_ih), s_w_hh(fa.w_hh), s_b_ih(fa.b_ih), s_b_hh(fa.b_hh);
-  Shape in_shape = input.shape();
-  const bool has_h0 = h0.defined(), has_c0 = c0.defined(), has_b_ih = b_ih.defined(), has_b_hh = b_hh.defined();
-  RnnWorkspace ws = fa.ws;
-  autograd::record(backward_name(mode), {input, w_ih, w_hh, b_ih, b_hh, h0, c0}, outputs,
-                   [cfg, ws, s_input, s_w_ih, s_w_hh, s_b_ih, s_b_hh, in_shape, opts, lstm, has_h0, has_c0, has_b_ih,
-                    has_b_hh](const std::vector<Tensor>& g, const std::vector<bool>& needs) -> std::vector<Tensor> {
-                     std::vector<Tensor> r(7);
-                     RnnBackwardArgs ba;
-                     ba.cfg = cfg;
-                     ba.input = s_input.get();
-                     ba.w_ih = s_w_ih.get();
-                     ba.w_hh = s_w_hh.get();
-                     if (s_b_ih.defined()) ba.b_ih = s_b_ih.get();
-                     if (s_b_hh.defined()) ba.b_hh = s_b_hh.get();
-                     ba.ws = ws;
-                     ba.grad_output = g[0].contiguous();
-                     ba.grad_h_n = g[1].contiguous();
-                     if (lstm) ba.grad_c_n = g[2].contiguous();
-                     const int64_t GH = rnn_gate_count(cfg.mode) * cfg.H;
-                     if (needs[0]) r[0] = ba.grad_input = empty(in_shape, opts);
-                     if (needs[1]) r[1] = ba.grad_w_ih = empty({GH, cfg.I}, opts);
-                     if (needs[2]) r[2] = ba.grad_w_hh = empty({GH, cfg.H}, opts);
-                     if (needs[3] && has_b_ih) r[3] = ba.grad_b_ih = empty({GH}, opts);
-                     if (needs[4] && has_b_hh) r[4] = ba.grad_b_hh = empty({GH}, opts);
-                     if (needs[5] && has_h0) r[5] = ba.grad_h0 = empty({cfg.B, cfg.H}, opts);
-                     if (needs[6] && has_c0) r[6] = ba.grad_c0 = empty({cfg.B, cfg.H}, opts);
-                     if (cfg.B > 0) {
-                       rnn_backward_stub(opts.device)(ba);
-                     } else {  // nothing ran forward: the weights had no effect
-                       for (Tensor& t : r)
-                         if (t.defined()) t.zero_();
-                     }
-                     return r;
+// The backward of run_layer's node: each direction's backward through time (at once where
+// run_directions allows), the input's gradient summed over the directions.
+std::vector<Tensor> layer_backward(const std::vector<SavedDirection>& saved, const Tensor& input, const Shape& in_shape,
+                                   const TensorOptions& opts, bool lstm, const std::vector<Tensor>& g,
+                                   const std::vector<bool>& needs) {
+  const size_t D = saved.size(), outs = lstm ? 3 : 2;
+  std::vector<Tensor> r(1 + 6 * D);
+  std::vector<RnnBackwardArgs> ba(D);
+  for (size_t d = 0; d < D; ++d) {
+    const SavedDirection& s = saved[d];
+    RnnBackwardArgs& b = ba[d];
+    b.cfg = s.cfg;
+    b.input = input;
+    b.w_ih = s.w_ih.get();
+    b.w_hh = s.w_hh.get();
+    if (s.b_ih.defined()) b.b_ih = s.b_ih.get();
+    if (s.b_hh.defined()) b.b_hh = s.b_hh.get();
+    b.ws = s.ws;
+    b.grad_output = g[outs * d].contiguous();
+    b.grad_h_n = g[outs * d + 1].contiguous();
+    if (lstm) b.grad_c_n = g[outs * d + 2].contiguous();
+    const int64_t GH = rnn_gate_count(s.cfg.mode) * s.cfg.H, B = s.cfg.B, H = s.cfg.H;
+    const size_t k = 1 + 6 * d;  // this direction's w_ih in the node's inputs, after the input
+    if (needs[0]) b.grad_input = empty(in_shape, opts);
+    if (needs[k]) r[k] = b.grad_w_ih = empty({GH, s.cfg.I}, opts);
+    if (needs[k + 1]) r[k + 1] = b.grad_w_hh = empty({GH, H}, opts);
+    if (needs[k + 2] && s.b_ih.defined()) r[k + 2] = b.grad_b_ih = empty({GH}, opts);
+    if (needs[k + 3] && s.b_hh.defined()) r[k + 3] = b.grad_b_hh = empty({GH}, opts);
+    if (needs[k + 4] && s.has_h0) r[k + 4] = b.grad_h0 = empty({B, H}, opts);
+    if (needs[k + 5] && s.has_c0) r[k + 5] = b.grad_c0 = empty({B, H}, opts);
+  }
+  if (saved[0].cfg.B > 0) {
+    run_directions(D, opts.device, [&](size_t d) { rnn_backward_stub(opts.device)(ba[d]); });
+  } else {  // nothing ran forward: the weights had no effect
+    for (RnnBackwardArgs& b : ba)
+      for (Tensor* t : {&b.grad_input, &b.grad_w_ih, &b.grad_w_hh, &b.grad_b_ih, &b.grad_b_hh, &b.grad_h0, &b.grad_c0})
+        if (t->defined()) t->zero_();
+  }
+  if (needs[0]) {
+    r[0] = ba[0].grad_input;
+    for (size_t d = 1; d < D; ++d) r[0].add_(ba[d].grad_input);
+  }
+  return r;
+}
+
+// One autograd node over every direction of the layer (one or two): inputs {input, then per
+// direction w_ih, w_hh, b_ih, b_hh, h0, c0}, outputs per direction {output, h_n[, c_n]}.
+std::vector<RnnLayerResult> run_layer(RnnMode mode, const Tensor& input,
+                                      const std::vector<std::pair<const RnnDirectionWeights*, bool>>& dirs,
+                                      const std::vector<int64_t>& lengths) {
+  const bool lstm = mode == RnnMode::Lstm;
+  const Tensor kernel_input = kernel_operand(input);
+  std::vector<RnnForwardArgs> fa;
+  for (const auto& [w, reverse] : dirs) fa.push_back(forward_args(mode, input, kernel_input, *w, lengths, reverse));
+  if (fa[0].cfg.B > 0)
+    run_directions(fa.size(), input.device(), [&](size_t d) { rnn_forward_stub(input.device())(fa[d]); });
+
+  std::vector<RnnLayerResult> res;
+  std::vector<Tensor> inputs{input}, outputs;
+  std::vector<SavedDirection> saved;
+  for (size_t d = 0; d < fa.size(); ++d) {
+    const RnnDirectionWeights& w = *dirs[d].first;
+    res.push_back({fa[d].output, fa[d].h_n, fa[d].c_n});
+    outputs.insert(outputs.end(), {fa[d].output, fa[d].h_n});
+    if (lstm) outputs.push_back(fa[d].c_n);
+    inputs.insert(inputs.end(), {w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.h0, w.c0});
+    saved.push_back({fa[d].cfg, fa[d].ws, autograd::SavedTensor(fa[d].w_ih), autograd::SavedTensor(fa[d].w_hh),
+                     autograd::SavedTensor(fa[d].b_ih), autograd::SavedTensor(fa[d].b_hh), w.h0.defined(),
+                     w.c0.defined()});
+  }
+  if (!autograd::any_requires_grad(inputs)) return res;
+  autograd::record(backward_name(mode), inputs, outputs,
+                   [saved, s_input = autograd::SavedTensor(kernel_input), in_shape = input.shape(),
+                    opts = TensorOptions{input.dtype(), input.device()},
+                    lstm](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
+                     return layer_backward(saved, s_input.get(), in_shape, opts, lstm, g, needs);
                    });
   return res;
+}
+
+}  // namespace
+
+RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                         const Tensor& b_hh, const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& lengths,
+                         bool reverse) {
+  if (auto c = autocast_args(AutocastOp::rnn_layer, input, w_ih, w_hh, b_ih, b_hh, h0, c0))
+    return rnn_layer(mode, (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6], lengths, reverse);
+  const RnnDirectionWeights w{w_ih, w_hh, b_ih, b_hh, h0, c0};
+  return run_layer(mode, input, {{&w, reverse}}, lengths)[0];
+}
+
+std::array<RnnLayerResult, 2> rnn_layer_bidirectional(RnnMode mode, const Tensor& input, const RnnDirectionWeights& fwd,
+                                                      const RnnDirectionWeights& bwd,
+                                                      const std::vector<int64_t>& lengths) {
+  if (auto c = autocast_args(AutocastOp::rnn_layer, input, fwd.w_ih, fwd.w_hh, fwd.b_ih, fwd.b_hh, fwd.h0, fwd.c0,
+                             bwd.w_ih, bwd.w_hh, bwd.b_ih, bwd.b_hh, bwd.h0, bwd.c0))
+    return rnn_layer_bidirectional(mode, (*c)[0], {(*c)[1], (*c)[2], (*c)[3], (*c)[4], (*c)[5], (*c)[6]},
+                                   {(*c)[7], (*c)[8], (*c)[9], (*c)[10], (*c)[11], (*c)[12]}, lengths);
+  const std::vector<RnnLayerResult> r = run_layer(mode, input, {{&fwd, false}, {&bwd, true}}, lengths);
+  return {r[0], r[1]};
 }
 
 }  // namespace ember

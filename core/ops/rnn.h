@@ -4,6 +4,7 @@
 // results match torch.nn.LSTM/GRU/RNN.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/rnn_mode.h"
@@ -11,8 +12,9 @@
 
 namespace ember {
 
-// One layer, one direction; one autograd node per call (a multi-layer or bidirectional RNN calls
-// it per layer and direction and joins the directions' outputs along the feature dim).
+// One layer, one direction; one autograd node per call (a multi-layer RNN calls it per layer, a
+// bidirectional one rnn_layer_bidirectional below, and joins the directions' outputs along the
+// feature dim).
 //   input  [T, B, I], time-major, T >= 1 (a non-contiguous view, e.g. a batch-first tensor
 //          transposed, is copied once)
 //   w_ih   [G*H, I], w_hh [G*H, H], b_ih/b_hh [G*H] or undefined (G = 1, 4, 3 for RNN/LSTM/GRU)
@@ -32,5 +34,21 @@ struct RnnLayerResult {
 RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                          const Tensor& b_hh, const Tensor& h0, const Tensor& c0,
                          const std::vector<int64_t>& lengths = {}, bool reverse = false);
+
+// One direction's operands for rnn_layer_bidirectional, as rnn_layer takes them.
+struct RnnDirectionWeights {
+  Tensor w_ih, w_hh, b_ih, b_hh;  // biases may be undefined
+  Tensor h0, c0;                  // undefined = zeros
+};
+
+// Both directions of a bidirectional layer over the same input and lengths, in one autograd node:
+// [0] is what rnn_layer(..., reverse = false) gives with fwd's operands, [1] what rnn_layer(...,
+// reverse = true) gives with bwd's, the same values and gradients. On a CPU running two threads
+// the two directions run at once, one thread each, forward and backward, instead of sharing each
+// step between the threads one direction after the other. nn::LSTM/GRU/RNN call it for every
+// bidirectional layer. The same errors as rnn_layer.
+std::array<RnnLayerResult, 2> rnn_layer_bidirectional(RnnMode mode, const Tensor& input, const RnnDirectionWeights& fwd,
+                                                      const RnnDirectionWeights& bwd,
+                                                      const std::vector<int64_t>& lengths = {});
 
 }  // namespace ember

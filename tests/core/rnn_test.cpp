@@ -10,13 +10,19 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/dispatch.h"
 #include "core/ops.h"
+#include "core/rnn_kernels.h"
+#include "test_helpers.h"
 
 namespace ember {
 namespace {
@@ -189,6 +195,68 @@ TEST(RnnLayer, EmptyBatch) {
     ASSERT_TRUE(t[2].grad().defined());
     for (double v : values(t[2].grad())) EXPECT_EQ(v, 0.0);
   }
+}
+
+// ------------------------------------------------------------------ both directions
+
+// The threads the CPU recurrent kernels were dispatched from while the observer was set.
+std::mutex g_rnn_mu;
+std::set<std::thread::id> g_rnn_threads;
+void observe_rnn(const void* stub, DeviceType, int) {
+  if (stub != &rnn_forward_stub && stub != &rnn_backward_stub) return;
+  std::lock_guard<std::mutex> lock(g_rnn_mu);
+  g_rnn_threads.insert(std::this_thread::get_id());
+}
+
+// rnn_layer_bidirectional gives what rnn_layer gives per direction, values and gradients, and on
+// two threads runs its directions on two threads (one each), forward and backward; on one, on the
+// caller's.
+TEST(RnnLayerBidirectional, EqualsOneCallPerDirectionAndRunsTheDirectionsAtOnceOnTwoThreads) {
+  for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(name_of(mode)) + " at " + std::to_string(threads) + " thread(s)");
+      const test_util::ScopedThreads scoped(threads);
+      Case f{mode, 5, 6, 3, 4, true, true, false, {5, 2, 4, 5, 1, 3}}, b = f;
+      b.reverse = true;
+      const Data df = make_data(f, 21), db = make_data(b, 22);
+      std::vector<Vec> got, want;
+      for (bool pair : {true, false}) {
+        auto tf = tensors_of(f, df, DType::Float32, true), tb = tensors_of(b, db, DType::Float32, true);
+        tb[0] = tf[0];  // one input
+        {
+          std::lock_guard<std::mutex> lock(g_rnn_mu);
+          g_rnn_threads.clear();
+        }
+        set_dispatch_observer(pair ? &observe_rnn : nullptr);
+        RnnLayerResult r[2];
+        if (pair) {
+          const auto both = rnn_layer_bidirectional(mode, tf[0], {tf[1], tf[2], tf[3], tf[4], tf[5], tf[6]},
+                                                    {tb[1], tb[2], tb[3], tb[4], tb[5], tb[6]}, f.lengths);
+          r[0] = both[0];
+          r[1] = both[1];
+        } else {
+          r[0] = run(f, tf);
+          r[1] = run(b, tb);
+        }
+        Tensor loss = sum(mul(r[0].output, r[1].output)).add(sum(r[0].h_n)).add(sum(mul(r[1].h_n, r[1].h_n)));
+        loss.backward();
+        set_dispatch_observer(nullptr);
+        if (pair) {
+          std::lock_guard<std::mutex> lock(g_rnn_mu);
+          EXPECT_EQ(g_rnn_threads.size(), static_cast<size_t>(threads));
+        }
+        auto& out = pair ? got : want;
+        for (const RnnLayerResult& x : r) out.insert(out.end(), {values(x.output), values(x.h_n), values(x.c_n)});
+        for (const auto* ts : {&tf, &tb})
+          for (const Tensor& t : *ts) out.push_back(values(t.defined() ? t.grad() : Tensor()));
+      }
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].size(), want[i].size()) << "result " << i;
+        for (size_t j = 0; j < got[i].size(); ++j)
+          EXPECT_NEAR(got[i][j], want[i][j], 1e-5 * (1 + std::abs(want[i][j]))) << "result " << i << "[" << j << "]";
+      }
+    }
 }
 
 // ------------------------------------------------------------------ gradients

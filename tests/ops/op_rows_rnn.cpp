@@ -7,12 +7,14 @@
 // backward against float64; lengths all equal to T and transposed operands giving the same bits;
 // and the op itself for finite differences. These rows took over tests/core's rnn comparisons
 // with a per-step reference and its gradchecks (core/rnn_kernels.h).
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "composed.h"
 #include "op_table.h"
+#include "test_helpers.h"
 
 namespace ember::ops_test {
 namespace {
@@ -179,8 +181,9 @@ std::vector<Case> all_variants(RnnMode mode, int64_t T, int64_t B, int64_t I, in
 }
 
 // What nn::LSTM/GRU do for num_layers = 2, bidirectional: each layer runs forward and reversed on
-// the same input with the same lengths, and the next layer reads both outputs joined along the
-// features. Operands: x, then per (layer, direction) w_ih, w_hh, b_ih, b_hh, h0 (and c0 for LSTM).
+// the same input with the same lengths (rnn_layer_bidirectional, or the composition once per
+// direction), and the next layer reads both outputs joined along the features. Operands: x, then
+// per (layer, direction) w_ih, w_hh, b_ih, b_hh, h0 (and c0 for LSTM).
 Tensor stack_of(RnnMode mode, const Inputs& in, const std::vector<int64_t>& lengths, bool composed) {
   const bool lstm = mode == RnnMode::Lstm;
   const size_t per = lstm ? 6 : 5;
@@ -188,12 +191,18 @@ Tensor stack_of(RnnMode mode, const Inputs& in, const std::vector<int64_t>& leng
   std::vector<Tensor> finals;
   for (int l = 0; l < 2; ++l) {
     std::vector<Tensor> outs;
+    RnnDirectionWeights w[2];
     for (int dir = 0; dir < 2; ++dir) {
       const size_t k = 1 + static_cast<size_t>(l * 2 + dir) * per;
-      const Operands o{layer_in, in[k], in[k + 1], in[k + 2], in[k + 3], in[k + 4], lstm ? in[k + 5] : Tensor()};
-      const Case c{mode, layer_in.size(0), layer_in.size(1), layer_in.size(2), in[k + 1].size(1), true, true,
+      w[dir] = {in[k], in[k + 1], in[k + 2], in[k + 3], in[k + 4], lstm ? in[k + 5] : Tensor()};
+    }
+    const auto both =
+        composed ? std::array<RnnLayerResult, 2>{} : rnn_layer_bidirectional(mode, layer_in, w[0], w[1], lengths);
+    for (int dir = 0; dir < 2; ++dir) {
+      const Operands o{layer_in, w[dir].w_ih, w[dir].w_hh, w[dir].b_ih, w[dir].b_hh, w[dir].h0, w[dir].c0};
+      const Case c{mode, layer_in.size(0), layer_in.size(1), layer_in.size(2), w[dir].w_hh.size(1), true, true,
                    true, dir == 1,         lengths};
-      const RnnLayerResult r = composed ? run_composed(c, o) : run_op(c, o);
+      const RnnLayerResult r = composed ? run_composed(c, o) : both[static_cast<size_t>(dir)];
       outs.push_back(r.output);
       finals.push_back(r.h_n.reshape({-1}));
       if (r.c_n.defined()) finals.push_back(r.c_n.reshape({-1}));
@@ -323,34 +332,38 @@ void add_rnn_layout_rows(std::vector<OpRow>& t) {
 }
 
 void add_rnn_stack_rows(std::vector<OpRow>& t) {
-  // A 2-layer bidirectional stack with variable lengths.
-  for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru, RnnMode::RnnTanh}) {
-    const std::vector<int64_t> lengths{4, 2, 3};
-    t.push_back({std::string("rnn_layer_vs_composed_two_layer_bidirectional_") + mode_name(mode),
-                 [mode](Generator& g) {
-                   const bool lstm = mode == RnnMode::Lstm;
-                   const int64_t T = 4, B = 3, I = 3, H = 2, GH = gates_of(mode) * H;
-                   auto u = [&](Shape s, double scale) {
-                     return mul(sub(mul(rand(std::move(s), {.dtype = DType::Float64}, &g), 2.0), 1.0), scale);
-                   };
-                   Inputs in{u({T, B, I}, 1.0)};
-                   for (int l = 0; l < 2; ++l)
-                     for (int dir = 0; dir < 2; ++dir) {
-                       const int64_t in_size = l == 0 ? I : 2 * H;
-                       for (const Shape& s : {Shape{GH, in_size}, Shape{GH, H}, Shape{GH}, Shape{GH}})
-                         in.push_back(u(s, 0.6));
-                       in.push_back(u({B, H}, 1.0));
-                       if (lstm) in.push_back(u({B, H}, 1.0));
-                     }
-                   return in;
-                 },
-                 [mode, lengths](const Inputs& x) {
-                   return checked_composed(
-                       stack_of(mode, x, lengths, false), x,
-                       [mode, lengths](const Inputs& h) { return stack_of(mode, h, lengths, true); }, 1e-9);
-                 },
-                 1e-9});
-  }
+  // A 2-layer bidirectional stack with variable lengths, at one thread (the directions in turn) and
+  // at two (on a CPU, at once: one thread each).
+  for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru, RnnMode::RnnTanh})
+    for (int threads : {1, 2}) {
+      const std::vector<int64_t> lengths{4, 2, 3};
+      t.push_back({std::string("rnn_layer_vs_composed_two_layer_bidirectional_") + mode_name(mode) +
+                       (threads == 1 ? "_one_thread" : "_two_threads"),
+                   [mode](Generator& g) {
+                     const bool lstm = mode == RnnMode::Lstm;
+                     const int64_t T = 4, B = 3, I = 3, H = 2, GH = gates_of(mode) * H;
+                     auto u = [&](Shape s, double scale) {
+                       return mul(sub(mul(rand(std::move(s), {.dtype = DType::Float64}, &g), 2.0), 1.0), scale);
+                     };
+                     Inputs in{u({T, B, I}, 1.0)};
+                     for (int l = 0; l < 2; ++l)
+                       for (int dir = 0; dir < 2; ++dir) {
+                         const int64_t in_size = l == 0 ? I : 2 * H;
+                         for (const Shape& s : {Shape{GH, in_size}, Shape{GH, H}, Shape{GH}, Shape{GH}})
+                           in.push_back(u(s, 0.6));
+                         in.push_back(u({B, H}, 1.0));
+                         if (lstm) in.push_back(u({B, H}, 1.0));
+                       }
+                     return in;
+                   },
+                   [mode, lengths, threads](const Inputs& x) {
+                     const test_util::ScopedThreads scoped(threads);
+                     return checked_composed(
+                         stack_of(mode, x, lengths, false), x,
+                         [mode, lengths](const Inputs& h) { return stack_of(mode, h, lengths, true); }, 1e-9);
+                   },
+                   1e-9});
+    }
 }
 
 }  // namespace
