@@ -13,7 +13,10 @@
 # median of the per-round ratios, the spread over rounds in brackets. GFLOP/s: nominal (workloads.h)
 # and executed (bench/flops.h: input gradients autograd skips left out, Winograd's transforms and
 # reduced multiplies as run); "of SGEMM" divides the executed rate by the machine's SGEMM rate at
-# the same thread count (bench/sgemm_rate, OpenBLAS, measured every round), per round.
+# the same thread count (bench/sgemm_rate, OpenBLAS, measured every round), per round. "PyTorch of
+# SGEMM" is the same for PyTorch 2.x eager (at Ember's executed FLOP count), and "ceiling" the ratio
+# against PyTorch 2.x that an engine running every executed FLOP at the SGEMM rate would reach: where
+# it is below a target ratio, no float32 engine on this machine's SGEMM can meet that target.
 # With --batch 16,64,256 every workload runs at each batch size; without it, at its own batch.
 #   bench/setup_torch.sh    # once: about 5 GB, most of it NVIDIA libraries PyPI's wheel links
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
@@ -145,7 +148,8 @@ print("SGEMM (OpenBLAS, 2048^3): " + ", ".join(
 print("rates in samples/s: median over rounds of each process's median of 3 runs [min-max over rounds]; "
       "ratios: Ember / other, median of the per-round ratios [min-max]\n")
 hdr = ["workload", "batch", "thr", "Ember", "libtorch 1.13 (thr)", "ratio", f"PyTorch {torch2v} (thr)", "ratio",
-       "compiled (thr)", "ratio", "GFLOP/step nom/exec", "Ember GFLOP/s exec", "of SGEMM"]
+       "compiled (thr)", "ratio", "GFLOP/step nom/exec", "Ember GFLOP/s exec", "of SGEMM", "PyTorch of SGEMM",
+       "ceiling"]
 rows = []
 def best(kind, w, batch, t):
     b = None
@@ -175,6 +179,16 @@ for w, batch in sorted({(k[1], k[2]) for k in runs if k[0] == "ember"},
         row.append(spread((e[r] * ex for r in e), fmt="{:.1f}") if ex else "-")
         row.append(spread((e[r] * ex / sgemm[t][r] * 100 for r in e if r in sgemm.get(t, {})), fmt="{:.0f}") + "%"
                    if ex and t in sgemm else "-")
+        # PyTorch 2.x eager at the same executed FLOPs, and the ratio an engine that ran every one of
+        # them at the SGEMM rate would reach against it: the most any fp32 engine can show here.
+        b = best("torch2", w, batch, t)
+        if ex and t in sgemm and b:
+            v = b[1]
+            rs = [r for r in v if r in sgemm[t]]
+            row.append(spread((v[r] * ex / sgemm[t][r] * 100 for r in rs), fmt="{:.0f}") + "%")
+            row.append(spread((sgemm[t][r] / ex / v[r] for r in rs), fmt="{:.2f}"))
+        else:
+            row += ["-", "-"]
         rows.append(row)
 widths = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
 print("  ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)))
