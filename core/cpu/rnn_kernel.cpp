@@ -10,17 +10,15 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
 #include "core/cpu/lowp_reference.h"
+#include "core/cpu/phased_queue.h"
 #include "core/cpu/rnn_cells.h"
 #include "core/cpu/rnn_gemm.h"
 #include "core/parallel.h"
@@ -31,6 +29,8 @@ namespace ember {
 namespace {
 
 using namespace cpu::rnn;  // NOLINT(google-build-using-namespace): the kernel's own helpers
+using cpu::PhasedQueue;
+using cpu::run_queue;
 
 // ------------------------------------------------------------------ BLAS (row-major)
 
@@ -86,79 +86,6 @@ bool in_parallel() {
 #else
   return false;
 #endif
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-// The recurrent loop's work as a sequence of phases (a step, or half a step in backward), each
-// split into items that any thread may claim. An item of phase p starts once every item of the
-// earlier phases has finished, so a step waits for the work of the previous one, not for a
-// particular thread: a thread descheduled between items (a busy machine, data-loader threads on
-// the same cores) leaves its share to the others. One descheduled in the middle of an item still
-// stalls the step until it runs again, for a scheduler time slice; a thread that has waited that
-// long takes the rest of the loop on alone (the others stop claiming items), so a busy machine
-// costs one such stall per call instead of one per few steps.
-class PhasedQueue {
- public:
-  PhasedQueue(int64_t phases, int64_t items) : items_(items), total_(phases * items) {}
-
-  // Called by every participating thread (tid in [0, nthreads)); f(phase, item) runs each item
-  // exactly once.
-  template <typename F>
-  void run(int tid, const F& f) {
-    for (;;) {
-      const int owner = solo_.load(std::memory_order_relaxed);
-      if (owner >= 0 && owner != tid) return;
-      const int64_t idx = next_.fetch_add(1, std::memory_order_relaxed);
-      if (idx >= total_) return;
-      const int64_t phase = idx / items_;
-      wait_for(tid, phase * items_);
-      f(phase, idx - phase * items_);
-      done_.fetch_add(1, std::memory_order_release);
-    }
-  }
-
- private:
-  // Items in a step are sized (UnitGroups) to take well under this on a core of their own.
-  static constexpr auto kStall = std::chrono::milliseconds(2);
-
-  void wait_for(int tid, int64_t finished) {
-    if (done_.load(std::memory_order_acquire) >= finished) return;
-    const auto start = std::chrono::steady_clock::now();
-    for (int spins = 1; done_.load(std::memory_order_acquire) < finished; ++spins) {
-      if (spins % 256 != 0) {
-        cpu_relax();
-        continue;
-      }
-      std::this_thread::yield();  // let the thread that holds the missing item run
-      int none = -1;
-      if (std::chrono::steady_clock::now() - start > kStall)
-        solo_.compare_exchange_strong(none, tid, std::memory_order_relaxed);
-    }
-  }
-
-  const int64_t items_, total_;
-  alignas(64) std::atomic<int64_t> next_{0};
-  alignas(64) std::atomic<int64_t> done_{0};
-  alignas(64) std::atomic<int> solo_{-1};
-};
-
-// Runs queue.run on nthreads OpenMP threads (inline when 1).
-template <typename F>
-void run_queue(int nthreads, PhasedQueue& queue, const F& f) {
-#ifdef _OPENMP
-  if (nthreads > 1) {
-#pragma omp parallel num_threads(nthreads)
-    queue.run(omp_get_thread_num(), f);
-    return;
-  }
-#endif
-  (void)nthreads;
-  queue.run(0, f);
 }
 
 // ------------------------------------------------------------------ sequence loops
