@@ -40,8 +40,11 @@ using ember::embedding;
 using ember::layer_norm;
 using ember::max_pool2d;
 using ember::max_pool2d_with_indices;
-// One recurrent layer and direction over a whole sequence (what RNN/LSTM/GRU call per layer).
+// One recurrent layer and direction over a whole sequence (what RNN/LSTM/GRU call per layer), and
+// both directions of a bidirectional layer at once (what they call per bidirectional layer).
 using ember::rnn_layer;
+using ember::rnn_layer_bidirectional;
+using ember::RnnDirectionWeights;
 using ember::RnnLayerResult;
 using ember::RnnMode;
 

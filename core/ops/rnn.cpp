@@ -8,6 +8,7 @@
 #include "core/autograd/node.h"
 #include "core/ops/autocast.h"
 #include "core/ops/creation.h"
+#include "core/ops/elementwise.h"
 #include "core/parallel.h"
 #include "core/rnn_kernels.h"
 
@@ -202,7 +203,7 @@ std::vector<Tensor> layer_backward(const std::vector<SavedDirection>& saved, con
   }
   if (needs[0]) {
     r[0] = ba[0].grad_input;
-    for (size_t d = 1; d < D; ++d) r[0].add_(ba[d].grad_input);
+    for (size_t d = 1; d < D; ++d) r[0] = r[0] + ba[d].grad_input;  // as autograd sums (16-bit: out of place)
   }
   return r;
 }

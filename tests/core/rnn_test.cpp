@@ -212,51 +212,63 @@ void observe_rnn(const void* stub, DeviceType, int) {
 // two threads runs its directions on two threads (one each), forward and backward; on one, on the
 // caller's.
 TEST(RnnLayerBidirectional, EqualsOneCallPerDirectionAndRunsTheDirectionsAtOnceOnTwoThreads) {
-  for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru})
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(std::string(name_of(mode)) + " at " + std::to_string(threads) + " thread(s)");
-      const test_util::ScopedThreads scoped(threads);
-      Case f{mode, 5, 6, 3, 4, true, true, false, {5, 2, 4, 5, 1, 3}}, b = f;
-      b.reverse = true;
-      const Data df = make_data(f, 21), db = make_data(b, 22);
-      std::vector<Vec> got, want;
-      for (bool pair : {true, false}) {
-        auto tf = tensors_of(f, df, DType::Float32, true), tb = tensors_of(b, db, DType::Float32, true);
-        tb[0] = tf[0];  // one input
-        {
-          std::lock_guard<std::mutex> lock(g_rnn_mu);
-          g_rnn_threads.clear();
+  for (DType dt : {DType::Float32, DType::BFloat16})
+    for (RnnMode mode : {RnnMode::Lstm, RnnMode::Gru})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(name_of(mode)) + " at " + std::to_string(threads) + " thread(s) in " + dtype_name(dt));
+        const double tol = dt == DType::Float32 ? 1e-5 : 1e-2;
+        const test_util::ScopedThreads scoped(threads);
+        Case f{mode, 5, 6, 3, 4, true, true, false, {5, 2, 4, 5, 1, 3}}, b = f;
+        b.reverse = true;
+        const Data df = make_data(f, 21), db = make_data(b, 22);
+        std::vector<Vec> got, want;
+        for (bool pair : {true, false}) {
+          // float32 leaves, cast to dt on the way in as autocast does (16-bit leaves get no sums).
+          auto tf = tensors_of(f, df, DType::Float32, true), tb = tensors_of(b, db, DType::Float32, true);
+          tb[0] = tf[0];  // one input
+          auto in_dt = [dt](std::vector<Tensor> t) {
+            for (Tensor& x : t)
+              if (x.defined()) x = x.to(dt);
+            return t;
+          };
+          const std::vector<Tensor> of = in_dt(tf), ob = in_dt(tb);
+          {
+            std::lock_guard<std::mutex> lock(g_rnn_mu);
+            g_rnn_threads.clear();
+          }
+          set_dispatch_observer(pair ? &observe_rnn : nullptr);
+          RnnLayerResult r[2];
+          if (pair) {
+            const auto both = rnn_layer_bidirectional(mode, of[0], {of[1], of[2], of[3], of[4], of[5], of[6]},
+                                                      {ob[1], ob[2], ob[3], ob[4], ob[5], ob[6]}, f.lengths);
+            r[0] = both[0];
+            r[1] = both[1];
+          } else {
+            r[0] = run(f, of);
+            r[1] = run(b, ob);
+          }
+          auto f32 = [](const Tensor& t) { return t.to(DType::Float32); };
+          Tensor loss = sum(mul(f32(r[0].output), f32(r[1].output)))
+                            .add(sum(f32(r[0].h_n)))
+                            .add(sum(mul(f32(r[1].h_n), f32(r[1].h_n))));
+          loss.backward();
+          set_dispatch_observer(nullptr);
+          if (pair) {
+            std::lock_guard<std::mutex> lock(g_rnn_mu);
+            EXPECT_EQ(g_rnn_threads.size(), static_cast<size_t>(threads));
+          }
+          auto& out = pair ? got : want;
+          for (const RnnLayerResult& x : r) out.insert(out.end(), {values(x.output), values(x.h_n), values(x.c_n)});
+          for (const auto* ts : {&tf, &tb})
+            for (const Tensor& t : *ts) out.push_back(values(t.defined() ? t.grad() : Tensor()));
         }
-        set_dispatch_observer(pair ? &observe_rnn : nullptr);
-        RnnLayerResult r[2];
-        if (pair) {
-          const auto both = rnn_layer_bidirectional(mode, tf[0], {tf[1], tf[2], tf[3], tf[4], tf[5], tf[6]},
-                                                    {tb[1], tb[2], tb[3], tb[4], tb[5], tb[6]}, f.lengths);
-          r[0] = both[0];
-          r[1] = both[1];
-        } else {
-          r[0] = run(f, tf);
-          r[1] = run(b, tb);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i].size(), want[i].size()) << "result " << i;
+          for (size_t j = 0; j < got[i].size(); ++j)
+            EXPECT_NEAR(got[i][j], want[i][j], tol * (1 + std::abs(want[i][j]))) << "result " << i << "[" << j << "]";
         }
-        Tensor loss = sum(mul(r[0].output, r[1].output)).add(sum(r[0].h_n)).add(sum(mul(r[1].h_n, r[1].h_n)));
-        loss.backward();
-        set_dispatch_observer(nullptr);
-        if (pair) {
-          std::lock_guard<std::mutex> lock(g_rnn_mu);
-          EXPECT_EQ(g_rnn_threads.size(), static_cast<size_t>(threads));
-        }
-        auto& out = pair ? got : want;
-        for (const RnnLayerResult& x : r) out.insert(out.end(), {values(x.output), values(x.h_n), values(x.c_n)});
-        for (const auto* ts : {&tf, &tb})
-          for (const Tensor& t : *ts) out.push_back(values(t.defined() ? t.grad() : Tensor()));
       }
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_EQ(got[i].size(), want[i].size()) << "result " << i;
-        for (size_t j = 0; j < got[i].size(); ++j)
-          EXPECT_NEAR(got[i][j], want[i][j], 1e-5 * (1 + std::abs(want[i][j]))) << "result " << i << "[" << j << "]";
-      }
-    }
 }
 
 // ------------------------------------------------------------------ gradients
