@@ -1,6 +1,9 @@
 #include "dist/comm.h"
 
 #include <atomic>
+#include <functional>
+#include <mutex>
+#include <utility>
 
 #include "core/error.h"
 
@@ -152,6 +155,41 @@ WorkPtr Communicator::exchange(std::vector<P2POp> ops, std::string label) {
 
 std::unique_ptr<Communicator> Communicator::split(int, int) {
   EMBER_FAIL(backend(), ": this backend cannot split its communicator into groups");
+}
+
+namespace {
+
+struct DeviceWorkRegistry {
+  std::mutex mu;
+  std::vector<std::pair<const void*, std::function<std::string()>>> owners;
+};
+
+DeviceWorkRegistry& device_work() {
+  static DeviceWorkRegistry* r = new DeviceWorkRegistry;  // never destroyed: a rank may give up at exit
+  return *r;
+}
+
+}  // namespace
+
+void register_device_work(const void* owner, std::function<std::string()> oldest_incomplete) {
+  DeviceWorkRegistry& r = device_work();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.owners.emplace_back(owner, std::move(oldest_incomplete));
+}
+
+void unregister_device_work(const void* owner) {
+  DeviceWorkRegistry& r = device_work();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.owners, [owner](const auto& o) { return o.first == owner; });
+}
+
+std::vector<std::string> incomplete_device_work() {
+  DeviceWorkRegistry& r = device_work();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> out;
+  for (const auto& o : r.owners)
+    if (std::string d = o.second(); !d.empty()) out.push_back(std::move(d));
+  return out;
 }
 
 }  // namespace ember::dist

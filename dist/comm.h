@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@
 #include "core/tensor.h"
 
 namespace ember::dist {
+
+// Exit status of a rank that gives up because another rank died or left (EX_PROTOCOL): MPI's
+// heartbeat (comm_mpi.h) and NCCL's watchdog (device_watchdog.h).
+inline constexpr int kPeerLostExit = 76;
 
 enum class ReduceOp { Sum, Avg, Max };
 const char* reduce_op_name(ReduceOp op);
@@ -130,5 +135,18 @@ std::string describe(const char* op, const Tensor& t, const std::string& label, 
 void check_exchange(const std::vector<P2POp>& ops, int rank, int size, Device device);
 // "exchange 'gradient 2' (3 transfers: 96 elements sent, 48 received)"
 std::string describe_group(const std::vector<P2POp>& ops, const std::string& label);
+
+// Work a rank has queued on a device and may be blocked on without any communicator call running
+// (an NCCL collective on the communication stream, the host waiting in a stream synchronisation):
+// a communicator whose operations complete on a device registers, for its lifetime, a function
+// returning its oldest operation not yet complete ("" when none). A rank that gives up because it
+// lost another (MpiCommunicator's heartbeat, which keeps running beside an NCCL communicator it
+// bootstrapped) names these too, so a rank killed mid-step on NCCL ends the others naming the
+// bucket they waited on, as on MPI. Thread-safe; the functions are called from the giving-up
+// thread.
+void register_device_work(const void* owner, std::function<std::string()> oldest_incomplete);
+void unregister_device_work(const void* owner);
+// Every registered owner's answer that is not empty.
+std::vector<std::string> incomplete_device_work();
 
 }  // namespace ember::dist

@@ -373,6 +373,7 @@ class Engine {
     std::string msg = "ember dist: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + why;
     if (const auto* op = oldest_collective())
       msg += "\n  this rank was waiting on #" + std::to_string(op->seq) + " " + op->work->what();
+    for (const std::string& d : incomplete_device_work()) msg += "\n  this rank was waiting on " + d;
     msg += "\n  exiting with status " + std::to_string(kPeerLostExit) + " instead of hanging\n";
     std::fputs(msg.c_str(), stderr);
     // Tell the others at once (best effort, briefly), so they need not wait for a missed heartbeat.

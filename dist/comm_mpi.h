@@ -25,9 +25,6 @@ namespace ember::dist {
 
 struct MpiView;  // the ranks an operation runs over (comm_mpi.cpp)
 
-// Exit status of a rank that gives up because another rank died or left (EX_PROTOCOL).
-inline constexpr int kPeerLostExit = 76;
-
 struct MpiOptions {
   double heartbeat_seconds = 0.5;
   double stall_seconds = 10.0;  // report a collective some rank has not launched after this long

@@ -1,17 +1,24 @@
 // Status: run with one rank on a lent H200 (2026-12-04, gpu.nccl_np1 through scripts/gpu-check.sh);
-// two ranks (two on one GPU, scripts/gpu-check.sh's "nccl (2 ranks)") and exchange() have never
-// run (see comm_nccl.h and tests/gpu/nccl_test.cpp).
+// two ranks (two on one GPU, scripts/gpu-check.sh's "nccl (2 ranks)"), exchange() and the naming
+// of the incomplete operation when a peer is lost have never run (see comm_nccl.h and
+// tests/gpu/nccl_test.cpp).
 #include "dist/comm_nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/stream.h"
+#include "dist/device_watchdog.h"
 
 namespace ember::dist {
 namespace {
@@ -61,7 +68,7 @@ ncclRedOp_t nccl_op(DType t, ReduceOp op) {
 // Completion is an event on the communication stream; waiting makes the compute stream wait.
 class NcclWork final : public Work {
  public:
-  NcclWork(std::string what, std::unique_ptr<Event> done, Stream& compute, std::vector<Tensor> keep,
+  NcclWork(std::string what, std::shared_ptr<Event> done, Stream& compute, std::vector<Tensor> keep,
            bool host_waits = false)
       : Work(std::move(what)),
         done_(std::move(done)),
@@ -87,7 +94,7 @@ class NcclWork final : public Work {
   bool completed() const override { return done_->query(); }
 
  private:
-  std::unique_ptr<Event> done_;
+  std::shared_ptr<Event> done_;  // shared with Impl::in_flight
   Stream& compute_;
   std::vector<Tensor> keep_;  // the tensors stay alive until the work is dropped
   bool completed_by_wait_ = false;
@@ -102,6 +109,70 @@ struct NcclCommunicator::Impl {
   Stream* comm_stream = nullptr;
   Device device;
 
+  // The operations queued and not yet seen complete, oldest first: what a rank that gives up
+  // because it lost another names (dist/comm.h, register_device_work), since a rank blocked on a
+  // collective whose peer died waits in a stream synchronisation, not in this communicator.
+  struct InFlight {
+    int64_t seq;
+    std::string what;
+    std::shared_ptr<Event> done;
+    std::chrono::steady_clock::time_point queued;
+  };
+  std::mutex mu;
+  std::deque<InFlight> in_flight;
+  int64_t seq = 0;
+  std::unique_ptr<DeviceWatchdog> watchdog;  // started once comm is made
+
+  Impl() {
+    register_device_work(this, [this] { return oldest_incomplete(); });
+  }
+  ~Impl() { unregister_device_work(this); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // Drops the completed operations at the front (mu held).
+  void drop_completed() {
+    while (!in_flight.empty() && in_flight.front().done->query()) in_flight.pop_front();
+  }
+  std::optional<DeviceWatchdog::Pending> oldest_pending() {
+    std::lock_guard<std::mutex> lock(mu);
+    drop_completed();
+    if (in_flight.empty()) return std::nullopt;
+    const InFlight& f = in_flight.front();
+    const std::chrono::duration<double> age = std::chrono::steady_clock::now() - f.queued;
+    return DeviceWatchdog::Pending{detail::concat("NCCL #", f.seq, " ", f.what, " (queued on ", device, " ",
+                                                  static_cast<int>(age.count()), " s ago, not complete)"),
+                                   age.count()};
+  }
+  std::string oldest_incomplete() {
+    const auto p = oldest_pending();
+    return p ? p->what : "";
+  }
+
+  // The watchdog for rank `rank` of `size`: on an NCCL error, or an operation incomplete past
+  // EMBER_NCCL_TIMEOUT_SECONDS (default 600: a healthy job's collectives take far less, and a
+  // lost peer's never end), it says why, aborts the communicator and exits with kPeerLostExit.
+  void start_watchdog(int rank, int size) {
+    DeviceWatchdog::Hooks h;
+    h.oldest_incomplete = [this] { return oldest_pending(); };
+    h.async_error = [this] {
+      ncclResult_t st = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) return std::string("ncclCommGetAsyncError failed");
+      return st == ncclSuccess || st == ncclInProgress ? std::string() : std::string(ncclGetErrorString(st));
+    };
+    h.fire = [this, rank, size](const std::string& why) {
+      const std::string msg = detail::concat("ember dist: rank ", rank, " of ", size, " (NCCL): ", why,
+                                             "\n  aborting the NCCL communicator and exiting with status ",
+                                             kPeerLostExit, " instead of hanging\n");
+      std::fputs(msg.c_str(), stderr);
+      std::fflush(stderr);
+      std::fflush(stdout);
+      ncclCommAbort(comm);  // ends this rank's kernels waiting on the peer
+      std::_Exit(kPeerLostExit);
+    };
+    watchdog = std::make_unique<DeviceWatchdog>(std::move(h), DeviceWatchdog::timeout_from_env(600.0));
+  }
+
   // Orders the communication stream after the compute stream's queued work, runs `launch` on it
   // and returns the handle of its completion.
   template <typename F>
@@ -112,8 +183,13 @@ struct NcclCommunicator::Impl {
     comm_stream->wait(*ready);
     auto stream = static_cast<cudaStream_t>(comm_stream->native_handle());
     check_nccl(launch(stream), what);
-    auto done = make_event(device);
+    std::shared_ptr<Event> done = make_event(device);
     done->record(*comm_stream);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      drop_completed();
+      in_flight.push_back({++seq, what, done, std::chrono::steady_clock::now()});
+    }
     auto w = std::make_shared<NcclWork>(std::move(what), std::move(done), *compute, std::move(keep), host_waits);
     w->mark_started();
     return w;
@@ -143,6 +219,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap) : impl_(std::make_un
   check_nccl(ncclCommInitRank(&impl_->comm, size_, id, rank_), "NcclCommunicator: ncclCommInitRank");
   impl_->compute = &get_stream(device_, StreamKind::Compute);
   impl_->comm_stream = &get_stream(device_, StreamKind::Communication);
+  impl_->start_watchdog(rank_, size_);
 }
 
 bool NcclCommunicator::ranks_share_gpus() {
@@ -163,7 +240,8 @@ int NcclCommunicator::runtime_version() {
 
 NcclCommunicator::~NcclCommunicator() {
   if (impl_->comm) {
-    impl_->comm_stream->synchronize();
+    impl_->comm_stream->synchronize();  // the watchdog still watches: a lost peer would hang it
+    impl_->watchdog.reset();
     ncclCommDestroy(impl_->comm);
   }
 }
@@ -288,6 +366,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   int rank = 0, size = 0;
   check_nccl(ncclCommUserRank(impl->comm, &rank), "split: ncclCommUserRank");
   check_nccl(ncclCommCount(impl->comm, &size), "split: ncclCommCount");
+  impl->start_watchdog(rank, size);
   return std::unique_ptr<Communicator>(
       new NcclCommunicator(std::move(impl), rank, size, local_rank_, local_size_, device_));
 }

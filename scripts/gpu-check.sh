@@ -263,6 +263,19 @@ nccl_two_ranks() {
     add "ddp overlap" "FAILED (exit $rc0/$rc1; see the log)" $((SECONDS - t0))
     fail
   fi
+  # Rank 1 killed mid-step: rank 0's watchdog (dist/device_watchdog.h) must end it within its
+  # timeout, exit status 76, naming the gradient bucket it waited on.
+  t0=$SECONDS
+  echo "---- nccl rank killed mid-step (2 ranks)"
+  EMBER_NCCL_TIMEOUT_SECONDS=10 two_ranks 45 "$tmp/kill" --ddp-kill
+  if ((rc0 == 76)) && grep -q "rank 0 of 2 (NCCL): an operation has not completed" "$tmp/kill.0" &&
+    grep -q "this rank was waiting on NCCL #[0-9]* all_reduce .*'bucket [0-9]* of step 3'" "$tmp/kill.0"; then
+    add "nccl rank killed" "rank 0 ended by the watchdog (status 76, the bucket named) after rank 1 died" \
+      $((SECONDS - t0))
+  else
+    add "nccl rank killed" "FAILED (rank 0 exit $rc0, rank 1 exit $rc1; see the log)" $((SECONDS - t0))
+    fail
+  fi
   return 0
 }
 smoke_ok=0

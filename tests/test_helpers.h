@@ -1,11 +1,13 @@
 // Helpers every test suite uses: capturing an ember::Error's message, checking that an error
 // names its op, reading a tensor as doubles, asserting a float64 gradcheck, and running a scope
-// with a set number of threads.
+// with a set number of threads or environment variable.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,30 @@ class ScopedThreads {
 
  private:
   int prev_;
+};
+
+// Sets an environment variable for a scope (nullptr: unsets it), putting back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) prev_ = v;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (prev_)
+      ::setenv(name_.c_str(), prev_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> prev_;
 };
 
 // The message of the ember::Error that f throws, or "" when it throws none.

@@ -71,8 +71,10 @@ foreach(mode kill leave stall ddp)
     set_tests_properties(dist.fault_${mode}${variant} PROPERTIES LABELS dist TIMEOUT 45 PROCESSORS 2)
   endforeach()
 endforeach()
-# A pipeline stage that throws, is killed, or was started with other settings than its neighbour.
-foreach(mode pipeline_throw pipeline_kill pipeline_mismatch)
+# A pipeline stage that throws, is killed, or was started with other settings than its neighbour;
+# a rank killed while the others wait outside any MPI call on device work (NCCL's case: its
+# stand-in, dist/comm.h's register of incomplete device work).
+foreach(mode pipeline_throw pipeline_kill pipeline_mismatch device_wait)
   add_test(NAME dist.fault_${mode}
            COMMAND ${CMAKE_COMMAND} -E env ${dist_env} bash ${CMAKE_CURRENT_SOURCE_DIR}/dist/fault_test.sh
                    ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ember_dist_fault> ${mode})

@@ -8,10 +8,15 @@
 //                      error naming its stage, and the stages waiting on it exit too.
 //   pipeline_kill:     the same, stage 1 is killed (SIGKILL) in step 3.
 //   pipeline_mismatch: 2 stages started with different micro-batch counts: stage 1 says so.
+//   device_wait: as a job whose collectives run on NCCL, bootstrapped through MPI: every rank has
+//                an operation incomplete on a "device" (a stand-in registered with dist/comm.h)
+//                and waits outside any MPI call, as in a stream synchronisation; rank 1 kills
+//                itself, and the others' MPI heartbeat must end them naming that operation.
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "core/ops.h"
@@ -57,16 +62,24 @@ int pipeline(dist::Communicator& comm, const std::string& mode, int steps) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> modes = {
-      "kill", "leave", "stall", "ddp", "pipeline_throw", "pipeline_kill", "pipeline_mismatch"};
+      "kill", "leave", "stall", "ddp", "pipeline_throw", "pipeline_kill", "pipeline_mismatch", "device_wait"};
   if (argc != 2 || std::find(modes.begin(), modes.end(), argv[1]) == modes.end()) {
     std::fprintf(stderr,
-                 "usage: ember_dist_fault kill|leave|stall|ddp|pipeline_throw|pipeline_kill|pipeline_mismatch\n");
+                 "usage: ember_dist_fault kill|leave|stall|ddp|pipeline_throw|pipeline_kill|pipeline_mismatch|"
+                 "device_wait\n");
     return 2;
   }
   std::string mode = argv[1];
   dist::MpiCommunicator comm({.heartbeat_seconds = 0.25, .stall_seconds = 1.0, .dead_seconds = 4.0});
   int steps = 8;
   if (mode.rfind("pipeline", 0) == 0) return pipeline(comm, mode, steps);
+  if (mode == "device_wait") {
+    dist::register_device_work(
+        &comm, [] { return std::string("NCCL #4 all_reduce sum 'bucket 1 of step 3' (a stand-in, not complete)"); });
+    comm.barrier("before the device wait")->wait();
+    if (comm.rank() == 1) std::raise(SIGKILL);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // a stream synchronisation that never ends
+  }
   if (mode == "ddp") {
     nn::Sequential net(nn::make<nn::Linear>(16, 32), nn::make<nn::ReLU>(), nn::make<nn::Linear>(32, 4));
     dist::DdpOptions o;

@@ -6,7 +6,7 @@ mpiexec=$1 prog=$2 mode=$3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 case $mode in
-  kill|ddp|pipeline_throw|pipeline_kill)  np=3 ;;
+  kill|ddp|pipeline_throw|pipeline_kill|device_wait)  np=3 ;;
   *)     np=2 ;;
 esac
 # --enable-recovery: mpirun does not kill the job itself when a rank dies, so this tests Ember's
@@ -62,6 +62,12 @@ case $mode in
   pipeline_kill)
     survivors_report
     status_of 1 137
+    ;;
+  device_wait)
+    survivors_report
+    status_of 1 137
+    [ "$(grep -c "this rank was waiting on NCCL #4 all_reduce sum 'bucket 1 of step 3'" "$out")" -eq 2 ] ||
+      fail "not every survivor named the incomplete device operation"
     ;;
   pipeline_mismatch)
     grep -q "rank 1: pipeline stage 1 of 2 (rank 1, layers 2-3: Fault..Linear): stage 0 (rank 0) splits the batch into 4 micro-batches, this stage into 3" "$out" ||

@@ -10,12 +10,14 @@
 // bootstrapped by a SelfCommunicator, or, with EMBER_TEST_RENDEZVOUS set, one of several ranks
 // the check started itself (file_bootstrap.h; two on one GPU under NCCL_MULTI_RANK_GPU_ENABLE=1).
 // `ember_gpu_nccl_tests --nccl-version` prints the version of the NCCL library it loads;
-// `--ddp-overlap` times data-parallel steps with and without overlap instead (ddp_overlap_timing.h). The tests are
+// `--ddp-overlap` times data-parallel steps with and without overlap instead (ddp_overlap_timing.h), and
+// `--ddp-kill` kills rank 1 mid-step for the watchdog to end the others (dist/device_watchdog.h). The tests are
 // written for any number of ranks. Without a CUDA device for every rank of the node, every rank prints why and exits 0,
 // and ctest reports the test as skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -361,6 +363,33 @@ TEST(Nccl, DataParallelLstmLanguageModelMatchesOneProcess) {
   EXPECT_GT(max_param_diff(net, init), 1e-3);
 }
 
+// --ddp-kill (two or more ranks, EMBER_NCCL_TIMEOUT_SECONDS set short by the GPU check): DDP steps
+// of the MNIST CNN; rank 1 kills itself in step 3 after its forward, and the others, their
+// gradient buckets queued on NCCL and the host blocked on the next step, must be ended by the
+// communicator's watchdog naming the bucket (exit status kPeerLostExit), not hang.
+int ddp_kill(NcclCommunicator& comm) {
+  manual_seed(7);
+  models::MnistCnn net;
+  net.to(comm.device());
+  DdpOptions o;
+  o.first_bucket_cap_mb = 0.02;
+  DistributedDataParallel ddp(net, comm, o);
+  optim::SGD opt(net.parameters(), {.lr = 0.05});
+  for (int step = 0; step < 8; ++step) {
+    Generator g(900 + static_cast<uint64_t>(step));
+    Tensor x = randn({8, 1, 28, 28}, {}, &g).to(comm.device());
+    Tensor y = randint(0, 10, {8}, {.dtype = DType::Int64}, &g).to(comm.device());
+    opt.zero_grad();
+    Tensor loss = cross_entropy(ddp(x), y);
+    if (comm.rank() == 1 && step == 3) std::raise(SIGKILL);
+    loss.backward();
+    opt.step();
+    std::cout << "rank " << comm.rank() << ": step " << step << " loss " << loss.item() << std::endl;  // host waits
+  }
+  std::cout << "rank " << comm.rank() << ": finished 8 steps (the watchdog did not end it)" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -400,6 +429,7 @@ int main(int argc, char** argv) {
     g_mpi.reset();
     return 0;
   }
+  if (argc == 2 && std::string(argv[1]) == "--ddp-kill") return ddp_kill(*g_nccl);
   if (g_mpi->rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
