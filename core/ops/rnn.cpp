@@ -154,8 +154,8 @@ void run_directions(size_t n, const Device& device, const F& f) {
     if (e) std::rethrow_exception(e);
 }
 
-// The gradients of one direction's node inputs (r[0] the input's, r[1 + 6d + j] the direction's
-// operand j: w_ih, w_hh, b_ih, b_hh, h0, c0) are allocated into its backward arguments.
+// What backward keeps of one direction: its configuration, the workspace its forward wrote and the
+// weights it read (their versions checked when backward reads them).
 struct SavedDirection {
   RnnConfig cfg;
   RnnWorkspace ws;
@@ -164,7 +164,9 @@ struct SavedDirection {
 };
 
 // The backward of run_layer's node: each direction's backward through time (at once where
-// run_directions allows), the input's gradient summed over the directions.
+// run_directions allows), the input's gradient summed over the directions. Gradients in the node's
+// input order: r[0] the input's, r[1 + 6d + j] direction d's operand j (w_ih, w_hh, b_ih, b_hh, h0,
+// c0).
 std::vector<Tensor> layer_backward(const std::vector<SavedDirection>& saved, const Tensor& input, const Shape& in_shape,
                                    const TensorOptions& opts, bool lstm, const std::vector<Tensor>& g,
                                    const std::vector<bool>& needs) {
