@@ -312,14 +312,8 @@ TEST(MpiComm, DisagreeingAllReduceFailsOnEveryRank) {
 }
 
 TEST(MpiComm, ABadSharedMemorySlotSizeIsRefused) {
-  const char* old = std::getenv("EMBER_MPI_SHM_SLOT_BYTES");
-  std::string keep = old ? old : "";
   for (const char* bad : {"12x", "-1", "", "99999999999999999999", "2147483648"}) {
-    setenv("EMBER_MPI_SHM_SLOT_BYTES", bad, 1);
+    const test_util::ScopedEnv slot("EMBER_MPI_SHM_SLOT_BYTES", bad);
     expect_error([] { ember::dist::MpiCommunicator second; }, "EMBER_MPI_SHM_SLOT_BYTES", "number of bytes");
   }
-  if (old)
-    setenv("EMBER_MPI_SHM_SLOT_BYTES", keep.c_str(), 1);
-  else
-    unsetenv("EMBER_MPI_SHM_SLOT_BYTES");
 }

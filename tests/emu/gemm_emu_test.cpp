@@ -12,17 +12,12 @@
 #include "core/cuda/mma.h"
 #include "core/gemm_kernels.h"
 #include "emu/emu_test_util.h"
+#include "test_helpers.h"
 
 using namespace ember;
 using emu_test::device_copy;
 
 namespace {
-
-// Sets EMBER_GEMM_TF32 for one scope.
-struct ScopedTf32 {
-  ScopedTf32() { setenv("EMBER_GEMM_TF32", "1", 1); }
-  ~ScopedTf32() { unsetenv("EMBER_GEMM_TF32"); }
-};
 
 float round_tf32(float x) {
   return ember::cuda::to_tf32(x);
@@ -53,6 +48,6 @@ TEST(Tf32, SwitchSelectsTheTensorCoreKernel) {
     return c.to_vector<float>()[0];
   };
   EXPECT_EQ(product(), x);
-  ScopedTf32 tf32;
+  const test_util::ScopedEnv tf32("EMBER_GEMM_TF32", "1");
   EXPECT_EQ(product(), 1.0f);
 }
