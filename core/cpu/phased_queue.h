@@ -82,7 +82,7 @@ class PhasedQueue {
   // Waits until `finished` items are done, unless a thread has taken the loop over: this one, when
   // it has waited past kStall.
   Wait wait_for(int tid, int64_t finished) {
-    const auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point start;  // read at the first yield: most waits end before
     for (int spins = 1;; ++spins) {
       const int owner = solo_.load(std::memory_order_relaxed);
       if (owner >= 0) return owner == tid ? Wait::kTookOver : Wait::kOtherTookOver;
@@ -92,9 +92,10 @@ class PhasedQueue {
         continue;
       }
       std::this_thread::yield();  // let the thread that holds the missing item run
+      const auto now = std::chrono::steady_clock::now();
+      if (spins == 256) start = now;
       int none = -1;
-      if (std::chrono::steady_clock::now() - start > kStall)
-        solo_.compare_exchange_strong(none, tid, std::memory_order_relaxed);
+      if (now - start > kStall) solo_.compare_exchange_strong(none, tid, std::memory_order_relaxed);
     }
   }
 

@@ -13,23 +13,18 @@
 
 using namespace ember;
 using test_util::error_of;
-using test_util::FakeBackend;
+using test_util::FakeAllocator;
 using test_util::FakeDevice;
 using test_util::has;
 
 namespace {
-
-struct Fixture {
-  FakeDevice dev;
-  CachingAllocator alloc{"fake:0", std::make_unique<FakeBackend>(&dev)};
-};
 
 constexpr StreamHandle kCapture = 0x100, kOther = 0x200;
 
 }  // namespace
 
 TEST(CachingAllocatorPool, CapturedBlocksAreNeverHandedOutsideThePool) {
-  Fixture f;
+  FakeAllocator f;
   const PoolId pool = f.alloc.create_pool();
   f.alloc.begin_pool(pool, kCapture);
   void* captured;
@@ -48,7 +43,7 @@ TEST(CachingAllocatorPool, CapturedBlocksAreNeverHandedOutsideThePool) {
 }
 
 TEST(CachingAllocatorPool, ReuseInsideThePoolFollowsTheCaptureOrder) {
-  Fixture f;
+  FakeAllocator f;
   const PoolId pool = f.alloc.create_pool();
   f.alloc.begin_pool(pool, kCapture);
   void* first;
@@ -67,7 +62,7 @@ TEST(CachingAllocatorPool, ReuseInsideThePoolFollowsTheCaptureOrder) {
 }
 
 TEST(CachingAllocatorPool, ASecondCaptureIntoThePoolReusesItsFreeBlocks) {
-  Fixture f;
+  FakeAllocator f;
   const PoolId pool = f.alloc.create_pool();
   void* first;
   f.alloc.begin_pool(pool, kCapture);
@@ -84,7 +79,7 @@ TEST(CachingAllocatorPool, ASecondCaptureIntoThePoolReusesItsFreeBlocks) {
 }
 
 TEST(CachingAllocatorPool, ReleasedPoolBlocksJoinTheGeneralCache) {
-  Fixture f;
+  FakeAllocator f;
   const PoolId pool = f.alloc.create_pool();
   f.alloc.begin_pool(pool, kCapture);
   void* freed_one;
@@ -105,7 +100,7 @@ TEST(CachingAllocatorPool, ReleasedPoolBlocksJoinTheGeneralCache) {
 }
 
 TEST(CachingAllocatorPool, MisuseIsRefusedWithTheReason) {
-  Fixture f;
+  FakeAllocator f;
   const PoolId pool = f.alloc.create_pool();
   EXPECT_TRUE(has(error_of([&] { f.alloc.begin_pool(pool + 7, kCapture); }), "is not a live private pool"));
   EXPECT_TRUE(has(error_of([&] { f.alloc.end_pool(kCapture); }), "allocates from no pool"));

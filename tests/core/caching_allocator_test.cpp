@@ -19,16 +19,12 @@
 
 using namespace ember;
 using test_util::error_of;
+using test_util::FakeAllocator;
 using test_util::FakeBackend;
 using test_util::FakeDevice;
 using test_util::has;
 
 namespace {
-
-struct Fixture {
-  FakeDevice dev;
-  CachingAllocator alloc{"fake:0", std::make_unique<FakeBackend>(&dev)};
-};
 
 constexpr StreamHandle kCompute = 0x100, kCopy = 0x200;
 
@@ -52,7 +48,7 @@ TEST(CachingAllocator, SizeClassesRoundUpByAtMostAQuarter) {
 }
 
 TEST(CachingAllocator, FreedBlockIsReusedForTheSameClassAndStream) {
-  Fixture f;
+  FakeAllocator f;
   void* first;
   {
     DataPtr a = f.alloc.allocate(1000, kCompute);
@@ -70,7 +66,7 @@ TEST(CachingAllocator, FreedBlockIsReusedForTheSameClassAndStream) {
 }
 
 TEST(CachingAllocator, BlocksAreNotSharedBetweenStreams) {
-  Fixture f;
+  FakeAllocator f;
   void* p;
   {
     DataPtr a = f.alloc.allocate(4096, kCompute);
@@ -83,7 +79,7 @@ TEST(CachingAllocator, BlocksAreNotSharedBetweenStreams) {
 }
 
 TEST(CachingAllocator, RecordStreamHoldsTheBlockUntilTheEventCompletes) {
-  Fixture f;
+  FakeAllocator f;
   DataPtr a = f.alloc.allocate(8192, kCompute);
   void* p = a.get();
   f.alloc.record_stream(p, kCopy);
@@ -109,14 +105,14 @@ TEST(CachingAllocator, RecordStreamHoldsTheBlockUntilTheEventCompletes) {
 }
 
 TEST(CachingAllocator, RecordStreamOnAForeignPointerIsAnError) {
-  Fixture f;
+  FakeAllocator f;
   int x = 0;
   const std::string msg = error_of([&] { f.alloc.record_stream(&x, kCopy); });
   EXPECT_TRUE(has(msg, "fake:0") && has(msg, "record_stream")) << msg;
 }
 
 TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetriesOnce) {
-  Fixture f;
+  FakeAllocator f;
   f.dev.capacity = 10000;
   {
     DataPtr a = f.alloc.allocate(4096, kCompute);
@@ -137,7 +133,7 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetriesOnce) {
 }
 
 TEST(CachingAllocator, OutOfMemoryErrorNamesAskedInUseAndCached) {
-  Fixture f;
+  FakeAllocator f;
   f.dev.capacity = 5000;
   DataPtr held = f.alloc.allocate(2048, kCompute);
   { DataPtr tmp = f.alloc.allocate(1024, kCompute); }
@@ -153,7 +149,7 @@ TEST(CachingAllocator, OutOfMemoryErrorNamesAskedInUseAndCached) {
 }
 
 TEST(CachingAllocator, StatisticsTrackInUsePeakCachedAndCounts) {
-  Fixture f;
+  FakeAllocator f;
   {
     DataPtr a = f.alloc.allocate(100, kCompute);   // 512
     DataPtr b = f.alloc.allocate(5000, kCompute);  // 5120
@@ -180,7 +176,7 @@ TEST(CachingAllocator, StatisticsTrackInUsePeakCachedAndCounts) {
 }
 
 TEST(CachingAllocator, EmptyCacheReturnsEveryFreeBlockButNotBlocksInUse) {
-  Fixture f;
+  FakeAllocator f;
   DataPtr kept = f.alloc.allocate(700, kCompute);
   {
     DataPtr a = f.alloc.allocate(2000, kCompute);

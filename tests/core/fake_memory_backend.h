@@ -1,6 +1,6 @@
 // A fake device for the caching allocator's tests (caching_allocator_test.cpp and
 // caching_allocator_pool_test.cpp): malloc'd memory up to a capacity, and events that complete only
-// when the test says so or waits for them.
+// when the test says so or waits for them; and an allocator over one.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "core/caching_allocator.h"
@@ -63,6 +64,12 @@ class FakeBackend final : public MemoryBackend {
  private:
   static int id(void* e) { return static_cast<int>(reinterpret_cast<intptr_t>(e)); }
   FakeDevice* d_;
+};
+
+// A caching allocator over a fresh fake device, what every test of the two files starts from.
+struct FakeAllocator {
+  FakeDevice dev;
+  ember::CachingAllocator alloc{"fake:0", std::make_unique<FakeBackend>(&dev)};
 };
 
 }  // namespace test_util

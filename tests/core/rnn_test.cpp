@@ -412,5 +412,18 @@ TEST(RnnLayerErrors, EveryBadArgumentIsReported) {
   expect_error(call(gru, RnnMode::RnnTanh), "w_hh");
 }
 
+// Either direction's bad operand is reported as rnn_layer reports it, before anything runs.
+TEST(RnnLayerErrors, EitherDirectionOfTheBidirectionalLayerIsChecked) {
+  Case c{RnnMode::Lstm, 3, 2, 4, 5, true, true, false, {}};
+  Data d = make_data(c, 1);
+  auto t = tensors_of(c, d, DType::Float32, false);
+  const RnnDirectionWeights good{t[1], t[2], t[3], t[4], t[5], t[6]};
+  RnnDirectionWeights bad = good;
+  bad.w_hh = zeros({15, 5}, {DType::Float32});  // 3*H rows for an LSTM
+  expect_error([&] { rnn_layer_bidirectional(RnnMode::Lstm, t[0], good, bad); }, "w_hh");
+  expect_error([&] { rnn_layer_bidirectional(RnnMode::Lstm, t[0], bad, good); }, "w_hh");
+  expect_error([&] { rnn_layer_bidirectional(RnnMode::Lstm, t[0], good, good, {3, 4}); }, "lengths[1] = 4");
+}
+
 }  // namespace
 }  // namespace ember

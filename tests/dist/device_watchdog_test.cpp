@@ -103,6 +103,16 @@ TEST(DeviceWatchdog, StaysQuietWhileOperationsCompleteAndStopsWithItsOwner) {
   EXPECT_EQ(q.fires.load(), 0);
 }
 
+TEST(DeviceWatchdog, ANonPositiveTimeoutOrPollIsRefused) {
+  FakeQueue q;
+  for (double bad : {0.0, -1.0}) {
+    EXPECT_TRUE(test_util::has(test_util::error_of([&] { DeviceWatchdog w(q.hooks(), bad); }), "must be positive"));
+    EXPECT_TRUE(
+        test_util::has(test_util::error_of([&] { DeviceWatchdog w(q.hooks(), 10.0, bad); }), "must be positive"));
+  }
+  EXPECT_EQ(q.polls.load(), 0);  // no thread was started
+}
+
 TEST(DeviceWatchdog, TimeoutFromTheEnvironmentIsCheckedAndNamed) {
   const test_util::ScopedEnv unset("EMBER_NCCL_TIMEOUT_SECONDS", nullptr);
   EXPECT_EQ(DeviceWatchdog::timeout_from_env(600.0), 600.0);
