@@ -1,6 +1,7 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/ops.h"
 
@@ -34,7 +35,12 @@ Tensor DataParallel::weight(Tensor loss) const {
 }
 
 bool DataParallel::end_step() {
-  split_.end_compute(ddp_.last_timeline().last_grad);
+  const DdpTimeline& t = ddp_.last_timeline();
+  split_.end_compute(t.last_grad);
+  if (ddp_.steps_synchronized() != sync_step_ && t.synchronized > t.last_grad) {
+    sync_step_ = ddp_.steps_synchronized();
+    exposed_sync_s_ += std::chrono::duration<double>(t.synchronized - t.last_grad).count();
+  }
   // The reducer's norms are those of its latest synchronised step: counted once (a step inside
   // no_sync() leaves them as they were).
   const GradNorms& n = ddp_.last_grad_norms();

@@ -79,6 +79,10 @@ class DataParallel {
   // The smoothed gradient noise scale (measure_noise, two ranks or more); nullopt before the first
   // estimate or while the averaged signal |G|^2 is not positive.
   std::optional<double> noise_scale() const { return noise_.value(); }
+  // Seconds the synchronised steps so far waited, after their backward's last gradient, for the
+  // gradients of the others (what the all-reduce did not hide): with the steps' count, the part
+  // of a step that does not shrink with the per-rank batch (the daemon's batch choice, elastic.md).
+  double exposed_sync_seconds() const { return exposed_sync_s_; }
 
   // "Data-parallel over 2 ranks: shares of each batch 8/24, 5 gradient buckets (mpi)", and
   // ", overlap off" when the buckets wait for backward's end.
@@ -101,6 +105,8 @@ class DataParallel {
   BatchSplitter split_;
   NoiseScale noise_;
   int64_t noise_step_ = -1;  // the reducer's synchronised step the last noise sample came from
+  int64_t sync_step_ = -1;   // the same for the exposed synchronisation time
+  double exposed_sync_s_ = 0;
 };
 
 }  // namespace ember::dist

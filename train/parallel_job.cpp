@@ -260,6 +260,13 @@ std::optional<double> ParallelJob::noise_scale() const {
   return std::nullopt;
 }
 
+double ParallelJob::exposed_sync_seconds() const {
+#ifdef EMBER_HAVE_DIST
+  if (dist_->dp) return dist_->dp->exposed_sync_seconds();
+#endif
+  return 0;
+}
+
 void ParallelJob::print_summary() const {
 #ifdef EMBER_HAVE_DIST
   if (dist_->dp) std::printf("%s\n", dist_->dp->summary().c_str());

@@ -115,6 +115,9 @@ class ParallelJob {
   // job (EMBER_ELASTIC_RANKS set; dist/noise_scale.h); nullopt otherwise, on one rank, or before
   // the first estimate.
   std::optional<double> noise_scale() const;
+  // Seconds this rank's synchronised steps waited for gradients after their backward, so far (0 on
+  // one rank and in a pipeline): DataParallel::exposed_sync_seconds.
+  double exposed_sync_seconds() const;
   // Each value summed over the ranks (an evaluation's sums over the ranks' shards).
   std::vector<double> sum(std::vector<double> values);
 

@@ -48,6 +48,8 @@ void JobProgressLine::report(long long epoch, long long epochs, long long step,
       std::printf(" steps_per_s=%.4g", elastic.steps_per_s);
     if (elastic.noise_scale && std::isfinite(*elastic.noise_scale))
       std::printf(" noise_scale=%.6g", *elastic.noise_scale);
+    if (elastic.sync_s && std::isfinite(*elastic.sync_s) && *elastic.sync_s >= 0)
+      std::printf(" sync_s=%.4g", *elastic.sync_s);
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -36,12 +36,14 @@ class ProgressBar {
 };
 
 // What an elastic job adds for the daemon's goodput policy (docs/scheduler/elastic.md): its
-// global batch, optimizer steps per second (the job's throughput is their product) and its
-// gradient noise scale. Printed as batch=, steps_per_s= and noise_scale= in an elastic job.
+// global batch, optimizer steps per second (the job's throughput is their product), its gradient
+// noise scale and the seconds per step it waited for the gradients after its backward (on two
+// ranks or more). Printed as batch=, steps_per_s=, noise_scale= and sync_s= in an elastic job.
 struct JobElasticReport {
   long long batch = 0;
   double steps_per_s = 0;
   std::optional<double> noise_scale;
+  std::optional<double> sync_s;
 };
 
 // Under the scheduler daemon (which sets EMBER_JOB_ID), the line it reads a job's progress from,

@@ -85,11 +85,22 @@ bool Trainer::finished() const {
   return true;
 }
 
+JobElasticReport Trainer::elastic_report(int64_t steps, double elapsed, double sync_before) const {
+  JobElasticReport e{.batch = opts_.global_batch,
+                     .steps_per_s = elapsed > 0 ? static_cast<double>(steps) / elapsed : 0.0,
+                     .noise_scale = job_ ? job_->noise_scale() : std::nullopt};
+  // On one rank nothing is synchronised: no figure rather than a measured zero.
+  if (job_ && job_->active() && job_->size() > 1 && steps > 0)
+    e.sync_s = (job_->exposed_sync_seconds() - sync_before) / static_cast<double>(steps);
+  return e;
+}
+
 int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
   ProgressBar& bar = bar_.emplace("epoch " + std::to_string(pos_.epoch + 1) + "/" + std::to_string(opts_.epochs),
                                   loader_.batches_per_epoch(), opts_.epochs - pos_.epoch - 1);
   RunningSums sums = ckpt_.take_running();  // a resumed epoch goes on from its checkpoint's sums
   int64_t samples = 0, steps = 0;
+  const double sync_before = job_ ? job_->exposed_sync_seconds() : 0.0;  // the epoch's own, as steps_per_s
   for (auto& [x, y] : loader_) {
     ++steps;
     ++pos_.step;  // position().step is the step being taken while loop.step runs
@@ -101,9 +112,7 @@ int Trainer::run_epoch(const TrainingLoop& loop, bool& stop_now) {
     job_line_.report(pos_.epoch + 1, opts_.epochs, pos_.step, r.metrics,
                      bar.elapsed() > 0 ? static_cast<double>(samples) / bar.elapsed() : 0.0,
                      loader_.position().batch >= loader_.batches_per_epoch(),
-                     {.batch = opts_.global_batch,
-                      .steps_per_s = bar.elapsed() > 0 ? static_cast<double>(steps) / bar.elapsed() : 0.0,
-                      .noise_scale = job_ ? job_->noise_scale() : std::nullopt});
+                     elastic_report(steps, bar.elapsed(), sync_before));
     if (tb_) log_step(r, samples, bar);
     if (stop) {
       // Stopped at an epoch's last batch: the epoch is whole, and its summary and metrics row

@@ -115,6 +115,9 @@ class Trainer {
   // One epoch: its steps, its end and its checkpoint. Returns kPreemptedExit after a signal, else
   // 0, with `stop_now` set when --max-steps is reached.
   int run_epoch(const TrainingLoop& loop, bool& stop_now);
+  // An elastic job's report after `steps` steps of this epoch in `elapsed` s (the exposed
+  // synchronisation since the epoch began: job_'s figure less `sync_before`).
+  JobElasticReport elastic_report(int64_t steps, double elapsed, double sync_before) const;
   // One step's TensorBoard scalars (tagged step/...), and every --tensorboard-every steps each
   // parameter's and gradient's histogram. The writer copies and queues; its thread does the rest.
   void log_step(const StepReport& r, int64_t samples, const ProgressBar& bar);

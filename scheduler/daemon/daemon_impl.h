@@ -128,9 +128,9 @@ class Daemon {
   void schedule();
   void decide_and_apply();
 
-  // Elastic jobs (elastic_jobs.cpp): what the daemon learned of each from its reports (in memory:
-  // a restarted daemon starts them over at their minimum), the allocator's pass before the rigid
-  // policy decides, and the environment a run gets.
+  // Elastic jobs (elastic_jobs.cpp): what the daemon learned of each from its reports (kept in the
+  // job's record, JobInfo.elastic_learned, so that a restarted daemon goes on from it), the
+  // allocator's pass before the rigid policy decides, and the environment a run gets.
   struct ElasticState {
     elastic::LiveJob model;
     int64_t last_step = -1;  // the step of the latest report taken
@@ -139,7 +139,9 @@ class Daemon {
   };
   std::map<int64_t, ElasticState> elastic_;
   ElasticState& elastic_state(const JobRecord& r);
-  void read_elastic_report(const JobRecord& r, ElasticState& e);
+  // Copies what `e` holds into r.info, which the job's next save persists.
+  void remember_elastic(JobRecord& r, const ElasticState& e);
+  void read_elastic_report(JobRecord& r, ElasticState& e);
   elastic::CountRequest count_request(JobRecord& r, double now);
   void elastic_pass(double now);
   void resize(JobRecord& r, int allocated);

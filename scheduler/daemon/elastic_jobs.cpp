@@ -21,19 +21,56 @@ namespace {
 constexpr double kFairnessP = 0.5, kLasSeconds = 16 * 3600.0, kExplore = 2;
 constexpr int kLookahead = 8;
 
+elastic::LiveJob::Learned from_proto(const proto::ElasticLearned& p) {
+  elastic::LiveJob::Learned l;
+  l.local = static_cast<long>(p.local_batch());
+  l.init_batch = static_cast<long>(p.init_batch());
+  for (const proto::ElasticMeasured& m : p.measured())
+    l.at[m.devices()] = elastic::LiveJob::Measured{static_cast<long>(m.batch()), m.step_s(), m.sync_s()};
+  if (p.has_noise_scale()) l.noise_scale = p.noise_scale();
+  l.most_held = p.most_held();
+  return l;
+}
+
 }  // namespace
 
 Daemon::ElasticState& Daemon::elastic_state(const JobRecord& r) {
   auto it = elastic_.find(r.info.id());
-  if (it == elastic_.end())
-    it = elastic_
-             .emplace(r.info.id(),
-                      ElasticState{elastic::LiveJob(r.info.spec().elastic().min(), r.info.spec().elastic().max())})
-             .first;
-  return it->second;
+  if (it != elastic_.end()) return it->second;
+  const proto::ElasticRange& range = r.info.spec().elastic();
+  if (!r.info.has_elastic_learned())
+    return elastic_.emplace(r.info.id(), ElasticState{elastic::LiveJob(range.min(), range.max())}).first->second;
+  // An earlier daemon's: the job goes on with the batch, rate factor and throughputs it had.
+  const proto::ElasticLearned& p = r.info.elastic_learned();
+  ElasticState e{elastic::LiveJob(range.min(), range.max(), from_proto(p))};
+  e.last_step = p.last_step();
+  e.resizes = p.resizes();
+  return elastic_.emplace(r.info.id(), std::move(e)).first->second;
 }
 
-void Daemon::read_elastic_report(const JobRecord& r, ElasticState& e) {
+void Daemon::remember_elastic(JobRecord& r, const ElasticState& e) {
+  const elastic::LiveJob::Learned& l = e.model.learned();
+  proto::ElasticLearned& p = *r.info.mutable_elastic_learned();
+  p.set_local_batch(l.local);
+  p.set_init_batch(l.init_batch);
+  p.clear_measured();
+  for (const auto& [k, m] : l.at) {
+    proto::ElasticMeasured& x = *p.add_measured();
+    x.set_devices(k);
+    x.set_batch(m.batch);
+    x.set_step_s(m.step_s);
+    x.set_sync_s(m.sync_s);
+  }
+  if (l.noise_scale)
+    p.set_noise_scale(*l.noise_scale);
+  else
+    p.clear_noise_scale();
+  p.set_most_held(l.most_held);
+  p.set_resizes(e.resizes);
+  p.set_last_step(e.last_step);
+}
+
+void Daemon::read_elastic_report(JobRecord& r, ElasticState& e) {
   if (r.info.state() != proto::RUNNING) return;
   const std::optional<proto::JobProgress> p = progress_.read(r.info.log_path());
   // A report of this run only: the log keeps the earlier runs' lines, and a resumed run's first
@@ -42,9 +79,12 @@ void Daemon::read_elastic_report(const JobRecord& r, ElasticState& e) {
   e.last_step = p->step();
   const int ranks = static_cast<int>(r.job.devices.size());
   e.model.report(ranks, static_cast<long>(p->batch()), p->steps_per_s(),
-                 p->has_noise_scale() ? std::optional<double>(p->noise_scale()) : std::nullopt);
+                 p->has_noise_scale() ? std::optional<double>(p->noise_scale()) : std::nullopt,
+                 p->has_sync_s() ? std::optional<double>(p->sync_s()) : std::nullopt);
   // On two ranks or more the run is looked at again once it has also measured its noise scale.
   e.reported = e.reported || ranks == 1 || p->has_noise_scale();
+  // Persisted with the job's next transition (the resize this report may lead to, at the latest).
+  remember_elastic(r, e);
 }
 
 elastic::CountRequest Daemon::count_request(JobRecord& r, double now) {
@@ -99,6 +139,7 @@ void Daemon::resize(JobRecord& r, int allocated) {
   if (want == now || !e.reported || (want > now && cluster_.free().total_free() < want - now)) return;
   r.job.spec.gpus = want;
   ++e.resizes;
+  remember_elastic(r, e);
   stop(r, StopKind::kPreempt, detail::concat("elastic: resized from ", now, " to ", want, " devices (goodput policy)"));
 }
 
@@ -108,6 +149,11 @@ void Daemon::elastic_launch_env(JobRecord& r, Launch& l) {
   const int k = static_cast<int>(r.job.devices.size());
   e.model.held(k);
   e.reported = false;
+  // Every report already in the log is an earlier run's (the run before this one has exited), even
+  // one it printed after the daemon's last look: none of them may be taken for this run's size.
+  if (const std::optional<proto::JobProgress> p = progress_.read(r.info.log_path()))
+    e.last_step = std::max(e.last_step, p->step());
+  remember_elastic(r, e);
   l.env["EMBER_ELASTIC_RANKS"] = std::to_string(k);
   if (e.model.batch(k) <= 0) return;  // its first run: the job's own batch and rate
   char scale[32];

@@ -41,12 +41,14 @@ bool set_field(std::string_view key, std::string_view value, proto::JobProgress&
     p.set_batch(n);
     return true;
   }
-  if (key != "loss" && key != "samples_per_s" && key != "steps_per_s" && key != "noise_scale") return false;
+  if (key != "loss" && key != "samples_per_s" && key != "steps_per_s" && key != "noise_scale" && key != "sync_s")
+    return false;
   if (!to_double(value, d)) return false;
   if (key == "loss") p.set_loss(d);
   if (key == "samples_per_s") p.set_samples_per_s(d);
   if (key == "steps_per_s") p.set_steps_per_s(d);
   if (key == "noise_scale") p.set_noise_scale(d);
+  if (key == "sync_s") p.set_sync_s(d);
   return key == "loss" || d >= 0;
 }
 

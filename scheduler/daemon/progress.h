@@ -2,9 +2,9 @@
 // the daemon runs them (EMBER_JOB_ID set), at most every few seconds and at each epoch's end:
 //   ember-progress epoch=3 epochs=10 step=1200 loss=0.4123 samples_per_s=5230.1
 // (keys in any order; epoch and step required, the rest optional; an elastic job adds batch=,
-// steps_per_s= and noise_scale=; a line of rank 0 under `ember launch` may start "[rank 0] "). The log is the one file
-// every job already has, that the daemon can read whoever the job runs as, under either backend; the daemon reads its
-// tail only, and only when it grew. A job can only misreport its own progress.
+// steps_per_s=, noise_scale= and sync_s=; a line of rank 0 under `ember launch` may start "[rank 0] "). The log is the
+// one file every job already has, that the daemon can read whoever the job runs as, under either backend; the daemon
+// reads its tail only, and only when it grew. A job can only misreport its own progress.
 #pragma once
 
 #include <sys/types.h>

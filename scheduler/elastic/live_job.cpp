@@ -8,60 +8,115 @@
 
 namespace ember::sched::elastic {
 
+namespace {
+
+bool positive(double x) {
+  return std::isfinite(x) && x > 0;
+}
+
+}  // namespace
+
 LiveJob::LiveJob(int min, int max) : min_(min), max_(max) {
   EMBER_CHECK(min >= 1 && min <= max, "elastic job: expected 1 <= min <= max devices, got ", min, " and ", max);
 }
 
-void LiveJob::held(int ranks) {
-  most_held_ = std::max(most_held_, ranks);
+LiveJob::LiveJob(int min, int max, const Learned& learned) : LiveJob(min, max) {
+  // The batches come together or not at all: the learning-rate factor is their ratio.
+  if (learned.local >= 1 && learned.init_batch >= learned.local) {
+    l_.local = learned.local;
+    l_.init_batch = learned.init_batch;
+    for (const auto& [k, m] : learned.at)
+      if (k >= 1 && k <= max && m.batch >= k && positive(m.step_s) && std::isfinite(m.sync_s) && m.sync_s >= 0 &&
+          m.sync_s < m.step_s)
+        l_.at[k] = m;
+  }
+  if (learned.noise_scale && std::isfinite(*learned.noise_scale) && *learned.noise_scale >= 0)
+    l_.noise_scale = learned.noise_scale;
+  l_.most_held = std::clamp(learned.most_held, 0, max);
 }
 
-void LiveJob::report(int ranks, long batch, double steps_per_s, std::optional<double> noise_scale) {
-  if (ranks < 1 || batch < ranks || !std::isfinite(steps_per_s) || steps_per_s <= 0) return;  // nothing to learn
-  if (local_ == 0) {
-    local_ = batch / ranks;
-    init_batch_ = batch;
+void LiveJob::held(int ranks) {
+  l_.most_held = std::max(l_.most_held, ranks);
+}
+
+void LiveJob::report(int ranks, long batch, double steps_per_s, std::optional<double> noise_scale,
+                     std::optional<double> sync_s) {
+  if (ranks < 1 || batch < ranks || !positive(steps_per_s)) return;  // nothing to learn
+  if (l_.local == 0) {
+    l_.local = batch / ranks;
+    l_.init_batch = batch;
   }
-  samples_per_s_[ranks] = steps_per_s * static_cast<double>(batch);
-  if (noise_scale && std::isfinite(*noise_scale) && *noise_scale >= 0) noise_ = noise_scale;
+  const double step = 1.0 / steps_per_s;
+  // A wait longer than the step cannot be; a bad figure counts as no wait (what one device has).
+  const double sync =
+      ranks > 1 && sync_s && std::isfinite(*sync_s) && *sync_s >= 0 ? std::min(*sync_s, 0.99 * step) : 0;
+  l_.at[ranks] = Measured{batch, step, sync};
+  if (noise_scale && std::isfinite(*noise_scale) && *noise_scale >= 0) l_.noise_scale = noise_scale;
   held(ranks);
 }
 
-long LiveJob::batch(int k) const {
-  return local_ * k;
+double LiveJob::step_time(int k, double m) const {
+  if (l_.at.empty() || k < 1) return 0;
+  auto it = l_.at.find(k);
+  if (it == l_.at.end()) {
+    it = l_.at.lower_bound(k);  // the nearest measured count below k, else above it
+    if (it != l_.at.begin()) --it;
+  }
+  const int kk = it->first;
+  const Measured& x = it->second;
+  const double per_sample = (x.step_s - x.sync_s) / (static_cast<double>(x.batch) / kk);
+  const double sync = k == 1 ? 0.0 : x.sync_s;
+  return per_sample * m / k + sync;
 }
 
-double LiveJob::lr_scale(int k) const {
-  if (init_batch_ == 0 || k < 1) return 1.0;
-  const double scale = static_cast<double>(batch(k)) / static_cast<double>(init_batch_);
+double LiveJob::lr_scale_at(double m) const {
+  if (l_.init_batch == 0) return 1.0;
+  const double scale = m / static_cast<double>(l_.init_batch);
   // No noise scale yet: AdaScale's limit of a noise-dominated gradient, the linear scaling rule
-  // (the same optimism as efficiency()).
-  if (!noise_) return scale;
+  // (the same optimism as the efficiency of 1 it implies).
+  if (!l_.noise_scale) return scale;
   // The noise scale B_noise = init_batch * var / sqr (app_model.h's GradStats): sqr = 1.
-  const GradStats g{1.0, *noise_ / static_cast<double>(init_batch_)};
+  const GradStats g{1.0, *l_.noise_scale / static_cast<double>(l_.init_batch)};
   return progress_gain(g, scale);
 }
 
-double LiveJob::efficiency(int k) const {
-  // Until a noise scale is measured (two ranks or more) a larger batch is assumed to lose nothing
-  // (lr_scale() is then the scale itself): the optimism that lets a job try two ranks at all.
-  if (init_batch_ == 0 || k < 1) return 1.0;
-  return lr_scale(k) / (static_cast<double>(batch(k)) / static_cast<double>(init_batch_));
+double LiveJob::goodput_at(int k, long m) const {
+  const double t = step_time(k, static_cast<double>(m));
+  if (t <= 0) return 0;
+  // Samples a second times statistical efficiency (gain / scale): initial-batch samples a second.
+  return static_cast<double>(m) / t * lr_scale_at(static_cast<double>(m)) /
+         (static_cast<double>(m) / static_cast<double>(l_.init_batch));
+}
+
+long LiveJob::batch(int k) const {
+  if (k < 1) return 0;
+  const long most = l_.local * k;
+  // Before a noise scale every batch looks free: the search would always take the largest.
+  if (!l_.noise_scale || most == 0) return most;
+  long best = most;
+  double best_goodput = goodput_at(k, most);
+  const long least = std::max<long>(k, (l_.init_batch + k - 1) / k * k);
+  for (long m = most - k; m >= least; m -= k) {  // a tie keeps the larger batch
+    const double g = goodput_at(k, m);
+    if (g > best_goodput) best = m, best_goodput = g;
+  }
+  return best;
+}
+
+double LiveJob::lr_scale(int k) const {
+  if (l_.init_batch == 0 || k < 1) return 1.0;
+  return lr_scale_at(static_cast<double>(batch(k)));
 }
 
 double LiveJob::throughput(int k) const {
-  if (samples_per_s_.empty() || k < 1) return 0;
-  if (auto it = samples_per_s_.find(k); it != samples_per_s_.end()) return it->second;
-  // The nearest measured count below k, else above it.
-  auto it = samples_per_s_.lower_bound(k);
-  if (it == samples_per_s_.begin()) return it->second * k / it->first;
-  --it;
-  return it->second * k / it->first;
+  const long m = batch(k);
+  const double t = step_time(k, static_cast<double>(m));
+  return t > 0 ? static_cast<double>(m) / t : 0;
 }
 
 std::vector<double> LiveJob::goodput_table() const {
   std::vector<double> g(static_cast<size_t>(max_) + 1, 0.0);
-  for (int k = 1; k <= max_; ++k) g[static_cast<size_t>(k)] = throughput(k) * efficiency(k);
+  for (int k = 1; k <= max_; ++k) g[static_cast<size_t>(k)] = l_.init_batch > 0 ? goodput_at(k, batch(k)) : 0.0;
   return g;
 }
 

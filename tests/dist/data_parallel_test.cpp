@@ -1,12 +1,14 @@
 // DataParallel on real ranks: steps through the wrapper with unequal shares end with the parameters
 // one process gets on the global batch; the ranks agree on a flag one of them raised and add up
 // their sums; the summary names the shares, buckets and backend; a checkpoint written through it
-// restores every rank's model.
+// restores every rank's model; the wait for a late rank's gradients is counted.
 #include "dist/data_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "dist_test_util.h"
 #include "layers/nn.h"
@@ -135,4 +137,39 @@ TEST(DataParallel, ACheckpointRestoresEveryRanksModel) {
   EXPECT_EQ(max_param_diff(model, other), 0.0);
   comm().barrier("done")->wait();
   if (comm().rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// The wait an elastic job reports (sync_s=): the last rank starts its backward a second after the
+// others (all leave one all-reduce together first), so every other rank's step waits, after its own
+// last gradient, at least that second less its own few-millisecond backward for the gradients; the
+// bound is taken at half the second so that a loaded machine's scheduling cannot break it. A step
+// inside no_sync() synchronises nothing and adds nothing.
+TEST(DataParallel, TheWaitForALateRanksGradientsIsCountedAfterTheLastGradient) {
+  if (comm().size() < 2) GTEST_SKIP() << "needs two ranks";
+  manual_seed(400);
+  nn::Linear model(4, 2);
+  DataParallel net(model, comm(), 4 * comm().size());
+  EXPECT_EQ(net.exposed_sync_seconds(), 0.0);
+  Tensor x = randn({4, 4}), y = randint(0, 2, {4}, {.dtype = DType::Int64});
+  const bool late = comm().rank() == comm().size() - 1;
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_FALSE(net.any(false));
+    if (late && s == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+    Tensor loss = net.weight(cross_entropy(net(x), y));
+    model.zero_grad();
+    loss.backward();
+    net.end_step();
+  }
+  const double waited = net.exposed_sync_seconds();
+  EXPECT_TRUE(std::isfinite(waited) && waited >= 0) << waited;
+  if (!late) {
+    EXPECT_GT(waited, 0.5) << "rank " << comm().rank();
+  }
+  {
+    auto guard = net.ddp().no_sync();
+    Tensor loss = net.weight(cross_entropy(net(x), y));
+    loss.backward();
+  }
+  net.end_step();
+  EXPECT_EQ(net.exposed_sync_seconds(), waited) << "a step that synchronised nothing waited for nothing";
 }

@@ -59,21 +59,40 @@ TEST(LiveJob, BeforeANoiseScaleLargerBatchesAreAssumedFree) {
   EXPECT_DOUBLE_EQ(g[2], 640);
 }
 
-// Noise scale 96 at initial batch 32: var/sqr = 3, so at batch 64 (scale 2) the gain is
-// (3 + 1) / (3/2 + 1) = 1.6 and the efficiency 0.8. Measured: 500 samples/s on two ranks.
-TEST(LiveJob, TheNoiseScaleSetsTheGainAndTheEfficiency) {
+// Noise scale 96 at initial batch 32: var/sqr = 3, so a step at batch m (scale s = m/32) is worth
+// the gain 4s / (3 + s) initial-batch steps, at efficiency 4 / (3 + s). Measured on two ranks at
+// batch 64: 0.15 s a step, 0.05 s of it waiting for gradients, so 0.1 s of compute for 32 samples
+// a device. At batch m on two ranks a step takes m/640 + 0.05 s, and the goodput
+// m / (m/640 + 0.05) x 4 / (3 + m/32) = 81920 m / ((m + 32)(m + 96)) peaks at m = sqrt(32 x 96) =
+// 55.4: among the even batches 32..64, 56 (342.97 against 342.92 at 54), learning rate x
+// 4 x 1.75 / 4.75 = 1.4737. On three ranks (the two-rank wait, compute per device as measured):
+// 960 m / (m + 48) x 128 / (m + 96), peak at sqrt(48 x 96) = 67.9, among multiples of 3: 69.
+TEST(LiveJob, TheNoiseScaleAndTheWaitChooseTheBatch) {
   elastic::LiveJob j(1, 3);
   j.report(1, 32, 10.0, std::nullopt);
-  j.report(2, 64, 500.0 / 64, 96.0);
+  j.report(2, 64, 1 / 0.15, 96.0, 0.05);
+  EXPECT_EQ(j.batch(1), 32) << "one device: no wait to amortise, the initial batch is best";
   EXPECT_DOUBLE_EQ(j.lr_scale(1), 1.0);
-  EXPECT_DOUBLE_EQ(j.lr_scale(2), 1.6);
+  EXPECT_EQ(j.batch(2), 56);
+  EXPECT_NEAR(j.lr_scale(2), 7.0 / 4.75, 1e-12);
+  EXPECT_EQ(j.batch(3), 69);
   const std::vector<double> g = j.goodput_table();
-  EXPECT_DOUBLE_EQ(g[1], 320);
-  EXPECT_NEAR(g[2], 500 * 0.8, 1e-9);
-  // Three ranks: the nearest measured count below, scaled (750 samples/s), at gain
-  // (3 + 1) / (1 + 1) = 2 for scale 3: efficiency 2/3.
-  EXPECT_NEAR(g[3], 750 * 2.0 / 3.0, 1e-9);
+  EXPECT_NEAR(g[1], 320, 1e-9);
+  EXPECT_NEAR(g[2], 81920.0 * 56 / (88 * 152), 1e-9);
+  EXPECT_NEAR(g[3], 122880.0 * 69 / (117 * 165), 1e-9);
+  EXPECT_NEAR(j.throughput(2), 56 / (56 / 640.0 + 0.05), 1e-9);
   EXPECT_EQ(j.most_held(), 2);
+}
+
+// No wait reported on two ranks: every batch runs at the same samples a second, so the initial
+// batch (the best efficiency) wins, at learning rate x 1.
+TEST(LiveJob, WithoutAWaitTheInitialBatchIsBest) {
+  elastic::LiveJob j(1, 2);
+  j.report(1, 32, 10.0, std::nullopt);
+  j.report(2, 64, 500.0 / 64, 96.0);
+  EXPECT_EQ(j.batch(2), 32);
+  EXPECT_DOUBLE_EQ(j.lr_scale(2), 1.0);
+  EXPECT_NEAR(j.goodput_table()[2], 500, 1e-9);
 }
 
 // The allocator the simulator's goodput policy uses, with the daemon's requests: a rigid job of
@@ -97,6 +116,53 @@ TEST(LiveJob, BadRangesAndReportsAreRefusedOrIgnored) {
   j.report(1, 32, -1, std::nullopt);
   j.report(0, 32, 1, std::nullopt);
   EXPECT_EQ(j.throughput(1), 0) << "nothing learnt from reports that cannot be";
+}
+
+// What a restarted daemon gives back (JobInfo's ElasticLearned): the same batches, rates, noise
+// scale and growth limit as the job that learned them.
+TEST(LiveJob, ALearnedStateResumesAsTheJobThatLearnedIt) {
+  elastic::LiveJob j(1, 3);
+  j.report(1, 32, 10.0, std::nullopt);
+  j.report(2, 64, 1 / 0.15, 96.0, 0.05);
+  const elastic::LiveJob back(1, 3, j.learned());
+  for (int k = 1; k <= 3; ++k) {
+    EXPECT_EQ(back.batch(k), j.batch(k)) << k;
+    EXPECT_DOUBLE_EQ(back.lr_scale(k), j.lr_scale(k)) << k;
+  }
+  EXPECT_EQ(back.goodput_table(), j.goodput_table());
+  EXPECT_EQ(back.most_held(), 2);
+  EXPECT_EQ(back.noise_scale(), std::optional<double>(96.0));
+}
+
+// A damaged record loses what it got wrong, never yields a wrong batch or factor: batches that
+// could not have been reported (the initial batch below the per-device one) drop the measurements
+// with them; a measurement of an impossible count, batch or time drops alone; a negative noise
+// scale is not one.
+TEST(LiveJob, ADamagedLearnedStateKeepsOnlyWhatReportsCouldHaveGiven) {
+  using M = elastic::LiveJob::Measured;
+  elastic::LiveJob::Learned bad;
+  bad.local = 32;
+  bad.init_batch = 16;
+  bad.at = {{1, M{32, 0.1, 0}}};
+  bad.noise_scale = -5.0;
+  bad.most_held = 9;
+  const elastic::LiveJob a(1, 2, bad);
+  EXPECT_EQ(a.batch(2), 0);
+  EXPECT_EQ(a.throughput(1), 0);
+  EXPECT_FALSE(a.noise_scale());
+  EXPECT_EQ(a.most_held(), 2) << "clamped to the job's maximum";
+  bad.init_batch = 32;
+  bad.at = {{0, M{32, 0.1, 0}}, {1, M{32, 0.1, 0}}, {2, M{64, std::nan(""), 0}}, {3, M{96, 0.1, 0}}};
+  const elastic::LiveJob b(1, 2, bad);
+  EXPECT_EQ(b.batch(2), 64);
+  EXPECT_TRUE(b.measured(1));
+  EXPECT_FALSE(b.measured(2));
+  EXPECT_FALSE(b.measured(3)) << "beyond the maximum of 2";
+  EXPECT_DOUBLE_EQ(b.throughput(2), 640);
+  bad.at = {{1, M{32, 0.1, 0.2}}, {2, M{1, 0.1, 0}}};  // a wait longer than its step; a batch below the count
+  const elastic::LiveJob c(1, 2, bad);
+  EXPECT_FALSE(c.measured(1));
+  EXPECT_FALSE(c.measured(2));
 }
 
 }  // namespace

@@ -32,14 +32,16 @@ TEST(Progress, ParsesAReport) {
 TEST(Progress, ParsesAnElasticJobsReportFromRankZero) {
   auto p = parse_progress_line(
       "[rank 0] ember-progress epoch=2 epochs=6 step=70 loss=0.5 samples_per_s=1200 batch=64 steps_per_s=20.5 "
-      "noise_scale=153.25");
+      "noise_scale=153.25 sync_s=0.0125");
   ASSERT_TRUE(p);
   EXPECT_EQ(p->step(), 70);
   EXPECT_EQ(p->batch(), 64);
   EXPECT_DOUBLE_EQ(p->steps_per_s(), 20.5);
   EXPECT_DOUBLE_EQ(p->noise_scale(), 153.25);
+  EXPECT_DOUBLE_EQ(p->sync_s(), 0.0125);
   for (const char* line : {"[rank 1] ember-progress epoch=1 step=2", "ember-progress epoch=1 step=2 batch=0",
-                           "ember-progress epoch=1 step=2 batch=1.5", "ember-progress epoch=1 step=2 noise_scale=-1"})
+                           "ember-progress epoch=1 step=2 batch=1.5", "ember-progress epoch=1 step=2 noise_scale=-1",
+                           "ember-progress epoch=1 step=2 sync_s=-0.1", "ember-progress epoch=1 step=2 sync_s=x"})
     EXPECT_FALSE(parse_progress_line(line)) << line;
 }
 

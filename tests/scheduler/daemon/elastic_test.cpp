@@ -154,6 +154,9 @@ TEST_F(DaemonTest, AnElasticJobIsResizedOneTwoOneThroughItsCheckpoint) {
   EXPECT_EQ(two.attempts(), 2);
   EXPECT_GT(two.progress().noise_scale(), 0);
   EXPECT_GT(two.progress().steps_per_s(), 0);
+  ASSERT_TRUE(two.progress().has_sync_s()) << "two ranks report their wait for the gradients";
+  EXPECT_GE(two.progress().sync_s(), 0);
+  EXPECT_LT(two.progress().sync_s(), 1 / two.progress().steps_per_s()) << "a wait longer than its step";
   EXPECT_EQ(two.progress().batch(), 64) << "two ranks of the first run's 32 each";
   // A rigid job needs a device: the goodput allocator gives it one, and the elastic job shrinks.
   const int64_t rigid = submit(gated("rigid", 1, "gate"));
@@ -206,6 +209,68 @@ TEST_F(DaemonTest, BadElasticValuesAreRefusedNamingTheFlag) {
   EXPECT_EQ(status().jobs_size(), 0) << "nothing was submitted";
   Result ok = cli({"submit", "--elastic", "1:2", "--", "/bin/true"});
   EXPECT_EQ(ok.status, 0) << ok.out;
+}
+
+// A stand-in elastic job: prints the size, batch and learning-rate factor each run got, then a
+// progress report every 0.1 s, its step count carried across runs in a file; SIGTERM ends a run
+// (a preemption), the file `done` the job. On one device 10 steps/s; on two 0.15 s a step of which
+// 0.05 s waiting for gradients, noise scale 96 (the hand values of LiveJob's tests: the best batch
+// on two devices is 56, at learning rate x 1.4737).
+JobSpec reporting_elastic_job(const std::string& dir) {
+  JobSpec s;
+  s.set_name("elastic");
+  s.set_command("/bin/sh");
+  s.add_args("-c");
+  s.add_args("d=" + dir + R"(; r=${EMBER_ELASTIC_RANKS:-1}; b=${EMBER_ELASTIC_BATCH:-$((32 * r))}
+echo "elastic run: ranks=$r batch=${EMBER_ELASTIC_BATCH:-none} lr=${EMBER_ELASTIC_LR_SCALE:-none}"
+trap 'exit 143' TERM
+n=$(cat $d/step 2>/dev/null || echo 0)
+rate='steps_per_s=10'; [ $r -ge 2 ] && rate='steps_per_s=6.666667 sync_s=0.05 noise_scale=96'
+while [ ! -e $d/done ]; do
+  [ -d $d ] || exit 9
+  n=$((n + 1)); echo $n > $d/step
+  echo "ember-progress epoch=1 step=$n batch=$b $rate"; sleep 0.1
+done)");
+  s.mutable_elastic()->set_min(1);
+  s.mutable_elastic()->set_max(2);
+  s.set_workdir(dir);
+  return s;
+}
+
+// What the daemon learned of an elastic job survives the daemon, and the batch on two devices is
+// the one of most goodput. Killed while the job runs on two devices (grown there from one, its
+// noise scale measured), the next daemon re-adopts it and, when a rigid job takes a device,
+// shrinks it back to the first run's batch and learning rate (a daemon that learned anew from the
+// two-device run would take 64 for the initial batch: x 0.625 on one device); when the rigid job
+// ends, the job grows again, now at batch 56, not the 64 of two first-run devices.
+TEST_F(DaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBestBatch) {
+  const std::vector<std::string> flags = {"--devices", "cpu:2", "--policy", "fcfs", "--elastic-restart", "0"};
+  start_daemon(flags);
+  const int64_t id = submit(reporting_elastic_job(dir_));
+  ASSERT_TRUE(wait_for([&] {
+    const JobInfo j = job(id);
+    return j.devices_size() == 2 && j.progress().has_noise_scale();
+  })) << log_of(id)
+      << read_file(dir_ + "/daemon.out");
+  kill_daemon();
+  start_daemon(flags);
+  const JobInfo readopted = job(id);
+  EXPECT_EQ(readopted.state(), ember::proto::RUNNING) << readopted.reason();
+  EXPECT_EQ(readopted.elastic_learned().init_batch(), 32);
+  EXPECT_EQ(readopted.elastic_learned().most_held(), 2);
+  const int64_t rigid = submit(gated("rigid", 1, "gate"));
+  ASSERT_TRUE(wait_for([&] { return job(id).attempts() == 3 && job(id).progress().step() > 0; }))
+      << log_of(id) << read_file(dir_ + "/daemon.out");
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(rigid) && job(id).attempts() == 4; }))
+      << log_of(id) << read_file(dir_ + "/daemon.out");
+  write_file(dir_ + "/done", "");
+  ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
+  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+  const std::string log = log_of(id);
+  for (const char* run : {"ranks=1 batch=none lr=none\n", "ranks=2 batch=64 lr=2\n", "ranks=1 batch=32 lr=1\n",
+                          "ranks=2 batch=56 lr=1.47368"})
+    EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
 }
 
 }  // namespace
