@@ -21,7 +21,8 @@
 #   bench/setup_torch.sh    # once: about 5 GB, most of it NVIDIA libraries PyPI's wheel links
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
 #                          [--no-torch2] [--no-compile] [--compile-timeout S]
-# The full comparison: bench/compare_torch.sh build --rounds 5 on a quiet machine (~1 h at 1,2).
+# The full comparison: bench/compare_torch.sh build --rounds 5 on a quiet machine (about 75 min at 1,2 on
+# a 2-core Zen 4 VM, most of it torch.compile's processes; 20 min with --no-compile).
 set -euo pipefail
 build=build
 rounds=3
@@ -40,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     --no-torch2) torch2=0; shift ;;
     --no-compile) compile=0; shift ;;
     --compile-timeout) compile_timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare_torch.sh: unknown flag $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
