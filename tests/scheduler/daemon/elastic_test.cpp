@@ -273,5 +273,59 @@ TEST_F(DaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBes
     EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
 }
 
+// A stand-in job whose run, when stopped, prints one last report with an absurd rate (1,000
+// steps/s) after the daemon's last look, as a trainer may between that look and its exit; a run on
+// two devices says nothing until the file `speak` exists, then 5 steps/s at its batch.
+JobSpec late_reporting_elastic_job(const std::string& dir) {
+  JobSpec s = reporting_elastic_job(dir);
+  s.set_args(1, "d=" + dir + R"(; r=${EMBER_ELASTIC_RANKS:-1}; b=${EMBER_ELASTIC_BATCH:-$((32 * r))}
+n=$(cat $d/step 2>/dev/null || echo 0)
+trap 'n=$((n + 1)); echo $n > $d/step; echo "ember-progress epoch=1 step=$n batch=$b steps_per_s=1000"; exit 143' TERM
+if [ $r -ge 2 ]; then
+  while [ ! -e $d/speak ]; do [ -d $d ] || exit 9; sleep 0.05; done
+fi
+while [ ! -e $d/done ]; do
+  [ -d $d ] || exit 9
+  n=$((n + 1)); echo $n > $d/step
+  if [ $r -ge 2 ]; then rate='steps_per_s=5 noise_scale=96'; else rate='steps_per_s=10'; fi
+  echo "ember-progress epoch=1 step=$n batch=$b $rate"; sleep 0.1
+done)");
+  return s;
+}
+
+bool measured_on(const JobInfo& j, int devices) {
+  for (const ember::proto::ElasticMeasured& m : j.elastic_learned().measured())
+    if (m.devices() == devices) return true;
+  return false;
+}
+
+// A report the previous run printed after the daemon last looked is that run's, not the next
+// one's: while the run on two devices is silent, the daemon learns nothing for two devices (a
+// daemon that took the stale line would record 1,000 steps/s there within its first look, once a
+// second; three seconds are allowed). Once the run speaks, its own rate is recorded.
+TEST_F(DaemonTest, AReportTheStoppedRunPrintedLateIsNotTakenForTheNextSize) {
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--elastic-restart", "0"});
+  const int64_t id = submit(late_reporting_elastic_job(dir_));
+  ASSERT_TRUE(wait_for([&] {
+    const JobInfo j = job(id);
+    return j.attempts() == 2 && j.state() == ember::proto::RUNNING;
+  })) << log_of(id)
+      << read_file(dir_ + "/daemon.out");
+  EXPECT_FALSE(wait_for([&] { return measured_on(job(id), 2); }, 3))
+      << "the stopped run's last line was taken for two devices\n"
+      << log_of(id);
+  write_file(dir_ + "/speak", "");
+  ASSERT_TRUE(wait_for([&] { return measured_on(job(id), 2); })) << log_of(id);
+  const JobInfo two = job(id);
+  for (const ember::proto::ElasticMeasured& m : two.elastic_learned().measured())
+    if (m.devices() == 2) {
+      EXPECT_EQ(m.batch(), 64);
+      EXPECT_NEAR(m.step_s(), 0.2, 1e-9) << "the two-device run's 5 steps/s";
+    }
+  write_file(dir_ + "/done", "");
+  ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
+  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+}
+
 }  // namespace
 }  // namespace daemon_test
