@@ -27,6 +27,7 @@ DataParallel::DataParallel(nn::Module& module, Communicator& comm, int64_t globa
 
 Tensor DataParallel::forward(const Tensor& x) {
   split_.begin_compute();
+  ddp_.set_loss_weight(split_.loss_weight());  // weight() scales this step's loss by it
   return ddp_.forward(x);
 }
 
@@ -47,7 +48,11 @@ bool DataParallel::end_step() {
   if (n.valid && size() > 1 && ddp_.steps_synchronized() != noise_step_) {
     noise_step_ = ddp_.steps_synchronized();
     const double big = static_cast<double>(split_.global_batch());
-    noise_.add(noise_sample(n.local_sqr, big / size(), n.global_sqr, big));
+    // E|g_r|^2 = |G|^2 + tr(Sigma) / b_r for each rank's share b_r, so the ranks' mean of |g_r|^2
+    // is that of one batch the harmonic mean of the shares: exact for unequal shares too.
+    double inverse = 0;
+    for (int64_t b : split_.shares()) inverse += b > 0 ? 1.0 / static_cast<double>(b) : 0.0;
+    if (inverse > 0) noise_.add(noise_sample(n.local_sqr, size() / inverse, n.global_sqr, big));
   }
   return split_.end_step();
 }

@@ -35,7 +35,8 @@ struct DataParallelOptions {
   // Fixed relative shares, one positive weight per rank (empty: equal, or speed-weighted).
   std::vector<double> weights;
   // Measure the gradient noise scale every step (noise_scale.h): the gradient norms of the
-  // reducer, with each rank's mean share as the small batch and the global batch as the large one.
+  // reducer, with the harmonic mean of the ranks' shares as the small batch (exact for unequal
+  // shares too) and the global batch as the large one.
   bool measure_noise = false;
 };
 

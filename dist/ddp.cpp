@@ -1,6 +1,7 @@
 #include "dist/ddp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,6 +29,7 @@ struct DistributedDataParallel::Reducer {
   };
   Communicator* comm = nullptr;
   DdpOptions opts;
+  double loss_weight = 1;     // what this rank's loss was scaled by (set_loss_weight)
   std::vector<Param> params;  // reverse registration order
   std::unordered_map<const TensorImpl*, int> index;
   std::vector<Bucket> buckets;
@@ -57,8 +59,11 @@ struct DistributedDataParallel::Reducer {
       tb.index = next_launch;
       tb.launched = Clock::now();
       timeline.buckets.push_back(tb);
-      // The slot holds this rank's gradient / size: undone for its own norm.
-      if (opts.measure_grad_norms) norms.local_sqr += sum_of_squares(b.flat) * comm->size() * comm->size();
+      // The slot holds this rank's gradient x its loss weight / size: both undone for its own norm.
+      if (opts.measure_grad_norms) {
+        const double unscale = comm->size() / loss_weight;
+        norms.local_sqr += sum_of_squares(b.flat) * unscale * unscale;
+      }
       b.work = comm->all_reduce(b.flat, ReduceOp::Sum, label(next_launch));  // of gradients / size
       ++next_launch;
     }
@@ -382,6 +387,11 @@ int64_t DistributedDataParallel::steps_synchronized() const {
 }
 const GradNorms& DistributedDataParallel::last_grad_norms() const {
   return reducer_->norms;
+}
+
+void DistributedDataParallel::set_loss_weight(double w) {
+  EMBER_CHECK(std::isfinite(w) && w > 0, "DistributedDataParallel: a loss weight must be positive and finite, got ", w);
+  reducer_->loss_weight = w;
 }
 
 }  // namespace ember::dist

@@ -58,7 +58,7 @@ struct DdpOptions {
 // The last synchronised step's squared gradient norms (DdpOptions::measure_grad_norms).
 struct GradNorms {
   bool valid = false;
-  double local_sqr = 0;   // |g_rank|^2 averaged over the ranks: each rank's own (unweighted) gradient
+  double local_sqr = 0;   // |g_rank|^2 averaged over the ranks: each rank's own gradient, of its mean loss
   double global_sqr = 0;  // |g|^2 of the averaged gradient
 };
 
@@ -119,6 +119,10 @@ class DistributedDataParallel {
   const DdpTimeline& last_timeline() const;
   int64_t steps_synchronized() const;
   const GradNorms& last_grad_norms() const;
+  // The factor this rank's loss is scaled by before backward (DataParallel's loss weight, which
+  // makes unequal shares average right): the norm of this rank's own gradient (measure_grad_norms)
+  // is taken without it. 1 by default; an ember::Error unless positive and finite.
+  void set_loss_weight(double w);
 
   struct Reducer;  // ddp.cpp
 

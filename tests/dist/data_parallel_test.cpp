@@ -173,3 +173,48 @@ TEST(DataParallel, TheWaitForALateRanksGradientsIsCountedAfterTheLastGradient) {
   net.end_step();
   EXPECT_EQ(net.exposed_sync_seconds(), waited) << "a step that synchronised nothing waited for nothing";
 }
+
+// The noise scale's inputs with unequal shares: each rank's own gradient is that of its share's
+// mean loss (the loss weight that makes the shares average right is taken back out), and the
+// ranks' mean of its squared norm is that of one batch the harmonic mean of the shares. Checked
+// against a plain model on each rank's share, and the estimate against the formula with that batch
+// (inputs near one and one class for all: a strong signal, so the one-step estimate is defined).
+TEST(DataParallel, UnequalSharesGiveTheNoiseScaleEachRanksOwnGradient) {
+  if (comm().size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int64_t global = 12;
+  manual_seed(500 + static_cast<uint64_t>(comm().rank()));
+  nn::Linear model(8, 3);
+  DataParallel net(model, comm(), global, {.weights = unequal_weights(), .measure_noise = true});
+  manual_seed(500);
+  nn::Linear ref(8, 3);
+  Generator g(21);
+  Tensor x = randn({global, 8}, {}, &g) * 0.1 + 1.0, y = zeros({global}, {.dtype = DType::Int64});
+  int64_t offset = 0;
+  double inverse = 0;
+  for (int r = 0; r < comm().size(); ++r) {
+    const double share = static_cast<double>(net.shares()[static_cast<size_t>(r)]);
+    if (r < comm().rank()) offset += static_cast<int64_t>(share);
+    inverse += 1 / share;
+  }
+  const int64_t share = net.shares()[static_cast<size_t>(comm().rank())];
+  Tensor loss = net.weight(cross_entropy(net(x.narrow(0, offset, share)), y.narrow(0, offset, share)));
+  model.zero_grad();
+  loss.backward();
+  net.end_step();
+  cross_entropy(ref(x.narrow(0, offset, share)), y.narrow(0, offset, share)).backward();
+  double own = 0;
+  for (const Tensor& p : ref.parameters())
+    for (double v : p.grad().to_vector<double>()) own += v * v;
+  const double want = net.sum({own})[0] / comm().size();
+  const GradNorms& n = net.ddp().last_grad_norms();
+  ASSERT_TRUE(n.valid);
+  EXPECT_NEAR(n.local_sqr, want, 1e-5 * want) << "rank " << comm().rank();
+  NoiseScale formula;
+  formula.add(noise_sample(want, comm().size() / inverse, n.global_sqr, static_cast<double>(global)));
+  ASSERT_TRUE(formula.value() && net.noise_scale());
+  EXPECT_NEAR(*net.noise_scale(), *formula.value(), 1e-4 * std::abs(*formula.value()));
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    const std::string e = error_of([&] { net.ddp().set_loss_weight(bad); });
+    EXPECT_TRUE(has(e, "a loss weight must be positive and finite")) << e;
+  }
+}
