@@ -38,21 +38,20 @@ Tensor DataParallel::weight(Tensor loss) const {
 bool DataParallel::end_step() {
   const DdpTimeline& t = ddp_.last_timeline();
   split_.end_compute(t.last_grad);
-  if (ddp_.steps_synchronized() != sync_step_ && t.synchronized > t.last_grad) {
-    sync_step_ = ddp_.steps_synchronized();
-    exposed_sync_s_ += std::chrono::duration<double>(t.synchronized - t.last_grad).count();
-  }
-  // The reducer's norms are those of its latest synchronised step: counted once (a step inside
-  // no_sync() leaves them as they were).
-  const GradNorms& n = ddp_.last_grad_norms();
-  if (n.valid && size() > 1 && ddp_.steps_synchronized() != noise_step_) {
-    noise_step_ = ddp_.steps_synchronized();
-    const double big = static_cast<double>(split_.global_batch());
-    // E|g_r|^2 = |G|^2 + tr(Sigma) / b_r for each rank's share b_r, so the ranks' mean of |g_r|^2
-    // is that of one batch the harmonic mean of the shares: exact for unequal shares too.
-    double inverse = 0;
-    for (int64_t b : split_.shares()) inverse += b > 0 ? 1.0 / static_cast<double>(b) : 0.0;
-    if (inverse > 0) noise_.add(noise_sample(n.local_sqr, size() / inverse, n.global_sqr, big));
+  // The reducer's timeline and norms are those of its latest synchronised step: counted once (a
+  // step inside no_sync() leaves them as they were).
+  if (ddp_.steps_synchronized() != counted_step_) {
+    counted_step_ = ddp_.steps_synchronized();
+    exposed_sync_s_ += std::max(0.0, std::chrono::duration<double>(t.synchronized - t.last_grad).count());
+    const GradNorms& n = ddp_.last_grad_norms();
+    if (n.valid && size() > 1) {
+      // E|g_r|^2 = |G|^2 + tr(Sigma) / b_r for each rank's share b_r (>= 1: the splitter's), so the
+      // ranks' mean of |g_r|^2 is that of one batch the harmonic mean of the shares.
+      double inverse = 0;
+      for (int64_t b : split_.shares()) inverse += 1.0 / static_cast<double>(b);
+      const double big = static_cast<double>(split_.global_batch());
+      noise_.add(noise_sample(n.local_sqr, size() / inverse, n.global_sqr, big));
+    }
   }
   return split_.end_step();
 }

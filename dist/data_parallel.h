@@ -105,8 +105,7 @@ class DataParallel {
   DistributedDataParallel ddp_;
   BatchSplitter split_;
   NoiseScale noise_;
-  int64_t noise_step_ = -1;  // the reducer's synchronised step the last noise sample came from
-  int64_t sync_step_ = -1;   // the same for the exposed synchronisation time
+  int64_t counted_step_ = -1;  // the reducer's synchronised step the last noise sample and wait came from
   double exposed_sync_s_ = 0;
 };
 

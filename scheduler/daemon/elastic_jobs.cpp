@@ -155,12 +155,13 @@ void Daemon::elastic_launch_env(JobRecord& r, Launch& l) {
     e.last_step = std::max(e.last_step, p->step());
   remember_elastic(r, e);
   l.env["EMBER_ELASTIC_RANKS"] = std::to_string(k);
-  if (e.model.batch(k) <= 0) return;  // its first run: the job's own batch and rate
+  const long batch = e.model.batch(k);
+  if (batch <= 0) return;  // its first run: the job's own batch and rate
   char scale[32];
   std::snprintf(scale, sizeof scale, "%.17g", e.model.lr_scale(k));
-  l.env["EMBER_ELASTIC_BATCH"] = std::to_string(e.model.batch(k));
+  l.env["EMBER_ELASTIC_BATCH"] = std::to_string(batch);
   l.env["EMBER_ELASTIC_LR_SCALE"] = scale;
-  say("job ", r.info.id(), " elastic: ", k, " devices, global batch ", e.model.batch(k), ", learning rate x ", scale,
+  say("job ", r.info.id(), " elastic: ", k, " devices, global batch ", batch, ", learning rate x ", scale,
       e.model.noise_scale() ? detail::concat(" (noise scale ", *e.model.noise_scale(), ")") : std::string());
 }
 

@@ -14,6 +14,10 @@ bool positive(double x) {
   return std::isfinite(x) && x > 0;
 }
 
+bool usable_noise(const std::optional<double>& b) {
+  return b && std::isfinite(*b) && *b >= 0;
+}
+
 }  // namespace
 
 LiveJob::LiveJob(int min, int max) : min_(min), max_(max) {
@@ -30,8 +34,7 @@ LiveJob::LiveJob(int min, int max, const Learned& learned) : LiveJob(min, max) {
           m.sync_s < m.step_s)
         l_.at[k] = m;
   }
-  if (learned.noise_scale && std::isfinite(*learned.noise_scale) && *learned.noise_scale >= 0)
-    l_.noise_scale = learned.noise_scale;
+  if (usable_noise(learned.noise_scale)) l_.noise_scale = learned.noise_scale;
   l_.most_held = std::clamp(learned.most_held, 0, max);
 }
 
@@ -51,7 +54,7 @@ void LiveJob::report(int ranks, long batch, double steps_per_s, std::optional<do
   const double sync =
       ranks > 1 && sync_s && std::isfinite(*sync_s) && *sync_s >= 0 ? std::min(*sync_s, 0.99 * step) : 0;
   l_.at[ranks] = Measured{batch, step, sync};
-  if (noise_scale && std::isfinite(*noise_scale) && *noise_scale >= 0) l_.noise_scale = noise_scale;
+  if (usable_noise(noise_scale)) l_.noise_scale = noise_scale;
   held(ranks);
 }
 
@@ -88,19 +91,22 @@ double LiveJob::goodput_at(int k, long m) const {
          (static_cast<double>(m) / static_cast<double>(l_.init_batch));
 }
 
-long LiveJob::batch(int k) const {
-  if (k < 1) return 0;
+LiveJob::Choice LiveJob::best(int k) const {
   const long most = l_.local * k;
+  if (k < 1 || most == 0) return {};
+  Choice c{most, goodput_at(k, most)};
   // Before a noise scale every batch looks free: the search would always take the largest.
-  if (!l_.noise_scale || most == 0) return most;
-  long best = most;
-  double best_goodput = goodput_at(k, most);
+  if (!l_.noise_scale) return c;
   const long least = std::max<long>(k, (l_.init_batch + k - 1) / k * k);
   for (long m = most - k; m >= least; m -= k) {  // a tie keeps the larger batch
     const double g = goodput_at(k, m);
-    if (g > best_goodput) best = m, best_goodput = g;
+    if (g > c.goodput) c = {m, g};
   }
-  return best;
+  return c;
+}
+
+long LiveJob::batch(int k) const {
+  return best(k).batch;
 }
 
 double LiveJob::lr_scale(int k) const {
@@ -116,7 +122,7 @@ double LiveJob::throughput(int k) const {
 
 std::vector<double> LiveJob::goodput_table() const {
   std::vector<double> g(static_cast<size_t>(max_) + 1, 0.0);
-  for (int k = 1; k <= max_; ++k) g[static_cast<size_t>(k)] = l_.init_batch > 0 ? goodput_at(k, batch(k)) : 0.0;
+  for (int k = 1; k <= max_; ++k) g[static_cast<size_t>(k)] = best(k).goodput;
   return g;
 }
 

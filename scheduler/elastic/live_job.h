@@ -74,6 +74,12 @@ class LiveJob {
   double step_time(int k, double m) const;
   double lr_scale_at(double m) const;
   double goodput_at(int k, long m) const;
+  // batch(k) and its goodput: the search, done once for both.
+  struct Choice {
+    long batch = 0;
+    double goodput = 0;
+  };
+  Choice best(int k) const;
   int min_, max_;
   Learned l_;
 };
