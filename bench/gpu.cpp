@@ -6,19 +6,22 @@
 //   MnistCnn (batch 64) and DCGAN training samples/s, and Ember kernel launches per training step
 // A row whose implementation is missing (no GPU, no native kernel registered, no vendor path)
 // prints "n/a" and why; nothing is estimated. Usage: gpu [--quick] (--quick: fewer sizes and
-// repetitions, for scripts/gpu-check.sh's time budget); gpu --tiles: the SGEMM tile sweep; gpu --ncu:
-// one native SGEMM and conv for Nsight Compute (both below).
+// repetitions, for scripts/gpu-check.sh's time budget); gpu --tiles [--write-tuned DIR]: the SGEMM tile sweep; gpu
+// --ncu: one native SGEMM and conv for Nsight Compute (both below).
 #include <ember/config.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "core/atomic_file.h"
 #include "core/autograd/grad_mode.h"
+#include "core/cuda/gemm_tuning_header.h"
 #include "core/kernel_choice.h"
 #include "core/ops.h"
 #include "core/stream.h"
@@ -27,6 +30,7 @@
 #include "models/gan.h"
 #include "models/mnist_cnn.h"
 #if EMBER_WITH_CUDA
+#include "core/cuda/backend_info.h"
 #include "core/cuda/launch_count.h"
 #endif
 
@@ -50,6 +54,16 @@ double time_with(KernelFamily fam, KernelChoice c, const std::function<void()>& 
     sync();
   };
   return bench::median_seconds(run, g_quick ? 3 : 7, 1);
+}
+
+// Today in UTC, as 2026-12-06.
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char b[16];
+  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
+  return b;
 }
 
 std::string fmt(const char* f, double v) {
@@ -206,34 +220,55 @@ void training_rows(Table& t) {
   }
 }
 
-// The autotune sweep (--tiles): the native float GEMM under each tile configuration that
-// EMBER_GEMM_TILE names (core/cuda/gemm.cu), on a square and two of the examples' shapes; prints
-// the table and, per shape, the winner. scripts/gpu-check.sh runs it on a lent GPU.
-int tile_sweep() {
+// The autotune sweep (--tiles): the native float GEMM under each tile configuration
+// (core/cuda/gemm_tuning.h; EMBER_GEMM_TILE forces each in turn) and cuBLAS, on the square
+// sizes and the examples' shapes; prints the table and, per shape, the winner. With --write-tuned
+// DIR it also writes the winners as DIR/sm<NN>.h, the tuned table the next build compiles in once
+// it is copied to core/cuda/tuned/ (scripts/gpu-check.sh step 10 does this on a lent GPU).
+int tile_sweep(const char* tuned_dir) {
   struct S {
     int64_t m, n, k;
+    const char* what;
   };
-  const S shapes[] = {{4096, 4096, 4096}, {2048, 2048, 2048}, {256, 1024, 4096}};
-  const char* tiles[] = {"128x128x8", "128x64x8", "64x128x8"};
-  Table t{{"sgemm m x n x k", "tile", "native", "", ""}, {}};
+  const S shapes[] = {{2048, 2048, 2048, "square"},         {4096, 4096, 4096, "square"},
+                      {8192, 8192, 8192, "square"},         {256, 1024, 4096, "wide k"},
+                      {64, 128, 3136, "MnistCnn fc1"},      {3200, 10000, 128, "LSTM LM head"},
+                      {32, 512, 128, "LSTM gates per step"}};
+  Table t{{"sgemm m x n x k", "tile", "native", "of cuBLAS", ""}, {}};
+  std::vector<cuda::MeasuredGemm> winners;
   for (const S& s : shapes) {
     Tensor a = randn({s.m, s.k}, {.device = kGpu}), b = randn({s.k, s.n}, {.device = kGpu});
     const double flops = 2.0 * s.m * s.n * s.k;
-    std::string best;
-    double best_s = 0;
-    for (const char* tile : tiles) {
-      setenv("EMBER_GEMM_TILE", tile, 1);
+    const std::string size = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+    const double vendor_s = has_vendor(KernelFamily::Gemm)
+                                ? time_with(KernelFamily::Gemm, KernelChoice::Vendor, [&] { (void)matmul(a, b); })
+                                : 0;
+    cuda::MeasuredGemm best{{s.m, s.n, s.k, cuda::kDefaultGemmTile}, 0, vendor_s > 0 ? flops / vendor_s / 1e12 : 0};
+    for (cuda::GemmTile tile : cuda::kGemmTiles) {
+      const std::string name(cuda::gemm_tile_name(tile));
+      setenv("EMBER_GEMM_TILE", name.c_str(), 1);
       const double sec = time_with(KernelFamily::Gemm, KernelChoice::Native, [&] { (void)matmul(a, b); });
-      if (best.empty() || sec < best_s) best = tile, best_s = sec;
-      t.rows.push_back({std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k), tile,
-                        fmt("%.3f ms ", sec * 1e3) + fmt("(%.1f TFLOP/s)", flops / sec / 1e12), "", ""});
+      const double tflops = flops / sec / 1e12;
+      if (tflops > best.tflops) best.entry.tile = tile, best.tflops = tflops;
+      t.rows.push_back({size + " (" + s.what + ")", name, fmt("%.3f ms ", sec * 1e3) + fmt("(%.1f TFLOP/s)", tflops),
+                        vendor_s > 0 ? fmt("%.2fx", vendor_s / sec) : "n/a", ""});
     }
     unsetenv("EMBER_GEMM_TILE");
-    std::printf("tile winner %lldx%lldx%lld: %s (%.1f TFLOP/s)\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k), best.c_str(), flops / best_s / 1e12);
+    std::printf("tile winner %s: %s (%.1f TFLOP/s; cuBLAS %.1f)\n", size.c_str(),
+                std::string(cuda::gemm_tile_name(best.entry.tile)).c_str(), best.tflops, best.vendor_tflops);
+    winners.push_back(best);
   }
   set_kernel_choice(KernelFamily::Gemm, KernelChoice::Auto);
   t.print();
+  if (tuned_dir) {
+#if EMBER_WITH_CUDA
+    const cuda::DeviceInfo dev = cuda::device_info(0);
+    const std::string path = std::string(tuned_dir) + "/sm" + std::to_string(dev.sm) + ".h";
+    const std::string text = cuda::tuned_gemm_header(dev.sm, dev.name, utc_date(), winners);
+    write_file_atomic(path, [&](std::FILE* f) { std::fputs(text.c_str(), f); });
+    std::printf("tuned table written: %s (%zu entries, %s)\n", path.c_str(), winners.size(), dev.name.c_str());
+#endif
+  }
   return 0;
 }
 
@@ -261,28 +296,45 @@ int main(int argc, char** argv) {
   return ember::bench::guarded_main(argv[0], [&]() -> int {
     if (bench::help_requested(
             argc, argv,
-            "usage: %s [--quick] [--tiles | --ncu]\n\nNative CUDA kernels beside cuBLAS/cuDNN and training throughput "
-            "on a GPU (n/a rows without one). --tiles: the SGEMM tile sweep (EMBER_GEMM_TILE); --ncu: one "
-            "native SGEMM and conv for Nsight Compute.\n"))
+            "usage: %s [--quick] [--tiles [--write-tuned DIR] | --ncu]\n\nNative CUDA kernels beside cuBLAS/cuDNN and "
+            "training throughput on a GPU (n/a rows without one). --tiles: the SGEMM tile sweep (each tile of "
+            "core/cuda/gemm_tuning.h beside cuBLAS); --write-tuned DIR: also write its winners as DIR/sm<NN>.h, "
+            "the tuned table to commit as core/cuda/tuned/sm<NN>.h; --ncu: one native SGEMM and conv for Nsight "
+            "Compute.\n"))
       return 0;
     bool tiles = false, ncu = false;
+    const char* tuned_dir = nullptr;
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--quick") == 0) {
         g_quick = true;
       } else if (std::strcmp(argv[i], "--tiles") == 0) {
         tiles = true;
+      } else if (std::strcmp(argv[i], "--write-tuned") == 0) {
+        if (i + 1 == argc) {
+          std::fprintf(stderr, "gpu: --write-tuned needs the folder to write sm<NN>.h into\n");
+          return 2;
+        }
+        tuned_dir = argv[++i];
       } else if (std::strcmp(argv[i], "--ncu") == 0) {
         ncu = true;
       } else {
-        std::fprintf(stderr, "gpu: unknown argument '%s' (usage: gpu [--quick] [--tiles | --ncu])\n", argv[i]);
+        std::fprintf(stderr,
+                     "gpu: unknown argument '%s' (usage: gpu [--quick] [--tiles [--write-tuned DIR] | --ncu])\n",
+                     argv[i]);
         return 2;
       }
+    }
+    if (tuned_dir && !tiles) {
+      std::fprintf(
+          stderr,
+          "gpu: --write-tuned goes with --tiles (usage: gpu [--quick] [--tiles [--write-tuned DIR] | --ncu])\n");
+      return 2;
     }
     if ((tiles || ncu) && cuda_device_count() == 0) {
       std::printf("bench/gpu: skipped: no CUDA device\n");
       return 0;
     }
-    if (tiles) return tile_sweep();
+    if (tiles) return tile_sweep(tuned_dir);
     if (ncu) return ncu_once();
     Table kernels{{"kernel", "size", "native", "vendor (cuBLAS/cuDNN)", "vendor/native time"}, {}};
     Table training{{"training", "size", "throughput", "Ember launches/step", ""}, {}};

@@ -25,7 +25,8 @@
 #   9. vs PyTorch: the six bench workloads, Ember's bench/step_rate and the image's PyTorch
 #      (bench/torch2_ref.py) in alternating processes, fp32 and bf16, Ember with --cuda-graph,
 #      torch.compile on MnistCnn (bench/gpu_vs_torch.sh; its table in OUT/gpu-vs-torch/table.md)
-#  10. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep
+#  10. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep,
+#      whose winners it writes as OUT/tuned/sm<NN>.h (commit it as core/cuda/tuned/sm<NN>.h)
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
 # Markdown table, ready for bench/RESULTS.md) and OUT/gpu-check.log (everything printed). The
@@ -462,7 +463,8 @@ vs_torch_step
 # Nsight Compute on the native SGEMM (4096^3) and conv (ResNet 3x3 forward), one launch each
 # (bench_gpu --ncu): achieved occupancy, DRAM and L2 throughput, SM throughput, to set beside the
 # emulator's report (docs/cuda/kernel-report.md). Then the autotune sweep of the SGEMM's tile
-# configurations (bench_gpu --tiles: each EMBER_GEMM_TILE timed, the winner per shape printed).
+# configurations (bench_gpu --tiles: each tile timed beside cuBLAS, the winner per shape printed and
+# written as OUT/tuned/sm<NN>.h, the table to commit as core/cuda/tuned/sm<NN>.h: core/cuda/gemm_tuning.h).
 ncu_metrics=sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
 ncu_metrics+=,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
 kernel_tuning_step() {
@@ -483,13 +485,14 @@ kernel_tuning_step() {
   fi
   t0=$SECONDS
   echo "---- sgemm tile sweep"
-  run_step 120 "$tmp/tiles.out" "$bundle/run" bench_gpu --tiles >/dev/null
+  mkdir -p "$out/tuned"
+  run_step 120 "$tmp/tiles.out" "$bundle/run" bench_gpu --tiles --write-tuned "$out/tuned" >/dev/null
   rc=$?
   cat "$tmp/tiles.out"
   if grep -q "skipped: no CUDA device" "$tmp/tiles.out"; then
     add "sgemm tiles" "skipped: no CUDA device" $((SECONDS - t0))
   elif ((rc == 0)); then
-    add "sgemm tiles" "$(grep -c '^tile winner' "$tmp/tiles.out") winners (table in the log)" $((SECONDS - t0))
+    add "sgemm tiles" "$(grep -c '^tile winner' "$tmp/tiles.out") winners; $(sed -n 's|^tuned table written: .*/||p' "$tmp/tiles.out" | cut -d' ' -f1) to commit as core/cuda/tuned/" $((SECONDS - t0))
   else
     add "sgemm tiles" "FAILED (exit $rc)" $((SECONDS - t0))
     fail

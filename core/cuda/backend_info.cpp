@@ -4,6 +4,7 @@
 #include <ember/config.h>
 
 #include "core/cuda/device_count.h"
+#include "core/error.h"
 #if EMBER_WITH_CUDNN
 #include <cudnn.h>
 #endif
@@ -43,6 +44,14 @@ std::string describe_backend() {
   }
   s += ", " + std::to_string(i.devices) + (i.devices == 1 ? " GPU" : " GPUs");
   return s;
+}
+
+DeviceInfo device_info(int device) {
+  cudaDeviceProp prop{};
+  const cudaError_t e = cudaGetDeviceProperties(&prop, device);
+  (void)cudaGetLastError();
+  EMBER_CHECK(e == cudaSuccess, "CUDA device ", device, ": cannot read its properties (", cudaGetErrorString(e), ")");
+  return DeviceInfo{prop.name, 10 * prop.major + prop.minor};
 }
 
 }  // namespace ember::cuda

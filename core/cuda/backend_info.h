@@ -18,4 +18,12 @@ BackendInfo backend_info();
 // One line, e.g. "CUDA runtime 13.0, driver none, cuDNN 9.19.0, 0 GPUs".
 std::string describe_backend();
 
+// A GPU's name and architecture (10 x major + minor compute capability: 90 for an H100 or H200).
+struct DeviceInfo {
+  std::string name;
+  int sm = 0;
+};
+// An ember::Error naming the device when the runtime cannot describe it (no such device, no GPU).
+DeviceInfo device_info(int device);
+
 }  // namespace ember::cuda

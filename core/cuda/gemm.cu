@@ -7,9 +7,9 @@
 // multiples of 4 floats (most: the caching allocator hands out 512-byte blocks of cudaMalloc's
 // 256-byte aligned memory, and most widths are multiples of 4) run the vectorised warp-tiled
 // kernel of core/cuda/sgemm_warptile.h (16-byte loads, cp.async into two shared stages, 64 x 32
-// warp tiles read with 16-byte shared loads; EMBER_GEMM_TILE picks its tile configuration). The others, and every
-// double GEMM, run gemm_kernel below, the scalar design: one template per dtype and transpose pair (the transposes
-// decide how a tile is read from global memory, so they are compile-time):
+// warp tiles read with 16-byte shared loads; its tile configuration per call: core/cuda/gemm_tuning.h). The others, and
+// every double GEMM, run gemm_kernel below, the scalar design: one template per dtype and transpose pair (the
+// transposes decide how a tile is read from global memory, so they are compile-time):
 //   - a BM x BN output tile per block, the K dimension walked in BK-deep slices staged in shared
 //     memory, stored k-major (As[k][m], Bs[k][n]) so the inner product reads rows of both;
 //   - register blocking: each thread accumulates TM x TN outputs, rows ty + i * (BM / TM) and
@@ -34,16 +34,18 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
+#include <optional>
 #include <type_traits>
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/gemm_geometry.h"
 #include "core/cuda/gemm_params.h"
+#include "core/cuda/gemm_tuning.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/mma.h"
 #include "core/cuda/sgemm_warptile.h"
+#include "core/cuda/tuned/tables.h"
 #include "core/error.h"
 #include "core/gemm_kernels.h"
 #include "core/tensor.h"
@@ -346,19 +348,36 @@ void launch_gemm(Params<T> p) {
   launch(gemm_kernel<T, TA, TB>, grid, kThreads, 0, kernel_stream(), p);
 }
 
-// The fast float kernel's tile configurations (core/cuda/sgemm_warptile.h), by the name
-// EMBER_GEMM_TILE gives them; the first is the default. scripts/gpu-check.sh times each on a lent
-// GPU (the autotune sweep) and prints the winner per shape.
-constexpr const char* kWarpTileNames[] = {"128x128x8", "128x64x8", "64x128x8"};
-
-// Read on every call, as EMBER_GEMM_TF32 is, so that a sweep can switch it within one process.
-int warp_tile_choice() {
-  const char* v = std::getenv("EMBER_GEMM_TILE");
-  if (!v || !*v) return 0;
-  for (int i = 0; i < static_cast<int>(std::size(kWarpTileNames)); ++i)
-    if (std::strcmp(v, kWarpTileNames[i]) == 0) return i;
-  EMBER_CHECK(false, "EMBER_GEMM_TILE = '", v, "'; expected one of 128x128x8, 128x64x8, 64x128x8");
+// The GPU's architecture as 10 x major + minor (90 for an H100 or H200), for the tuned tables; 0
+// when it cannot be read, and in the emulator, which stands for no particular GPU (the default
+// tile). Remembered per thread for its current device: a GEMM asks on every call.
+int device_sm() {
+#if defined(__CUDACC__)
+  thread_local int last_device = -1, last_sm = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev != last_device) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+      return 0;
+    last_device = dev, last_sm = 10 * major + minor;
+  }
+  return last_sm;
+#else
   return 0;
+#endif
+}
+
+// The tile for this call (core/cuda/gemm_tuning.h): EMBER_GEMM_TILE, read on every call as
+// EMBER_GEMM_TF32 is so that the autotune sweep can switch it within one process; else the
+// tuned table's entry nearest the shape; else the default.
+GemmTile warp_tile_for(const Params<float>& p) {
+  const char* v = std::getenv("EMBER_GEMM_TILE");
+  if (!v || !*v) return tuned_gemm_tile(tuned_gemm_table(device_sm()), p.m, p.n, p.k);
+  const std::optional<GemmTile> t = gemm_tile_named(v);
+  EMBER_CHECK(t.has_value(), "EMBER_GEMM_TILE = '", v, "'; expected one of 128x128x8, 128x64x8, 64x128x8");
+  return *t;
 }
 
 template <typename Cfg, bool TA, bool TB>
@@ -369,14 +388,15 @@ void launch_warptile(Params<float> p) {
 
 template <bool TA, bool TB>
 void launch_sgemm_fast(const Params<float>& p) {
-  switch (warp_tile_choice()) {
-    case 1:
+  switch (warp_tile_for(p)) {
+    case GemmTile::k128x64x8:
       return launch_warptile<WarpTile<2, 2, 8>, TA, TB>(p);
-    case 2:
+    case GemmTile::k64x128x8:
       return launch_warptile<WarpTile<1, 4, 8>, TA, TB>(p);
-    default:
-      return launch_warptile<WarpTile<2, 4, 8>, TA, TB>(p);
+    case GemmTile::k128x128x8:
+      break;
   }
+  launch_warptile<WarpTile<2, 4, 8>, TA, TB>(p);
 }
 
 // The fast kernel reads and writes 16 bytes at a time: every matrix 16-byte aligned, every leading
