@@ -7,7 +7,9 @@
 #
 #   gpu-bundle/bin/   ember_gpu_tests, ember_ops_tests, ember_gpu_nccl_tests (where NCCL and MPI were found),
 #                     bench_gpu, step_rate (Ember beside PyTorch: bench/gpu_vs_torch.sh), ember (the CLI:
-#                     `ember info`), stripped
+#                     `ember info`), ember_kernel_report (the emulator's report: gpu-check step 10), stripped
+#   gpu-bundle/ptxas/ ptxas's logs of the kernel objects (registers, shared memory, spills) for
+#                     ember_kernel_report, which gpu-check sets beside Nsight Compute's counters
 #   gpu-bundle/lib/   the Ember libraries and every shared library they need that the device
 #                     does not provide (ldd says which), stripped; RUNPATH $ORIGIN
 #   gpu-bundle/run    the launcher: `gpu-bundle/run PROGRAM ARGS...` finds the vendor libraries
@@ -51,7 +53,7 @@ done
 if ((!skip_build)); then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=80;90" \
     -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_TESTS=ON
-  ninja -C "$build" -j "${EMBER_JOBS:-$(nproc)}" ember_gpu_checks bench_gpu bench_step_rate ember
+  ninja -C "$build" -j "${EMBER_JOBS:-$(nproc)}" ember_gpu_checks bench_gpu bench_step_rate ember ember_kernel_report
 fi
 cache="$build/CMakeCache.txt"
 [[ -f $cache ]] || { echo "gpu-bundle: $build is not a configured build tree" >&2; exit 1; }
@@ -59,6 +61,8 @@ cache="$build/CMakeCache.txt"
 programs=("$build/tests/ember_gpu_tests" "$build/tests/ember_ops_tests" "$build/bench/gpu" "$build/bench/step_rate"
   "$build/tools/ember")
 [[ -x "$build/tests/ember_gpu_nccl_tests" ]] && programs+=("$build/tests/ember_gpu_nccl_tests")
+# The emulator's kernel report, for gpu-check's emulator-vs-ncu step (absent from sanitizer builds).
+[[ -x "$build/tests/ember_kernel_report" ]] && programs+=("$build/tests/ember_kernel_report")
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "gpu-bundle: $p is missing (build the ember_gpu_checks, bench_gpu, bench_step_rate and ember targets)" >&2; exit 1; }
 done
@@ -78,7 +82,7 @@ if [[ -e $out ]]; then
   [[ -f $out/MANIFEST ]] || { echo "gpu-bundle: $out exists and is not a bundle; not replacing it" >&2; exit 1; }
   rm -rf "$out"
 fi
-mkdir -p "$out/bin" "$out/lib"
+mkdir -p "$out/bin" "$out/lib" "$out/ptxas"
 declare -A vendor=()
 # cuBLAS is opened with dlopen when the first cuBLAS GEMM runs (core/cuda/cublas_api.cpp), so ldd
 # does not list it.
@@ -103,10 +107,16 @@ done
 printf '%s\n' "${!vendor[@]}" | sort >"$out/vendor-libs"
 
 chmod u+w "$out"/bin/* "$out"/lib/*
-strip --strip-unneeded "$out"/bin/* "$out"/lib/* 2>/dev/null || true
+# The kernel report names the emulated kernels from its own symbol table: it keeps it.
+for f in "$out"/bin/* "$out"/lib/*; do
+  [[ $f == */bin/ember_kernel_report ]] || strip --strip-unneeded "$f" 2>/dev/null || true
+done
 for f in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
 for f in "$out"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 
+# ptxas's logs, for the kernel report's registers and occupancy (paths kept: the report reads them all).
+out_abs=$(cd "$out" && pwd)
+(cd "$build" && find . -name '*.ptxas.log' -exec cp --parents {} "$out_abs/ptxas/" \;)
 cp "$root/scripts/gpu-bundle-run.sh" "$out/run"
 chmod +x "$out/run"
 size=$(du -sb "$out" | cut -f1)

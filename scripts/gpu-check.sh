@@ -25,7 +25,8 @@
 #   9. vs PyTorch: the six bench workloads, Ember's bench/step_rate and the image's PyTorch
 #      (bench/torch2_ref.py) in alternating processes, fp32 and bf16, Ember with --cuda-graph,
 #      torch.compile on MnistCnn (bench/gpu_vs_torch.sh; its table in OUT/gpu-vs-torch/table.md)
-#  10. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the SGEMM tile sweep,
+#  10. ncu on the native SGEMM and conv (occupancy, DRAM/L2/SM throughput); the emulator's predicted
+#      sectors, wavefronts and occupancy against ncu's on the kernel report's cases; the SGEMM tile sweep,
 #      whose winners it writes as OUT/tuned/sm<NN>.h (commit it as core/cuda/tuned/sm<NN>.h)
 # Each step runs under `timeout` with the smaller of its own cap and what is left of the budget;
 # a step that finds no budget left is reported as not run. Results: OUT/gpu-check.md (one
@@ -467,6 +468,40 @@ vs_torch_step
 # written as OUT/tuned/sm<NN>.h, the table to commit as core/cuda/tuned/sm<NN>.h: core/cuda/gemm_tuning.h).
 ncu_metrics=sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
 ncu_metrics+=,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+# emulator_vs_ncu <ncu>: the kernel report's cases run once on the GPU under ncu (every launch,
+# the counters of tests/emu_profile/ncu_compare.h), ncu's CSV kept as OUT/ncu/kernel-report.csv,
+# then the same cases in the emulator beside it (ember_kernel_report --compare-ncu, with the
+# bundle's ptxas logs for occupancy): sectors and wavefronts per request and occupancy, each
+# within 10% of ncu's or not. It can be rerun on the CSV anywhere: build/tests/ember_kernel_report
+# --compare-ncu FILE.
+emulator_vs_ncu() {
+  local ncu_bin=$1 t0=$SECONDS rc csv="$out/ncu/kernel-report.csv" verdict
+  if [[ ! -x $bundle/bin/ember_kernel_report ]]; then
+    add "emulator vs ncu" "skipped: the bundle has no ember_kernel_report" 0
+    return
+  fi
+  echo "---- ncu on the kernel report's cases"
+  mkdir -p "$out/ncu"
+  run_step 150 "$csv" "$ncu_bin" --target-processes all --csv \
+    --metrics "$("$bundle/run" ember_kernel_report --ncu-metrics)" "$bundle/run" ember_kernel_report --on-gpu >/dev/null
+  rc=$?
+  grep -E "==PROF==|==ERROR==|ran on" "$csv" || true
+  if ((rc != 0)); then
+    add "emulator vs ncu" "FAILED: ncu exit $rc (OUT/ncu/kernel-report.csv)" $((SECONDS - t0))
+    fail
+    return
+  fi
+  echo "---- emulator vs ncu"
+  run_step 90 "$tmp/emu-vs-ncu.out" "$bundle/run" ember_kernel_report --compare-ncu "$csv" --ptxas "$bundle/ptxas"
+  rc=$?
+  verdict=$(sed -n 's/^emulator vs ncu: //p' "$tmp/emu-vs-ncu.out")
+  if ((rc == 0 || rc == 1)) && [[ -n $verdict ]]; then
+    add "emulator vs ncu" "$verdict (table in the log)" $((SECONDS - t0))
+  else
+    add "emulator vs ncu" "FAILED (exit $rc)" $((SECONDS - t0))
+    fail
+  fi
+}
 kernel_tuning_step() {
   local t0=$SECONDS rc kernel ncu_bin
   ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
@@ -482,6 +517,7 @@ kernel_tuning_step() {
       if ((rc == 0)); then add "ncu $kernel" "ok (metrics above in the log)" $((SECONDS - t0))
       else add "ncu $kernel" "FAILED (exit $rc)" $((SECONDS - t0)); fail; fi
     done
+    emulator_vs_ncu "$ncu_bin"
   fi
   t0=$SECONDS
   echo "---- sgemm tile sweep"

@@ -1,6 +1,7 @@
 // The shapes the kernel report profiles: a representative use of each kernel family, sized so that
 // full tiles dominate (multiples of the GEMM's 128 x 128 tile) and small enough for the emulator.
-#include "core/cuda/emu/emu_device.h"
+// Inputs are drawn on the CPU and copied to the device, so that a case launches only the kernels
+// of its call: on a GPU (ember_kernel_report --on-gpu, for Nsight Compute) the same sequence.
 #include "core/ops.h"
 #include "emu_profile/kernel_report.h"
 
@@ -9,16 +10,16 @@ namespace {
 
 using ember::Tensor;
 
-Tensor on_emu(ember::Shape shape, ember::DType dtype = ember::DType::Float32) {
-  return ember::randn(std::move(shape), {.dtype = dtype}).to(ember::emu::device());
+Tensor on(ember::Device device, ember::Shape shape, ember::DType dtype = ember::DType::Float32) {
+  return ember::randn(std::move(shape), {.dtype = dtype}).to(device);
 }
 
 Case mm_case(const std::string& name, int64_t m, int64_t n, int64_t k, ember::DType dtype, bool transpose_b) {
   Case c;
   c.name = name;
-  c.make = [=] {
-    Tensor a = on_emu({m, k}, dtype);
-    Tensor b = transpose_b ? on_emu({n, k}, dtype).t() : on_emu({k, n}, dtype);
+  c.make = [=](ember::Device d) {
+    Tensor a = on(d, {m, k}, dtype);
+    Tensor b = transpose_b ? on(d, {n, k}, dtype).t() : on(d, {k, n}, dtype);
     return std::function<void()>([a, b] { ember::mm(a, b); });
   };
   c.flops = 2.0 * static_cast<double>(m * n * k);
@@ -31,8 +32,8 @@ Case mm_case(const std::string& name, int64_t m, int64_t n, int64_t k, ember::DT
 Case conv_case() {
   Case c;
   c.name = "conv2d 8x32x32x32, 64x3x3";
-  c.make = [] {
-    Tensor x = on_emu({8, 32, 32, 32}), w = on_emu({64, 32, 3, 3});
+  c.make = [](ember::Device d) {
+    Tensor x = on(d, {8, 32, 32, 32}), w = on(d, {64, 32, 3, 3});
     ember::Conv2dParams p;
     p.padding = {1, 1};
     return std::function<void()>([x, w, p] { ember::conv2d(x, w, Tensor(), p); });
@@ -46,8 +47,8 @@ Case conv_case() {
 Case unary_case(const std::string& name, ember::Shape shape, std::function<void(const Tensor&)> op) {
   Case c;
   c.name = name;
-  c.make = [shape, op] {
-    Tensor x = on_emu(shape);
+  c.make = [shape, op](ember::Device d) {
+    Tensor x = on(d, shape);
     return std::function<void()>([x, op] { op(x); });
   };
   return c;

@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/cuda/emu/emu_device.h"
 #include "core/dispatch.h"
 
 namespace kernel_report {
@@ -205,7 +206,8 @@ std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile
   const std::map<uintptr_t, Symbol> names = symbolize(kernels);
   std::vector<Row> rows;
   std::map<const void*, size_t> index;
-  for (const profile::Launch& l : launches) {
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const profile::Launch& l = launches[i];
     auto [it, fresh] = index.emplace(l.kernel, rows.size());
     if (fresh) {
       Row r;
@@ -220,6 +222,7 @@ std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile
       rows.push_back(std::move(r));
     }
     add_launch(rows[it->second], l);
+    rows[it->second].positions.push_back(static_cast<int>(i));
   }
   for (Row& r : rows) {
     const unsigned threads = r.block[0] * r.block[1] * r.block[2];
@@ -231,7 +234,7 @@ std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile
 }
 
 std::vector<Row> run_case(const Case& c, const PtxasTable& ptxas) {
-  std::function<void()> run = c.make();
+  std::function<void()> run = c.make(ember::emu::device());
   static thread_local profile::Session* session = nullptr;
   profile::Session s;
   session = &s;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cuda/emu/profile.h"
+#include "core/device.h"
 
 namespace kernel_report {
 
@@ -55,12 +56,12 @@ const Gpu kH200{"H200", 4.8e12, 67e12, 34e12};
 // max(bytes at HBM bandwidth, FLOPs at peak), seconds.
 double roofline_seconds(const Gpu& g, double bytes, double flops, bool fp64);
 
-// A representative use of the kernels: `make` builds the inputs on the device `emu` (not
-// profiled) and returns the call to profile; `flops` are credited to the kernels whose name
-// contains `flop_kernel`.
+// A representative use of the kernels: `make` builds the inputs on a device (the emulator's
+// `emu`, or a GPU for Nsight Compute; not profiled) and returns the call to profile; `flops` are credited to the
+// kernels whose name contains `flop_kernel`.
 struct Case {
   std::string name;
-  std::function<std::function<void()>()> make;
+  std::function<std::function<void()>(ember::Device)> make;
   double flops = 0;
   std::string flop_kernel;
   bool fp64 = false;
@@ -70,6 +71,7 @@ struct Case {
 struct Row {
   std::string case_name, kernel, stub;
   int launches = 0;
+  std::vector<int> positions;  // its launches' places in the case's sequence of launches (from 0)
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   size_t smem = 0;  // static + dynamic shared bytes per block
   profile::Totals totals;

@@ -55,6 +55,17 @@ check "RUNPATHs are relative to the bundle" test -z "$rpath_bad"
 vendor_path=$(sed -nE 's/^  [^ ]+ => (.*)\/[^/]+$/\1/p' < <("$bundle/run" --check 2>/dev/null) | sort -u | paste -sd:)
 env -u LD_LIBRARY_PATH LD_LIBRARY_PATH="$bundle/lib${vendor_path:+:$vendor_path}" "$bundle/bin/ember" info >"$tmp/info" 2>&1
 check "ember info runs from the bundle" grep -q "level in use" "$tmp/info"
+# The emulator's report travels with ptxas's logs and compares with an ncu CSV from there (a
+# synthetic one: the format is ncu's, the counts made up; occupancy comes from the bundled logs).
+check "the bundle has the kernel report and ptxas's logs" test -x "$bundle/bin/ember_kernel_report" -a \
+  -n "$(find "$bundle/ptxas" -name '*.ptxas.log' | head -n1)"
+env -u LD_LIBRARY_PATH LD_LIBRARY_PATH="$bundle/lib${vendor_path:+:$vendor_path}" "$bundle/bin/ember_kernel_report" \
+  --compare-ncu "$here/fixtures/ncu_sgemm_synthetic.csv" --ptxas "$bundle/ptxas" --cases "mm f32 256x256x256 B^T" \
+  >"$tmp/compare" 2>&1
+rc=$?
+check "a figure off by more than 10% fails the comparison (exit 1)" test "$rc" -eq 1
+check "... whose row sets the emulator beside ncu, occupancy from the bundled ptxas logs" \
+  grep -qF "| 16.00 / 16.00 | 16.00 / 16.00 | 1.18 / 4.00 | 1.00 / 1.00 | 25.00 / 25.00 | 23.50 | NO: smem ld wf/req |" "$tmp/compare"
 
 # A missing vendor library stops the launcher, named.
 cp -r "$bundle" "$tmp/broken"
