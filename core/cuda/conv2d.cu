@@ -1,22 +1,24 @@
 // CUDA conv2d forward, backward-data and backward-filter (core/nn_kernels.h) as implicit GEMMs:
 // no im2col buffer; each pass is a GEMM whose operands are gathered from the tensors while a
-// tile is loaded into shared memory. One kernel (implicit_gemm) holds the GEMM: a 64x64 output
-// tile per block of 256 threads, 16-deep K slices staged in shared memory, each thread a 4x4
-// block of accumulators in registers. The three passes differ only in a Problem that maps GEMM
-// coordinates to tensor positions (stride, padding, dilation; groups on blockIdx.z):
-//   forward          C[oc, (n,oh,ow)]  = W[oc, (c,kh,kw)]   * X[(c,kh,kw), (n,oh,ow)]
-//   backward-data    C[c, (n,ih,iw)]   = W^T[c, (oc,kh,kw)] * dY[(oc,kh,kw), (n,ih,iw)]
-//   backward-filter  C[oc, (c,kh,kw)]  = dY[oc, (n,oh,ow)]  * X[(n,oh,ow), (c,kh,kw)]
+// tile is loaded into shared memory. The three passes differ only in a Problem that maps GEMM
+// coordinates to tensor positions (core/cuda/conv_problems.h, which has the three GEMMs). Two
+// kernels run them:
+//   float:  implicit_gemm_warptile (core/cuda/conv_warptile.h), the float GEMM's warp tiles fed by
+//           4-byte cp.async gathers: 128 x 128 output tiles (64 x 128 when M <= 64, as the
+//           forward of a layer with 64 output channels), 8-deep K slices, 8 x 8 outputs a lane;
+//   double: implicit_gemm below, a 64x64 output tile per block of 256 threads, 16-deep K slices
+//           staged in shared memory, each thread a 4x4 block of accumulators in registers.
 // conv_transpose2d's forward is backward-data and its backward-data is forward (the op layer
 // swaps them). The filter gradient's K (batch x output pixels) is long, so it is split over
 // blockIdx.z into slices whose partial products a second kernel adds in a fixed order
 // (deterministic: no atomics). The bias gradient is a per-channel block reduction.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "core/cuda/block_reduce.h"
+#include "core/cuda/conv_problems.h"
+#include "core/cuda/conv_warptile.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/launch.h"
 #include "core/element_ptr.h"
@@ -26,161 +28,15 @@
 namespace ember::cuda {
 namespace {
 
+using conv::BackwardData;
+using conv::BackwardFilter;
+using conv::Dims;
+using conv::Forward;
+
 constexpr int kBM = 64, kBN = 64, kBK = 16;          // block tile: M x N outputs, K slice
 constexpr int kTM = 4, kTN = 4;                      // per-thread register block
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 static_assert(kBM * kBK == 4 * kThreads && kBN * kBK == 4 * kThreads, "each thread loads 4 of A and 4 of B");
-
-// The geometry with the per-group sizes the problems need, as kernel parameters. GEMM
-// coordinates and their decoding into (image, channel, row, column) are 32-bit (the host checks
-// that every GEMM dimension fits: 64-bit division costs several times more on a GPU); offsets
-// into the tensors are 64-bit.
-struct Dims {
-  int N, C, H, W, OC, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw;
-  int Cg, OCg, KK;  // channels per group, output channels per group, KH*KW
-};
-
-Dims dims_of(const ConvGeometry& g) {
-  auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  return Dims{i32(g.N),
-              i32(g.C),
-              i32(g.H),
-              i32(g.W),
-              i32(g.OC),
-              i32(g.KH),
-              i32(g.KW),
-              i32(g.OH),
-              i32(g.OW),
-              i32(g.sh),
-              i32(g.sw),
-              i32(g.ph),
-              i32(g.pw),
-              i32(g.dh),
-              i32(g.dw),
-              i32(g.C / g.groups),
-              i32(g.OC / g.groups),
-              i32(g.KH * g.KW)};
-}
-
-// v where keep, else +0, by masking v's bits: the load that produced v stays unconditional in
-// every lane (a select lets a compiler sink the load into the branch that keeps it, so that the
-// warp's edge lanes branch away from it).
-template <typename T>
-EMBER_DEVICE T zero_unless(bool keep, T v) {
-  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
-  static_assert(sizeof(T) == sizeof(Bits), "a float or a double");
-  Bits b;
-  memcpy(&b, &v, sizeof b);
-  b &= Bits(0) - static_cast<Bits>(keep);
-  memcpy(&v, &b, sizeof b);
-  return v;
-}
-
-// ------------------------------------------------------------------ the three problems
-// Each provides M, N, K (per group), a(g, m, k), a column cursor col(g, n) whose b(k) reads
-// B[k, n] (zero outside the input), and store(g, split, m, n, value).
-
-template <typename T>
-struct Forward {
-  Dims d;
-  const T* x;
-  const T* w;
-  const T* bias;
-  T* y;
-  int M, N, K;
-
-  EMBER_DEVICE T a(int g, int m, int k) const { return w[static_cast<int64_t>(g * d.OCg + m) * K + k]; }
-  struct Col {
-    const T* base;  // the group's first input channel of image n
-    int ih0, iw0;
-  };
-  EMBER_DEVICE Col col(int g, int j) const {
-    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oh = r / d.OW, ow = r - oh * d.OW;
-    return Col{x + static_cast<int64_t>(n * d.C + g * d.Cg) * d.H * d.W, oh * d.sh - d.ph, ow * d.sw - d.pw};
-  }
-  // Every lane loads, a padding lane from the nearest pixel inside its channel, and the padding
-  // is selected afterwards: a warp's 32 consecutive output columns then read one input row in
-  // one request (the in-bounds neighbours' sectors), rather than the edge lanes branching away.
-  EMBER_DEVICE T b(const Col& c, int k) const {
-    const int ci = k / d.KK, r = k - ci * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    const int ih = c.ih0 + kh * d.dh, iw = c.iw0 + kw * d.dw;
-    const bool inside = ih >= 0 && ih < d.H && iw >= 0 && iw < d.W;
-    const int ihc = ih < 0 ? 0 : ih < d.H ? ih : d.H - 1, iwc = iw < 0 ? 0 : iw < d.W ? iw : d.W - 1;
-    if (d.H == 0 || d.W == 0) return T(0);  // padding around an empty input: nothing to clamp to
-    return zero_unless(inside, c.base[(static_cast<int64_t>(ci) * d.H + ihc) * d.W + iwc]);
-  }
-  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
-    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;
-    y[(static_cast<int64_t>(n) * d.OC + oc) * P + r] = bias ? v + bias[oc] : v;
-  }
-};
-
-template <typename T>
-struct BackwardData {
-  Dims d;
-  const T* dy;
-  const T* w;
-  const T* bias;  // per channel of grad_input (conv_transpose2d's bias)
-  T* dx;
-  int M, N, K;
-
-  EMBER_DEVICE T a(int g, int m, int k) const {
-    const int oc = k / d.KK, r = k - oc * d.KK;
-    return w[(static_cast<int64_t>(g * d.OCg + oc) * d.Cg + m) * d.KK + r];
-  }
-  struct Col {
-    const T* base;  // the group's first output channel of image n
-    int th, tw;     // ih + ph, iw + pw
-  };
-  EMBER_DEVICE Col col(int g, int j) const {
-    const int P = d.H * d.W, n = j / P, r = j - n * P, ih = r / d.W, iw = r - ih * d.W;
-    return Col{dy + static_cast<int64_t>(n * d.OC + g * d.OCg) * d.OH * d.OW, ih + d.ph, iw + d.pw};
-  }
-  // Output row oh feeds input row ih through kh when oh * sh = ih + ph - kh * dh.
-  EMBER_DEVICE T b(const Col& c, int k) const {
-    const int oc = k / d.KK, r = k - oc * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    const int th = c.th - kh * d.dh, tw = c.tw - kw * d.dw;
-    if (th < 0 || tw < 0) return T(0);
-    const int oh = th / d.sh, ow = tw / d.sw;
-    if (oh * d.sh != th || ow * d.sw != tw || oh >= d.OH || ow >= d.OW) return T(0);
-    return c.base[(static_cast<int64_t>(oc) * d.OH + oh) * d.OW + ow];
-  }
-  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
-    const int P = d.H * d.W, n = j / P, r = j - n * P, c = g * d.Cg + m;
-    dx[(static_cast<int64_t>(n) * d.C + c) * P + r] = bias ? v + bias[c] : v;
-  }
-};
-
-template <typename T>
-struct BackwardFilter {
-  Dims d;
-  const T* dy;
-  const T* x;
-  T* dw;  // [OC, Cg*KK], or the partial sums [splits, OC, Cg*KK] when split
-  int M, N, K;
-
-  EMBER_DEVICE T a(int g, int m, int k) const {
-    const int P = d.OH * d.OW, n = k / P, r = k - n * P;
-    return dy[(static_cast<int64_t>(n) * d.OC + g * d.OCg + m) * P + r];
-  }
-  struct Col {
-    const T* base;       // input channel c of image 0
-    int kh_off, kw_off;  // kh * dh - ph, kw * dw - pw
-  };
-  EMBER_DEVICE Col col(int g, int j) const {
-    const int c = j / d.KK, r = j - c * d.KK, kh = r / d.KW, kw = r - kh * d.KW;
-    return Col{x + static_cast<int64_t>(g * d.Cg + c) * d.H * d.W, kh * d.dh - d.ph, kw * d.dw - d.pw};
-  }
-  EMBER_DEVICE T b(const Col& c, int k) const {
-    const int P = d.OH * d.OW, n = k / P, r = k - n * P, oh = r / d.OW, ow = r - oh * d.OW;
-    const int ih = oh * d.sh + c.kh_off, iw = ow * d.sw + c.kw_off;
-    return ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? c.base[(static_cast<int64_t>(n) * d.C * d.H + ih) * d.W + iw]
-                                                      : T(0);
-  }
-  EMBER_DEVICE void store(int g, int split, int m, int j, T v) const {
-    dw[(static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j] = v;
-  }
-};
 
 // ------------------------------------------------------------------ the GEMM
 // Grid: x over N tiles, y over M tiles, z over groups x K splits (split = z % splits); each split
@@ -214,12 +70,12 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
     EMBER_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int m = m0 + a_m + 16 * i, k = k0 + a_k;
-      a_next[i] = m < p.M && k < k_end ? p.a(g, m, k) : T(0);
+      a_next[i] = m < p.M && k < k_end ? *p.a_ptr(g, m, k) : T(0);
     }
     EMBER_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int k = k0 + b_k + 4 * i;
-      b_next[i] = col_ok && k < k_end ? p.b(cur, k) : T(0);
+      b_next[i] = col_ok && k < k_end ? conv::load(p.b_src(cur, k)) : T(0);
     }
   };
 
@@ -295,21 +151,54 @@ __global__ void bias_grad(T* gb, const T* dy, int64_t N, int64_t OC, int64_t P) 
 constexpr int64_t kMaxGrid = 65535;         // gridDim.y and gridDim.z limit
 constexpr int64_t kTargetBlocks = 2 * 132;  // enough to fill a large GPU twice over
 
+// The float kernel's two tile configurations: 128 x 128 (8 warps), or 64 x 128 (4 warps) when the
+// GEMM has at most 64 rows, which would leave half of a 128-row tile idle.
+using WideTile = WarpTile<2, 4, 8>;
+using ShortTile = WarpTile<1, 4, 8>;
+constexpr int64_t kMaxTile = 128;
+
+struct TileShape {
+  int64_t bm, bn;
+};
+template <typename T>
+TileShape tile_of(int64_t M) {
+  if constexpr (std::is_same_v<T, float>)
+    return M <= ShortTile::BM ? TileShape{ShortTile::BM, ShortTile::BN} : TileShape{WideTile::BM, WideTile::BN};
+  return TileShape{kBM, kBN};
+}
+
 template <typename T, typename Problem>
 void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) {
   if (p.M == 0 || p.N == 0 || groups == 0) return;
-  const int64_t gx = (p.N + kBN - 1) / kBN, gy = (p.M + kBM - 1) / kBM, gz = groups * splits;
+  const TileShape t = tile_of<T>(p.M);
+  const int64_t gx = (p.N + t.bn - 1) / t.bn, gy = (p.M + t.bm - 1) / t.bm, gz = groups * splits;
   EMBER_CHECK(gx <= 0x7fffffff && gy <= kMaxGrid && gz <= kMaxGrid, "conv2d: the implicit GEMM's grid (", gx, ", ", gy,
               ", ", gz, ") exceeds the CUDA grid limits");
-  launch(implicit_gemm<T, Problem>,
-         dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), kThreads, 0,
-         kernel_stream(), p, splits, kchunk);
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
+  if constexpr (std::is_same_v<T, float>) {
+    if (t.bm == ShortTile::BM)
+      launch(conv::implicit_gemm_warptile<ShortTile, Problem>, grid, ShortTile::kThreads, 0, kernel_stream(), p,
+             static_cast<int>(splits), static_cast<int>(kchunk));
+    else
+      launch(conv::implicit_gemm_warptile<WideTile, Problem>, grid, WideTile::kThreads, 0, kernel_stream(), p,
+             static_cast<int>(splits), static_cast<int>(kchunk));
+  } else {
+    launch(implicit_gemm<T, Problem>, grid, kThreads, 0, kernel_stream(), p, static_cast<int>(splits),
+           static_cast<int>(kchunk));
+  }
+}
+
+// Whether 4 adjacent outputs of a row can be one 16-byte store: the output 16-byte aligned and
+// the row's length (the positions of one image's plane, or a weight row) a multiple of 4.
+template <typename T>
+bool vector_out(const T* out, int64_t row_length) {
+  return std::is_same_v<T, float> && reinterpret_cast<uintptr_t>(out) % 16 == 0 && row_length % 4 == 0;
 }
 
 // The kernels decode GEMM coordinates in 32-bit arithmetic: every dimension and the products
 // they form must stay below 2^31 (with room for one tile past the end).
 void check_32bit(const ConvGeometry& g, const char* op) {
-  constexpr int64_t kLimit = (int64_t{1} << 31) - 4 * kBN;
+  constexpr int64_t kLimit = (int64_t{1} << 31) - 4 * kMaxTile;
   const int64_t kk = g.KH * g.KW;
   for (int64_t v : {g.N * g.OH * g.OW, g.N * g.H * g.W, g.N * g.C, g.N * g.OC, g.C * kk, g.OC * kk, g.sh * g.OH,
                     g.sw * g.OW, g.H + g.ph + g.dh * g.KH, g.W + g.pw + g.dw * g.KW})
@@ -329,9 +218,16 @@ void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& w
   EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] {
     using T = scalar_t;
     check_32bit(g, "conv2d");
-    const Dims d = dims_of(g);
-    Forward<T> p{d,     cptr<T>(input),    cptr<T>(weight), cptr<T>(bias), mptr<T>(out),
-                 d.OCg, d.N * d.OH * d.OW, d.Cg * d.KK};
+    const Dims d = conv::dims_of(g);
+    Forward<T> p{d,
+                 cptr<T>(input),
+                 cptr<T>(weight),
+                 cptr<T>(bias),
+                 mptr<T>(out),
+                 d.OCg,
+                 d.N * d.OH * d.OW,
+                 d.Cg * d.KK,
+                 vector_out(mptr<T>(out), g.OH * g.OW)};
     run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
   });
 }
@@ -343,9 +239,16 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_input", [&] {
     using T = scalar_t;
     check_32bit(g, "conv2d_backward_input");
-    const Dims d = dims_of(g);
-    BackwardData<T> p{d,    cptr<T>(grad_out), cptr<T>(weight), cptr<T>(bias), mptr<T>(grad_input),
-                      d.Cg, d.N * d.H * d.W,   d.OCg * d.KK};
+    const Dims d = conv::dims_of(g);
+    BackwardData<T> p{d,
+                      cptr<T>(grad_out),
+                      cptr<T>(weight),
+                      cptr<T>(bias),
+                      mptr<T>(grad_input),
+                      d.Cg,
+                      d.N * d.H * d.W,
+                      d.OCg * d.KK,
+                      vector_out(mptr<T>(grad_input), g.H * g.W)};
     run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
   });
 }
@@ -355,16 +258,17 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
   DeviceGuard guard(grad_out.device());
   EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_weight", [&] {
     using T = scalar_t;
-    const Dims d = dims_of(g);
+    const Dims d = conv::dims_of(g);
     if (grad_bias.defined() && g.OC > 0)
       launch(bias_grad<T>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
              kernel_stream(), mptr<T>(grad_bias), cptr<T>(grad_out), g.N, g.OC, g.OH * g.OW);
     if (!grad_weight.defined() || grad_weight.numel() == 0) return;
     check_32bit(g, "conv2d_backward_weight");
-    BackwardFilter<T> p{d,     cptr<T>(grad_out), cptr<T>(input),   mptr<T>(grad_weight),
-                        d.OCg, d.Cg * d.KK,       d.N * d.OH * d.OW};
+    BackwardFilter<T> p{d,     cptr<T>(grad_out), cptr<T>(input),    mptr<T>(grad_weight),
+                        d.OCg, d.Cg * d.KK,       d.N * d.OH * d.OW, vector_out(mptr<T>(grad_weight), d.Cg * d.KK)};
     // Split K until the grid has enough blocks, each slice at least 8 K-tiles deep.
-    const int64_t tiles = ((p.M + kBM - 1) / kBM) * ((p.N + kBN - 1) / kBN) * g.groups;
+    const TileShape ts = tile_of<T>(p.M);
+    const int64_t tiles = ((p.M + ts.bm - 1) / ts.bm) * ((p.N + ts.bn - 1) / ts.bn) * g.groups;
     const int64_t max_splits = std::max<int64_t>(1, p.K / (8 * kBK));
     int64_t splits = std::clamp<int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, max_splits);
     splits = std::min<int64_t>(splits, kMaxGrid / std::max<int64_t>(g.groups, 1));
@@ -377,6 +281,7 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
     const int64_t n = grad_weight.numel();
     Tensor part = empty({splits * n}, {.dtype = grad_weight.dtype(), .device = grad_weight.device()});
     p.dw = mptr<T>(part);
+    p.vec_out = vector_out(p.dw, p.N);
     run_gemm<T>(p, g.groups, splits, kchunk);
     launch(sum_splits<T>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0, kernel_stream(),
            mptr<T>(grad_weight), cptr<T>(part), splits, n);

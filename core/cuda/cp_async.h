@@ -5,15 +5,21 @@
 //
 //   cp_async_16(dst, src, n);  // copies n of 16 bytes (0 <= n <= 16) and zero-fills the rest; with
 //                              // n == 0 nothing is read (src need only be a valid pointer)
+//   cp_async_4(dst, src, n);   // one float: n is 4 (copied) or 0 (dst zeroed): the gathers of an
+//                              // implicit GEMM, whose elements are not contiguous
 //   cp_async_commit();         // closes the group of copies issued so far
 //   cp_async_wait_all();       // waits for every committed group; a __syncthreads() must follow
 //                              // before other threads read what was copied
-// dst and src must be 16-byte aligned, and n a multiple of 4 (whole floats).
+// dst and src must be 16-byte aligned (4 for cp_async_4), and n a multiple of 4 (whole floats).
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/cuda/device_api.h"
+#if !defined(__CUDACC__)
+#include "core/cuda/emu/profile.h"
+#endif
 
 namespace ember::cuda {
 
@@ -33,6 +39,25 @@ EMBER_DEVICE void cp_async_16(void* dst, const void* src, int bytes) {
     if (bytes > 12) v.w = s[3];
     *static_cast<float4*>(dst) = v;
   }
+#endif
+}
+
+EMBER_DEVICE void cp_async_4(float* dst, const float* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+#else
+  // Every lane reads and a zero-filled one masks the bits afterwards: a branch round the read would
+  // let the compiler skip it, and the emulator would see a warp's edge lanes leave the request.
+  float f = *src;  // one 4-byte load and one store, as the hooks of the profiled build see them
+  uint32_t v;
+  memcpy(&v, &f, sizeof v);
+  v &= 0u - static_cast<uint32_t>(bytes != 0);
+  memcpy(&f, &v, sizeof v);
+  *dst = f;
+#if !defined(__CUDACC__)
+  emu::profile::end_vector_access();
+#endif
 #endif
 }
 

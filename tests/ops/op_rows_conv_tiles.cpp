@@ -1,5 +1,6 @@
 // Rows: the three convolution kernels (core/nn_kernels.h: forward, backward-data, backward-filter
-// with the bias gradient; on CUDA implicit GEMMs in 64 x 64 x 16 tiles, core/cuda/conv2d.cu) in
+// with the bias gradient; on CUDA implicit GEMMs, float on 128 x 128 or 64 x 128 warp tiles and
+// double in 64 x 64 x 16 tiles, core/cuda/conv2d.cu) in
 // every role the ops give them, over geometries that are not multiples of the tile: "same" 3x3;
 // stride, dilation and groups with a rectangular kernel; depthwise with multiplier 2; two M tiles
 // with K > 16 (the filter gradient split over K); input rows and columns no output reads; 1x1 of
@@ -56,6 +57,9 @@ void add_conv_tile_rows(std::vector<OpRow>& t) {
       {"stride_dilation_groups", 1, 4, 9, 8, 6, 3, 2, 2, 1, 0, 2, 2},
       {"depthwise_x2", 2, 4, 6, 6, 8, 3, 3, 1, 0, 0, 1, 4},
       {"two_m_tiles", 2, 8, 12, 12, 70, 3, 3, 1, 1, 1, 1, 1},
+      // float's 128 x 128 tiles: two in M (130 channels), three in N (288 positions), a split filter
+      // gradient (M 130, N 72, K 288), 16-byte output stores (12 x 12 positions a plane)
+      {"two_wide_tiles", 2, 8, 12, 12, 130, 3, 3, 1, 1, 1, 1, 1},
       {"unread_edge", 1, 2, 8, 7, 3, 3, 3, 2, 0, 0, 1, 1},
       {"1x1_stride_2", 3, 5, 5, 9, 4, 1, 1, 2, 0, 0, 1, 1},
       {"empty_batch", 0, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1},

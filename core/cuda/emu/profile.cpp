@@ -541,4 +541,9 @@ void basic_block(uintptr_t site) {
 }
 
 }  // namespace detail
+
+void end_vector_access() {
+  if (BlockState* b = tls_block) flush_lane(*b, linear_thread());
+}
+
 }  // namespace ember::emu::profile

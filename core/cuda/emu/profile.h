@@ -96,6 +96,11 @@ void track(const void* p, size_t bytes);
 void untrack(const void* p);
 // Whether the profiled kernels' hooks are linked into this program (false in the plain build).
 bool instrumented();
+// Ends the calling lane's accesses so far: none of them takes the lane's next access as its
+// continuation. The emulated cp.async of one float (core/cuda/cp_async.h) calls it: on a GPU each
+// is its own instruction, while a lane's gathers can be adjacent (two taps of one input row) and
+// would read as one vector access the host compiler split. Without a session it returns at once.
+void end_vector_access();
 
 namespace detail {
 // Called by the emulator (core/cuda/emu/emu.cpp, guarded_allocator.cpp): without a session (or, for the
