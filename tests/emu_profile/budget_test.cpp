@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "core/cuda/emu/emu.h"
 #include "core/cuda/emu/emu_device.h"
 #include "core/ops.h"
 #include "emu_profile/hand_kernels.h"
@@ -36,33 +37,38 @@ std::string joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-// Every family's kernels within their budget on the report's shapes, but for the waived breaches
-// (budgets.cpp), which are printed, and must still occur.
+// Every family's kernels within their budget on the report's shapes, in each of the emulator's
+// three thread orders (the counts must not depend on which lane runs first), but for the waived
+// breaches (budgets.cpp), which are printed, and must still occur.
 TEST(KernelBudgets, RepresentativeCasesMeetTheirBudgets) {
   const PtxasTable ptxas = load_ptxas(default_ptxas_dir());
   std::map<std::string, int> reached;
   std::vector<int> waiver_used(waivers().size(), 0);
-  for (const Case& c : representative_cases()) {
-    if (c.flop_kernel.empty()) continue;  // the families with budgets: GEMM and conv main loops
-    for (const Row& r : run_case(c, ptxas)) {
-      for (const Budget& b : budgets()) {
-        if (r.kernel.find(b.kernel) == std::string::npos) continue;
-        ++reached[b.family];
-        for (const std::string& v : check(r, b)) {
-          size_t w = 0;
-          while (w < waivers().size() && (r.kernel.find(waivers()[w].kernel) == std::string::npos ||
-                                          v.find(waivers()[w].violation) == std::string::npos))
-            ++w;
-          if (w == waivers().size()) {
-            ADD_FAILURE() << v;
-            continue;
+  using ember::emu::ThreadOrder;
+  for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random})
+    for (const Case& c : representative_cases()) {
+      if (c.flop_kernel.empty()) continue;  // the families with budgets: GEMM and conv main loops
+      ember::emu::ScopedOptions scoped(order, 7);
+      SCOPED_TRACE(ember::emu::thread_order_name(order));
+      for (const Row& r : run_case(c, ptxas)) {
+        for (const Budget& b : budgets()) {
+          if (r.kernel.find(b.kernel) == std::string::npos) continue;
+          ++reached[b.family];
+          for (const std::string& v : check(r, b)) {
+            size_t w = 0;
+            while (w < waivers().size() && (r.kernel.find(waivers()[w].kernel) == std::string::npos ||
+                                            v.find(waivers()[w].violation) == std::string::npos))
+              ++w;
+            if (w == waivers().size()) {
+              ADD_FAILURE() << v;
+              continue;
+            }
+            ++waiver_used[w];
+            std::cout << "waived: " << v << " (" << waivers()[w].why << ")\n";
           }
-          ++waiver_used[w];
-          std::cout << "waived: " << v << " (" << waivers()[w].why << ")\n";
         }
       }
     }
-  }
   for (const Budget& b : budgets()) EXPECT_GT(reached[b.family], 0) << b.family << ": no case reached it";
   // Occupancy waivers need ptxas data, which only CUDA builds have.
   for (size_t w = 0; w < waivers().size(); ++w)
