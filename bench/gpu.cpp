@@ -1,5 +1,6 @@
 // bench/gpu: Ember's own CUDA kernels against the vendor libraries on the same GPU, in one run.
 //   SGEMM native vs cuBLAS at 1024..8192 (target: native >= 90% of cuBLAS fp32 at 4096^3)
+//   bfloat16 GEMM on the tensor cores vs cuBLAS bf16 at 2048..8192 (target: >= 80% at 4096^3-8192^3)
 //   conv2d forward and backward native vs cuDNN at the MNIST CNN's and a ResNet 3x3 layer's
 //   shapes (target: native >= 80% of cuDNN)
 //   LSTM layer native vs cuDNN RNN
@@ -101,6 +102,18 @@ void gemm_rows(Table& t) {
   for (int64_t n : sizes) {
     Tensor a = randn({n, n}, {.device = kGpu}), b = randn({n, n}, {.device = kGpu});
     compare(t, "sgemm", std::to_string(n) + "^3", KernelFamily::Gemm, 2.0 * n * n * n, [&] { (void)matmul(a, b); });
+  }
+}
+
+// bfloat16 GEMM (float32 accumulation, bfloat16 C): the tensor-core kernel (core/cuda/gemm_bf16_mma.h)
+// beside cuBLAS's cublasGemmEx. gpu-check reads the rows' rates against the BF16 dense peak.
+void bf16_gemm_rows(Table& t) {
+  std::vector<int64_t> sizes = {2048, 4096, 8192};
+  if (g_quick) sizes = {4096};
+  for (int64_t n : sizes) {
+    Tensor a = randn({n, n}, {.device = kGpu}).to(DType::BFloat16),
+           b = randn({n, n}, {.device = kGpu}).to(DType::BFloat16);
+    compare(t, "bf16 gemm", std::to_string(n) + "^3", KernelFamily::Gemm, 2.0 * n * n * n, [&] { (void)matmul(a, b); });
   }
 }
 
@@ -344,12 +357,14 @@ int main(int argc, char** argv) {
     if (cuda_device_count() == 0) {
       std::printf("bench/gpu: skipped: no CUDA device (%s)\n",
                   EMBER_WITH_CUDA ? "built with CUDA" : "built without CUDA");
-      for (const char* row : {"sgemm 1024..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "lstm fwd/bwd"})
+      for (const char* row :
+           {"sgemm 1024..8192", "bf16 gemm 2048..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "lstm fwd/bwd"})
         kernels.rows.push_back({row, "", "n/a (no GPU)", "n/a (no GPU)", "n/a"});
       for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)"})
         training.rows.push_back({row, "batch 64", "n/a (no GPU)", "n/a", ""});
     } else {
       gemm_rows(kernels);
+      bf16_gemm_rows(kernels);
       conv_rows(kernels);
       lstm_rows(kernels);
       training_rows(training);

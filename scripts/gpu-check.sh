@@ -41,19 +41,21 @@
 #                  whichever holds them; none: the main job is not run)
 #   --quick        fewer benchmark sizes and repetitions
 #   --ceilings NAME  print the ceilings this check uses for a GPU named NAME (as nvidia-smi names
-#                  it) and exit: "FP32 TFLOP/s, TF32 dense TFLOP/s, HBM TB/s, label", or nothing known
+#                  it) and exit: "FP32 TFLOP/s, TF32 dense TFLOP/s, HBM TB/s, BF16 dense TFLOP/s, label",
+#                  or nothing known
 set -uo pipefail
-# ceilings_of <nvidia-smi name>: the card's FP32 (non-tensor-core) and TF32 dense peaks and its HBM
-# bandwidth, from NVIDIA's data sheets (SXM parts at their boost clocks), as "fp32 tf32 hbm label";
-# nothing for a card not listed (the rates are then reported without fractions).
+# ceilings_of <nvidia-smi name>: the card's FP32 (non-tensor-core) and TF32 dense peaks, its HBM
+# bandwidth and its BF16 dense tensor-core peak, from NVIDIA's data sheets (SXM parts at their
+# boost clocks; the sparse figures halved), as "fp32 tf32 hbm bf16 label"; nothing for a card not
+# listed (the rates are then reported without fractions).
 ceilings_of() {
   case "$1" in
-    *H200*NVL*) echo "60 418 4.8 H200_NVL" ;;
-    *H200*) echo "67 495 4.8 H200_SXM" ;;
-    *H100*PCIe*) echo "51 378 2.0 H100_PCIe" ;;
-    *H100*NVL*) echo "60 418 3.9 H100_NVL" ;;
-    *H100*) echo "67 495 3.35 H100_SXM" ;;
-    *A100*) echo "19.5 156 2.0 A100" ;;
+    *H200*NVL*) echo "60 418 4.8 835 H200_NVL" ;;
+    *H200*) echo "67 495 4.8 989 H200_SXM" ;;
+    *H100*PCIe*) echo "51 378 2.0 756 H100_PCIe" ;;
+    *H100*NVL*) echo "60 418 3.9 835 H100_NVL" ;;
+    *H100*) echo "67 495 3.35 989 H100_SXM" ;;
+    *A100*) echo "19.5 156 2.0 312 A100" ;;
     *) ;;
   esac
 }
@@ -395,13 +397,16 @@ if ((libs_ok)); then
   echo "---- bench_gpu"
   run_step 150 "$tmp/bench.out" "$bundle/run" bench_gpu "${quick[@]}" >/dev/null
   rc=$?
-  # Each TFLOP/s figure also as a fraction of this GPU's FP32 (non-tensor-core) ceiling.
-  read -r fp32_peak _ <<<"$(ceilings_of "$gpu")"
-  awk -v peak="${fp32_peak:-0}" '{
+  # Each TFLOP/s figure also as a fraction of this GPU's FP32 (non-tensor-core) ceiling, or of its
+  # BF16 tensor-core ceiling on the bf16 rows.
+  read -r fp32_peak _ _ bf16_peak _ <<<"$(ceilings_of "$gpu")"
+  awk -v fp32="${fp32_peak:-0}" -v bf16="${bf16_peak:-0}" '{
     line = $0
+    peak = line ~ /^\| *bf16/ ? bf16 : fp32
+    what = line ~ /^\| *bf16/ ? "BF16 dense peak" : "FP32 peak"
     while (match(line, /\([0-9.]+ TFLOP\/s\)/)) {
       v = substr(line, RSTART + 1, RLENGTH - 10) + 0
-      if (peak > 0) printf "%s(%s TFLOP/s, %.0f%% of FP32 peak)", substr(line, 1, RSTART - 1), v, 100 * v / peak
+      if (peak > 0) printf "%s(%s TFLOP/s, %.0f%% of %s)", substr(line, 1, RSTART - 1), v, 100 * v / peak, what
       else printf "%s(%s TFLOP/s)", substr(line, 1, RSTART - 1), v
       line = substr(line, RSTART + RLENGTH)
     }
@@ -541,9 +546,9 @@ if ((libs_ok)); then kernel_tuning_step; else add "ncu, sgemm tiles" "not run: v
   echo "### GPU check: ${gpu}${arch:+ (sm_$arch)}, $(date -u +%Y-%m-%d)"
   echo
   echo "Bundle: $(head -n1 "$bundle/MANIFEST"); runtime $runtime; $((SECONDS)) s of a $budget s budget."
-  read -r c_fp32 c_tf32 c_hbm c_label <<<"$(ceilings_of "$gpu")"
+  read -r c_fp32 c_tf32 c_hbm c_bf16 c_label <<<"$(ceilings_of "$gpu")"
   if [[ -n ${c_fp32:-} ]]; then
-    echo "Ceilings (${c_label//_/ }): FP32 ~$c_fp32 TFLOP/s, TF32 dense ~$c_tf32 TFLOP/s, HBM ~$c_hbm TB/s."
+    echo "Ceilings (${c_label//_/ }): FP32 ~$c_fp32 TFLOP/s, TF32 dense ~$c_tf32 TFLOP/s, BF16 dense ~$c_bf16 TFLOP/s, HBM ~$c_hbm TB/s."
   else
     echo "Ceilings: none known for '$gpu' (rates are printed without fractions of a peak)."
   fi

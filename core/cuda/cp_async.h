@@ -10,7 +10,8 @@
 //   cp_async_commit();         // closes the group of copies issued so far
 //   cp_async_wait_all();       // waits for every committed group; a __syncthreads() must follow
 //                              // before other threads read what was copied
-// dst and src must be 16-byte aligned (4 for cp_async_4), and n a multiple of 4 (whole floats).
+// dst and src must be 16-byte aligned (4 for cp_async_4), and n a multiple of 2 (whole 16-bit
+// elements; floats are whole when it is a multiple of 4).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,7 @@ EMBER_DEVICE void cp_async_16(void* dst, const void* src, int bytes) {
 #else
   if (bytes == 16) {
     *static_cast<float4*>(dst) = *static_cast<const float4*>(src);  // one 16-byte load, as on a GPU
-  } else {  // an edge: the words past `bytes` are zero, and never read
+  } else if (bytes % 4 == 0) {  // an edge: the words past `bytes` are zero, and never read
     const float* s = static_cast<const float*>(src);
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
     if (bytes > 0) v.x = s[0];
@@ -38,6 +39,10 @@ EMBER_DEVICE void cp_async_16(void* dst, const void* src, int bytes) {
     if (bytes > 8) v.z = s[2];
     if (bytes > 12) v.w = s[3];
     *static_cast<float4*>(dst) = v;
+  } else {  // an edge of 16-bit elements (bfloat16): an odd count of them
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    uint16_t* d = static_cast<uint16_t*>(dst);
+    for (int i = 0; i < 8; ++i) d[i] = 2 * i < bytes ? s[i] : uint16_t{0};
   }
 #endif
 }

@@ -46,6 +46,8 @@ const Loaded& loaded() {
     resolve(lib, "cublasDgemm_v2", r.api.dgemm, r.error);
     resolve(lib, "cublasSgemmStridedBatched", r.api.sgemm_strided_batched, r.error);
     resolve(lib, "cublasDgemmStridedBatched", r.api.dgemm_strided_batched, r.error);
+    resolve(lib, "cublasGemmEx", r.api.gemm_ex, r.error);
+    resolve(lib, "cublasGemmStridedBatchedEx", r.api.gemm_strided_batched_ex, r.error);
     resolve(lib, "cublasGetStatusString", r.api.status_string, r.error);
     return r;  // the library stays loaded for the process
   }();

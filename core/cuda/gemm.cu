@@ -39,6 +39,7 @@
 
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
+#include "core/cuda/gemm_bf16_mma.h"
 #include "core/cuda/gemm_geometry.h"
 #include "core/cuda/gemm_params.h"
 #include "core/cuda/gemm_tuning.h"
@@ -470,11 +471,68 @@ void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   }
 }
 
+// dtype bfloat16 (core/gemm_kernels.h): the tensor-core kernel of core/cuda/gemm_bf16_mma.h where
+// A and B allow its 16-byte copies (16-byte aligned, leading dimensions and batch strides
+// multiples of 8 elements), else gemm_bf16_scalar.
+template <bool TA, bool TB>
+void launch_bf16(Bf16GemmParams p) {
+  const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  if (aligned(p.a) && aligned(p.b) && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.stride_a % 8 == 0 && p.stride_b % 8 == 0) {
+    const GemmGrid gg = gemm_grid(p.m, p.n, p.batch, bf16mma::BM, bf16mma::BN);
+    EMBER_CHECK(gg.fits, "gemm (bfloat16): m = ", p.m, " and n = ", p.n, " need ", gg.x, " x ", gg.y,
+                " tiles; the CUDA grid allows at most ", kGridXMax, " x ", kGridYZMax);
+    p.m_on_x = gg.m_on_x ? 1 : 0;
+    launch(gemm_bf16_mma<TA, TB>,
+           dim3(static_cast<unsigned>(gg.x), static_cast<unsigned>(gg.y), static_cast<unsigned>(gg.z)),
+           bf16mma::kThreads, 0, kernel_stream(), p);
+    return;
+  }
+  const int64_t total = static_cast<int64_t>(p.m) * p.n * p.batch;
+  launch(gemm_bf16_scalar<TA, TB>, static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535)), 256, 0,
+         kernel_stream(), p);
+}
+
+void run_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  EMBER_CHECK(!g.ab_float32,
+              "gemm (CUDA): bfloat16 products of float32 operands (ab_float32) are not implemented "
+              "on CUDA; expected bfloat16 A and B");
+  if (g.m == 0 || g.n == 0 || batch == 0) return;
+  constexpr int64_t kLimit = kGemmDimLimit;
+  EMBER_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.m < kLimit && g.n < kLimit && g.k < kLimit, "gemm: m, n, k = ", g.m,
+              ", ", g.n, ", ", g.k, "; expected each in [0, 2^31 - 256) for the native CUDA kernel");
+  EMBER_CHECK(batch > 0 && sa >= 0 && sb >= 0 && sc >= 0, "gemm: batch ", batch, " with strides ", sa, ", ", sb, ", ",
+              sc, "; expected a positive batch and non-negative strides");
+  Bf16GemmParams p{static_cast<const uint16_t*>(g.a),
+                   static_cast<const uint16_t*>(g.b),
+                   g.c,
+                   g.lda,
+                   g.ldb,
+                   g.ldc,
+                   sa,
+                   sb,
+                   sc,
+                   batch,
+                   static_cast<int>(g.m),
+                   static_cast<int>(g.n),
+                   g.alpha == 0.0 ? 0 : static_cast<int>(g.k),  // alpha 0: A and B are not read
+                   0,
+                   static_cast<float>(g.alpha),
+                   static_cast<float>(g.beta),
+                   g.c_float32};
+  if (g.trans_a)
+    g.trans_b ? launch_bf16<true, true>(p) : launch_bf16<true, false>(p);
+  else
+    g.trans_b ? launch_bf16<false, true>(p) : launch_bf16<false, false>(p);
+}
+
 void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  if (g.dtype == DType::Float32) {
+  if (g.dtype == DType::BFloat16) {
+    run_bf16(g, batch, stride_a, stride_b, stride_c);
+  } else if (g.dtype == DType::Float32) {
     run<float>(g, batch, stride_a, stride_b, stride_c);
   } else {
-    EMBER_CHECK(g.dtype == DType::Float64, "gemm: dtype ", dtype_name(g.dtype), "; expected float32 or float64");
+    EMBER_CHECK(g.dtype == DType::Float64, "gemm: dtype ", dtype_name(g.dtype),
+                "; expected float32, float64 or bfloat16");
     run<double>(g, batch, stride_a, stride_b, stride_c);
   }
 }

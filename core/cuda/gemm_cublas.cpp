@@ -33,9 +33,34 @@ int gemm_device(const void* c) {
   return device_of_pointer(c);
 }
 
+// What cuBLAS runs here: float32, float64, and bfloat16 operands (not float32 ones rounded on the
+// way: ab_float32) with float32 accumulation and a bfloat16 or float32 C.
+bool cublas_takes(const GemmArgs& g) {
+  return g.dtype == DType::Float32 || g.dtype == DType::Float64 || (g.dtype == DType::BFloat16 && !g.ab_float32);
+}
+
+// bfloat16 through cublasGemmEx, in the column-major transposition the float paths use (C^T =
+// B^T A^T); alpha and beta are float, as the float32 compute type wants.
+void cublas_gemm_bf16(const CublasApi& api, cublasHandle_t h, const GemmArgs& g, int count, int64_t sa, int64_t sb,
+                      int64_t sc) {
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
+  const int lda = as_int(g.lda, "lda"), ldb = as_int(g.ldb, "ldb"), ldc = as_int(g.ldc, "ldc");
+  const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
+  const cudaDataType_t ct = g.c_float32 ? CUDA_R_32F : CUDA_R_16BF;
+  if (count == 1)
+    EMBER_CUBLAS_CHECK(api.gemm_ex(h, op_b, op_a, n, m, k, &alpha, g.b, CUDA_R_16BF, ldb, g.a, CUDA_R_16BF, lda, &beta,
+                                   g.c, ct, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  else
+    EMBER_CUBLAS_CHECK(api.gemm_strided_batched_ex(h, op_b, op_a, n, m, k, &alpha, g.b, CUDA_R_16BF, ldb, sb, g.a,
+                                                   CUDA_R_16BF, lda, sa, &beta, g.c, ct, ldc, sc, count,
+                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
-  EMBER_CHECK(g.dtype == DType::Float32 || g.dtype == DType::Float64, "gemm (cuBLAS): dtype ", g.dtype,
-              " is not supported (float32, float64)");
+  EMBER_CHECK(cublas_takes(g), "gemm (cuBLAS): dtype ", g.dtype, g.ab_float32 ? " with float32 operands" : "",
+              " is not supported (float32, float64, bfloat16)");
   const CublasApi& api = cublas_api();
   const int dev = gemm_device(g.c);
   DeviceGuard guard(Device::cuda(dev));
@@ -45,7 +70,9 @@ void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t s
   const int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
   const int lda = as_int(g.lda, "lda"), ldb = as_int(g.ldb, "ldb"), ldc = as_int(g.ldc, "ldc");
   const int count = as_int(batch, "batch");
-  if (g.dtype == DType::Float32) {
+  if (g.dtype == DType::BFloat16) {
+    cublas_gemm_bf16(api, h, g, count, sa, sb, sc);
+  } else if (g.dtype == DType::Float32) {
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
     auto a = static_cast<const float*>(g.a), b = static_cast<const float*>(g.b);
     auto c = static_cast<float*>(g.c);
@@ -109,8 +136,7 @@ void cuda_gemm(const GemmArgs& g) {
   // available to it, so every choice, `auto` included, runs cuBLAS instead of failing.
   KernelCandidate nat{native.fn != nullptr && native_gemm_fits(g.m, g.n, g.k, 1), native.deterministic,
                       [&] { native.fn(g); }};
-  KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
-                      [&] { cublas_gemm_batched(g, 1, 0, 0, 0); }};
+  KernelCandidate ven{cublas_available() && cublas_takes(g), true, [&] { cublas_gemm_batched(g, 1, 0, 0, 0); }};
   // beta != 0 accumulates into C, so running it twice to time it would change the result.
   kernel_selector().run(KernelFamily::Gemm, gemm_key(g, 1), nat, ven, timer_for(dev), g.beta == 0.0);
 }
@@ -122,8 +148,7 @@ void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb,
   const NativeKernel<GemmBatchedFn> native = native_kernel(gemm_batched_stub, KernelFamily::Gemm);
   KernelCandidate nat{native.fn != nullptr && native_gemm_fits(g.m, g.n, g.k, batch), native.deterministic,
                       [&] { native.fn(g, batch, sa, sb, sc); }};
-  KernelCandidate ven{cublas_available() && (g.dtype == DType::Float32 || g.dtype == DType::Float64), true,
-                      [&] { cublas_gemm_batched(g, batch, sa, sb, sc); }};
+  KernelCandidate ven{cublas_available() && cublas_takes(g), true, [&] { cublas_gemm_batched(g, batch, sa, sb, sc); }};
   kernel_selector().run(KernelFamily::Gemm, gemm_key(g, batch), nat, ven, timer_for(dev), g.beta == 0.0);
 }
 

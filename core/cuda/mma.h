@@ -13,6 +13,20 @@
 // All 32 lanes of the warp must call it together (it is a warp collective either way). Inputs
 // should already be tf32 (to_tf32): the tensor cores ignore the low 13 mantissa bits, and so
 // does the portable body.
+//
+// mma_m16n8k16_bf16: D = A B + C for one warp, A 16 x 16, B 16 x 8, bfloat16 inputs two to a
+// 32-bit register (the lower k in the low half), float accumulators; PTX's mma.m16n8k16 .bf16:
+//   a[0] = A[g][2t, 2t+1]       a[1] = A[g + 8][2t, 2t+1]
+//   a[2] = A[g][2t+8, 2t+9]     a[3] = A[g + 8][2t+8, 2t+9]
+//   b[0] = B[2t, 2t+1][g]       b[1] = B[2t+8, 2t+9][g]
+//   c, d as for tf32 (rows g, g + 8; columns 2t, 2t + 1).
+// The products of two bfloat16 are exact in float; the portable body sums them in float.
+//
+// ldmatrix_x4<Trans>(r, row): four 8 x 8 matrices of 16-bit elements from shared memory, the
+// warp's fragments for the mma above. Lane l gives the address of row l % 8 of matrix l / 8 (16
+// bytes, 16-byte aligned). Lane l receives in r[j] matrix j's row l / 4, elements 2 (l % 4) and
+// 2 (l % 4) + 1; with Trans, matrix j's column l / 4, rows 2 (l % 4) and 2 (l % 4) + 1 (a matrix
+// stored the other way round).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +75,80 @@ EMBER_DEVICE void mma_m16n8k8_tf32(float d[4], const float a[4], const float b[2
     r3 = fmaf(a_hi0, b01, fmaf(a_hi4, b41, r3));
   }
   d[0] = r0, d[1] = r1, d[2] = r2, d[3] = r3;
+#endif
+}
+
+EMBER_DEVICE void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+  constexpr unsigned kAll = 0xffffffffu;
+  auto lo = [](uint32_t v) { return __uint_as_float(v << 16); };
+  auto hi = [](uint32_t v) { return __uint_as_float(v & 0xffff0000u); };
+  // The pair of k (2q, 2q + 1) and (2q + 8, 2q + 9) of row g sits in lane g * 4 + q; of column n
+  // in lane n * 4 + q.
+  auto dot = [&](uint32_t x0, uint32_t x8, uint32_t y0, uint32_t y8, float acc) {
+    acc = fmaf(lo(x0), lo(y0), acc);
+    acc = fmaf(hi(x0), hi(y0), acc);
+    acc = fmaf(lo(x8), lo(y8), acc);
+    return fmaf(hi(x8), hi(y8), acc);
+  };
+  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  float r0 = c[0], r1 = c[1], r2 = c[2], r3 = c[3];
+  for (int q = 0; q < 4; ++q) {
+    const int src_a = g * 4 + q, src_b0 = (2 * t) * 4 + q, src_b1 = (2 * t + 1) * 4 + q;
+    const uint32_t a0 = __shfl_sync(kAll, a[0], src_a), a1 = __shfl_sync(kAll, a[1], src_a);
+    const uint32_t a2 = __shfl_sync(kAll, a[2], src_a), a3 = __shfl_sync(kAll, a[3], src_a);
+    const uint32_t b00 = __shfl_sync(kAll, b[0], src_b0), b10 = __shfl_sync(kAll, b[1], src_b0);
+    const uint32_t b01 = __shfl_sync(kAll, b[0], src_b1), b11 = __shfl_sync(kAll, b[1], src_b1);
+    r0 = dot(a0, a2, b00, b10, r0);
+    r1 = dot(a0, a2, b01, b11, r1);
+    r2 = dot(a1, a3, b00, b10, r2);
+    r3 = dot(a1, a3, b01, b11, r3);
+  }
+  d[0] = r0, d[1] = r1, d[2] = r2, d[3] = r3;
+#endif
+}
+
+// The portable ldmatrix: each lane fetches its elements from the row addresses of the lanes that
+// hold them (a shuffle of the pointers), as the hardware's crossbar does.
+template <int kMatrices, bool Trans>
+EMBER_DEVICE void ldmatrix_portable(uint32_t* r, const void* row) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  const unsigned long long mine = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(row));
+  for (int j = 0; j < kMatrices; ++j) {
+    if constexpr (!Trans) {
+      const auto* p = reinterpret_cast<const uint16_t*>(static_cast<uintptr_t>(__shfl_sync(kAll, mine, 8 * j + g)));
+      r[j] = static_cast<uint32_t>(p[2 * t]) | static_cast<uint32_t>(p[2 * t + 1]) << 16;
+    } else {
+      const auto* p0 =
+          reinterpret_cast<const uint16_t*>(static_cast<uintptr_t>(__shfl_sync(kAll, mine, 8 * j + 2 * t)));
+      const auto* p1 =
+          reinterpret_cast<const uint16_t*>(static_cast<uintptr_t>(__shfl_sync(kAll, mine, 8 * j + 2 * t + 1)));
+      r[j] = static_cast<uint32_t>(p0[g]) | static_cast<uint32_t>(p1[g]) << 16;
+    }
+  }
+}
+
+template <bool Trans>
+EMBER_DEVICE void ldmatrix_x4(uint32_t r[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+#else
+  ldmatrix_portable<4, Trans>(r, row);
 #endif
 }
 

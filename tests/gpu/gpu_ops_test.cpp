@@ -271,6 +271,34 @@ TEST(GpuLargeShapes, GemmWithMoreThan65535RowTilesRunsNativeAndVendor) {
   set_kernel_choices("auto");
 }
 
+// The bfloat16 GEMM on the tensor cores (mma.sync, ldmatrix, cp.async: the PTX bodies, which the
+// emulator never runs) and cuBLAS's, both transposes, edges, against the CPU's float32 product of
+// the same bfloat16 values; C comes back bfloat16, rounded once.
+TEST(GpuBf16Gemm, TensorCoreKernelAndCublasMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "skipped: no CUDA device";
+  Generator gen(13);
+  struct S {
+    int64_t m, n, k;
+  };
+  for (const S& s : {S{256, 256, 256}, S{130, 136, 72}, S{1000, 520, 40}})
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const Tensor a0 = randn(ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, {}, &gen).to(DType::BFloat16);
+      const Tensor b0 = randn(tb ? Shape{s.n, s.k} : Shape{s.k, s.n}, {}, &gen).to(DType::BFloat16);
+      const Tensor a = ta ? a0.t() : a0, b = tb ? b0.t() : b0;
+      const Tensor want = matmul(a.to(DType::Float32), b.to(DType::Float32));
+      for (KernelChoice c : {KernelChoice::Native, KernelChoice::Vendor}) {
+        set_kernel_choices(kernel_choice_name(c));
+        const Tensor got = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0)));
+        EXPECT_EQ(got.dtype(), DType::BFloat16);
+        // One rounding to bfloat16 (2^-9 relative) over the float32 sums.
+        EXPECT_LE(rel_err(got.cpu().to(DType::Float32), want), 1.0 / 256)
+            << kernel_choice_name(c) << " " << s.m << "x" << s.n << "x" << s.k << " ta " << ta << " tb " << tb;
+      }
+    }
+  set_kernel_choices("auto");
+}
+
 // Full reductions and dots over long vectors take the two-stage kernels (many blocks, then the
 // partials in order): against the CPU, and the same bits twice (deterministic).
 TEST(GpuLargeShapes, FullReductionsAndDotsAreMultiBlockAndDeterministic) {

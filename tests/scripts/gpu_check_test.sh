@@ -113,6 +113,8 @@ check "a missing bundle is refused" bash -c "! bash '$scripts/gpu-check.sh' --bu
 check "the H100 PCIe's FP32 ceiling is its own" test "$(bash "$scripts/gpu-check.sh" --ceilings "NVIDIA H100 PCIe" | cut -d' ' -f1)" = 51
 check "the H200's is 67 TFLOP/s" test "$(bash "$scripts/gpu-check.sh" --ceilings "NVIDIA H200" | cut -d' ' -f1)" = 67
 check "an unknown card has none" test -z "$(bash "$scripts/gpu-check.sh" --ceilings "Tesla T4")"
+check "the H200's BF16 dense tensor-core ceiling is 989 TFLOP/s" \
+  test "$(bash "$scripts/gpu-check.sh" --ceilings "NVIDIA H200" | cut -d' ' -f4)" = 989
 check "no fixed ceiling is left in the rate column" bash -c "! grep -nE '/ *67\\b' '$scripts/gpu-check.sh'"
 if ((failures)); then
   echo "---- gpu-check.sh output:"

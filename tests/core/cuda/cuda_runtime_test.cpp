@@ -55,6 +55,8 @@ TEST(CudaRuntime, CublasLoadsLazilyWithEveryEntryPoint) {
   const cuda::CublasApi& api = cuda::cublas_api();
   EXPECT_NE(api.sgemm, nullptr);
   EXPECT_NE(api.dgemm_strided_batched, nullptr);
+  EXPECT_NE(api.gemm_ex, nullptr);  // the bfloat16 vendor side
+  EXPECT_NE(api.gemm_strided_batched_ex, nullptr);
   EXPECT_NE(api.set_stream, nullptr);
 }
 
