@@ -109,7 +109,8 @@ TEST(KernelErrors, GemmAndDotArgumentsTheKernelsCannotTakeAreRefused) {
   Tensor t = device_copy(zeros({4}));
   GemmArgs g;
   g.dtype = DType::Int32, g.m = 1, g.n = 1, g.k = 1, g.a = g.b = g.c = t.raw_data();
-  test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm", "dtype int32; expected float32, float64 or bfloat16");
+  test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm",
+                          "dtype int32; expected float32, float64 or bfloat16");
   g.dtype = DType::Float32, g.m = int64_t{1} << 32;
   test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm", "2^31");
   g.m = 1;
