@@ -1,6 +1,9 @@
 #include "layers/optim/grad_scaler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
@@ -44,14 +47,24 @@ void GradScaler::unscale_(Optimizer& opt) {
               " optimizer since the last update() (its gradients would be divided twice)");
   NoGradGuard ng;
   const double inv = 1.0 / state_.scale;
+  // inf * 0 and NaN * 0 are NaN, anything finite * 0 is 0: the sum over every gradient of its
+  // elements times 0 says whether all are finite. Summed on each gradient's device and read back
+  // once per device, not once per gradient (on a GPU each read is a synchronisation).
+  std::vector<std::pair<Device, Tensor>> probes;
   for (ParamGroup& group : opt.param_groups())
     for (Tensor& p : group.params) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       g.mul_(inv);
-      // inf * 0 and NaN * 0 are NaN, anything finite * 0 is 0: one value says whether all are finite.
-      if (!std::isfinite(sum(mul(g, 0.0)).item())) po.found_inf = true;
+      const Tensor z = sum(mul(g, 0.0)).to(DType::Float32);
+      auto it = std::find_if(probes.begin(), probes.end(), [&](const auto& e) { return e.first == g.device(); });
+      if (it == probes.end())
+        probes.emplace_back(g.device(), z);
+      else
+        it->second = add(it->second, z);
     }
+  for (const auto& [device, probe] : probes)
+    if (!std::isfinite(probe.item())) po.found_inf = true;
   po.unscaled = true;
 }
 

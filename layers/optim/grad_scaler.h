@@ -15,8 +15,9 @@
 //
 // bfloat16 has float32's exponent range and needs no scaling; a disabled scaler
 // (enabled = false) makes every call a pass-through so one training loop serves every precision.
-// The inf/NaN check reads one value per gradient back to the host (on a GPU that is a sync per
-// parameter; keeping it on the device is not done yet).
+// The inf/NaN check sums a probe of every gradient on its device and reads one value per device
+// back to the host (on a GPU one synchronisation per step, as torch.amp.GradScaler's; skipping the
+// step on the device without any is not done yet).
 #pragma once
 
 #include <cstdint>

@@ -71,6 +71,24 @@ TEST(GradScaler, InfOrNaNSkipsTheStepAndBacksOff) {
   }
 }
 
+// The check covers every gradient, not the last one read: an inf in the first of three parameters,
+// or a NaN in the middle one, with finite gradients after it, still skips the step.
+TEST(GradScaler, ABadGradientAnywhereAmongSeveralSkipsTheStep) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int bad = 0; bad < 3; ++bad) {
+    Tensor a = ones({2}).requires_grad_(), b = ones({3}).requires_grad_(), c = ones({1}).requires_grad_();
+    optim::SGD opt({a, b, c}, {.lr = 1.0});
+    optim::GradScaler s;
+    a.set_grad(bad == 0 ? tensor({1.0, inf}) : ones({2}));
+    b.set_grad(bad == 1 ? tensor({1.0, std::nan(""), 1.0}) : ones({3}));
+    c.set_grad(bad == 2 ? tensor({-inf}) : ones({1}));
+    EXPECT_FALSE(s.step(opt)) << "bad gradient " << bad;
+    EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{1, 1})) << "the step was skipped";
+    s.update();
+    EXPECT_EQ(s.get_scale(), 32768.0);
+  }
+}
+
 // unscale_ gives the true gradients (a power-of-two scale divides exactly), clipping sees them,
 // and step() does not divide again; a second unscale_ in one step is refused.
 TEST(GradScaler, UnscaleBeforeClippingOnce) {
