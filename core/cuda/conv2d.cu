@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
     EMBER_UNROLL
     for (int j = 0; j < kTN; ++j) {
       const int n = n0 + tx + j * (kBN / kTN);
-      if (n < p.N) p.store(g, split, m, n, acc[i][j]);
+      if (n < p.N) conv::store(p, g, split, m, n, acc[i][j]);
     }
   }
 }

@@ -6,8 +6,9 @@
 //   col(g, n): a column cursor, decoded once per thread, whose b_src(col, k) says where B[k, n]
 //     is: a pointer that can always be read (inside the input, or a stand-in) and whether the
 //     value is that element's (else 0: padding, a stride's gap); null only when nothing can be;
-//   store(g, split, m, n, v) and store4(g, split, m, n, v[4]): C[m, n .. n + 3], one 16-byte
-//     store where the host found the output aligned for it (vec_out) and the four lie in one row.
+//   out(g, split, m, n): where C[m, n] goes, and bias_of(g, m): the value added to row m (null
+//     for none); vec_out: the host found the output 16-byte aligned and its rows (a plane of one
+//     image, or a weight row) a multiple of 4 long. store() and store4() below write through them.
 //   forward          C[oc, (n,oh,ow)]  = W[oc, (c,kh,kw)]   * X[(c,kh,kw), (n,oh,ow)]
 //   backward-data    C[c, (n,ih,iw)]   = W^T[c, (oc,kh,kw)] * dY[(oc,kh,kw), (n,ih,iw)]
 //   backward-filter  C[oc, (c,kh,kw)]  = dY[oc, (n,oh,ow)]  * X[(n,oh,ow), (c,kh,kw)]
@@ -79,18 +80,6 @@ EMBER_DEVICE T load(Src<T> s) {
   return s.p ? zero_unless(s.ok, *s.p) : T(0);
 }
 
-// C[row .. row + 3] = v (+ add): one 16-byte store when vec, else the ones inside the row.
-template <typename T>
-EMBER_DEVICE void store_row4(T* row, bool vec, int left, const T* v, T add) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (vec && left >= 4) {
-      *reinterpret_cast<float4*>(row) = make_float4(v[0] + add, v[1] + add, v[2] + add, v[3] + add);
-      return;
-    }
-  }
-  for (int q = 0; q < 4 && q < left; ++q) row[q] = v[q] + add;
-}
-
 template <typename T>
 struct Forward {
   Dims d;
@@ -122,26 +111,11 @@ struct Forward {
     const int ihc = ih < 0 ? 0 : ih < d.H ? ih : d.H - 1, iwc = iw < 0 ? 0 : iw < d.W ? iw : d.W - 1;
     return {c.base + (static_cast<int64_t>(ci) * d.H + ihc) * d.W + iwc, inside};
   }
-  EMBER_DEVICE T* out(int g, int m, int j, T& add) const {
-    const int P = d.OH * d.OW, n = j / P, r = j - n * P, oc = g * d.OCg + m;
-    add = bias ? bias[oc] : T(0);
-    return y + (static_cast<int64_t>(n) * d.OC + oc) * P + r;
+  EMBER_DEVICE T* out(int g, int, int m, int j) const {
+    const int P = d.OH * d.OW, n = j / P, r = j - n * P;
+    return y + (static_cast<int64_t>(n) * d.OC + g * d.OCg + m) * P + r;
   }
-  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
-    T add;
-    T* o = out(g, m, j, add);
-    *o = v + add;
-  }
-  // With OH * OW a multiple of 4 and j too, j .. j + 3 lie in one image's plane.
-  EMBER_DEVICE void store4(int g, int split, int m, int j, const T* v) const {
-    if (!vec_out) {
-      for (int q = 0; q < 4 && j + q < N; ++q) store(g, split, m, j + q, v[q]);
-      return;
-    }
-    T add;
-    T* o = out(g, m, j, add);
-    store_row4(o, true, N - j, v, add);
-  }
+  EMBER_DEVICE const T* bias_of(int g, int m) const { return bias ? bias + g * d.OCg + m : nullptr; }
 };
 
 template <typename T>
@@ -178,25 +152,11 @@ struct BackwardData {
     const bool ok = ahead && oh * d.sh == th && ow * d.sw == tw && oh < d.OH && ow < d.OW;
     return {ok ? c.base + (static_cast<int64_t>(oc) * d.OH + oh) * d.OW + ow : c.base, ok};
   }
-  EMBER_DEVICE T* out(int g, int m, int j, T& add) const {
-    const int P = d.H * d.W, n = j / P, r = j - n * P, c = g * d.Cg + m;
-    add = bias ? bias[c] : T(0);
-    return dx + (static_cast<int64_t>(n) * d.C + c) * P + r;
+  EMBER_DEVICE T* out(int g, int, int m, int j) const {
+    const int P = d.H * d.W, n = j / P, r = j - n * P;
+    return dx + (static_cast<int64_t>(n) * d.C + g * d.Cg + m) * P + r;
   }
-  EMBER_DEVICE void store(int g, int, int m, int j, T v) const {
-    T add;
-    T* o = out(g, m, j, add);
-    *o = v + add;
-  }
-  EMBER_DEVICE void store4(int g, int split, int m, int j, const T* v) const {
-    if (!vec_out) {
-      for (int q = 0; q < 4 && j + q < N; ++q) store(g, split, m, j + q, v[q]);
-      return;
-    }
-    T add;
-    T* o = out(g, m, j, add);
-    store_row4(o, true, N - j, v, add);
-  }
+  EMBER_DEVICE const T* bias_of(int g, int m) const { return bias ? bias + g * d.Cg + m : nullptr; }
 };
 
 template <typename T>
@@ -230,13 +190,33 @@ struct BackwardFilter {
     const int ihc = ih < 0 ? 0 : ih < d.H ? ih : d.H - 1, iwc = iw < 0 ? 0 : iw < d.W ? iw : d.W - 1;
     return {c.base + (static_cast<int64_t>(n) * d.C * d.H + ihc) * d.W + iwc, inside};
   }
-  EMBER_DEVICE void store(int g, int split, int m, int j, T v) const {
-    dw[(static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j] = v;
+  EMBER_DEVICE T* out(int g, int split, int m, int j) const {
+    return dw + (static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j;
   }
-  EMBER_DEVICE void store4(int g, int split, int m, int j, const T* v) const {
-    T* row = dw + (static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j;
-    store_row4(row, vec_out, N - j, v, T(0));
-  }
+  EMBER_DEVICE const T* bias_of(int, int) const { return nullptr; }
 };
+
+// C[m, j] = v, plus the row's bias where the Problem has one.
+template <typename Problem, typename T>
+EMBER_DEVICE void store(const Problem& p, int g, int split, int m, int j, T v) {
+  const T* b = p.bias_of(g, m);
+  *p.out(g, split, m, j) = b ? v + *b : v;
+}
+
+// C[m, j .. j + 3], those below N: one 16-byte store where vec_out allows it (j a multiple of 4 and
+// the rows a multiple of 4 long, so the four lie in one row, and aligned), else one at a time.
+template <typename Problem, typename T>
+EMBER_DEVICE void store4(const Problem& p, int g, int split, int m, int j, const T* v) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.vec_out && j + 3 < p.N) {
+      const float* b = p.bias_of(g, m);
+      const float add = b ? *b : 0.f;
+      *reinterpret_cast<float4*>(p.out(g, split, m, j)) =
+          b ? make_float4(v[0] + add, v[1] + add, v[2] + add, v[3] + add) : make_float4(v[0], v[1], v[2], v[3]);
+      return;
+    }
+  }
+  for (int q = 0; q < 4 && j + q < p.N; ++q) store(p, g, split, m, j + q, v[q]);
+}
 
 }  // namespace ember::cuda::conv

@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const int m = m0 + wm + (i / 4) * 32 + lm * 4 + i % 4;
     if (m >= p.M) continue;
     const int n = n0 + wn + ln * 4;
-    if (n < p.N) p.store4(g, split, m, n, acc[i]);
-    if (n + 16 < p.N) p.store4(g, split, m, n + 16, acc[i] + 4);
+    if (n < p.N) store4(p, g, split, m, n, acc[i]);
+    if (n + 16 < p.N) store4(p, g, split, m, n + 16, acc[i] + 4);
   }
 }
 

@@ -281,13 +281,9 @@ __global__ void __launch_bounds__(kTfThreads) gemm_tf32_kernel(Params<float> p) 
 
     EMBER_UNROLL
     for (int i = 0; i < 2; ++i) EMBER_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const int m = m0 + wm + 16 * i + g, n = n0 + wn + 8 * j + 2 * tq;
-      store_c(C, p, m, n, acc[i][j][0]);
-      store_c(C, p, m, n + 1, acc[i][j][1]);
-      store_c(C, p, m + 8, n, acc[i][j][2]);
-      store_c(C, p, m + 8, n + 1, acc[i][j][3]);
-    }
+    for (int j = 0; j < 4; ++j)
+      put_accumulators(m0 + wm + 16 * i, n0 + wn + 8 * j, acc[i][j],
+                       [&](int m, int n, float v) { store_c(C, p, m, n, v); });
   }
 }
 
@@ -421,15 +417,21 @@ bool tf32_enabled() {
   return v && v[0] == '1' && v[1] == 0;
 }
 
-template <typename T>
-void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
-  if (g.m == 0 || g.n == 0 || batch == 0) return;
-  // 32-bit coordinates inside a matrix, with room for one tile past the end.
+// Whether the GEMM has work (an empty C has none); an ember::Error for sizes the native kernels'
+// 32-bit coordinates cannot take (room for one tile past the end) or a bad batch.
+bool has_work(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  if (g.m == 0 || g.n == 0 || batch == 0) return false;
   constexpr int64_t kLimit = kGemmDimLimit;
   EMBER_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.m < kLimit && g.n < kLimit && g.k < kLimit, "gemm: m, n, k = ", g.m,
               ", ", g.n, ", ", g.k, "; expected each in [0, 2^31 - 256) for the native CUDA kernel");
   EMBER_CHECK(batch > 0 && sa >= 0 && sb >= 0 && sc >= 0, "gemm: batch ", batch, " with strides ", sa, ", ", sb, ", ",
               sc, "; expected a positive batch and non-negative strides");
+  return true;
+}
+
+template <typename T>
+void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  if (!has_work(g, batch, sa, sb, sc)) return;
   Params<T> p;
   p.a = static_cast<const T*>(g.a);
   p.b = static_cast<const T*>(g.b);
@@ -496,12 +498,7 @@ void run_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t 
   EMBER_CHECK(!g.ab_float32,
               "gemm (CUDA): bfloat16 products of float32 operands (ab_float32) are not implemented "
               "on CUDA; expected bfloat16 A and B");
-  if (g.m == 0 || g.n == 0 || batch == 0) return;
-  constexpr int64_t kLimit = kGemmDimLimit;
-  EMBER_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.m < kLimit && g.n < kLimit && g.k < kLimit, "gemm: m, n, k = ", g.m,
-              ", ", g.n, ", ", g.k, "; expected each in [0, 2^31 - 256) for the native CUDA kernel");
-  EMBER_CHECK(batch > 0 && sa >= 0 && sb >= 0 && sc >= 0, "gemm: batch ", batch, " with strides ", sa, ", ", sb, ", ",
-              sc, "; expected a positive batch and non-negative strides");
+  if (!has_work(g, batch, sa, sb, sc)) return;
   Bf16GemmParams p{static_cast<const uint16_t*>(g.a),
                    static_cast<const uint16_t*>(g.b),
                    g.c,

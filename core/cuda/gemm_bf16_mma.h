@@ -142,7 +142,6 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) gemm_bf16_mma(Bf16GemmPa
   const int m0 = static_cast<int>(p.m_on_x ? blockIdx.x : blockIdx.y) * BM;
   const int n0 = static_cast<int>(p.m_on_x ? blockIdx.y : blockIdx.x) * BN;
   const int tiles = (p.k + BK - 1) / BK;
-  const int g = lane / 4, t = lane % 4;
 
   for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
     const uint16_t* A = p.a + z * p.stride_a;
@@ -171,17 +170,11 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) gemm_bf16_mma(Bf16GemmPa
       cp_async_wait_all();
       __syncthreads();
     }
-    // Lane (g, t) holds rows g and g + 8, columns 2t and 2t + 1 of each 16 x 8 tile.
     EMBER_UNROLL
     for (int i = 0; i < 4; ++i) EMBER_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const int m = m0 + wm + 16 * i + g, n = n0 + wn + 8 * j + 2 * t;
-      store_one(p, C, m, n, acc[i][j][0]);
-      store_one(p, C, m, n + 1, acc[i][j][1]);
-      store_one(p, C, m + 8, n, acc[i][j][2]);
-      store_one(p, C, m + 8, n + 1, acc[i][j][3]);
-    }
-    __syncthreads();  // the next batch entry's first copies overwrite stage 0
+    for (int j = 0; j < 4; ++j)
+      put_accumulators(m0 + wm + 16 * i, n0 + wn + 8 * j, acc[i][j],
+                       [&](int m, int n, float v) { store_one(p, C, m, n, v); });
   }
 }
 

@@ -114,6 +114,18 @@ EMBER_DEVICE void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint3
 #endif
 }
 
+// Hands a lane's four accumulators of the m16n8 tile whose top-left is (m, n) to put(row, column,
+// value): rows m + g and m + g + 8, columns n + 2t and n + 2t + 1 (the c/d layout above, shared by
+// both mma shapes).
+template <typename Put>
+EMBER_DEVICE void put_accumulators(int m, int n, const float d[4], Put&& put) {
+  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  put(m + g, n + 2 * t, d[0]);
+  put(m + g, n + 2 * t + 1, d[1]);
+  put(m + g + 8, n + 2 * t, d[2]);
+  put(m + g + 8, n + 2 * t + 1, d[3]);
+}
+
 // The portable ldmatrix: each lane fetches its elements from the row addresses of the lanes that
 // hold them (a shuffle of the pointers), as the hardware's crossbar does.
 template <int kMatrices, bool Trans>
