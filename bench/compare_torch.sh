@@ -18,9 +18,14 @@
 # against PyTorch 2.x that an engine running every executed FLOP at the SGEMM rate would reach: where
 # it is below a target ratio, no float32 engine on this machine's SGEMM can meet that target.
 # With --batch 16,64,256 every workload runs at each batch size; without it, at its own batch.
+# With --precision bf16 it compares mixed precision instead (issue 51): per round, workload and T,
+# Ember fp32 and bf16 (step_rate --precision bf16, autocast) at T threads and PyTorch 2.x fp32 and
+# bf16 (torch.autocast('cpu', torch.bfloat16)) at every t <= T, each at its best; no libtorch 1.13
+# (its autocast is older than the reference users run) and no torch.compile
+# (bench/compare_precision_table.py prints the table).
 #   bench/setup_torch.sh    # once: about 5 GB, most of it NVIDIA libraries PyPI's wheel links
 #   bench/compare_torch.sh [BUILD_DIR] [--rounds N] [--workloads a,b] [--threads 1,2] [--batch 16,64]
-#                          [--no-torch2] [--no-compile] [--compile-timeout S]
+#                          [--no-torch2] [--no-compile] [--compile-timeout S] [--precision fp32|bf16]
 # The full comparison: bench/compare_torch.sh build --rounds 5 on a quiet machine (about 75 min at 1,2 on
 # a 2-core Zen 4 VM, most of it torch.compile's processes; 20 min with --no-compile).
 set -euo pipefail
@@ -32,6 +37,7 @@ batches=0
 torch2=1
 compile=1
 compile_timeout=900
+precision=fp32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -41,13 +47,23 @@ while [[ $# -gt 0 ]]; do
     --no-torch2) torch2=0; shift ;;
     --no-compile) compile=0; shift ;;
     --compile-timeout) compile_timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare_torch.sh: unknown flag $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "compare_torch.sh: --rounds expects a positive number" >&2; exit 2; }
-for p in step_rate torch_ref sgemm_rate; do
+[[ $precision == fp32 || $precision == bf16 ]] || {
+  echo "compare_torch.sh: --precision expects fp32 or bf16, got '$precision'" >&2
+  exit 2
+}
+needed="step_rate torch_ref sgemm_rate"
+if [[ $precision == bf16 ]]; then
+  needed=step_rate
+  ((torch2)) || { echo "compare_torch.sh: --precision bf16 compares with PyTorch 2.x: drop --no-torch2" >&2; exit 2; }
+fi
+for p in $needed; do
   if [[ ! -x "$build/bench/$p" ]]; then
     echo "compare_torch.sh: $build/bench/$p is missing (torch_ref is built only when libtorch was found)" >&2
     exit 1
@@ -72,6 +88,33 @@ trap 'rm -f "$out" "$err"' EXIT
 IFS=, read -r -a wl <<< "$workloads"
 IFS=, read -r -a th <<< "$threads"
 IFS=, read -r -a bs <<< "$batches"
+cpu=$(grep -m1 '^cpu:' <<<"$info" | sed 's/^cpu: *//' || true)
+[[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+level=$(grep -m1 'level in use' <<<"$info" | sed 's/  */ /g' || true)
+if [[ $precision == bf16 ]]; then
+  for ((r = 1; r <= rounds; r++)); do
+    for w in "${wl[@]}"; do
+      for b in "${bs[@]}"; do
+        for t in "${th[@]}"; do
+          echo "round $r/$rounds: $w, batch $b (0: its own), $t thread(s), fp32 and bf16" >&2
+          for p in fp32 bf16; do
+            echo "$r ember_$p $(OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$build/bench/step_rate" --workload "$w" \
+              --threads "$t" --batch "$b" --precision "$p")" >> "$out"
+          done
+          for ((u = 1; u <= t; u++)); do
+            for p in fp32 bf16; do
+              echo "$r torch_$p $(OMP_NUM_THREADS=$u MKL_NUM_THREADS=$u "$py" "$here/torch2_ref.py" --workload "$w" \
+                --threads "$u" --batch "$b" --precision "$p" 2>/dev/null)" >> "$out"
+            done
+          done
+        done
+      done
+    done
+  done
+  torch2v=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')
+  python3 "$here/compare_precision_table.py" "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$torch2v"
+  exit 0
+fi
 for w in "${wl[@]}"; do
   for b in "${bs[@]}"; do
     "$build/bench/step_rate" --workload "$w" --batch "$b" --flops >> "$out"
@@ -113,9 +156,6 @@ for ((r = 1; r <= rounds; r++)); do
     done
   done
 done
-cpu=$(grep -m1 '^cpu:' <<<"$info" | sed 's/^cpu: *//' || true)
-[[ -n $cpu ]] || cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
-level=$(grep -m1 'level in use' <<<"$info" | sed 's/  */ /g' || true)
 torch2v=$( ((torch2)) && "$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
 python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" "$torch2v" <<'PY'
 import statistics, sys

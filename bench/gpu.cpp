@@ -2,9 +2,10 @@
 //   SGEMM native vs cuBLAS at 1024..8192 (target: native >= 90% of cuBLAS fp32 at 4096^3)
 //   bfloat16 GEMM on the tensor cores vs cuBLAS bf16 at 2048..8192 (target: >= 80% at 4096^3-8192^3)
 //   conv2d forward and backward native vs cuDNN at the MNIST CNN's and a ResNet 3x3 layer's
-//   shapes (target: native >= 80% of cuDNN)
+//   shapes (target: native >= 80% of cuDNN), in float32 and in bfloat16 (tensor cores both sides)
 //   LSTM layer native vs cuDNN RNN
-//   MnistCnn (batch 64) and DCGAN training samples/s, and Ember kernel launches per training step
+//   MnistCnn (batch 64) and DCGAN training samples/s, and Ember kernel launches per training step,
+//   in float32 and under autocast(cuda, bfloat16)
 // A row whose implementation is missing (no GPU, no native kernel registered, no vendor path)
 // prints "n/a" and why; nothing is estimated. Usage: gpu [--quick] (--quick: fewer sizes and
 // repetitions, for scripts/gpu-check.sh's time budget); gpu --tiles [--write-tuned DIR]: the SGEMM tile sweep; gpu
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "core/cuda/gemm_tuning_header.h"
 #include "core/kernel_choice.h"
 #include "core/ops.h"
+#include "core/ops/autocast.h"
 #include "core/stream.h"
 #include "layers/nn.h"
 #include "layers/optim/adam.h"
@@ -122,25 +125,30 @@ struct ConvShape {
   int64_t N, C, H, W, OC, K, pad;
 };
 
-void conv_rows(Table& t) {
-  const ConvShape shapes[] = {{"mnist conv1", 64, 1, 28, 28, 32, 3, 0},
-                              {"mnist conv2", 64, 32, 13, 13, 64, 3, 0},
-                              {"mnist conv3", 64, 64, 5, 5, 64, 3, 0},
-                              {"resnet 3x3", 32, 64, 56, 56, 64, 3, 1}};
+// float32, or bfloat16 (the tensor-core kernel, core/cuda/conv_bf16_mma.h, beside cuDNN's
+// BFLOAT16 configuration) on the MNIST CNN's second layer and the ResNet layer.
+void conv_rows(Table& t, DType dt) {
+  const bool bf16 = dt == DType::BFloat16;
+  std::vector<ConvShape> shapes = {{"mnist conv1", 64, 1, 28, 28, 32, 3, 0},
+                                   {"mnist conv2", 64, 32, 13, 13, 64, 3, 0},
+                                   {"mnist conv3", 64, 64, 5, 5, 64, 3, 0},
+                                   {"resnet 3x3", 32, 64, 56, 56, 64, 3, 1}};
+  if (bf16) shapes = {shapes[1], shapes[3]};
   for (const ConvShape& s : shapes) {
-    Tensor x = randn({s.N, s.C, s.H, s.W}, {.device = kGpu}).requires_grad_(true);
-    Tensor w = randn({s.OC, s.C, s.K, s.K}, {.device = kGpu}).requires_grad_(true);
+    Tensor x = randn({s.N, s.C, s.H, s.W}, {.device = kGpu}).to(dt).requires_grad_(true);
+    Tensor w = randn({s.OC, s.C, s.K, s.K}, {.device = kGpu}).to(dt).requires_grad_(true);
     const int64_t OH = s.H + 2 * s.pad - s.K + 1;
     const double flops = 2.0 * s.N * s.OC * OH * OH * s.C * s.K * s.K;
     const std::string size = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
                              std::to_string(s.W) + " -> " + std::to_string(s.OC);
     Conv2dParams p{.padding = {s.pad, s.pad}};
-    compare(t, std::string(s.name) + " fwd", size, KernelFamily::Conv, flops, [&] {
+    const std::string name = std::string(bf16 ? "bf16 " : "") + s.name;
+    compare(t, name + " fwd", size, KernelFamily::Conv, flops, [&] {
       NoGradGuard ng;
       (void)conv2d(x, w, Tensor(), p);
     });
-    Tensor gy = randn({s.N, s.OC, OH, OH}, {.device = kGpu});
-    compare(t, std::string(s.name) + " fwd+bwd", size, KernelFamily::Conv, 3 * flops, [&] {
+    Tensor gy = randn({s.N, s.OC, OH, OH}, {.device = kGpu}).to(dt);
+    compare(t, name + " fwd+bwd", size, KernelFamily::Conv, 3 * flops, [&] {
       x.set_grad(Tensor());
       w.set_grad(Tensor());
       conv2d(x, w, Tensor(), p).backward(gy);
@@ -167,23 +175,30 @@ void lstm_rows(Table& t) {
 }
 
 // Samples/s of full training steps (forward, loss, backward, Adam) and Ember launches per step,
-// with the default (auto) kernel choice.
-void training_rows(Table& t) {
+// with the default (auto) kernel choice; `step` runs under autocast(cuda, bfloat16) when bf16 (the
+// forward in the scope, as a training loop runs it).
+void report_step(Table& t, const std::string& what, bool bf16, const std::function<void()>& step) {
   const int64_t batch = 64;
   // A step of these models on an H200 is well under a millisecond of host launches, so a sample is
   // many steps, and the median of several samples: with 30 steps and three samples the rows moved
   // 1.5x between runs on a lent H200 while the kernel rows did not.
   const int steps = g_quick ? 50 : 200;
   const int samples = g_quick ? 3 : 7;
-  auto report = [&](const std::string& what, const std::function<void()>& step) {
-    for (int i = 0; i < 3; ++i) step();  // warm-up: auto's timing, allocator, library init
+  const std::string name = what + (bf16 ? " (bf16 autocast)" : "");
+  try {
+    auto run = [&] {
+      std::optional<autocast> ac;
+      if (bf16) ac.emplace(kGpu, DType::BFloat16);
+      step();
+    };
+    for (int i = 0; i < 3; ++i) run();  // warm-up: auto's timing, allocator, library init
     sync();
 #if EMBER_WITH_CUDA
     const uint64_t l0 = cuda::kernel_launch_count();
 #endif
     const double s = bench::median_seconds(
         [&] {
-          for (int i = 0; i < steps; ++i) step();
+          for (int i = 0; i < steps; ++i) run();
           sync();
         },
         samples, 0);
@@ -192,47 +207,55 @@ void training_rows(Table& t) {
     const double runs = static_cast<double>(samples) * steps;
     launches = fmt("%.0f", static_cast<double>(cuda::kernel_launch_count() - l0) / runs);
 #endif
-    t.rows.push_back({what, "batch 64", fmt("%.0f samples/s", batch * steps / s), launches, ""});
-  };
-  try {
-    models::MnistCnn net;
-    nn::fuse(net);  // as the example trains it
-    net.to(kGpu);
-    optim::Adam opt(net.parameters(), {.lr = 1e-3});
-    Tensor x = randn({batch, 1, 28, 28}, {.device = kGpu});
-    Tensor y = randint(0, 10, {batch}, {.dtype = DType::Int64, .device = kGpu});
-    report("MnistCnn train step", [&] {
-      Tensor loss = cross_entropy(net.forward(x), y);
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-    });
+    t.rows.push_back({name, "batch 64", fmt("%.0f samples/s", batch * steps / s), launches, ""});
   } catch (const Error& e) {
-    t.rows.push_back({"MnistCnn train step", "batch 64", std::string("n/a: ") + e.what(), "", ""});
+    t.rows.push_back({name, "batch 64", std::string("n/a: ") + e.what(), "", ""});
   }
-  try {
-    models::DcganGenerator g;
-    models::DcganDiscriminator d;
-    g.to(kGpu);
-    d.to(kGpu);
-    optim::Adam og(g.parameters(), {.lr = 2e-4}), od(d.parameters(), {.lr = 2e-4});
-    Tensor real = randn({batch, 1, 28, 28}, {.device = kGpu});
-    Tensor ones_t = ones({batch, 1}, {.device = kGpu}), zeros_t = zeros({batch, 1}, {.device = kGpu});
-    report("DCGAN train step (D+G)", [&] {
-      Tensor z = randn({batch, models::kNoiseDim}, {.device = kGpu});
-      Tensor fake = g.forward(z);
-      Tensor ld = add(nn::binary_cross_entropy_with_logits(d.forward(real), ones_t),
-                      nn::binary_cross_entropy_with_logits(d.forward(fake.detach()), zeros_t));
-      od.zero_grad();
-      ld.backward();
-      od.step();
-      Tensor lg = nn::binary_cross_entropy_with_logits(d.forward(fake), ones_t);
-      og.zero_grad();
-      lg.backward();
-      og.step();
-    });
-  } catch (const Error& e) {
-    t.rows.push_back({"DCGAN train step (D+G)", "batch 64", std::string("n/a: ") + e.what(), "", ""});
+}
+
+void mnist_row(Table& t, bool bf16) {
+  models::MnistCnn net;
+  nn::fuse(net);  // as the example trains it
+  net.to(kGpu);
+  optim::Adam opt(net.parameters(), {.lr = 1e-3});
+  Tensor x = randn({64, 1, 28, 28}, {.device = kGpu});
+  Tensor y = randint(0, 10, {64}, {.dtype = DType::Int64, .device = kGpu});
+  report_step(t, "MnistCnn train step", bf16, [&] {
+    Tensor loss = cross_entropy(net.forward(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  });
+}
+
+void dcgan_row(Table& t, bool bf16) {
+  const int64_t batch = 64;
+  models::DcganGenerator g;
+  models::DcganDiscriminator d;
+  g.to(kGpu);
+  d.to(kGpu);
+  optim::Adam og(g.parameters(), {.lr = 2e-4}), od(d.parameters(), {.lr = 2e-4});
+  Tensor real = randn({batch, 1, 28, 28}, {.device = kGpu});
+  Tensor ones_t = ones({batch, 1}, {.device = kGpu}), zeros_t = zeros({batch, 1}, {.device = kGpu});
+  report_step(t, "DCGAN train step (D+G)", bf16, [&] {
+    Tensor z = randn({batch, models::kNoiseDim}, {.device = kGpu});
+    Tensor fake = g.forward(z);
+    Tensor ld = add(nn::binary_cross_entropy_with_logits(d.forward(real), ones_t),
+                    nn::binary_cross_entropy_with_logits(d.forward(fake.detach()), zeros_t));
+    od.zero_grad();
+    ld.backward();
+    od.step();
+    Tensor lg = nn::binary_cross_entropy_with_logits(d.forward(fake), ones_t);
+    og.zero_grad();
+    lg.backward();
+    og.step();
+  });
+}
+
+void training_rows(Table& t) {
+  for (bool bf16 : {false, true}) {
+    mnist_row(t, bf16);
+    dcgan_row(t, bf16);
   }
 }
 
@@ -357,15 +380,17 @@ int main(int argc, char** argv) {
     if (cuda_device_count() == 0) {
       std::printf("bench/gpu: skipped: no CUDA device (%s)\n",
                   EMBER_WITH_CUDA ? "built with CUDA" : "built without CUDA");
-      for (const char* row :
-           {"sgemm 1024..8192", "bf16 gemm 2048..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "lstm fwd/bwd"})
+      for (const char* row : {"sgemm 1024..8192", "bf16 gemm 2048..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)",
+                              "bf16 conv fwd/bwd (MNIST conv2, ResNet 3x3)", "lstm fwd/bwd"})
         kernels.rows.push_back({row, "", "n/a (no GPU)", "n/a (no GPU)", "n/a"});
-      for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)"})
+      for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)", "MnistCnn train step (bf16 autocast)",
+                              "DCGAN train step (D+G) (bf16 autocast)"})
         training.rows.push_back({row, "batch 64", "n/a (no GPU)", "n/a", ""});
     } else {
       gemm_rows(kernels);
       bf16_gemm_rows(kernels);
-      conv_rows(kernels);
+      conv_rows(kernels, DType::Float32);
+      conv_rows(kernels, DType::BFloat16);
       lstm_rows(kernels);
       training_rows(training);
     }

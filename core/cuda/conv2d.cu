@@ -7,7 +7,9 @@
 //           4-byte cp.async gathers: 128 x 128 output tiles (64 x 128 when M <= 64, as the
 //           forward of a layer with 64 output channels), 8-deep K slices, 8 x 8 outputs a lane;
 //   double: implicit_gemm below, a 64x64 output tile per block of 256 threads, 16-deep K slices
-//           staged in shared memory, each thread a 4x4 block of accumulators in registers.
+//           staged in shared memory, each thread a 4x4 block of accumulators in registers;
+//   bfloat16: implicit_gemm_bf16 (core/cuda/conv_bf16_mma.h), the bfloat16 GEMM's tensor-core
+//           tiles (128 x 128, mma.sync m16n8k16), float32 accumulation, outputs rounded once.
 // conv_transpose2d's forward is backward-data and its backward-data is forward (the op layer
 // swaps them). The filter gradient's K (batch x output pixels) is long, so it is split over
 // blockIdx.z into slices whose partial products a second kernel adds in a fixed order
@@ -15,11 +17,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "core/cuda/block_reduce.h"
+#include "core/cuda/conv_bf16_mma.h"
 #include "core/cuda/conv_problems.h"
 #include "core/cuda/conv_warptile.h"
 #include "core/cuda/device_api.h"
+#include "core/cuda/half.h"
 #include "core/cuda/launch.h"
 #include "core/element_ptr.h"
 #include "core/error.h"
@@ -119,14 +124,30 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
   }
 }
 
-// out[i] = sum over s of part[s * n + i], in order.
+// An element as a number, and a number as an element: uint16_t holds bfloat16 bits.
 template <typename T>
-__global__ void sum_splits(T* out, const T* part, int64_t splits, int64_t n) {
+EMBER_DEVICE double widen(T v) {
+  if constexpr (std::is_same_v<T, uint16_t>)
+    return bf16_bits_to_float(v);
+  else
+    return static_cast<double>(v);
+}
+template <typename T, typename S>
+EMBER_DEVICE T narrow(S v) {
+  if constexpr (std::is_same_v<T, uint16_t>)
+    return float_to_bf16_bits(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+// out[i] = sum over s of part[s * n + i], in order (the partial sums' type P; bfloat16's are float).
+template <typename T, typename P>
+__global__ void sum_splits(T* out, const P* part, int64_t splits, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    T s = T(0);
+    P s = P(0);
     for (int64_t k = 0; k < splits; ++k) s += part[k * n + i];
-    out[i] = s;
+    out[i] = narrow<T>(s);
   }
 }
 
@@ -140,9 +161,9 @@ __global__ void bias_grad(T* gb, const T* dy, int64_t N, int64_t OC, int64_t P) 
   for (int64_t oc = blockIdx.x; oc < OC; oc += gridDim.x) {
     double s = 0;
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t r = threadIdx.x; r < P; r += blockDim.x) s += static_cast<double>(dy[(n * OC + oc) * P + r]);
+      for (int64_t r = threadIdx.x; r < P; r += blockDim.x) s += widen(dy[(n * OC + oc) * P + r]);
     s = block_reduce(s, AddF{}, 0.0);
-    if (threadIdx.x == 0) gb[oc] = static_cast<T>(s);
+    if (threadIdx.x == 0) gb[oc] = narrow<T>(s);
   }
 }
 
@@ -162,6 +183,7 @@ struct TileShape {
 };
 template <typename T>
 TileShape tile_of(int64_t M) {
+  if constexpr (std::is_same_v<T, uint16_t>) return TileShape{conv::Bf16Gather::BM, conv::Bf16Gather::BN};
   if constexpr (std::is_same_v<T, float>)
     return M <= ShortTile::BM ? TileShape{ShortTile::BM, ShortTile::BN} : TileShape{WideTile::BM, WideTile::BN};
   return TileShape{kBM, kBN};
@@ -175,7 +197,10 @@ void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) 
   EMBER_CHECK(gx <= 0x7fffffff && gy <= kMaxGrid && gz <= kMaxGrid, "conv2d: the implicit GEMM's grid (", gx, ", ", gy,
               ", ", gz, ") exceeds the CUDA grid limits");
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    launch(conv::implicit_gemm_bf16<Problem>, grid, conv::Bf16Gather::kThreads, 0, kernel_stream(), p,
+           static_cast<int>(splits), static_cast<int>(kchunk));
+  } else if constexpr (std::is_same_v<T, float>) {
     if (t.bm == ShortTile::BM)
       launch(conv::implicit_gemm_warptile<ShortTile, Problem>, grid, ShortTile::kThreads, 0, kernel_stream(), p,
              static_cast<int>(splits), static_cast<int>(kchunk));
@@ -188,11 +213,13 @@ void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) 
   }
 }
 
-// Whether 4 adjacent outputs of a row can be one 16-byte store: the output 16-byte aligned and
-// the row's length (the positions of one image's plane, or a weight row) a multiple of 4.
+// Whether 4 adjacent outputs of a row can be one store (16 bytes of float, 8 of bfloat16): the
+// output aligned to it and the row's length (the positions of one image's plane, or a weight row)
+// a multiple of 4.
 template <typename T>
 bool vector_out(const T* out, int64_t row_length) {
-  return std::is_same_v<T, float> && reinterpret_cast<uintptr_t>(out) % 16 == 0 && row_length % 4 == 0;
+  if constexpr (std::is_same_v<T, double>) return false;
+  return reinterpret_cast<uintptr_t>(out) % (4 * sizeof(T)) == 0 && row_length % 4 == 0;
 }
 
 // The kernels decode GEMM coordinates in 32-bit arithmetic: every dimension and the products
@@ -211,12 +238,27 @@ int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
 
+// Runs body.template operator()<T>() with T the kernels' element type of dt: float, double, or
+// uint16_t for bfloat16 (its bits).
+template <typename Body>
+void dispatch_conv(DType dt, const char* op, Body&& body) {
+  switch (dt) {
+    case DType::Float32:
+      return body.template operator()<float>();
+    case DType::Float64:
+      return body.template operator()<double>();
+    case DType::BFloat16:
+      return body.template operator()<uint16_t>();
+    default:
+      EMBER_FAIL(op, ": dtype ", dtype_name(dt), " is not supported on CUDA (expected float32, float64 or bfloat16)");
+  }
+}
+
 void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                          const ConvGeometry& g) {
   if (out.numel() == 0) return;
   DeviceGuard guard(out.device());
-  EMBER_DISPATCH_FLOAT(input.dtype(), "conv2d", [&] {
-    using T = scalar_t;
+  dispatch_conv(input.dtype(), "conv2d", [&]<typename T>() {
     check_32bit(g, "conv2d");
     const Dims d = conv::dims_of(g);
     Forward<T> p{d,
@@ -236,8 +278,7 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
                                 const Tensor& bias, const ConvGeometry& g) {
   if (grad_input.numel() == 0) return;
   DeviceGuard guard(grad_input.device());
-  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_input", [&] {
-    using T = scalar_t;
+  dispatch_conv(grad_out.dtype(), "conv2d_backward_input", [&]<typename T>() {
     check_32bit(g, "conv2d_backward_input");
     const Dims d = conv::dims_of(g);
     BackwardData<T> p{d,
@@ -253,38 +294,50 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
   });
 }
 
+// The filter gradient's K (batch x output pixels) split until the grid has enough blocks, each
+// slice at least 8 K-tiles deep: {splits, slice length}.
+template <typename T>
+std::pair<int64_t, int64_t> k_splits(int64_t M, int64_t N, int64_t K, int64_t groups) {
+  const int64_t bk = std::is_same_v<T, uint16_t> ? conv::Bf16Gather::BK : kBK;
+  const TileShape ts = tile_of<T>(M);
+  const int64_t tiles = ((M + ts.bm - 1) / ts.bm) * ((N + ts.bn - 1) / ts.bn) * groups;
+  const int64_t max_splits = std::max<int64_t>(1, K / (8 * bk));
+  int64_t splits = std::clamp<int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, max_splits);
+  splits = std::min<int64_t>(splits, kMaxGrid / std::max<int64_t>(groups, 1));
+  const int64_t kchunk = round_up(std::max<int64_t>((K + splits - 1) / splits, 1), bk);
+  return {std::max<int64_t>(1, (K + kchunk - 1) / kchunk), kchunk};
+}
+
 void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                                  const Tensor& input, const ConvGeometry& g) {
   DeviceGuard guard(grad_out.device());
-  EMBER_DISPATCH_FLOAT(grad_out.dtype(), "conv2d_backward_weight", [&] {
-    using T = scalar_t;
+  dispatch_conv(grad_out.dtype(), "conv2d_backward_weight", [&]<typename T>() {
     const Dims d = conv::dims_of(g);
     if (grad_bias.defined() && g.OC > 0)
       launch(bias_grad<T>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
              kernel_stream(), mptr<T>(grad_bias), cptr<T>(grad_out), g.N, g.OC, g.OH * g.OW);
     if (!grad_weight.defined() || grad_weight.numel() == 0) return;
     check_32bit(g, "conv2d_backward_weight");
-    BackwardFilter<T> p{d,     cptr<T>(grad_out), cptr<T>(input),    mptr<T>(grad_weight),
-                        d.OCg, d.Cg * d.KK,       d.N * d.OH * d.OW, vector_out(mptr<T>(grad_weight), d.Cg * d.KK)};
-    // Split K until the grid has enough blocks, each slice at least 8 K-tiles deep.
-    const TileShape ts = tile_of<T>(p.M);
-    const int64_t tiles = ((p.M + ts.bm - 1) / ts.bm) * ((p.N + ts.bn - 1) / ts.bn) * g.groups;
-    const int64_t max_splits = std::max<int64_t>(1, p.K / (8 * kBK));
-    int64_t splits = std::clamp<int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, max_splits);
-    splits = std::min<int64_t>(splits, kMaxGrid / std::max<int64_t>(g.groups, 1));
-    const int64_t kchunk = round_up(std::max<int64_t>((p.K + splits - 1) / splits, 1), kBK);
-    splits = std::max<int64_t>(1, (p.K + kchunk - 1) / kchunk);
-    if (splits == 1) {
-      run_gemm<T>(p, g.groups, 1, kchunk);
-      return;
+    // bfloat16's partial sums stay float32 until they are added (each slice rounded would lose the
+    // bits the float32 accumulation kept), so bfloat16 always goes through them.
+    using O = std::conditional_t<std::is_same_v<T, uint16_t>, float, T>;
+    BackwardFilter<T, O> p{d, cptr<T>(grad_out), cptr<T>(input), nullptr, d.OCg, d.Cg * d.KK, d.N * d.OH * d.OW, false};
+    const auto [splits, kchunk] = k_splits<T>(p.M, p.N, p.K, g.groups);
+    if constexpr (std::is_same_v<O, T>) {
+      if (splits == 1) {
+        p.dw = mptr<T>(grad_weight);
+        p.vec_out = vector_out(p.dw, p.N);
+        run_gemm<T>(p, g.groups, 1, kchunk);
+        return;
+      }
     }
     const int64_t n = grad_weight.numel();
-    Tensor part = empty({splits * n}, {.dtype = grad_weight.dtype(), .device = grad_weight.device()});
-    p.dw = mptr<T>(part);
+    Tensor part = empty({splits * n}, {.dtype = dtype_of<O>(), .device = grad_weight.device()});
+    p.dw = mptr<O>(part);
     p.vec_out = vector_out(p.dw, p.N);
     run_gemm<T>(p, g.groups, splits, kchunk);
-    launch(sum_splits<T>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0, kernel_stream(),
-           mptr<T>(grad_weight), cptr<T>(part), splits, n);
+    launch(sum_splits<T, O>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0, kernel_stream(),
+           mptr<T>(grad_weight), cptr<O>(part), splits, n);
   });
 }
 

@@ -46,7 +46,12 @@ void describe(ConvDescs& d, const ConvGeometry& g, DType t) {
       d.conv, static_cast<int>(g.ph), static_cast<int>(g.pw), static_cast<int>(g.sh), static_cast<int>(g.sw),
       static_cast<int>(g.dh), static_cast<int>(g.dw), CUDNN_CROSS_CORRELATION, compute));
   EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, static_cast<int>(g.groups)));
-  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, t == DType::Float32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+  // float32 without TF32 (as the native kernel); bfloat16 on the tensor cores (cuDNN's BFLOAT16
+  // configuration: bfloat16 tensors, float32 compute).
+  const cudnnMathType_t math = t == DType::Float32    ? CUDNN_FMA_MATH
+                               : t == DType::BFloat16 ? CUDNN_TENSOR_OP_MATH
+                                                      : CUDNN_DEFAULT_MATH;
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, math));
   int n = 0, c = 0, h = 0, w = 0;
   EMBER_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &c, &h, &w));
   d.ok = h == g.OH && w == g.OW;
@@ -58,8 +63,8 @@ void set_bias_desc(cudnnTensorDescriptor_t d, DType t, int64_t channels) {
 
 std::string conv_key(const char* pass, const ConvGeometry& g, DType t) {
   return ::ember::detail::concat(pass, " ", dtype_name(t), " N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " OC=", g.OC,
-                        " K=", g.KH, "x", g.KW, " O=", g.OH, "x", g.OW, " s=", g.sh, ",", g.sw, " p=", g.ph, ",", g.pw,
-                        " d=", g.dh, ",", g.dw, " g=", g.groups);
+                                 " K=", g.KH, "x", g.KW, " O=", g.OH, "x", g.OW, " s=", g.sh, ",", g.sw, " p=", g.ph,
+                                 ",", g.pw, " d=", g.dh, ",", g.dw, " g=", g.groups);
 }
 
 // The algorithm cache: (pass + shape + deterministic) -> algorithm and its workspace size.
@@ -201,9 +206,9 @@ void cudnn_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, c
   }
 }
 
-// cuDNN takes this geometry: float32/float64 and an output size it agrees with.
+// cuDNN takes this geometry: float32/float64/bfloat16 and an output size it agrees with.
 bool cudnn_can(const ConvGeometry& g, DType t) {
-  if (t != DType::Float32 && t != DType::Float64) return false;
+  if (t != DType::Float32 && t != DType::Float64 && t != DType::BFloat16) return false;
   try {
     ConvDescs d;
     describe(d, g, t);

@@ -7,8 +7,9 @@
 //     is: a pointer that can always be read (inside the input, or a stand-in) and whether the
 //     value is that element's (else 0: padding, a stride's gap); null only when nothing can be;
 //   out(g, split, m, n): where C[m, n] goes, and bias_of(g, m): the value added to row m (null
-//     for none); vec_out: the host found the output 16-byte aligned and its rows (a plane of one
+//     for none); vec_out: the host found the output aligned for 4 elements and its rows (a plane of one
 //     image, or a weight row) a multiple of 4 long. store() and store4() below write through them.
+// T is float, double or uint16_t (bfloat16 bits, core/cuda/conv_bf16_mma.h).
 //   forward          C[oc, (n,oh,ow)]  = W[oc, (c,kh,kw)]   * X[(c,kh,kw), (n,oh,ow)]
 //   backward-data    C[c, (n,ih,iw)]   = W^T[c, (oc,kh,kw)] * dY[(oc,kh,kw), (n,ih,iw)]
 //   backward-filter  C[oc, (c,kh,kw)]  = dY[oc, (n,oh,ow)]  * X[(n,oh,ow), (c,kh,kw)]
@@ -59,11 +60,11 @@ inline Dims dims_of(const ConvGeometry& g) {
 // warp's edge lanes branch away from it).
 template <typename T>
 EMBER_DEVICE T zero_unless(bool keep, T v) {
-  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
-  static_assert(sizeof(T) == sizeof(Bits), "a float or a double");
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+  static_assert(sizeof(T) == sizeof(Bits), "a double, a float or bfloat16 bits");
   Bits b;
   memcpy(&b, &v, sizeof b);
-  b &= Bits(0) - static_cast<Bits>(keep);
+  b &= static_cast<Bits>(Bits(0) - static_cast<Bits>(keep));
   memcpy(&v, &b, sizeof b);
   return v;
 }
@@ -88,7 +89,7 @@ struct Forward {
   const T* bias;
   T* y;
   int M, N, K;
-  bool vec_out;  // y 16-byte aligned and OH * OW a multiple of 4
+  bool vec_out;  // y aligned for 4 elements and OH * OW a multiple of 4
 
   EMBER_DEVICE const T* any() const { return w; }
   EMBER_DEVICE const T* a_ptr(int g, int m, int k) const { return w + static_cast<int64_t>(g * d.OCg + m) * K + k; }
@@ -126,7 +127,7 @@ struct BackwardData {
   const T* bias;  // per channel of grad_input (conv_transpose2d's bias)
   T* dx;
   int M, N, K;
-  bool vec_out;  // dx 16-byte aligned and H * W a multiple of 4
+  bool vec_out;  // dx aligned for 4 elements and H * W a multiple of 4
 
   EMBER_DEVICE const T* any() const { return w; }
   EMBER_DEVICE const T* a_ptr(int g, int m, int k) const {
@@ -159,14 +160,15 @@ struct BackwardData {
   EMBER_DEVICE const T* bias_of(int g, int m) const { return bias ? bias + g * d.Cg + m : nullptr; }
 };
 
-template <typename T>
+// O: the output's element type, T's, or float32 for bfloat16's partial sums.
+template <typename T, typename O = T>
 struct BackwardFilter {
   Dims d;
   const T* dy;
   const T* x;
-  T* dw;  // [OC, Cg*KK], or the partial sums [splits, OC, Cg*KK] when split
+  O* dw;  // [OC, Cg*KK], or the partial sums [splits, OC, Cg*KK] when split
   int M, N, K;
-  bool vec_out;  // dw 16-byte aligned and Cg * KK a multiple of 4
+  bool vec_out;  // dw aligned for 4 elements and Cg * KK a multiple of 4
 
   EMBER_DEVICE const T* any() const { return dy; }
   EMBER_DEVICE const T* a_ptr(int g, int m, int k) const {
@@ -190,7 +192,7 @@ struct BackwardFilter {
     const int ihc = ih < 0 ? 0 : ih < d.H ? ih : d.H - 1, iwc = iw < 0 ? 0 : iw < d.W ? iw : d.W - 1;
     return {c.base + (static_cast<int64_t>(n) * d.C * d.H + ihc) * d.W + iwc, inside};
   }
-  EMBER_DEVICE T* out(int g, int split, int m, int j) const {
+  EMBER_DEVICE O* out(int g, int split, int m, int j) const {
     return dw + (static_cast<int64_t>(split) * d.OC + g * d.OCg + m) * N + j;
   }
   EMBER_DEVICE const T* bias_of(int, int) const { return nullptr; }

@@ -126,6 +126,29 @@ EMBER_DEVICE void store_one(const Bf16GemmParams& p, void* C, int m, int n, floa
   }
 }
 
+// C[m, n .. n + 3], those inside C: one 8-byte (bfloat16) or 16-byte (float32) store when the four
+// lie in C with beta 0 and the row start aligned for it, else one element at a time.
+EMBER_DEVICE void store_four(const Bf16GemmParams& p, void* C, int m, int n, const float v[4]) {
+  if (m >= p.m) return;
+  const int64_t o = static_cast<int64_t>(m) * p.ldc + n;
+  if (p.beta == 0.f && n + 3 < p.n && p.ldc % 4 == 0) {
+    if (p.c_float32 && reinterpret_cast<uintptr_t>(C) % 16 == 0) {
+      *reinterpret_cast<float4*>(static_cast<float*>(C) + o) =
+          make_float4(p.alpha * v[0], p.alpha * v[1], p.alpha * v[2], p.alpha * v[3]);
+      return;
+    }
+    if (!p.c_float32 && reinterpret_cast<uintptr_t>(C) % 8 == 0) {
+      auto pair = [&](float a, float b) {
+        return static_cast<uint32_t>(float_to_bf16_bits(p.alpha * a)) |
+               static_cast<uint32_t>(float_to_bf16_bits(p.alpha * b)) << 16;
+      };
+      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(C) + o) = make_uint2(pair(v[0], v[1]), pair(v[2], v[3]));
+      return;
+    }
+  }
+  for (int q = 0; q < 4; ++q) store_one(p, C, m, n + q, v[q]);
+}
+
 }  // namespace bf16mma
 
 // Requires (host-checked): A and B 16-byte aligned, lda, ldb and their batch strides multiples of 8
@@ -172,9 +195,9 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) gemm_bf16_mma(Bf16GemmPa
     }
     EMBER_UNROLL
     for (int i = 0; i < 4; ++i) EMBER_UNROLL
-    for (int j = 0; j < 4; ++j)
-      put_accumulators(m0 + wm + 16 * i, n0 + wn + 8 * j, acc[i][j],
-                       [&](int m, int n, float v) { store_one(p, C, m, n, v); });
+    for (int j = 0; j < 4; j += 2)
+      put_accumulator_pairs(m0 + wm + 16 * i, n0 + wn + 8 * j, acc[i][j], acc[i][j + 1],
+                            [&](int m, int n, const float* v) { store_four(p, C, m, n, v); });
   }
 }
 

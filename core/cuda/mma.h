@@ -126,6 +126,30 @@ EMBER_DEVICE void put_accumulators(int m, int n, const float d[4], Put&& put) {
   put(m + g + 8, n + 2 * t + 1, d[3]);
 }
 
+// The accumulators of two side-by-side m16n8 tiles (d at columns n .. n + 7, e at n + 8 .. n + 15),
+// regrouped by shuffles so that each lane hands four consecutive columns of a row to
+// put4(row, column, v[4]): rows m + g and m + g + 8, columns n + 4t. A row's 16 columns then leave
+// as four lanes' adjacent runs, so a store request of 2-byte elements covers 32 bytes of a row
+// (one sector) instead of put_accumulators' 16. Every lane shuffles (no lane may skip it); put4
+// checks bounds.
+template <typename Put4>
+EMBER_DEVICE void put_accumulator_pairs(int m, int n, const float d[4], const float e[4], Put4&& put4) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  // Columns 4t .. 4t + 3 of the 16 are held, two each, by lanes 2t and 2t + 1 of the row's quad:
+  // in d for t < 2, in e (columns 4t - 8 of it) for t >= 2.
+  const int s0 = (g << 2) | ((2 * t) & 3), s1 = (g << 2) | ((2 * t + 1) & 3);
+  EMBER_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const float d0 = __shfl_sync(kAll, d[2 * h], s0), d1 = __shfl_sync(kAll, d[2 * h + 1], s0);
+    const float d2 = __shfl_sync(kAll, d[2 * h], s1), d3 = __shfl_sync(kAll, d[2 * h + 1], s1);
+    const float e0 = __shfl_sync(kAll, e[2 * h], s0), e1 = __shfl_sync(kAll, e[2 * h + 1], s0);
+    const float e2 = __shfl_sync(kAll, e[2 * h], s1), e3 = __shfl_sync(kAll, e[2 * h + 1], s1);
+    const float v[4] = {t < 2 ? d0 : e0, t < 2 ? d1 : e1, t < 2 ? d2 : e2, t < 2 ? d3 : e3};
+    put4(m + g + 8 * h, n + 4 * t, v);
+  }
+}
+
 // The portable ldmatrix: each lane fetches its elements from the row addresses of the lanes that
 // hold them (a shuffle of the pointers), as the hardware's crossbar does.
 template <int kMatrices, bool Trans>

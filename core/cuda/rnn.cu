@@ -15,9 +15,11 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
 #include "core/cuda/launch.h"
@@ -217,21 +219,43 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
-// C[m, n] = op(A) op(B) + beta C (row-major) through the device's GEMM stub.
-template <typename T>
-void gemm(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, double beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+GemmArgs gemm_args(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                   const void* b, int64_t ldb, double beta, void* c, int64_t ldc) {
   GemmArgs g;
-  g.dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  g.dtype = dt;
   g.trans_a = ta, g.trans_b = tb;
   g.m = m, g.n = n, g.k = k;
   g.alpha = 1.0, g.beta = beta;
   g.a = a, g.lda = std::max<int64_t>(lda, 1);
   g.b = b, g.ldb = std::max<int64_t>(ldb, 1);
   g.c = c, g.ldc = std::max<int64_t>(ldc, 1);
+  return g;
+}
+
+// C[m, n] = op(A) op(B) + beta C (row-major) through the device's GEMM stub.
+template <typename T>
+void gemm(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, double beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const DType dt = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  gemm_stub(dev)(gemm_args(dt, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc));
+}
+
+// The same with A and B bfloat16 and C float32 (the tensor-core GEMM, core/cuda/gemm_bf16_mma.h).
+void gemm_bf16(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+               const uint16_t* b, int64_t ldb, double beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  GemmArgs g = gemm_args(DType::BFloat16, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  g.c_float32 = true;
   gemm_stub(dev)(g);
 }
+
+// A bfloat16 layer's own input and W_ih, which its input-side GEMMs read as they are (null: the
+// layer is float32, float64 or float16, and those GEMMs run in its compute type).
+struct Bf16Operands {
+  const uint16_t* input = nullptr;
+  const uint16_t* w_ih = nullptr;
+};
 
 template <typename T>
 void copy(T* dst, const T* src, int64_t n) {
@@ -278,7 +302,7 @@ void column_sum(T* y, const T* a, int64_t rows, int64_t cols, Device dev) {
 }
 
 template <typename T>
-void forward_impl(const RnnForwardArgs& a) {
+void forward_impl(const RnnForwardArgs& a, const Bf16Operands& lo = {}) {
   const RnnConfig& cfg = a.cfg;
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
@@ -300,7 +324,14 @@ void forward_impl(const RnnForwardArgs& a) {
   if (rows * GH > 0)
     launch(init_gates<T>, blocks_for(rows * GH), kThreads, 0, kernel_stream(), gates, cptr<T>(a.b_ih), b_hh, rows, GH,
            gru ? 2 * H : GH);
-  gemm<T>(dev, false, true, rows, GH, I, cptr<T>(a.input), I, cptr<T>(a.w_ih), I, 1.0, gates, GH);
+  if constexpr (std::is_same_v<T, float>) {
+    if (lo.input)
+      gemm_bf16(dev, false, true, rows, GH, I, lo.input, I, lo.w_ih, I, 1.0, gates, GH);
+    else
+      gemm<T>(dev, false, true, rows, GH, I, cptr<T>(a.input), I, cptr<T>(a.w_ih), I, 1.0, gates, GH);
+  } else {
+    gemm<T>(dev, false, true, rows, GH, I, cptr<T>(a.input), I, cptr<T>(a.w_ih), I, 1.0, gates, GH);
+  }
   copy(hs + steps.first_slot() * BH, cptr<T>(a.h0), BH);
   if (lstm) copy(cs + steps.first_slot() * BH, cptr<T>(a.c0), BH);
 
@@ -323,10 +354,44 @@ void forward_impl(const RnnForwardArgs& a) {
   if (lstm) copy(mptr<T>(a.c_n), static_cast<const T*>(cs + steps.last_slot() * BH), BH);
 }
 
+// After the loop: d input, dW_ih and dW_hh as single GEMMs over all steps, the biases' column sums.
 template <typename T>
-void backward_impl(const RnnBackwardArgs& a) {
+void parameter_gradients(const RnnBackwardArgs& a, const Tensor& dgx_buf, const T* dgh, const T* hs,
+                         const Bf16Operands& lo) {
   const RnnConfig& cfg = a.cfg;
-  const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
+  const int64_t B = cfg.B, I = cfg.I, H = cfg.H, GH = rnn_gate_count(cfg.mode) * H, rows = cfg.T * B;
+  const Device dev = a.input.device();
+  const T* dgx = cptr<T>(dgx_buf);
+  bool input_side_done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (lo.input && (a.grad_input.defined() || a.grad_w_ih.defined())) {
+      // dG rounded to bfloat16 once, as the CPU's GEMM rounds it when it packs it.
+      Tensor dgx16 = empty({rows, GH}, {.dtype = DType::BFloat16, .device = dev});
+      copy_stub(dev)(dgx16, dgx_buf);
+      const uint16_t* d16 = cptr<uint16_t>(dgx16);
+      if (a.grad_input.defined())
+        gemm_bf16(dev, false, false, rows, I, GH, d16, GH, lo.w_ih, I, 0.0, mptr<float>(a.grad_input), I);
+      if (a.grad_w_ih.defined())
+        gemm_bf16(dev, true, false, GH, I, rows, d16, GH, lo.input, I, 0.0, mptr<float>(a.grad_w_ih), I);
+      input_side_done = true;
+    }
+  }
+  if (!input_side_done && a.grad_input.defined())
+    gemm<T>(dev, false, false, rows, I, GH, dgx, GH, cptr<T>(a.w_ih), I, 0.0, mptr<T>(a.grad_input), I);
+  if (!input_side_done && a.grad_w_ih.defined())
+    gemm<T>(dev, true, false, GH, I, rows, dgx, GH, cptr<T>(a.input), I, 0.0, mptr<T>(a.grad_w_ih), I);
+  if (a.grad_w_hh.defined()) {
+    const T* h_prev = hs + (cfg.reverse ? B * H : 0);  // the states before each step, in time order
+    gemm<T>(dev, true, false, GH, H, rows, dgh, GH, h_prev, H, 0.0, mptr<T>(a.grad_w_hh), H);
+  }
+  if (a.grad_b_ih.defined()) column_sum(mptr<T>(a.grad_b_ih), dgx, rows, GH, dev);
+  if (a.grad_b_hh.defined()) column_sum(mptr<T>(a.grad_b_hh), dgh, rows, GH, dev);
+}
+
+template <typename T>
+void backward_impl(const RnnBackwardArgs& a, const Bf16Operands& lo = {}) {
+  const RnnConfig& cfg = a.cfg;
+  const int64_t Tn = cfg.T, B = cfg.B, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
   const bool lstm = cell == kLstm, gru = cell == kGru;
   const RnnSteps steps{Tn, cfg.reverse};
@@ -365,27 +430,79 @@ void backward_impl(const RnnBackwardArgs& a) {
   if (a.grad_h0.defined()) copy(mptr<T>(a.grad_h0), static_cast<const T*>(dh), BH);
   if (a.grad_c0.defined()) copy(mptr<T>(a.grad_c0), static_cast<const T*>(dc), BH);
 
-  const T* cdgx = dgx;
-  const T* cdgh = dgh;
-  if (a.grad_input.defined())
-    gemm<T>(dev, false, false, rows, I, GH, cdgx, GH, cptr<T>(a.w_ih), I, 0.0, mptr<T>(a.grad_input), I);
-  if (a.grad_w_ih.defined())
-    gemm<T>(dev, true, false, GH, I, rows, cdgx, GH, cptr<T>(a.input), I, 0.0, mptr<T>(a.grad_w_ih), I);
-  if (a.grad_w_hh.defined()) {
-    const T* h_prev = hs + (cfg.reverse ? BH : 0);  // the states before each step, in time order
-    gemm<T>(dev, true, false, GH, H, rows, cdgh, GH, h_prev, H, 0.0, mptr<T>(a.grad_w_hh), H);
-  }
-  if (a.grad_b_ih.defined()) column_sum(mptr<T>(a.grad_b_ih), cdgx, rows, GH, dev);
-  if (a.grad_b_hh.defined()) column_sum(mptr<T>(a.grad_b_hh), cdgh, rows, GH, dev);
+  parameter_gradients<T>(a, dgx_buf, static_cast<const T*>(dgh), hs, lo);
+}
+
+// A float32 copy of a float16/bfloat16 tensor on its device; any other tensor as it is.
+Tensor widen(const Tensor& t) {
+  if (!t.defined() || (t.dtype() != DType::BFloat16 && t.dtype() != DType::Float16)) return t;
+  Tensor w = empty(t.shape(), {.dtype = DType::Float32, .device = t.device()});
+  copy_stub(t.device())(w, t);
+  return w;
+}
+
+// A float32 tensor for a float16/bfloat16 result, and the rounding of it into its destination.
+Tensor float32_for(const Tensor& dst) {
+  if (!dst.defined() || (dst.dtype() != DType::BFloat16 && dst.dtype() != DType::Float16)) return dst;
+  return empty(dst.shape(), {.dtype = DType::Float32, .device = dst.device()});
+}
+void narrow_into(const Tensor& dst, const Tensor& wide) {
+  if (dst.defined() && !dst.is_same(wide)) copy_stub(dst.device())(dst, wide);
+}
+
+Bf16Operands bf16_operands(const Tensor& input, const Tensor& w_ih) {
+  if (input.dtype() != DType::BFloat16) return {};
+  return {cptr<uint16_t>(input), cptr<uint16_t>(w_ih)};
+}
+
+// float16/bfloat16 layers (autocast on a GPU): as the CPU's (core/cpu/rnn_kernel.cpp,
+// rnn_forward_lowp), the layer runs in float32 on the device — operands widened, the float32
+// kernels, outputs and workspace rounded back to the layer's dtype once — except that for bfloat16
+// the input-side GEMMs, most of a layer's FLOPs, take bfloat16 operands on the tensor cores: the
+// forward's projection and the backward's d input and dW_ih read the layer's own bfloat16 input
+// and W_ih. The per-step recurrent GEMMs stay float32 (the state is carried in float32).
+void rnn_forward_lowp(const RnnForwardArgs& a) {
+  RnnForwardArgs w = a;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widen(*t);
+  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn}) *t = float32_for(*t);
+  forward_impl<float>(w, bf16_operands(a.input, a.w_ih));
+  for (auto [dst, src] : {std::pair{&a.output, &w.output},
+                          {&a.h_n, &w.h_n},
+                          {&a.c_n, &w.c_n},
+                          {&a.ws.gates, &w.ws.gates},
+                          {&a.ws.hs, &w.ws.hs},
+                          {&a.ws.cs, &w.ws.cs},
+                          {&a.ws.ghn, &w.ws.ghn}})
+    narrow_into(*dst, *src);
+}
+
+void rnn_backward_lowp(const RnnBackwardArgs& a) {
+  RnnBackwardArgs w = a;
+  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
+                    &w.grad_output, &w.grad_h_n, &w.grad_c_n})
+    *t = widen(*t);
+  for (Tensor* t : {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0})
+    *t = float32_for(*t);
+  backward_impl<float>(w, bf16_operands(a.input, a.w_ih));
+  for (auto [dst, src] : {std::pair{&a.grad_input, &w.grad_input},
+                          {&a.grad_w_ih, &w.grad_w_ih},
+                          {&a.grad_w_hh, &w.grad_w_hh},
+                          {&a.grad_b_ih, &w.grad_b_ih},
+                          {&a.grad_b_hh, &w.grad_b_hh},
+                          {&a.grad_h0, &w.grad_h0},
+                          {&a.grad_c0, &w.grad_c0}})
+    narrow_into(*dst, *src);
 }
 
 void cuda_rnn_forward(const RnnForwardArgs& a) {
   DeviceGuard guard(a.input.device());
+  if (a.input.dtype() == DType::BFloat16 || a.input.dtype() == DType::Float16) return rnn_forward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
 }
 
 void cuda_rnn_backward(const RnnBackwardArgs& a) {
   DeviceGuard guard(a.input.device());
+  if (a.input.dtype() == DType::BFloat16 || a.input.dtype() == DType::Float16) return rnn_backward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
 }
 

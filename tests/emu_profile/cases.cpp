@@ -11,7 +11,7 @@ namespace {
 using ember::Tensor;
 
 Tensor on(ember::Device device, ember::Shape shape, ember::DType dtype = ember::DType::Float32) {
-  return ember::randn(std::move(shape), {.dtype = dtype}).to(device);
+  return ember::randn(std::move(shape)).to(dtype).to(device);
 }
 
 Case mm_case(const std::string& name, int64_t m, int64_t n, int64_t k, ember::DType dtype, bool transpose_b) {
@@ -23,23 +23,27 @@ Case mm_case(const std::string& name, int64_t m, int64_t n, int64_t k, ember::DT
     return std::function<void()>([a, b] { ember::mm(a, b); });
   };
   c.flops = 2.0 * static_cast<double>(m * n * k);
-  // float: the vectorised warp-tiled kernel (the shapes are 16-byte aligned); double: gemm_kernel.
-  c.flop_kernel = dtype == ember::DType::Float32 ? "sgemm_warptile" : "gemm_kernel";
+  // float: the vectorised warp-tiled kernel (the shapes are 16-byte aligned); double: gemm_kernel;
+  // bfloat16: the tensor-core kernel.
+  c.flop_kernel = dtype == ember::DType::Float32    ? "sgemm_warptile"
+                  : dtype == ember::DType::BFloat16 ? "gemm_bf16_mma"
+                                                    : "gemm_kernel";
   c.fp64 = dtype == ember::DType::Float64;
   return c;
 }
 
-Case conv_case() {
+Case conv_case(ember::DType dtype) {
+  const bool bf16 = dtype == ember::DType::BFloat16;
   Case c;
-  c.name = "conv2d 8x32x32x32, 64x3x3";
-  c.make = [](ember::Device d) {
-    Tensor x = on(d, {8, 32, 32, 32}), w = on(d, {64, 32, 3, 3});
+  c.name = bf16 ? "conv2d bf16 8x32x32x32, 64x3x3" : "conv2d 8x32x32x32, 64x3x3";
+  c.make = [dtype](ember::Device d) {
+    Tensor x = on(d, {8, 32, 32, 32}, dtype), w = on(d, {64, 32, 3, 3}, dtype);
     ember::Conv2dParams p;
     p.padding = {1, 1};
     return std::function<void()>([x, w, p] { ember::conv2d(x, w, Tensor(), p); });
   };
   c.flops = 2.0 * 8 * 64 * 32 * 32 * 32 * 9;
-  c.flop_kernel = "implicit_gemm";
+  c.flop_kernel = bf16 ? "implicit_gemm_bf16" : "implicit_gemm";
   return c;
 }
 
@@ -62,7 +66,9 @@ std::vector<Case> representative_cases() {
   v.push_back(mm_case("mm f32 256x256x256", 256, 256, 256, ember::DType::Float32, false));
   v.push_back(mm_case("mm f32 256x256x256 B^T", 256, 256, 256, ember::DType::Float32, true));
   v.push_back(mm_case("mm f64 128x128x128", 128, 128, 128, ember::DType::Float64, false));
-  v.push_back(conv_case());
+  v.push_back(mm_case("mm bf16 256x256x256", 256, 256, 256, ember::DType::BFloat16, false));
+  v.push_back(conv_case(ember::DType::Float32));
+  v.push_back(conv_case(ember::DType::BFloat16));
   v.push_back(unary_case("relu 256K", {256, 1024}, [](const Tensor& x) { ember::relu(x); }));
   v.push_back(unary_case("add 256K", {256, 1024}, [](const Tensor& x) { ember::add(x, x); }));
   v.push_back(unary_case("transpose copy 512x512", {512, 512}, [](const Tensor& x) { x.t().contiguous(); }));

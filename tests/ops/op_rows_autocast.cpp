@@ -1,12 +1,11 @@
 // Rows: the ops autocast runs in bfloat16 (core/ops/autocast_table.h's low-precision rows), each
-// run under `autocast(cpu, BFloat16)` on float32 operands, forward and backward. The reference is
-// the float64 run, which autocast leaves alone (it never casts float64), so a bfloat16 kernel is
-// held to the float64 result; the row asserts that its op did run in bfloat16 on the CPU. The
-// result goes back to float32 inside the row so that the harness's upstream product and sum (the
+// run under `autocast(device, BFloat16)` on float32 operands of that device, forward and
+// backward. The reference is the float64 run, which autocast leaves alone (it never casts
+// float64), so a bfloat16 kernel is held to the float64 result; the row asserts that its op did
+// run in bfloat16. The result goes back to float32 inside the row so that the harness's upstream product and sum (the
 // CPU has no bfloat16 reduction) run in float32, while the op's backward gets a bfloat16
 // gradient, as in training. Shapes put k past kBf16MinK (64) where a layer's GEMMs take the
-// bfloat16 kernel only from there (convolutions, the recurrent layer's input GEMM). Other device
-// types are not cast by a CPU scope: there the rows run in float32 within the same bounds.
+// bfloat16 kernel only from there (convolutions, the recurrent layer's input GEMM).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -17,18 +16,18 @@
 #include "op_table.h"
 
 namespace ember::ops_test {
-namespace {
 
-// The op under autocast bfloat16, checked to have produced bfloat16 on the CPU, widened back.
-OpRow bf16_row(const std::string& op, int64_t k, std::function<Inputs(Generator&)> inputs,
-               std::function<Tensor(const Inputs&)> f) {
+// The op under autocast bfloat16 on its operands' device, checked to have produced bfloat16,
+// widened back.
+OpRow autocast_bf16_row(const std::string& op, int64_t k, std::function<Inputs(Generator&)> inputs,
+                        std::function<Tensor(const Inputs&)> f) {
   OpRow r{"autocast_bf16_" + op, std::move(inputs), [op, f = std::move(f)](const Inputs& x) {
             Tensor out;
             {
-              autocast ac(Device::cpu(), DType::BFloat16);
+              autocast ac(x[0].device(), DType::BFloat16);
               out = f(x);
             }
-            const bool cast = x[0].dtype() == DType::Float32 && x[0].device().is_cpu();
+            const bool cast = x[0].dtype() == DType::Float32;
             if (cast && out.dtype() != DType::BFloat16)
               throw std::logic_error(op + " under autocast bfloat16 gave " + dtype_name(out.dtype()));
             return out.to(x[0].dtype());
@@ -44,42 +43,40 @@ OpRow bf16_row(const std::string& op, int64_t k, std::function<Inputs(Generator&
   return r;
 }
 
-}  // namespace
-
 void add_autocast_rows(std::vector<OpRow>& t) {
   namespace F = nn::functional;
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "matmul", 70,
       [](Generator& g) {
         return Inputs{rn(g, {2, 5, 70}), rn(g, {70, 30})};
       },
       [](const Inputs& x) { return matmul(x[0], x[1]); }));
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "mm", 90,
       [](Generator& g) {
         return Inputs{rn(g, {13, 90}), rn(g, {90, 37})};
       },
       [](const Inputs& x) { return mm(x[0], x[1]); }));
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "bmm", 66,
       [](Generator& g) {
         return Inputs{rn(g, {3, 7, 66}), rn(g, {3, 66, 9})};
       },
       [](const Inputs& x) { return bmm(x[0], x[1]); }));
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "addmm", 65,
       [](Generator& g) {
         return Inputs{rn(g, {11}), rn(g, {6, 65}), rn(g, {65, 11})};
       },
       [](const Inputs& x) { return addmm(x[0], x[1], x[2]); }));
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "linear", 80,
       [](Generator& g) {
         return Inputs{rn(g, {3, 4, 80}), rn(g, {24, 80}), rn(g, {24})};
       },
       [](const Inputs& x) { return F::linear(x[0], x[1], x[2]); }));
   // 8 channels x 3 x 3 = 72 terms per output; the weight gradient sums over 2 x 9 x 9 = 162.
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "conv2d", 162,
       [](Generator& g) {
         return Inputs{rn(g, {2, 8, 9, 9}), rn(g, {12, 8, 3, 3}), rn(g, {12})};
@@ -87,7 +84,7 @@ void add_autocast_rows(std::vector<OpRow>& t) {
       [](const Inputs& x) {
         return conv2d(x[0], x[1], x[2], {.padding = {1, 1}});
       }));
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "conv_transpose2d", 162,
       [](Generator& g) {
         return Inputs{rn(g, {2, 12, 5, 5}), rn(g, {12, 8, 3, 3}), rn(g, {8})};
@@ -96,7 +93,7 @@ void add_autocast_rows(std::vector<OpRow>& t) {
         return conv_transpose2d(x[0], x[1], x[2], {.stride = {2, 2}});
       }));
   // An LSTM layer over 6 steps: input 70 wide (its GEMM in bfloat16), hidden 16.
-  t.push_back(bf16_row(
+  t.push_back(autocast_bf16_row(
       "lstm_layer", 96,
       [](Generator& g) {
         return Inputs{rn(g, {6, 3, 70}), mul(rn(g, {64, 70}), 0.1), mul(rn(g, {64, 16}), 0.2), rn(g, {64}),
@@ -104,6 +101,17 @@ void add_autocast_rows(std::vector<OpRow>& t) {
       },
       [](const Inputs& x) {
         return rnn_layer(RnnMode::Lstm, x[0], x[1], x[2], x[3], x[4], Tensor(), Tensor()).output;
+      }));
+  // A GRU layer run in reverse over sequences of lengths 5, 2 and 6 (its r gate multiplies the
+  // recurrent product, a separate buffer from the input projection's gates); hidden 16, input 70.
+  t.push_back(autocast_bf16_row(
+      "gru_layer_reverse_lengths", 96,
+      [](Generator& g) {
+        return Inputs{rn(g, {6, 3, 70}), mul(rn(g, {48, 70}), 0.1), mul(rn(g, {48, 16}), 0.2), rn(g, {48}),
+                      rn(g, {48})};
+      },
+      [](const Inputs& x) {
+        return rnn_layer(RnnMode::Gru, x[0], x[1], x[2], x[3], x[4], Tensor(), Tensor(), {5, 2, 6}, true).output;
       }));
 }
 

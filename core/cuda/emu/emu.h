@@ -48,6 +48,9 @@ struct alignas(16) double2 {
 struct alignas(16) int4 {
   int x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
@@ -58,6 +61,9 @@ inline float4 make_float4(float x, float y, float z, float w) {
   return {x, y, z, w};
 }
 inline double2 make_double2(double x, double y) {
+  return {x, y};
+}
+inline uint2 make_uint2(unsigned x, unsigned y) {
   return {x, y};
 }
 
