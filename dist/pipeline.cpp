@@ -7,6 +7,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/generator.h"
 #include "core/ops.h"
+#include "core/ops/autocast.h"
 
 namespace ember::dist {
 namespace {
@@ -61,6 +62,9 @@ Pipeline::Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communica
                 layers, " layers");
   EMBER_CHECK(layers >= k, "pipeline: ", k, " stages need at least ", k, " layers, the model has ", layers);
   EMBER_CHECK(opts_.micro_batches >= 1, "pipeline: expected at least one micro-batch, got ", opts_.micro_batches);
+  EMBER_CHECK(!opts_.autocast || *opts_.autocast == DType::BFloat16, "pipeline: autocast to ",
+              dtype_name(*opts_.autocast),
+              " is not supported (expected bfloat16: float16's loss scaling across stages is not written)");
   if (opts_.stage_ranks.empty())
     for (int s = 0; s < k; ++s) opts_.stage_ranks.push_back(s);
   EMBER_CHECK(static_cast<int>(opts_.stage_ranks.size()) == k, "pipeline: ", k, " stages but ",
@@ -103,7 +107,13 @@ std::string Pipeline::describe() const {
 
 Tensor Pipeline::run_stage(const Tensor& x) {
   try {
-    return stage_module_->forward(x);
+    if (!opts_.autocast) return stage_module_->forward(x);
+    Tensor out;
+    {
+      autocast scope(x.device(), *opts_.autocast);
+      out = stage_module_->forward(x);
+    }
+    return out.dtype() == *opts_.autocast ? out.to(DType::Float32) : out;
   } catch (const Error& e) {
     throw Error("pipeline " + describe() + ": " + e.what());
   }

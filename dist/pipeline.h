@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ struct PipelineOptions {
   // each replica's own).
   Communicator* data_parallel = nullptr;
   DdpOptions ddp;
+  // Mixed precision (docs/PRECISION.md): each stage's forward runs under autocast(its input's
+  // device, this dtype), and an output it leaves in 16 bits is widened to float32 before it is sent
+  // on or reaches the loss, as the next float32 op of one process would widen it. bfloat16 only:
+  // float16's loss scaling would need every stage to agree on skipping a step (not written).
+  std::optional<DType> autocast;
 };
 
 // What the last step did on this stage.

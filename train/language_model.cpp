@@ -89,8 +89,6 @@ StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& para
   opt.zero_grad();
 #ifdef EMBER_HAVE_DIST
   if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
-    EMBER_CHECK(run_precision().name() == "fp32", "--precision ", run_precision().name(),
-                " is not supported with --pipeline (the stages run in fp32)");
     loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
     correct = pipe->last_step().metrics.at(0);
     pipelined = true;

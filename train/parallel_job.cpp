@@ -8,6 +8,7 @@
 #include "core/ops.h"
 #include "layers/container.h"
 #include "layers/optim/clip_grad.h"
+#include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/comm_mpi.h"
 #include "dist/data_parallel.h"
@@ -365,7 +366,8 @@ void ParallelJob::wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_
                             .recompute = flags_.recompute,
                             .stage_ranks = grid.stage_ranks,
                             .data_parallel = grid.replicas_comm.get(),
-                            .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap}});
+                            .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap},
+                            .autocast = run_precision().dtype()});
   dist_->pipe->stage_module().set_fusion(seq->fusion());  // the stage's layers run as the model's would
   manual_seed(seed * 1000003ULL + static_cast<uint64_t>(dist_->comm->rank()));
 #else

@@ -19,6 +19,8 @@ class Precision {
   // "fp32", "bf16" or "fp16"; anything else is an ember::Error naming `what` and the choices.
   static Precision parse(const std::string& name, const std::string& what = "--precision");
   const std::string& name() const { return name_; }
+  // The 16-bit type autocast casts to (nothing for fp32).
+  std::optional<DType> dtype() const { return dtype_; }
   // Opens the autocast scope of a step's forward and loss in `scope` (nothing for fp32); the
   // caller's scope object ends it (autocast can be neither copied nor moved).
   void enter_autocast(std::optional<autocast>& scope, Device dev) const;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/autograd/grad_mode.h"
+#include "core/ops/autocast.h"
 #include "dist/pipeline_grid.h"
 #include "dist_test_util.h"
 #include "layers/nn.h"
@@ -154,6 +155,54 @@ std::vector<PipeRun> every_run() {
 
 TEST(Pipeline, MlpTrainsLikeOneProcessUnderEverySchedule) {
   for (const PipeRun& r : every_run()) check_equivalence([] { return mlp(7); }, {12, 6}, 5, r);
+}
+
+// Mixed precision (PipelineOptions::autocast): each stage's forward under autocast bfloat16 gives
+// what one process gets running the whole model's forward under autocast, micro-batch by
+// micro-batch as the pipeline cuts the batch (a bfloat16 rounding depends on the float32 sum before
+// it); the CNN in float32, its activations widened to float32 at the stage boundary as the next op
+// of one process widens them. Its losses are not float32's (it did run in bfloat16).
+TEST(Pipeline, Bf16AutocastTrainsLikeOneProcessUnderAutocast) {
+  for (int m : {1, 3}) {
+    auto make = [] {
+      auto net = cnn(8, false);
+      net->to(DType::Float32);
+      return net;
+    };
+    auto model = make(), ref = make(), ref32 = make();
+    Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), comm().size()), comm(),
+                  {.micro_batches = m, .autocast = DType::BFloat16});
+    optim::SGD opt(pipe.parameters(), {.lr = 0.1, .momentum = 0.9});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.1, .momentum = 0.9});
+    for (int s = 0; s < 3; ++s) {
+      Batch b = batch_of({12, 1, 10, 10}, 3, 60 + static_cast<uint64_t>(s));
+      const Tensor x = b.x.to(DType::Float32);
+      opt.zero_grad();
+      const double loss = pipe.train_step(pipe.is_first() ? x : Tensor(), pipe.is_last() ? b.y : Tensor(), loss_fn);
+      opt.step();
+      ref_opt.zero_grad();
+      double ref_loss = 0;
+      int64_t at = 0;
+      for (int64_t n : micro_batch_sizes(12, m)) {
+        Tensor l;
+        {
+          autocast ac(Device::cpu(), DType::BFloat16);
+          l = loss_fn(ref->forward(x.narrow(0, at, n)), b.y.narrow(0, at, n));
+        }
+        mul(l, static_cast<double>(n) / 12.0).backward();
+        ref_loss += l.item() * static_cast<double>(n) / 12.0;
+        at += n;
+      }
+      ref_opt.step();
+      if (pipe.is_last()) {
+        EXPECT_NEAR(loss, ref_loss, 1e-5) << "step " << s << ", M " << m;
+        if (s == 0) {
+          EXPECT_NE(loss, loss_fn(ref32->forward(x), b.y).item()) << "the step ran in float32";
+        }
+      }
+    }
+    EXPECT_LT(stage_diff(pipe, *ref), 1e-5) << pipe.describe() << ", M " << m;
+  }
 }
 
 TEST(Pipeline, CnnTrainsLikeOneProcessUnderEverySchedule) {
