@@ -71,6 +71,14 @@ struct RnnBackwardArgs {
   Tensor grad_input, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh, grad_h0, grad_c0;
 };
 
+// A float16/bfloat16 layer's arguments as float32 tensors on their device (operands widened, results
+// and workspace fresh float32 tensors of their shapes), for kernels that run such a layer in
+// float32 (core/rnn_lowp.cpp); rnn_round_results rounds the float32 results back into the layer's.
+RnnForwardArgs rnn_float32_args(const RnnForwardArgs& a);
+void rnn_round_results(const RnnForwardArgs& a, const RnnForwardArgs& wide);
+RnnBackwardArgs rnn_float32_args(const RnnBackwardArgs& a);
+void rnn_round_results(const RnnBackwardArgs& a, const RnnBackwardArgs& wide);
+
 using RnnForwardFn = void(const RnnForwardArgs& args);
 using RnnBackwardFn = void(const RnnBackwardArgs& args);
 EMBER_DECLARE_STUB(rnn_forward_stub, RnnForwardFn);

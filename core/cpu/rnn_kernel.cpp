@@ -365,43 +365,21 @@ void backward_impl(const RnnBackwardArgs& a) {
   parameter_gradients<T>(a, dgx, dgh);
 }
 
-// float16/bfloat16 layers (core/cpu/lowp_reference.h): the whole layer in float32, its outputs and
-// workspace rounded back; for bfloat16 the input-side GEMMs, which carry most of the FLOPs, take
+// float16/bfloat16 layers (rnn_float32_args, core/rnn_kernels.h): the whole layer in float32, its
+// outputs and workspace rounded back; for bfloat16 the input-side GEMMs, which carry most of the FLOPs, take
 // bfloat16 operands (vdpbf16ps where the CPU has it).
 void rnn_forward_lowp(const RnnForwardArgs& a) {
-  RnnForwardArgs w = a;
+  RnnForwardArgs w = rnn_float32_args(a);
   w.cfg.bf16_gemms = a.input.dtype() == DType::BFloat16;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = cpu::lowp::widen(*t);
-  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn})
-    *t = cpu::lowp::float32_for(*t);
   forward_impl<float>(w);
-  for (auto [dst, src] : {std::pair{&a.output, &w.output},
-                          {&a.h_n, &w.h_n},
-                          {&a.c_n, &w.c_n},
-                          {&a.ws.gates, &w.ws.gates},
-                          {&a.ws.hs, &w.ws.hs},
-                          {&a.ws.cs, &w.ws.cs},
-                          {&a.ws.ghn, &w.ws.ghn}})
-    cpu::lowp::narrow_into(*dst, *src);
+  rnn_round_results(a, w);
 }
 
 void rnn_backward_lowp(const RnnBackwardArgs& a) {
-  RnnBackwardArgs w = a;
+  RnnBackwardArgs w = rnn_float32_args(a);
   w.cfg.bf16_gemms = a.input.dtype() == DType::BFloat16;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
-                    &w.grad_output, &w.grad_h_n, &w.grad_c_n})
-    *t = cpu::lowp::widen(*t);
-  for (Tensor* t : {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0})
-    *t = cpu::lowp::float32_for(*t);
   backward_impl<float>(w);
-  for (auto [dst, src] : {std::pair{&a.grad_input, &w.grad_input},
-                          {&a.grad_w_ih, &w.grad_w_ih},
-                          {&a.grad_w_hh, &w.grad_w_hh},
-                          {&a.grad_b_ih, &w.grad_b_ih},
-                          {&a.grad_b_hh, &w.grad_b_hh},
-                          {&a.grad_h0, &w.grad_h0},
-                          {&a.grad_c0, &w.grad_c0}})
-    cpu::lowp::narrow_into(*dst, *src);
+  rnn_round_results(a, w);
 }
 
 void cpu_rnn_forward(const RnnForwardArgs& a) {

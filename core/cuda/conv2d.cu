@@ -8,8 +8,9 @@
 //           forward of a layer with 64 output channels), 8-deep K slices, 8 x 8 outputs a lane;
 //   double: implicit_gemm below, a 64x64 output tile per block of 256 threads, 16-deep K slices
 //           staged in shared memory, each thread a 4x4 block of accumulators in registers;
-//   bfloat16: implicit_gemm_bf16 (core/cuda/conv_bf16_mma.h), the bfloat16 GEMM's tensor-core
-//           tiles (128 x 128, mma.sync m16n8k16), float32 accumulation, outputs rounded once.
+//   bfloat16 and float16: implicit_gemm_bf16 (core/cuda/conv_bf16_mma.h), the 16-bit GEMM's
+//           tensor-core tiles (128 x 128, mma.sync m16n8k16), float32 accumulation, outputs
+//           rounded once.
 // conv_transpose2d's forward is backward-data and its backward-data is forward (the op layer
 // swaps them). The filter gradient's K (batch x output pixels) is long, so it is split over
 // blockIdx.z into slices whose partial products a second kernel adds in a fixed order
@@ -124,30 +125,31 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm(Problem p, int splits,
   }
 }
 
-// An element as a number, and a number as an element: uint16_t holds bfloat16 bits.
-template <typename T>
+// An element as a number, and a number as an element: uint16_t holds bfloat16 bits, or float16's
+// when kF16.
+template <bool kF16, typename T>
 EMBER_DEVICE double widen(T v) {
   if constexpr (std::is_same_v<T, uint16_t>)
-    return bf16_bits_to_float(v);
+    return bf16mma::to_float(kF16, v);
   else
     return static_cast<double>(v);
 }
-template <typename T, typename S>
+template <typename T, bool kF16, typename S>
 EMBER_DEVICE T narrow(S v) {
   if constexpr (std::is_same_v<T, uint16_t>)
-    return float_to_bf16_bits(static_cast<float>(v));
+    return bf16mma::to_bits(kF16, static_cast<float>(v));
   else
     return static_cast<T>(v);
 }
 
-// out[i] = sum over s of part[s * n + i], in order (the partial sums' type P; bfloat16's are float).
-template <typename T, typename P>
+// out[i] = sum over s of part[s * n + i], in order (the partial sums' type P; 16-bit ones' are float).
+template <typename T, typename P, bool kF16>
 __global__ void sum_splits(T* out, const P* part, int64_t splits, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     P s = P(0);
     for (int64_t k = 0; k < splits; ++k) s += part[k * n + i];
-    out[i] = narrow<T>(s);
+    out[i] = narrow<T, kF16>(s);
   }
 }
 
@@ -156,14 +158,14 @@ struct AddF {
 };
 
 // grad_bias[oc] = sum of dy over images and output pixels: one block per channel.
-template <typename T>
+template <typename T, bool kF16>
 __global__ void bias_grad(T* gb, const T* dy, int64_t N, int64_t OC, int64_t P) {
   for (int64_t oc = blockIdx.x; oc < OC; oc += gridDim.x) {
     double s = 0;
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t r = threadIdx.x; r < P; r += blockDim.x) s += widen(dy[(n * OC + oc) * P + r]);
+      for (int64_t r = threadIdx.x; r < P; r += blockDim.x) s += widen<kF16>(dy[(n * OC + oc) * P + r]);
     s = block_reduce(s, AddF{}, 0.0);
-    if (threadIdx.x == 0) gb[oc] = narrow<T>(s);
+    if (threadIdx.x == 0) gb[oc] = narrow<T, kF16>(s);
   }
 }
 
@@ -189,7 +191,7 @@ TileShape tile_of(int64_t M) {
   return TileShape{kBM, kBN};
 }
 
-template <typename T, typename Problem>
+template <typename T, bool kF16, typename Problem>
 void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) {
   if (p.M == 0 || p.N == 0 || groups == 0) return;
   const TileShape t = tile_of<T>(p.M);
@@ -198,7 +200,7 @@ void run_gemm(const Problem& p, int64_t groups, int64_t splits, int64_t kchunk) 
               ", ", gz, ") exceeds the CUDA grid limits");
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
   if constexpr (std::is_same_v<T, uint16_t>) {
-    launch(conv::implicit_gemm_bf16<Problem>, grid, conv::Bf16Gather::kThreads, 0, kernel_stream(), p,
+    launch(conv::implicit_gemm_bf16<Problem, kF16>, grid, conv::Bf16Gather::kThreads, 0, kernel_stream(), p,
            static_cast<int>(splits), static_cast<int>(kchunk));
   } else if constexpr (std::is_same_v<T, float>) {
     if (t.bm == ShortTile::BM)
@@ -238,19 +240,22 @@ int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
 
-// Runs body.template operator()<T>() with T the kernels' element type of dt: float, double, or
-// uint16_t for bfloat16 (its bits).
+// Runs body.template operator()<T, kF16>() with T the kernels' element type of dt: float, double,
+// or uint16_t for bfloat16 and float16 (their bits; kF16 tells which).
 template <typename Body>
 void dispatch_conv(DType dt, const char* op, Body&& body) {
   switch (dt) {
     case DType::Float32:
-      return body.template operator()<float>();
+      return body.template operator()<float, false>();
     case DType::Float64:
-      return body.template operator()<double>();
+      return body.template operator()<double, false>();
     case DType::BFloat16:
-      return body.template operator()<uint16_t>();
+      return body.template operator()<uint16_t, false>();
+    case DType::Float16:
+      return body.template operator()<uint16_t, true>();
     default:
-      EMBER_FAIL(op, ": dtype ", dtype_name(dt), " is not supported on CUDA (expected float32, float64 or bfloat16)");
+      EMBER_FAIL(op, ": dtype ", dtype_name(dt),
+                 " is not supported on CUDA (expected float32, float64, bfloat16 or float16)");
   }
 }
 
@@ -258,7 +263,7 @@ void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& w
                          const ConvGeometry& g) {
   if (out.numel() == 0) return;
   DeviceGuard guard(out.device());
-  dispatch_conv(input.dtype(), "conv2d", [&]<typename T>() {
+  dispatch_conv(input.dtype(), "conv2d", [&]<typename T, bool kF16>() {
     check_32bit(g, "conv2d");
     const Dims d = conv::dims_of(g);
     Forward<T> p{d,
@@ -270,7 +275,7 @@ void cuda_conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& w
                  d.N * d.OH * d.OW,
                  d.Cg * d.KK,
                  vector_out(mptr<T>(out), g.OH * g.OW)};
-    run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
+    run_gemm<T, kF16>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
   });
 }
 
@@ -278,7 +283,7 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
                                 const Tensor& bias, const ConvGeometry& g) {
   if (grad_input.numel() == 0) return;
   DeviceGuard guard(grad_input.device());
-  dispatch_conv(grad_out.dtype(), "conv2d_backward_input", [&]<typename T>() {
+  dispatch_conv(grad_out.dtype(), "conv2d_backward_input", [&]<typename T, bool kF16>() {
     check_32bit(g, "conv2d_backward_input");
     const Dims d = conv::dims_of(g);
     BackwardData<T> p{d,
@@ -290,7 +295,7 @@ void cuda_conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out
                       d.N * d.H * d.W,
                       d.OCg * d.KK,
                       vector_out(mptr<T>(grad_input), g.H * g.W)};
-    run_gemm<T>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
+    run_gemm<T, kF16>(p, g.groups, 1, std::max<int64_t>(p.K, 1));
   });
 }
 
@@ -311,15 +316,15 @@ std::pair<int64_t, int64_t> k_splits(int64_t M, int64_t N, int64_t K, int64_t gr
 void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
                                  const Tensor& input, const ConvGeometry& g) {
   DeviceGuard guard(grad_out.device());
-  dispatch_conv(grad_out.dtype(), "conv2d_backward_weight", [&]<typename T>() {
+  dispatch_conv(grad_out.dtype(), "conv2d_backward_weight", [&]<typename T, bool kF16>() {
     const Dims d = conv::dims_of(g);
     if (grad_bias.defined() && g.OC > 0)
-      launch(bias_grad<T>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
+      launch(bias_grad<T, kF16>, static_cast<unsigned>(std::min<int64_t>(g.OC, 16384)), reduce_threads(g.OH * g.OW), 0,
              kernel_stream(), mptr<T>(grad_bias), cptr<T>(grad_out), g.N, g.OC, g.OH * g.OW);
     if (!grad_weight.defined() || grad_weight.numel() == 0) return;
     check_32bit(g, "conv2d_backward_weight");
-    // bfloat16's partial sums stay float32 until they are added (each slice rounded would lose the
-    // bits the float32 accumulation kept), so bfloat16 always goes through them.
+    // 16-bit partial sums stay float32 until they are added (each slice rounded would lose the bits
+    // the float32 accumulation kept), so bfloat16 and float16 always go through them.
     using O = std::conditional_t<std::is_same_v<T, uint16_t>, float, T>;
     BackwardFilter<T, O> p{d, cptr<T>(grad_out), cptr<T>(input), nullptr, d.OCg, d.Cg * d.KK, d.N * d.OH * d.OW, false};
     const auto [splits, kchunk] = k_splits<T>(p.M, p.N, p.K, g.groups);
@@ -327,7 +332,7 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
       if (splits == 1) {
         p.dw = mptr<T>(grad_weight);
         p.vec_out = vector_out(p.dw, p.N);
-        run_gemm<T>(p, g.groups, 1, kchunk);
+        run_gemm<T, kF16>(p, g.groups, 1, kchunk);
         return;
       }
     }
@@ -335,9 +340,9 @@ void cuda_conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_b
     Tensor part = empty({splits * n}, {.dtype = dtype_of<O>(), .device = grad_weight.device()});
     p.dw = mptr<O>(part);
     p.vec_out = vector_out(p.dw, p.N);
-    run_gemm<T>(p, g.groups, splits, kchunk);
-    launch(sum_splits<T, O>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0, kernel_stream(),
-           mptr<T>(grad_weight), cptr<O>(part), splits, n);
+    run_gemm<T, kF16>(p, g.groups, splits, kchunk);
+    launch(sum_splits<T, O, kF16>, static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 16384)), 256, 0,
+           kernel_stream(), mptr<T>(grad_weight), cptr<O>(part), splits, n);
   });
 }
 

@@ -1,6 +1,6 @@
-// The bfloat16 convolution's kernel (core/cuda/conv2d.cu; issue 51): the three GEMMs of
-// core/cuda/conv_problems.h over bfloat16 tensors on the tensor cores, float32 accumulation, each
-// output rounded to bfloat16 once (the filter gradient's K-split partial sums stay float32 until the
+// The 16-bit convolution's kernel (core/cuda/conv2d.cu; issue 51): the three GEMMs of
+// core/cuda/conv_problems.h over bfloat16 (or, kF16, float16) tensors on the tensor cores, float32
+// accumulation, each output rounded to its type once (the filter gradient's K-split partial sums stay float32 until the
 // slices are added). It reuses the bfloat16 GEMM's block and warp tiles (core/cuda/gemm_bf16_mma.h:
 // 128 x 128 outputs, 8 warps of 64 x 32 as mma.sync m16n8k16 tiles fed by ldmatrix, 32-deep K
 // slices, multiply_slice) with its operands gathered by the Problems instead of copied as matrices:
@@ -39,26 +39,26 @@ struct Bf16Gather {
 
 // C[m, j] = v plus the row's bias (none: v as it is), rounded to bfloat16, or kept float32 where
 // the Problem writes float32 (the filter gradient's partial sums).
-template <typename Problem>
+template <bool kF16, typename Problem>
 EMBER_DEVICE void store_bf16(const Problem& p, int g, int split, int m, int j, float v) {
   if (m >= p.M || j >= p.N) return;
   const uint16_t* b = p.bias_of(g, m);
-  if (b) v += bf16_bits_to_float(*b);
+  if (b) v += bf16mma::to_float(kF16, *b);
   auto* o = p.out(g, split, m, j);
   if constexpr (std::is_same_v<std::remove_pointer_t<decltype(o)>, float>)
     *o = v;
   else
-    *o = float_to_bf16_bits(v);
+    *o = bf16mma::to_bits(kF16, v);
 }
 
 // C[m, j .. j + 3], those below N: one 8-byte (bfloat16) or 16-byte (float32 partial sums) store
 // where vec_out allows it (the four in one row, aligned: conv_problems.h), else one at a time.
-template <typename Problem>
+template <bool kF16, typename Problem>
 EMBER_DEVICE void store4_bf16(const Problem& p, int g, int split, int m, int j, const float v[4]) {
   if (m >= p.M) return;
   if (p.vec_out && j + 3 < p.N) {
     const uint16_t* b = p.bias_of(g, m);
-    const float add = b ? bf16_bits_to_float(*b) : 0.f;
+    const float add = b ? bf16mma::to_float(kF16, *b) : 0.f;
     float w[4];
     for (int q = 0; q < 4; ++q) w[q] = b ? v[q] + add : v[q];  // no bias: the sum as it is (-0 stays)
     auto* o = p.out(g, split, m, j);
@@ -66,18 +66,19 @@ EMBER_DEVICE void store4_bf16(const Problem& p, int g, int split, int m, int j, 
       *reinterpret_cast<float4*>(o) = make_float4(w[0], w[1], w[2], w[3]);
     } else {
       auto pair = [](float a, float c) {
-        return static_cast<uint32_t>(float_to_bf16_bits(a)) | static_cast<uint32_t>(float_to_bf16_bits(c)) << 16;
+        return static_cast<uint32_t>(bf16mma::to_bits(kF16, a)) | static_cast<uint32_t>(bf16mma::to_bits(kF16, c))
+                                                                      << 16;
       };
       *reinterpret_cast<uint2*>(o) = make_uint2(pair(w[0], w[1]), pair(w[2], w[3]));
     }
     return;
   }
-  for (int q = 0; q < 4; ++q) store_bf16(p, g, split, m, j + q, v[q]);
+  for (int q = 0; q < 4; ++q) store_bf16<kF16>(p, g, split, m, j + q, v[q]);
 }
 
 // Grid as implicit_gemm's (core/cuda/conv2d.cu): x over N tiles, y over M tiles, z over groups x K
 // splits. One block an SM, as the bfloat16 GEMM (its accumulators and fragments take ~190 registers).
-template <typename Problem>
+template <typename Problem, bool kF16>
 __global__ void __launch_bounds__(bf16mma::kThreads, 1) implicit_gemm_bf16(Problem p, int splits, int kchunk) {
   using L = Bf16Gather;
   EMBER_SHARED(uint4, As, [2][L::StageA::kElems / 8]);
@@ -128,8 +129,8 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) implicit_gemm_bf16(Probl
   for (int t = 0; t < tiles; ++t) {
     const bool next = t + 1 < tiles;
     if (next) fetch(k_begin + (t + 1) * L::BK);  // in flight while this slice is multiplied out
-    bf16mma::multiply_slice<false, false>(acc, reinterpret_cast<const uint16_t*>(As[t & 1]),
-                                          reinterpret_cast<const uint16_t*>(Bs[t & 1]), wm, wn, lane);
+    bf16mma::multiply_slice<false, false, kF16>(acc, reinterpret_cast<const uint16_t*>(As[t & 1]),
+                                                reinterpret_cast<const uint16_t*>(Bs[t & 1]), wm, wn, lane);
     // The other stage was last read before the previous iteration's barrier: free to overwrite.
     if (next) put((t + 1) & 1);
     __syncthreads();
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) implicit_gemm_bf16(Probl
   for (int i = 0; i < 4; ++i) EMBER_UNROLL
   for (int j = 0; j < 4; j += 2)
     put_accumulator_pairs(m0 + wm + 16 * i, n0 + wn + 8 * j, acc[i][j], acc[i][j + 1],
-                          [&](int m, int n, const float* v) { store4_bf16(p, g, split, m, n, v); });
+                          [&](int m, int n, const float* v) { store4_bf16<kF16>(p, g, split, m, n, v); });
 }
 
 }  // namespace ember::cuda::conv

@@ -46,11 +46,10 @@ void describe(ConvDescs& d, const ConvGeometry& g, DType t) {
       d.conv, static_cast<int>(g.ph), static_cast<int>(g.pw), static_cast<int>(g.sh), static_cast<int>(g.sw),
       static_cast<int>(g.dh), static_cast<int>(g.dw), CUDNN_CROSS_CORRELATION, compute));
   EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, static_cast<int>(g.groups)));
-  // float32 without TF32 (as the native kernel); bfloat16 on the tensor cores (cuDNN's BFLOAT16
-  // configuration: bfloat16 tensors, float32 compute).
-  const cudnnMathType_t math = t == DType::Float32    ? CUDNN_FMA_MATH
-                               : t == DType::BFloat16 ? CUDNN_TENSOR_OP_MATH
-                                                      : CUDNN_DEFAULT_MATH;
+  // float32 without TF32 (as the native kernel); bfloat16 and float16 on the tensor cores (cuDNN's
+  // BFLOAT16 and PSEUDO_HALF configurations: 16-bit tensors, float32 compute).
+  const bool half = t == DType::BFloat16 || t == DType::Float16;
+  const cudnnMathType_t math = t == DType::Float32 ? CUDNN_FMA_MATH : half ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH;
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, math));
   int n = 0, c = 0, h = 0, w = 0;
   EMBER_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &c, &h, &w));
@@ -206,9 +205,9 @@ void cudnn_backward_weight(const Tensor& grad_weight, const Tensor& grad_bias, c
   }
 }
 
-// cuDNN takes this geometry: float32/float64/bfloat16 and an output size it agrees with.
+// cuDNN takes this geometry: float32/float64/bfloat16/float16 and an output size it agrees with.
 bool cudnn_can(const ConvGeometry& g, DType t) {
-  if (t != DType::Float32 && t != DType::Float64 && t != DType::BFloat16) return false;
+  if (t != DType::Float32 && t != DType::Float64 && t != DType::BFloat16 && t != DType::Float16) return false;
   try {
     ConvDescs d;
     describe(d, g, t);

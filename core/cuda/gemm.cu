@@ -478,15 +478,18 @@ void run(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
 // multiples of 8 elements), else gemm_bf16_scalar.
 template <bool TA, bool TB>
 void launch_bf16(Bf16GemmParams p) {
+  const char* name = p.f16 ? "gemm (float16)" : "gemm (bfloat16)";
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   if (aligned(p.a) && aligned(p.b) && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.stride_a % 8 == 0 && p.stride_b % 8 == 0) {
     const GemmGrid gg = gemm_grid(p.m, p.n, p.batch, bf16mma::BM, bf16mma::BN);
-    EMBER_CHECK(gg.fits, "gemm (bfloat16): m = ", p.m, " and n = ", p.n, " need ", gg.x, " x ", gg.y,
+    EMBER_CHECK(gg.fits, name, ": m = ", p.m, " and n = ", p.n, " need ", gg.x, " x ", gg.y,
                 " tiles; the CUDA grid allows at most ", kGridXMax, " x ", kGridYZMax);
     p.m_on_x = gg.m_on_x ? 1 : 0;
-    launch(gemm_bf16_mma<TA, TB>,
-           dim3(static_cast<unsigned>(gg.x), static_cast<unsigned>(gg.y), static_cast<unsigned>(gg.z)),
-           bf16mma::kThreads, 0, kernel_stream(), p);
+    const dim3 grid(static_cast<unsigned>(gg.x), static_cast<unsigned>(gg.y), static_cast<unsigned>(gg.z));
+    if (p.f16)
+      launch(gemm_bf16_mma<TA, TB, true>, grid, bf16mma::kThreads, 0, kernel_stream(), p);
+    else
+      launch(gemm_bf16_mma<TA, TB, false>, grid, bf16mma::kThreads, 0, kernel_stream(), p);
     return;
   }
   const int64_t total = static_cast<int64_t>(p.m) * p.n * p.batch;
@@ -497,7 +500,7 @@ void launch_bf16(Bf16GemmParams p) {
 void run_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   EMBER_CHECK(!g.ab_float32,
               "gemm (CUDA): bfloat16 products of float32 operands (ab_float32) are not implemented "
-              "on CUDA; expected bfloat16 A and B");
+              "on CUDA; expected bfloat16 or float16 A and B");
   if (!has_work(g, batch, sa, sb, sc)) return;
   Bf16GemmParams p{static_cast<const uint16_t*>(g.a),
                    static_cast<const uint16_t*>(g.b),
@@ -515,7 +518,8 @@ void run_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t 
                    0,
                    static_cast<float>(g.alpha),
                    static_cast<float>(g.beta),
-                   g.c_float32};
+                   g.c_float32,
+                   g.dtype == DType::Float16};
   if (g.trans_a)
     g.trans_b ? launch_bf16<true, true>(p) : launch_bf16<true, false>(p);
   else
@@ -523,13 +527,13 @@ void run_bf16(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t 
 }
 
 void cuda_gemm_batched(const GemmArgs& g, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  if (g.dtype == DType::BFloat16) {
+  if (g.dtype == DType::BFloat16 || g.dtype == DType::Float16) {
     run_bf16(g, batch, stride_a, stride_b, stride_c);
   } else if (g.dtype == DType::Float32) {
     run<float>(g, batch, stride_a, stride_b, stride_c);
   } else {
     EMBER_CHECK(g.dtype == DType::Float64, "gemm: dtype ", dtype_name(g.dtype),
-                "; expected float32, float64 or bfloat16");
+                "; expected float32, float64, bfloat16 or float16");
     run<double>(g, batch, stride_a, stride_b, stride_c);
   }
 }

@@ -1,6 +1,7 @@
-// The bfloat16 GEMM on the tensor cores (core/cuda/gemm.cu sends gemm_stub's dtype-bfloat16 calls
-// here; issue 51): C = alpha A B + beta C with A and B bfloat16, float32 accumulation, C bfloat16
-// (rounded to nearest even once) or float32. The sm_80 design, which Hopper also runs:
+// The 16-bit GEMM on the tensor cores (core/cuda/gemm.cu sends gemm_stub's dtype-bfloat16 and
+// -float16 calls here; issue 51): C = alpha A B + beta C with A and B bfloat16 (or float16: kF16,
+// Bf16GemmParams::f16), float32 accumulation, C of A's type (rounded to nearest even once) or
+// float32. The sm_80 design, which Hopper also runs:
 //   - a 128 x 128 output tile per block of 8 warps, each warp 64 x 32 of it as 4 x 4 tiles of
 //     mma.sync m16n8k16 (core/cuda/mma.h), 64 float accumulators a lane;
 //   - 32-deep K slices copied with 16-byte cp.async (8 elements) into two shared stages, the next
@@ -34,9 +35,18 @@ struct Bf16GemmParams {
   int m_on_x;  // row tiles on grid x (core/cuda/gemm_geometry.h)
   float alpha, beta;
   bool c_float32;
+  bool f16 = false;  // A, B (and C unless c_float32) float16 instead of bfloat16
 };
 
 namespace bf16mma {
+
+// A 16-bit element's value, and a float rounded (to nearest even) to one: bfloat16 or float16.
+EMBER_DEVICE float to_float(bool f16, uint16_t v) {
+  return f16 ? half_bits_to_float(v) : bf16_bits_to_float(v);
+}
+EMBER_DEVICE uint16_t to_bits(bool f16, float v) {
+  return f16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
+}
 
 constexpr int BM = 128, BN = 128, BK = 32, kThreads = 256, kPad = 8;
 constexpr int kWarpM = 64, kWarpN = 32, kWarpsN = 4;
@@ -91,7 +101,7 @@ EMBER_DEVICE void load_b(uint32_t f[4], const uint16_t* S, int n, int kk, int la
 
 // acc += the stage's slice: per 16-deep step, 2 B and 4 A ldmatrix.x4 and 16 mma, each A fragment
 // loaded just before its 4 mma (holding all four at once spilled at the 128-register cap).
-template <bool TA, bool TB>
+template <bool TA, bool TB, bool kF16>
 EMBER_DEVICE void multiply_slice(float (&acc)[4][4][4], const uint16_t* SA, const uint16_t* SB, int wm, int wn,
                                  int lane) {
   EMBER_UNROLL
@@ -108,7 +118,7 @@ EMBER_DEVICE void multiply_slice(float (&acc)[4][4][4], const uint16_t* SA, cons
       uint32_t af[4];
       load_a<!TA>(af, SA, wm + 16 * i, kk, lane);
       EMBER_UNROLL
-      for (int j = 0; j < 4; ++j) mma_m16n8k16_bf16(acc[i][j], af, bf[j], acc[i][j]);
+      for (int j = 0; j < 4; ++j) mma_m16n8k16<kF16>(acc[i][j], af, bf[j], acc[i][j]);
     }
   }
 }
@@ -121,8 +131,8 @@ EMBER_DEVICE void store_one(const Bf16GemmParams& p, void* C, int m, int n, floa
     *out = p.beta == 0.f ? p.alpha * v : p.alpha * v + p.beta * *out;
   } else {
     uint16_t* out = static_cast<uint16_t*>(C) + o;
-    const float r = p.beta == 0.f ? p.alpha * v : p.alpha * v + p.beta * bf16_bits_to_float(*out);
-    *out = float_to_bf16_bits(r);
+    const float r = p.beta == 0.f ? p.alpha * v : p.alpha * v + p.beta * to_float(p.f16, *out);
+    *out = to_bits(p.f16, r);
   }
 }
 
@@ -139,8 +149,8 @@ EMBER_DEVICE void store_four(const Bf16GemmParams& p, void* C, int m, int n, con
     }
     if (!p.c_float32 && reinterpret_cast<uintptr_t>(C) % 8 == 0) {
       auto pair = [&](float a, float b) {
-        return static_cast<uint32_t>(float_to_bf16_bits(p.alpha * a)) |
-               static_cast<uint32_t>(float_to_bf16_bits(p.alpha * b)) << 16;
+        return static_cast<uint32_t>(to_bits(p.f16, p.alpha * a)) | static_cast<uint32_t>(to_bits(p.f16, p.alpha * b))
+                                                                        << 16;
       };
       *reinterpret_cast<uint2*>(static_cast<uint16_t*>(C) + o) = make_uint2(pair(v[0], v[1]), pair(v[2], v[3]));
       return;
@@ -153,7 +163,7 @@ EMBER_DEVICE void store_four(const Bf16GemmParams& p, void* C, int m, int n, con
 
 // Requires (host-checked): A and B 16-byte aligned, lda, ldb and their batch strides multiples of 8
 // elements. Grid as the float GEMM's: row tiles on x or y (p.m_on_x), batch entries on z.
-template <bool TA, bool TB>
+template <bool TA, bool TB, bool kF16>
 __global__ void __launch_bounds__(bf16mma::kThreads, 1) gemm_bf16_mma(Bf16GemmParams p) {
   using namespace bf16mma;
   using SA_ = Stage<BM, !TA>;
@@ -188,8 +198,8 @@ __global__ void __launch_bounds__(bf16mma::kThreads, 1) gemm_bf16_mma(Bf16GemmPa
     for (int s = 0; s < tiles; ++s) {
       // The other stage was last read before the previous iteration's barrier: free to overwrite.
       if (s + 1 < tiles) issue((s + 1) & 1, (s + 1) * BK);
-      multiply_slice<TA, TB>(acc, reinterpret_cast<const uint16_t*>(As[s & 1]),
-                             reinterpret_cast<const uint16_t*>(Bs[s & 1]), wm, wn, lane);
+      multiply_slice<TA, TB, kF16>(acc, reinterpret_cast<const uint16_t*>(As[s & 1]),
+                                   reinterpret_cast<const uint16_t*>(Bs[s & 1]), wm, wn, lane);
       cp_async_wait_all();
       __syncthreads();
     }
@@ -216,7 +226,7 @@ __global__ void gemm_bf16_scalar(Bf16GemmParams p) {
     for (int k = 0; k < p.k; ++k) {
       const uint16_t x = TA ? A[static_cast<int64_t>(k) * p.lda + m] : A[static_cast<int64_t>(m) * p.lda + k];
       const uint16_t y = TB ? B[static_cast<int64_t>(n) * p.ldb + k] : B[static_cast<int64_t>(k) * p.ldb + n];
-      acc = fmaf(bf16_bits_to_float(x), bf16_bits_to_float(y), acc);
+      acc = fmaf(bf16mma::to_float(p.f16, x), bf16mma::to_float(p.f16, y), acc);
     }
     void* C = p.c_float32 ? static_cast<void*>(static_cast<float*>(p.c) + z * p.stride_c)
                           : static_cast<void*>(static_cast<uint16_t*>(p.c) + z * p.stride_c);

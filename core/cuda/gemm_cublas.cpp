@@ -33,34 +33,36 @@ int gemm_device(const void* c) {
   return device_of_pointer(c);
 }
 
-// What cuBLAS runs here: float32, float64, and bfloat16 operands (not float32 ones rounded on the
-// way: ab_float32) with float32 accumulation and a bfloat16 or float32 C.
+// What cuBLAS runs here: float32, float64, and bfloat16 or float16 operands (not float32 ones
+// rounded on the way: ab_float32) with float32 accumulation and a 16-bit or float32 C.
 bool cublas_takes(const GemmArgs& g) {
-  return g.dtype == DType::Float32 || g.dtype == DType::Float64 || (g.dtype == DType::BFloat16 && !g.ab_float32);
+  const bool half = g.dtype == DType::BFloat16 || g.dtype == DType::Float16;
+  return g.dtype == DType::Float32 || g.dtype == DType::Float64 || (half && !g.ab_float32);
 }
 
-// bfloat16 through cublasGemmEx, in the column-major transposition the float paths use (C^T =
-// B^T A^T); alpha and beta are float, as the float32 compute type wants.
-void cublas_gemm_bf16(const CublasApi& api, cublasHandle_t h, const GemmArgs& g, int count, int64_t sa, int64_t sb,
-                      int64_t sc) {
+// bfloat16 or float16 through cublasGemmEx, in the column-major transposition the float paths use
+// (C^T = B^T A^T); alpha and beta are float, as the float32 compute type wants.
+void cublas_gemm_16bit(const CublasApi& api, cublasHandle_t h, const GemmArgs& g, int count, int64_t sa, int64_t sb,
+                       int64_t sc) {
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
   const int lda = as_int(g.lda, "lda"), ldb = as_int(g.ldb, "ldb"), ldc = as_int(g.ldc, "ldc");
   const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-  const cudaDataType_t ct = g.c_float32 ? CUDA_R_32F : CUDA_R_16BF;
+  const cudaDataType_t t = g.dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_16BF;
+  const cudaDataType_t ct = g.c_float32 ? CUDA_R_32F : t;
   if (count == 1)
-    EMBER_CUBLAS_CHECK(api.gemm_ex(h, op_b, op_a, n, m, k, &alpha, g.b, CUDA_R_16BF, ldb, g.a, CUDA_R_16BF, lda, &beta,
-                                   g.c, ct, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    EMBER_CUBLAS_CHECK(api.gemm_ex(h, op_b, op_a, n, m, k, &alpha, g.b, t, ldb, g.a, t, lda, &beta, g.c, ct, ldc,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   else
-    EMBER_CUBLAS_CHECK(api.gemm_strided_batched_ex(h, op_b, op_a, n, m, k, &alpha, g.b, CUDA_R_16BF, ldb, sb, g.a,
-                                                   CUDA_R_16BF, lda, sa, &beta, g.c, ct, ldc, sc, count,
-                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    EMBER_CUBLAS_CHECK(api.gemm_strided_batched_ex(h, op_b, op_a, n, m, k, &alpha, g.b, t, ldb, sb, g.a, t, lda, sa,
+                                                   &beta, g.c, ct, ldc, sc, count, CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT));
 }
 
 void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   EMBER_CHECK(cublas_takes(g), "gemm (cuBLAS): dtype ", g.dtype, g.ab_float32 ? " with float32 operands" : "",
-              " is not supported (float32, float64, bfloat16)");
+              " is not supported (float32, float64, bfloat16, float16)");
   const CublasApi& api = cublas_api();
   const int dev = gemm_device(g.c);
   DeviceGuard guard(Device::cuda(dev));
@@ -70,8 +72,8 @@ void cublas_gemm_batched(const GemmArgs& g, int64_t batch, int64_t sa, int64_t s
   const int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
   const int lda = as_int(g.lda, "lda"), ldb = as_int(g.ldb, "ldb"), ldc = as_int(g.ldc, "ldc");
   const int count = as_int(batch, "batch");
-  if (g.dtype == DType::BFloat16) {
-    cublas_gemm_bf16(api, h, g, count, sa, sb, sc);
+  if (g.dtype == DType::BFloat16 || g.dtype == DType::Float16) {
+    cublas_gemm_16bit(api, h, g, count, sa, sb, sc);
   } else if (g.dtype == DType::Float32) {
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
     auto a = static_cast<const float*>(g.a), b = static_cast<const float*>(g.b);

@@ -14,13 +14,15 @@
 // should already be tf32 (to_tf32): the tensor cores ignore the low 13 mantissa bits, and so
 // does the portable body.
 //
-// mma_m16n8k16_bf16: D = A B + C for one warp, A 16 x 16, B 16 x 8, bfloat16 inputs two to a
-// 32-bit register (the lower k in the low half), float accumulators; PTX's mma.m16n8k16 .bf16:
+// mma_m16n8k16<kF16>: D = A B + C for one warp, A 16 x 16, B 16 x 8, bfloat16 (float16 when
+// kF16) inputs two to a 32-bit register (the lower k in the low half), float accumulators; PTX's
+// mma.m16n8k16 .bf16 (.f16):
 //   a[0] = A[g][2t, 2t+1]       a[1] = A[g + 8][2t, 2t+1]
 //   a[2] = A[g][2t+8, 2t+9]     a[3] = A[g + 8][2t+8, 2t+9]
 //   b[0] = B[2t, 2t+1][g]       b[1] = B[2t+8, 2t+9][g]
 //   c, d as for tf32 (rows g, g + 8; columns 2t, 2t + 1).
-// The products of two bfloat16 are exact in float; the portable body sums them in float.
+// The products of two bfloat16 (or float16) are exact in float; the portable body sums them in
+// float.
 //
 // ldmatrix_x4<Trans>(r, row): four 8 x 8 matrices of 16-bit elements from shared memory, the
 // warp's fragments for the mma above. Lane l gives the address of row l % 8 of matrix l / 8 (16
@@ -32,6 +34,7 @@
 #include <cstdint>
 
 #include "core/cuda/device_api.h"
+#include "core/cuda/half.h"
 
 namespace ember::cuda {
 
@@ -78,17 +81,30 @@ EMBER_DEVICE void mma_m16n8k8_tf32(float d[4], const float a[4], const float b[2
 #endif
 }
 
-EMBER_DEVICE void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+template <bool kF16>
+EMBER_DEVICE void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%10, %11, %12, %13};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  if constexpr (kF16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #else
   constexpr unsigned kAll = 0xffffffffu;
-  auto lo = [](uint32_t v) { return __uint_as_float(v << 16); };
-  auto hi = [](uint32_t v) { return __uint_as_float(v & 0xffff0000u); };
+  // The element in a register's low half (the lower k) and high half, as a float (exact).
+  auto lo = [](uint32_t v) {
+    return kF16 ? half_bits_to_float(static_cast<uint16_t>(v & 0xffffu)) : __uint_as_float(v << 16);
+  };
+  auto hi = [](uint32_t v) {
+    return kF16 ? half_bits_to_float(static_cast<uint16_t>(v >> 16)) : __uint_as_float(v & 0xffff0000u);
+  };
   // The pair of k (2q, 2q + 1) and (2q + 8, 2q + 9) of row g sits in lane g * 4 + q; of column n
   // in lane n * 4 + q.
   auto dot = [&](uint32_t x0, uint32_t x8, uint32_t y0, uint32_t y8, float acc) {

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
@@ -241,18 +240,20 @@ void gemm(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T
   gemm_stub(dev)(gemm_args(dt, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc));
 }
 
-// The same with A and B bfloat16 and C float32 (the tensor-core GEMM, core/cuda/gemm_bf16_mma.h).
-void gemm_bf16(Device dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
-               const uint16_t* b, int64_t ldb, double beta, float* c, int64_t ldc) {
+// The same with A and B bfloat16 or float16 (dt) and C float32 (the tensor-core GEMM,
+// core/cuda/gemm_bf16_mma.h).
+void gemm_16bit(Device dev, DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                const uint16_t* b, int64_t ldb, double beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  GemmArgs g = gemm_args(DType::BFloat16, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  GemmArgs g = gemm_args(dt, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
   g.c_float32 = true;
   gemm_stub(dev)(g);
 }
 
-// A bfloat16 layer's own input and W_ih, which its input-side GEMMs read as they are (null: the
-// layer is float32, float64 or float16, and those GEMMs run in its compute type).
-struct Bf16Operands {
+// A bfloat16 or float16 layer's own input and W_ih, which its input-side GEMMs read as they are
+// (null: the layer is float32 or float64, and those GEMMs run in its compute type).
+struct HalfOperands {
+  DType dtype = DType::BFloat16;
   const uint16_t* input = nullptr;
   const uint16_t* w_ih = nullptr;
 };
@@ -302,7 +303,7 @@ void column_sum(T* y, const T* a, int64_t rows, int64_t cols, Device dev) {
 }
 
 template <typename T>
-void forward_impl(const RnnForwardArgs& a, const Bf16Operands& lo = {}) {
+void forward_impl(const RnnForwardArgs& a, const HalfOperands& lo = {}) {
   const RnnConfig& cfg = a.cfg;
   const int64_t Tn = cfg.T, B = cfg.B, I = cfg.I, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
@@ -326,7 +327,7 @@ void forward_impl(const RnnForwardArgs& a, const Bf16Operands& lo = {}) {
            gru ? 2 * H : GH);
   if constexpr (std::is_same_v<T, float>) {
     if (lo.input)
-      gemm_bf16(dev, false, true, rows, GH, I, lo.input, I, lo.w_ih, I, 1.0, gates, GH);
+      gemm_16bit(dev, lo.dtype, false, true, rows, GH, I, lo.input, I, lo.w_ih, I, 1.0, gates, GH);
     else
       gemm<T>(dev, false, true, rows, GH, I, cptr<T>(a.input), I, cptr<T>(a.w_ih), I, 1.0, gates, GH);
   } else {
@@ -357,7 +358,7 @@ void forward_impl(const RnnForwardArgs& a, const Bf16Operands& lo = {}) {
 // After the loop: d input, dW_ih and dW_hh as single GEMMs over all steps, the biases' column sums.
 template <typename T>
 void parameter_gradients(const RnnBackwardArgs& a, const Tensor& dgx_buf, const T* dgh, const T* hs,
-                         const Bf16Operands& lo) {
+                         const HalfOperands& lo) {
   const RnnConfig& cfg = a.cfg;
   const int64_t B = cfg.B, I = cfg.I, H = cfg.H, GH = rnn_gate_count(cfg.mode) * H, rows = cfg.T * B;
   const Device dev = a.input.device();
@@ -365,14 +366,14 @@ void parameter_gradients(const RnnBackwardArgs& a, const Tensor& dgx_buf, const 
   bool input_side_done = false;
   if constexpr (std::is_same_v<T, float>) {
     if (lo.input && (a.grad_input.defined() || a.grad_w_ih.defined())) {
-      // dG rounded to bfloat16 once, as the CPU's GEMM rounds it when it packs it.
-      Tensor dgx16 = empty({rows, GH}, {.dtype = DType::BFloat16, .device = dev});
+      // dG rounded to the layer's 16-bit type once (the CPU's bfloat16 GEMM rounds it as it packs it).
+      Tensor dgx16 = empty({rows, GH}, {.dtype = lo.dtype, .device = dev});
       copy_stub(dev)(dgx16, dgx_buf);
       const uint16_t* d16 = cptr<uint16_t>(dgx16);
       if (a.grad_input.defined())
-        gemm_bf16(dev, false, false, rows, I, GH, d16, GH, lo.w_ih, I, 0.0, mptr<float>(a.grad_input), I);
+        gemm_16bit(dev, lo.dtype, false, false, rows, I, GH, d16, GH, lo.w_ih, I, 0.0, mptr<float>(a.grad_input), I);
       if (a.grad_w_ih.defined())
-        gemm_bf16(dev, true, false, GH, I, rows, d16, GH, lo.input, I, 0.0, mptr<float>(a.grad_w_ih), I);
+        gemm_16bit(dev, lo.dtype, true, false, GH, I, rows, d16, GH, lo.input, I, 0.0, mptr<float>(a.grad_w_ih), I);
       input_side_done = true;
     }
   }
@@ -389,7 +390,7 @@ void parameter_gradients(const RnnBackwardArgs& a, const Tensor& dgx_buf, const 
 }
 
 template <typename T>
-void backward_impl(const RnnBackwardArgs& a, const Bf16Operands& lo = {}) {
+void backward_impl(const RnnBackwardArgs& a, const HalfOperands& lo = {}) {
   const RnnConfig& cfg = a.cfg;
   const int64_t Tn = cfg.T, B = cfg.B, H = cfg.H, G = rnn_gate_count(cfg.mode), GH = G * H;
   const Cell cell = cell_of(cfg.mode);
@@ -433,65 +434,27 @@ void backward_impl(const RnnBackwardArgs& a, const Bf16Operands& lo = {}) {
   parameter_gradients<T>(a, dgx_buf, static_cast<const T*>(dgh), hs, lo);
 }
 
-// A float32 copy of a float16/bfloat16 tensor on its device; any other tensor as it is.
-Tensor widen(const Tensor& t) {
-  if (!t.defined() || (t.dtype() != DType::BFloat16 && t.dtype() != DType::Float16)) return t;
-  Tensor w = empty(t.shape(), {.dtype = DType::Float32, .device = t.device()});
-  copy_stub(t.device())(w, t);
-  return w;
+HalfOperands half_operands(const Tensor& input, const Tensor& w_ih) {
+  if (input.dtype() != DType::BFloat16 && input.dtype() != DType::Float16) return {};
+  return {input.dtype(), cptr<uint16_t>(input), cptr<uint16_t>(w_ih)};
 }
 
-// A float32 tensor for a float16/bfloat16 result, and the rounding of it into its destination.
-Tensor float32_for(const Tensor& dst) {
-  if (!dst.defined() || (dst.dtype() != DType::BFloat16 && dst.dtype() != DType::Float16)) return dst;
-  return empty(dst.shape(), {.dtype = DType::Float32, .device = dst.device()});
-}
-void narrow_into(const Tensor& dst, const Tensor& wide) {
-  if (dst.defined() && !dst.is_same(wide)) copy_stub(dst.device())(dst, wide);
-}
-
-Bf16Operands bf16_operands(const Tensor& input, const Tensor& w_ih) {
-  if (input.dtype() != DType::BFloat16) return {};
-  return {cptr<uint16_t>(input), cptr<uint16_t>(w_ih)};
-}
-
-// float16/bfloat16 layers (autocast on a GPU): as the CPU's (core/cpu/rnn_kernel.cpp,
-// rnn_forward_lowp), the layer runs in float32 on the device — operands widened, the float32
-// kernels, outputs and workspace rounded back to the layer's dtype once — except that for bfloat16
-// the input-side GEMMs, most of a layer's FLOPs, take bfloat16 operands on the tensor cores: the
-// forward's projection and the backward's d input and dW_ih read the layer's own bfloat16 input
-// and W_ih. The per-step recurrent GEMMs stay float32 (the state is carried in float32).
+// float16/bfloat16 layers (autocast on a GPU): as the CPU's (rnn_float32_args, core/rnn_kernels.h),
+// the layer runs in float32 on the device — operands widened, the float32
+// kernels, outputs and workspace rounded back to the layer's dtype once — except that the
+// input-side GEMMs, most of a layer's FLOPs, take 16-bit operands on the tensor cores: the
+// forward's projection and the backward's d input and dW_ih read the layer's own 16-bit input and
+// W_ih. The per-step recurrent GEMMs stay float32 (the state is carried in float32).
 void rnn_forward_lowp(const RnnForwardArgs& a) {
-  RnnForwardArgs w = a;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widen(*t);
-  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn}) *t = float32_for(*t);
-  forward_impl<float>(w, bf16_operands(a.input, a.w_ih));
-  for (auto [dst, src] : {std::pair{&a.output, &w.output},
-                          {&a.h_n, &w.h_n},
-                          {&a.c_n, &w.c_n},
-                          {&a.ws.gates, &w.ws.gates},
-                          {&a.ws.hs, &w.ws.hs},
-                          {&a.ws.cs, &w.ws.cs},
-                          {&a.ws.ghn, &w.ws.ghn}})
-    narrow_into(*dst, *src);
+  const RnnForwardArgs w = rnn_float32_args(a);
+  forward_impl<float>(w, half_operands(a.input, a.w_ih));
+  rnn_round_results(a, w);
 }
 
 void rnn_backward_lowp(const RnnBackwardArgs& a) {
-  RnnBackwardArgs w = a;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn,
-                    &w.grad_output, &w.grad_h_n, &w.grad_c_n})
-    *t = widen(*t);
-  for (Tensor* t : {&w.grad_input, &w.grad_w_ih, &w.grad_w_hh, &w.grad_b_ih, &w.grad_b_hh, &w.grad_h0, &w.grad_c0})
-    *t = float32_for(*t);
-  backward_impl<float>(w, bf16_operands(a.input, a.w_ih));
-  for (auto [dst, src] : {std::pair{&a.grad_input, &w.grad_input},
-                          {&a.grad_w_ih, &w.grad_w_ih},
-                          {&a.grad_w_hh, &w.grad_w_hh},
-                          {&a.grad_b_ih, &w.grad_b_ih},
-                          {&a.grad_b_hh, &w.grad_b_hh},
-                          {&a.grad_h0, &w.grad_h0},
-                          {&a.grad_c0, &w.grad_c0}})
-    narrow_into(*dst, *src);
+  const RnnBackwardArgs w = rnn_float32_args(a);
+  backward_impl<float>(w, half_operands(a.input, a.w_ih));
+  rnn_round_results(a, w);
 }
 
 void cuda_rnn_forward(const RnnForwardArgs& a) {

@@ -26,25 +26,27 @@ struct Shape3 {
 struct Case {
   bool ta, tb, c_float32;
   double alpha, beta;
-  int64_t offset;  // elements A and B start past a 16-byte boundary (1: the scalar fallback)
+  int64_t offset;    // elements A and B start past a 16-byte boundary (1: the scalar fallback)
+  bool f16 = false;  // float16 operands (and C) instead of bfloat16
 };
 
-// n bfloat16 values of N(0, 1), as bits.
-std::vector<uint16_t> random_bf16(int64_t n) {
+// n bfloat16 (float16) values of N(0, 1), as bits.
+std::vector<uint16_t> random_bits(int64_t n, bool f16) {
   const std::vector<float> v = randn({n}).to_vector<float>();
   std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16_bits(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = f16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
   return out;
 }
 
-Tensor device_bits(const std::vector<uint16_t>& bits) {
+Tensor device_bits(const std::vector<uint16_t>& bits, bool f16) {
   std::vector<uint16_t> copy = bits;
-  Tensor host = from_blob(copy.data(), {static_cast<int64_t>(copy.size())}, DType::BFloat16, [](void*) {});
+  Tensor host =
+      from_blob(copy.data(), {static_cast<int64_t>(copy.size())}, f16 ? DType::Float16 : DType::BFloat16, [](void*) {});
   return emu_test::device_copy(host);
 }
 
-double bf(uint16_t b) {
-  return static_cast<double>(bf16_bits_to_float(b));
+double value(uint16_t b, bool f16) {
+  return static_cast<double>(f16 ? half_bits_to_float(b) : bf16_bits_to_float(b));
 }
 
 void check(const Shape3& s, const Case& c) {
@@ -53,15 +55,17 @@ void check(const Shape3& s, const Case& c) {
   auto ld = [](int64_t extent) { return (extent + 7) / 8 * 8 + 8; };
   const int64_t lda = ld(c.ta ? s.m : s.k), ldb = ld(c.tb ? s.k : s.n), ldc = s.n + 3;
   const int64_t sa = (c.ta ? s.k : s.m) * lda, sb = (c.tb ? s.n : s.k) * ldb, sc = s.m * ldc;
-  const std::vector<uint16_t> av = random_bf16(s.batch * sa + c.offset), bv = random_bf16(s.batch * sb + c.offset);
-  const Tensor a = device_bits(av), b = device_bits(bv);
-  const std::vector<uint16_t> c16 = random_bf16(s.batch * sc);
+  const std::vector<uint16_t> av = random_bits(s.batch * sa + c.offset, c.f16);
+  const std::vector<uint16_t> bv = random_bits(s.batch * sb + c.offset, c.f16);
+  const Tensor a = device_bits(av, c.f16), b = device_bits(bv, c.f16);
+  const std::vector<uint16_t> c16 = random_bits(s.batch * sc, c.f16);
+  auto bf = [&](uint16_t v) { return value(v, c.f16); };
   const std::vector<float> c32 = randn({s.batch * sc}).to_vector<float>();
   Tensor cdev = c.c_float32 ? emu_test::device_copy(from_blob(const_cast<float*>(c32.data()), {s.batch * sc},
                                                               DType::Float32, [](void*) {}))
-                            : device_bits(c16);
+                            : device_bits(c16, c.f16);
   GemmArgs g;
-  g.dtype = DType::BFloat16, g.c_float32 = c.c_float32;
+  g.dtype = c.f16 ? DType::Float16 : DType::BFloat16, g.c_float32 = c.c_float32;
   g.trans_a = c.ta, g.trans_b = c.tb, g.m = s.m, g.n = s.n, g.k = s.k, g.alpha = c.alpha, g.beta = c.beta;
   g.a = static_cast<const uint16_t*>(a.raw_data()) + c.offset, g.lda = lda;
   g.b = static_cast<const uint16_t*>(b.raw_data()) + c.offset, g.ldb = ldb;
@@ -87,12 +91,12 @@ void check(const Shape3& s, const Case& c) {
           scale = std::abs(c.alpha) * scale + std::abs(c.beta * old);
         }
         const double got = c.c_float32 ? got32[o] : bf(got16[o]);
-        // float32 accumulation, then (bfloat16 C) one rounding to 8 bits of mantissa.
-        const double tol = 1e-5 * scale + (c.c_float32 ? 0.0 : std::abs(want) / 256);
+        // float32 accumulation, then (16-bit C) one rounding to 8 (11) bits of mantissa.
+        const double tol = 1e-5 * scale + (c.c_float32 ? 0.0 : std::abs(want) / (c.f16 ? 2048 : 256));
         if (!(std::abs(got - want) <= tol) && bad++ < 5)  // NaN fails too
           ADD_FAILURE() << "m n k " << s.m << " " << s.n << " " << s.k << " ta " << c.ta << " tb " << c.tb
-                        << " c_float32 " << c.c_float32 << " offset " << c.offset << ": C[" << z << "][" << i << "]["
-                        << j << "] = " << got << ", want " << want;
+                        << " c_float32 " << c.c_float32 << " f16 " << c.f16 << " offset " << c.offset << ": C[" << z
+                        << "][" << i << "][" << j << "] = " << got << ", want " << want;
       }
   EXPECT_EQ(bad, 0);
 }
@@ -117,6 +121,15 @@ TEST_P(GemmBf16Mma, EveryTransposeAndEdgeMatchesFloat64) {
 
 TEST_P(GemmBf16Mma, OperandsTheTensorCoreKernelCannotTakeRunTheScalarFallback) {
   for (int t = 0; t < 4; ++t) check({20, 12, 11, 2}, {(t & 1) != 0, (t & 2) != 0, t == 3, 1.5, 0.5, 1});
+}
+
+// float16 runs the same kernels with mma.m16n8k16 .f16 fragments and float16 conversions.
+TEST_P(GemmBf16Mma, Float16MatchesFloat64Too) {
+  for (int t = 0; t < 4; ++t) {
+    check({130, 136, 72, 1}, {(t & 1) != 0, (t & 2) != 0, false, 1.0, 0.0, 0, true});
+    check({20, 12, 11, 2}, {(t & 1) != 0, (t & 2) != 0, t == 3, 1.5, 0.5, 1, true});  // the fallback
+  }
+  check({40, 24, 16, 1}, {true, false, false, 0.5, 2.0, 0, true});  // float16 C, beta reads it
 }
 
 INSTANTIATE_TEST_SUITE_P(Orders, GemmBf16Mma, testing::ValuesIn(emu_test::all_orders()), emu_test::order_name);

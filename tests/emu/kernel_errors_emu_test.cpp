@@ -110,7 +110,7 @@ TEST(KernelErrors, GemmAndDotArgumentsTheKernelsCannotTakeAreRefused) {
   GemmArgs g;
   g.dtype = DType::Int32, g.m = 1, g.n = 1, g.k = 1, g.a = g.b = g.c = t.raw_data();
   test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm",
-                          "dtype int32; expected float32, float64 or bfloat16");
+                          "dtype int32; expected float32, float64, bfloat16 or float16");
   g.dtype = DType::Float32, g.m = int64_t{1} << 32;
   test_util::expect_error([&] { emu::kernel(gemm_stub)(g); }, "gemm", "2^31");
   g.m = 1;

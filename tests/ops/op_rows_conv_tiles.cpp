@@ -1,15 +1,16 @@
 // Rows: the three convolution kernels (core/nn_kernels.h: forward, backward-data, backward-filter
-// with the bias gradient; on CUDA implicit GEMMs, float on 128 x 128 or 64 x 128 warp tiles and
-// double in 64 x 64 x 16 tiles, core/cuda/conv2d.cu) in
-// every role the ops give them, over geometries that are not multiples of the tile: "same" 3x3;
-// stride, dilation and groups with a rectangular kernel; depthwise with multiplier 2; two M tiles
-// with K > 16 (the filter gradient split over K); input rows and columns no output reads; 1x1 of
-// stride 2; an empty batch (the gradients must come back as zeros). Per geometry, float32,
-// float64 and bfloat16 (under autocast, held to the float64 run), a conv2d row (forward with bias, backward-data,
-// filter and bias gradients together) and the conv_transpose2d of the same geometry (backward-data with its per-channel
-// bias, forward without one, the filter gradient alone with input and output exchanged); and the filter and the bias
-// gradient each alone. These rows took over tests/emu's conv2d checks. Inputs stay contiguous (the ops copy strided
-// ones first: op_rows_nn.cpp's conv rows test that, and their derivatives by finite differences).
+// with the bias gradient; on CUDA implicit GEMMs, float on 128 x 128 or 64 x 128 warp tiles, double
+// in 64 x 64 x 16 tiles, 16-bit on the tensor cores: core/cuda/conv2d.cu) in every role the ops
+// give them, over geometries that are not multiples of the tile: "same" 3x3; stride, dilation and
+// groups with a rectangular kernel; depthwise with multiplier 2; two M tiles with K > 16 (the
+// filter gradient split over K); input rows and columns no output reads; 1x1 of stride 2; an empty
+// batch (the gradients must come back as zeros). Per geometry, in float32, float64 and (under
+// autocast, held to the float64 run) bfloat16, float16 on three: a conv2d row (forward with bias,
+// backward-data, filter and bias gradients together) and the conv_transpose2d of the same geometry
+// (backward-data with its per-channel bias, forward without one, the filter gradient alone with
+// input and output exchanged); and the filter and the bias gradient each alone. These rows took
+// over tests/emu's conv2d checks. Inputs stay contiguous (the ops copy strided ones first:
+// op_rows_nn.cpp's conv rows test that, and their derivatives by finite differences).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -118,16 +119,22 @@ void add_conv_tile_rows(std::vector<OpRow>& t) {
         }));
   }
   // bfloat16 under autocast (on CUDA the tensor-core kernel, core/cuda/conv_bf16_mma.h, on 128 x 128
-  // x 32 tiles, the filter gradient's partial sums in float32), held to the float64 run.
+  // x 32 tiles, the filter gradient's partial sums in float32), held to the float64 run; float16,
+  // the same kernel with its own fragments and conversions, on the geometries that cover its tiles.
   for (const Geometry& g : geometries) {
     const std::string name = std::string("conv_tiles_") + g.name;
-    t.push_back(autocast_bf16_row(name, g.longest_sum(), float32_inputs({{g.N, g.C, g.H, g.W}, g.weight(), {g.OC}}),
-                                  [g](const Inputs& x) { return conv_of(g, x); }));
-    t.back().strided = false;
-    t.push_back(autocast_bf16_row("transpose_" + name, g.longest_sum(),
-                                  float32_inputs({{g.N, g.OC, g.OH(), g.OW()}, g.weight(), {g.C}}),
-                                  [g](const Inputs& x) { return transpose_of(g, x); }));
-    t.back().strided = false;
+    const bool tiles =
+        name == "conv_tiles_same_3x3" || name == "conv_tiles_two_wide_tiles" || name == "conv_tiles_split_k";
+    for (DType low : {DType::BFloat16, DType::Float16}) {
+      if (low == DType::Float16 && !tiles) continue;
+      t.push_back(autocast_row(low, name, g.longest_sum(), float32_inputs({{g.N, g.C, g.H, g.W}, g.weight(), {g.OC}}),
+                               [g](const Inputs& x) { return conv_of(g, x); }));
+      t.back().strided = false;
+      t.push_back(autocast_row(low, "transpose_" + name, g.longest_sum(),
+                               float32_inputs({{g.N, g.OC, g.OH(), g.OW()}, g.weight(), {g.C}}),
+                               [g](const Inputs& x) { return transpose_of(g, x); }));
+      t.back().strided = false;
+    }
   }
   // The filter gradient without the bias's, and the bias gradient without the filter's.
   for (size_t constant : {size_t{1}, size_t{2}}) {

@@ -68,11 +68,11 @@ Tensor ints(Generator& g, int64_t lo, int64_t hi, Shape s, DType dt = DType::Int
 // t's elements as their raw bits, on the CPU: one int64 per 32-bit word (exact in the table's double
 // comparison), so NaN payloads and signs and -0 must match too.
 Tensor raw_bits(const Tensor& t);
-// f run on float32 operands under autocast(their device, bfloat16), held to the float64 run within
-// the rounding of sums of k products of bfloat16 operands (op_rows_autocast.cpp); named
-// "autocast_bf16_" + op.
-OpRow autocast_bf16_row(const std::string& op, int64_t k, std::function<Inputs(Generator&)> inputs,
-                        std::function<Tensor(const Inputs&)> f);
+// f run on float32 operands under autocast(their device, low: bfloat16 or float16), held to the
+// float64 run within the rounding of sums of k products of 16-bit operands (op_rows_autocast.cpp);
+// named "autocast_bf16_" or "autocast_f16_" + op.
+OpRow autocast_row(DType low, const std::string& op, int64_t k, std::function<Inputs(Generator&)> inputs,
+                   std::function<Tensor(const Inputs&)> f);
 
 // One family file each appends its rows.
 void add_elementwise_rows(std::vector<OpRow>& t);
