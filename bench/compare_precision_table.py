@@ -10,13 +10,13 @@ are its best thread count u <= T, chosen by the median over rounds, per precisio
 
 usage: compare_precision_table.py OUT CPU LEVEL ROUNDS WORKLOADS THREADS TORCH_VERSION
 """
-import statistics
 import sys
+
+from compare_stats import best, spread
 
 
 def main():
     path, cpu, level, rounds, workloads, threads, torchv = sys.argv[1:]
-    med = statistics.median
     runs, per = {}, {}
     for line in open(path):
         f = line.split()
@@ -25,18 +25,6 @@ def main():
         r, kind, w, t, m, batch = int(f[0]), f[1], f[2], int(f[3]), float(f[4]), int(f[7])
         per[(w, batch)] = batch
         runs.setdefault((kind, w, batch, t), {})[r] = m
-
-    def spread(v, k=1.0, fmt="{:,.0f}"):
-        v = list(v)
-        return f"{fmt.format(med(v) * k)} [{fmt.format(min(v) * k)}-{fmt.format(max(v) * k)}]"
-
-    def best(kind, w, batch, t):
-        b = None
-        for u in range(1, t + 1):
-            v = runs.get((kind, w, batch, u))
-            if v and (b is None or med(v.values()) > med(b[1].values())):
-                b = (u, v)
-        return b
 
     def ratio(a, b):
         rs = [a[r] / b[r] for r in a if r in b]
@@ -57,7 +45,7 @@ def main():
         k = per[(w, batch)]
         for t in (int(x) for x in threads.split(",")):
             e32, e16 = runs.get(("ember_fp32", w, batch, t)), runs.get(("ember_bf16", w, batch, t))
-            p32, p16 = best("torch_fp32", w, batch, t), best("torch_bf16", w, batch, t)
+            p32, p16 = best(runs, "torch_fp32", w, batch, t), best(runs, "torch_bf16", w, batch, t)
             if not e32 or not e16 or not p32 or not p16:
                 continue
             rows.append([w, str(batch), str(t), spread(e32.values(), k), spread(e16.values(), k),

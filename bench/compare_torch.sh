@@ -157,10 +157,11 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 torch2v=$( ((torch2)) && "$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
-python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" "$torch2v" <<'PY'
-import statistics, sys
+COMPARE_DIR=$here python3 - "$out" "$cpu" "$level" "$rounds" "$workloads" "$threads" "$blas" "$torch2v" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["COMPARE_DIR"])
+from compare_stats import best as best_of, med, spread
 path, cpu, level, rounds, workloads, threads, blas, torch2v = sys.argv[1:]
-med = statistics.median
 runs, per, gflop, executed, sgemm, comp, nocomp = {}, {}, {}, {}, {}, {}, {}
 for line in open(path):
     f = line.split()
@@ -178,9 +179,6 @@ for line in open(path):
         w, t, m, batch = f[2], int(f[3]), float(f[4]), int(f[7])
         per[(w, batch)], gflop[(w, batch)] = batch, float(f[8])
         runs.setdefault((kind, w, batch, t), {})[r] = m
-def spread(v, k=1.0, fmt="{:,.0f}"):
-    v = list(v)
-    return f"{fmt.format(med(v) * k)} [{fmt.format(min(v) * k)}-{fmt.format(max(v) * k)}]"
 print(f"CPU: {cpu}; {level or 'capability level: see ember info'}; BLAS: OpenBLAS {blas or '?'} (Ember's and libtorch 1.13's)")
 print(f"Ember (bench/step_rate), libtorch 1.13 (bench/torch_ref), PyTorch {torch2v} (bench/torch2_ref.py, eager and "
       f"torch.compile), separate processes alternating, {rounds} rounds")
@@ -193,12 +191,7 @@ hdr = ["workload", "batch", "thr", "Ember", "libtorch 1.13 (thr)", "ratio", f"Py
        "ceiling"]
 rows = []
 def best(kind, w, batch, t):
-    b = None
-    for u in range(1, t + 1):
-        v = runs.get((kind, w, batch, u))
-        if v and (b is None or med(v.values()) > med(b[1].values())):
-            b = (u, v)
-    return b
+    return best_of(runs, kind, w, batch, t)
 for w, batch in sorted({(k[1], k[2]) for k in runs if k[0] == "ember"},
                        key=lambda x: (workloads.split(",").index(x[0]), x[1])):
     k = per[(w, batch)]
