@@ -65,11 +65,7 @@ EMBER_DEVICE void store4_bf16(const Problem& p, int g, int split, int m, int j, 
     if constexpr (std::is_same_v<std::remove_pointer_t<decltype(o)>, float>) {
       *reinterpret_cast<float4*>(o) = make_float4(w[0], w[1], w[2], w[3]);
     } else {
-      auto pair = [](float a, float c) {
-        return static_cast<uint32_t>(bf16mma::to_bits(kF16, a)) | static_cast<uint32_t>(bf16mma::to_bits(kF16, c))
-                                                                      << 16;
-      };
-      *reinterpret_cast<uint2*>(o) = make_uint2(pair(w[0], w[1]), pair(w[2], w[3]));
+      *reinterpret_cast<uint2*>(o) = make_uint2(bf16mma::pack2(kF16, w[0], w[1]), bf16mma::pack2(kF16, w[2], w[3]));
     }
     return;
   }

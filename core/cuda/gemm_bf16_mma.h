@@ -47,6 +47,10 @@ EMBER_DEVICE float to_float(bool f16, uint16_t v) {
 EMBER_DEVICE uint16_t to_bits(bool f16, float v) {
   return f16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
 }
+// Two floats rounded and packed into one 32-bit word, a in the low half (the lower address).
+EMBER_DEVICE uint32_t pack2(bool f16, float a, float b) {
+  return static_cast<uint32_t>(to_bits(f16, a)) | static_cast<uint32_t>(to_bits(f16, b)) << 16;
+}
 
 constexpr int BM = 128, BN = 128, BK = 32, kThreads = 256, kPad = 8;
 constexpr int kWarpM = 64, kWarpN = 32, kWarpsN = 4;
@@ -148,11 +152,8 @@ EMBER_DEVICE void store_four(const Bf16GemmParams& p, void* C, int m, int n, con
       return;
     }
     if (!p.c_float32 && reinterpret_cast<uintptr_t>(C) % 8 == 0) {
-      auto pair = [&](float a, float b) {
-        return static_cast<uint32_t>(to_bits(p.f16, p.alpha * a)) | static_cast<uint32_t>(to_bits(p.f16, p.alpha * b))
-                                                                        << 16;
-      };
-      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(C) + o) = make_uint2(pair(v[0], v[1]), pair(v[2], v[3]));
+      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(C) + o) =
+          make_uint2(pack2(p.f16, p.alpha * v[0], p.alpha * v[1]), pack2(p.f16, p.alpha * v[2], p.alpha * v[3]));
       return;
     }
   }
