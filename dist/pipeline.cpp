@@ -62,9 +62,14 @@ Pipeline::Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communica
                 layers, " layers");
   EMBER_CHECK(layers >= k, "pipeline: ", k, " stages need at least ", k, " layers, the model has ", layers);
   EMBER_CHECK(opts_.micro_batches >= 1, "pipeline: expected at least one micro-batch, got ", opts_.micro_batches);
-  EMBER_CHECK(!opts_.autocast || *opts_.autocast == DType::BFloat16, "pipeline: autocast to ",
-              dtype_name(*opts_.autocast),
-              " is not supported (expected bfloat16: float16's loss scaling across stages is not written)");
+  EMBER_CHECK(!opts_.autocast || *opts_.autocast == DType::BFloat16 || *opts_.autocast == DType::Float16,
+              "pipeline: autocast to ", dtype_name(*opts_.autocast),
+              " is not supported (expected bfloat16 or float16)");
+  const bool fp16 = opts_.autocast == DType::Float16;
+  EMBER_CHECK(!fp16 || (opts_.scaler && opts_.scaler->is_enabled()),
+              "pipeline: autocast to float16 needs a loss scaler (PipelineOptions::scaler, enabled): float16 "
+              "gradients underflow without one");
+  if (!fp16) opts_.scaler = nullptr;
   if (opts_.stage_ranks.empty())
     for (int s = 0; s < k; ++s) opts_.stage_ranks.push_back(s);
   EMBER_CHECK(static_cast<int>(opts_.stage_ranks.size()) == k, "pipeline: ", k, " stages but ",
@@ -93,9 +98,27 @@ Pipeline::Pipeline(nn::Sequential& model, std::vector<int> boundaries, Communica
       ddp_ = std::make_unique<DistributedDataParallel>(*stage_module_, *opts_.data_parallel, d);
     }
   }
+  if (opts_.scaler) install_found_inf_reduction();
 }
 
-Pipeline::~Pipeline() = default;
+Pipeline::~Pipeline() {
+  if (opts_.scaler) opts_.scaler->set_found_inf_reduction({});
+}
+
+// Every stage skips together: the maximum of the stages' inf/NaN flags, over the communicator
+// (each rank of it, every replica's stages too, unscales once a step).
+void Pipeline::install_found_inf_reduction() {
+  opts_.scaler->set_found_inf_reduction([this](Tensor& found_inf) {
+    Tensor t = found_inf.to(comm_.device()).contiguous();
+    comm_.all_reduce(t, ReduceOp::Max, "loss scaling: inf/NaN flag")->wait();
+    if (!t.is_same(found_inf)) found_inf.copy_(t);
+  });
+}
+
+Tensor Pipeline::weighted_loss(const Tensor& loss, double weight) const {
+  Tensor w = mul(loss, weight);
+  return opts_.scaler ? opts_.scaler->scale(w) : w;
+}
 
 std::string Pipeline::describe() const {
   const int layers = static_cast<int>(model_.size());
@@ -379,7 +402,7 @@ void Pipeline::take_loss(Step& s, Micro& mb, const Tensor& out) {
     if (stats_.metrics.size() < v.size()) stats_.metrics.resize(v.size(), 0.0);
     for (size_t j = 0; j < v.size(); ++j) stats_.metrics[j] += v[j];
   }
-  if (!opts_.recompute) mb.output = mul(l, mb.weight);
+  if (!opts_.recompute) mb.output = weighted_loss(l, mb.weight);
 }
 
 void Pipeline::backward_one(Step& s, int i) {
@@ -430,7 +453,7 @@ void Pipeline::recompute(Step& s, Micro& mb) {
     auto bufs = stage_module_->buffers();
     for (size_t j = 0; j < bufs.size(); ++j) bufs[j].copy_(saved[j]);
   }
-  mb.output = is_last() ? mul(s.loss(out, mb.target), mb.weight) : out;
+  mb.output = is_last() ? weighted_loss(s.loss(out, mb.target), mb.weight) : out;
 }
 
 // Micro-batch i's input gradient, back to the previous stage, in one exchange with the last

@@ -29,6 +29,7 @@
 #include "dist/ddp.h"
 #include "dist/pipeline_schedule.h"
 #include "layers/container.h"
+#include "layers/optim/grad_scaler.h"
 
 namespace ember::dist {
 
@@ -52,9 +53,16 @@ struct PipelineOptions {
   DdpOptions ddp;
   // Mixed precision (docs/PRECISION.md): each stage's forward runs under autocast(its input's
   // device, this dtype), and an output it leaves in 16 bits is widened to float32 before it is sent
-  // on or reaches the loss, as the next float32 op of one process would widen it. bfloat16 only:
-  // float16's loss scaling would need every stage to agree on skipping a step (not written).
+  // on or reaches the loss, as the next float32 op of one process would widen it.
   std::optional<DType> autocast;
+  // Loss scaling, required with autocast float16 (and only used then): every stage's own scaler,
+  // all made with the same options. The last stage's backward starts from its micro-batches'
+  // losses times the scale, so every stage's gradients arrive scaled; each stage's unscale_ then
+  // all-reduces its inf/NaN flag (the maximum over the communicator, set_found_inf_reduction), so
+  // that every stage skips the same steps and keeps the same scale. The training loop is one
+  // process's: train_step, scaler.step(opt), scaler.update(), on every stage. Must outlive the
+  // pipeline (which clears the reduction it installed when destroyed).
+  optim::GradScaler* scaler = nullptr;
 };
 
 // What the last step did on this stage.
@@ -119,6 +127,9 @@ class Pipeline {
   struct Micro;
   struct Header;
   Tensor run_stage(const Tensor& x);
+  void install_found_inf_reduction();
+  // A micro-batch's share of the loss, times the loss scale under float16.
+  Tensor weighted_loss(const Tensor& loss, double weight) const;
   Tensor make_header(const Tensor& t, int to_stage, int micro, int64_t batch, bool needs_grad) const;
   Tensor wire_data(const Tensor& t) const;
   void send_tensor(const Tensor& t, int to_stage, int tag, int micro, int64_t batch, bool needs_grad);

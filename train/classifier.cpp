@@ -56,7 +56,7 @@ StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, P
                            const Tensor& y, RunningSums& sums, const CrossEntropyOptions& criterion) {
   const double n = static_cast<double>(y.numel());
   if (cuda_graph_requested()) {
-    check_cuda_graph(dev, job && job->active(), run_precision().name());
+    check_cuda_graph(dev, job && job->active());
     if (graphed_classifier_step(net, opt, dev, x, y, sums, criterion))
       return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
   }
@@ -69,7 +69,8 @@ StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, P
         [](const Tensor& logits, const Tensor& t) {
           return std::vector<double>{static_cast<double>(sum(eq(argmax(logits, 1), t)).item<int64_t>())};
         });
-    opt.step();
+    run_precision().step(opt);  // fp16: skipped on every stage together (PipelineOptions::scaler)
+    run_precision().update();
     sums["loss_sum"] += loss * n;
     sums["correct"] += job->pipeline()->last_step().metrics.at(0);
     sums["seen"] += n;

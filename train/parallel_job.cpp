@@ -367,7 +367,8 @@ void ParallelJob::wrap_pipeline(nn::Module& model, int64_t global_batch, uint64_
                             .stage_ranks = grid.stage_ranks,
                             .data_parallel = grid.replicas_comm.get(),
                             .ddp = {.bucket_cap_mb = flags_.bucket_mb, .overlap = flags_.overlap},
-                            .autocast = run_precision().dtype()});
+                            .autocast = run_precision().dtype(),
+                            .scaler = run_precision().scaler()});
   dist_->pipe->stage_module().set_fusion(seq->fusion());  // the stage's layers run as the model's would
   manual_seed(seed * 1000003ULL + static_cast<uint64_t>(dist_->comm->rank()));
 #else

@@ -140,7 +140,7 @@ CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, do
                     "with loss scaling); docs/PRECISION.md");
   cuda_graph = f.boolean("cuda-graph", false,
                          "capture the classifier's forward, loss and backward in a CUDA graph once and replay it each "
-                         "step (CUDA devices; not with --data-parallel, --pipeline or --precision fp16)");
+                         "step (CUDA devices; not with --data-parallel or --pipeline)");
 }
 
 namespace {
@@ -174,7 +174,7 @@ void CommonFlags::check(Flags& f) {
   cuda_graph_requested() = cuda_graph;
   if (cuda_graph && device != "auto") {  // what the flags alone tell; the rest when the step runs
     try {
-      check_cuda_graph(Device(device), false, precision);
+      check_cuda_graph(Device(device), false);
     } catch (const Error& e) {
       f.fail(e.what());
     }

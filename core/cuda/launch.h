@@ -16,6 +16,7 @@
 #include "core/cuda/device_api.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/host_waits.h"
 
 #if defined(__CUDACC__)
 #include <cuda_runtime_api.h>
@@ -85,6 +86,7 @@ inline Device kernel_device() {
 // Copies `bytes` from device memory to the host after the work queued on kernel_stream() (a
 // kernel wrapper that must report a data error, such as an out-of-range target, reads a flag).
 inline void copy_to_host(void* dst, const void* src, size_t bytes) {
+  count_host_wait();
 #if defined(__CUDACC__)
   cudaStream_t s = kernel_stream();
   refuse_host_wait_in_capture(s, "a kernel's check that reads a device flag on the host (an index range check)");

@@ -7,6 +7,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/host_waits.h"
 #include "core/ops/reduce.h"
 #include "core/tensor.h"
 
@@ -93,6 +94,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   const bool track = GradMode::is_enabled() && (requires_grad() || src.requires_grad());
   if (track) autograd::check_inplace(*this, "copy_");
   Device worker = device().is_cuda() ? device() : s.device();
+  if (device().is_cpu() && !s.device().is_cpu()) count_host_wait();
   copy_stub(worker)(*this, s);
   bump_version();
   if (track) {

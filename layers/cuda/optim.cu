@@ -2,7 +2,11 @@
 // fused_kernels.h): SGD (momentum, dampening, Nesterov, weight decay), Adam and AdamW (amsgrad),
 // RMSprop, Adagrad, and the clip helpers. Each update is one grid-stride pass with its
 // hyperparameter branches uniform across the grid; the arithmetic is the CPU kernels', term by
-// term. The gradient norm reduces to per-block partials in double and then one block, in a fixed
+// term. A step its device decides on (DeviceStep, for GradScaler) reads the skip flag and the step
+// count in the kernel, so the host never waits: every thread returns at once on a skip, the
+// step-dependent terms are computed per thread from the device's count, and a one-thread launch
+// behind the update advances the count (advancing inside the update would race with the blocks
+// that still read it). The gradient norm reduces to per-block partials in double and then one block, in a fixed
 // order (deterministic), and returns to the host. Adam and the gradient norm also have
 // multi-tensor forms (many tensors per launch, one host synchronisation for a whole model's norm).
 #include <algorithm>
@@ -39,13 +43,57 @@ T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
+// The device side of a DeviceStep: both null for an ordinary step.
+struct StepOnDevice {
+  const double* skip = nullptr;
+  double* step = nullptr;
+};
+
+StepOnDevice on_device(const DeviceStep& d, const Tensor& param) {
+  if (!d.defined()) return {};
+  for (const Tensor* t : {&d.found_inf, &d.step})
+    EMBER_CHECK(t->defined() && t->dtype() == DType::Float64 && t->numel() == 1 && t->device() == param.device(),
+                "optimizer step decided on the device: its skip flag and step count must be one-element float64 "
+                "tensors on the parameter's device ",
+                param.device());
+  return {static_cast<const double*>(d.found_inf.raw_data()), static_cast<double*>(d.step.raw_data())};
+}
+
+// Each thread's verdict on a device-decided step: true when the step is skipped (or false, with no
+// flag at all).
+EMBER_DEVICE bool skipped(const StepOnDevice& d) {
+  return d.skip != nullptr && *d.skip != 0.0;
+}
+
+// Step counts advanced behind the updates that read them, kStepsPerLaunch per launch.
+constexpr int kStepsPerLaunch = 24;
+struct StepCounts {
+  double* step[kStepsPerLaunch];
+};
+
+__global__ void advance_steps(StepCounts c, int n, const double* skip) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i < n && *skip == 0.0) c.step[i][0] += 1.0;
+}
+
+void advance_counts(const std::vector<double*>& steps, const double* skip) {
+  for (size_t begin = 0; begin < steps.size(); begin += kStepsPerLaunch) {
+    StepCounts c{};
+    const int n = static_cast<int>(std::min<size_t>(kStepsPerLaunch, steps.size() - begin));
+    for (int i = 0; i < n; ++i) c.step[i] = steps[begin + i];
+    launch(advance_steps, 1, 32, 0, kernel_stream(), c, n, skip);
+  }
+}
+
 #define EMBER_GRID_STRIDE(i, n)                                                          \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 template <typename T>
 __global__ void sgd_kernel(T* p, const T* g, T* b, int64_t n, T lr, T wd, T mom, T damp1, T sign, bool init,
-                           bool nesterov) {
+                           bool nesterov, StepOnDevice ds) {
+  if (skipped(ds)) return;
+  if (ds.step) init = *ds.step == 0.0;
   EMBER_GRID_STRIDE(i, n) {
     T d = sign * g[i];
     if (wd != T(0)) d += wd * p[i];
@@ -60,21 +108,31 @@ __global__ void sgd_kernel(T* p, const T* g, T* b, int64_t n, T lr, T wd, T mom,
 
 void cuda_sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdHyper& h) {
   const int64_t n = param.numel();
-  if (n == 0) return;
+  if (n == 0 && !h.device.defined()) return;  // a device-decided step still counts
   DeviceGuard guard(param.device());
+  const StepOnDevice ds = on_device(h.device, param);
   EMBER_DISPATCH_FLOAT(param.dtype(), "SGD.step", [&] {
     using T = scalar_t;
     launch(sgd_kernel<T>, blocks_for(n), kThreads, 0, kernel_stream(), ptr<T>(param), ptr<T>(grad), ptr<T>(buf), n,
            static_cast<T>(h.lr), static_cast<T>(h.weight_decay), static_cast<T>(h.momentum),
-           static_cast<T>(1.0 - h.dampening), static_cast<T>(h.maximize ? -1 : 1), h.init_buffer, h.nesterov);
+           static_cast<T>(1.0 - h.dampening), static_cast<T>(h.maximize ? -1 : 1), h.init_buffer, h.nesterov, ds);
   });
+  if (ds.step) advance_counts({ds.step}, ds.skip);
 }
 
 template <typename T>
 struct AdamScalars {
   T b1, b2, omb1, omb2, eps, wd, step_size, inv_bc2_sqrt, decay, sign;
   bool has_wd, decoupled;
+  double lr, beta1, beta2;  // for step_size and inv_bc2_sqrt from a count on the device
 };
+
+// step_size and inv_bc2_sqrt of step t (counted from 1), as adam_scalars computes them on the host.
+template <typename T>
+EMBER_DEVICE void adam_terms_at(AdamScalars<T>& s, double t) {
+  s.step_size = static_cast<T>(s.lr / (1.0 - d_pow(s.beta1, t)));
+  s.inv_bc2_sqrt = static_cast<T>(1.0 / d_sqrt(1.0 - d_pow(s.beta2, t)));
+}
 
 // One element of the Adam update: the single-tensor and the multi-tensor kernels share it, so
 // both give the same bits.
@@ -102,7 +160,9 @@ EMBER_DEVICE void adam_update(int64_t i, T* p, const T* g, T* m, T* v, T* vmax, 
 }
 
 template <typename T>
-__global__ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> s) {
+__global__ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> s, StepOnDevice ds) {
+  if (skipped(ds)) return;
+  if (ds.step) adam_terms_at(s, *ds.step + 1.0);
   EMBER_GRID_STRIDE(i, n) {
     adam_update(i, p, g, m, v, vmax, s);
   }
@@ -122,20 +182,25 @@ AdamScalars<T> adam_scalars(const AdamHyper& h, double bias_correction1, double 
                         static_cast<T>(1.0 - h.lr * h.weight_decay),
                         static_cast<T>(h.maximize ? -1 : 1),
                         h.weight_decay != 0,
-                        h.decoupled_weight_decay};
+                        h.decoupled_weight_decay,
+                        h.lr,
+                        h.beta1,
+                        h.beta2};
 }
 
 void cuda_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                     const Tensor& max_exp_avg_sq, const AdamHyper& h) {
   const int64_t n = param.numel();
-  if (n == 0) return;
+  if (n == 0 && !h.device.defined()) return;  // a device-decided step still counts
   DeviceGuard guard(param.device());
+  const StepOnDevice ds = on_device(h.device, param);
   EMBER_DISPATCH_FLOAT(param.dtype(), "Adam.step", [&] {
     using T = scalar_t;
     const AdamScalars<T> s = adam_scalars<T>(h, h.bias_correction1, h.bias_correction2);
     launch(adam_kernel<T>, blocks_for(n), kThreads, 0, kernel_stream(), ptr<T>(param), ptr<T>(grad), ptr<T>(exp_avg),
-           ptr<T>(exp_avg_sq), h.amsgrad ? ptr<T>(max_exp_avg_sq) : nullptr, n, s);
+           ptr<T>(exp_avg_sq), h.amsgrad ? ptr<T>(max_exp_avg_sq) : nullptr, n, s, ds);
   });
+  if (ds.step) advance_counts({ds.step}, ds.skip);
 }
 
 // ------------------------------------------------------------------ multi-tensor launches
@@ -171,16 +236,19 @@ struct AdamMtArgs {
   T* vmax[kMtTensors];
   T step_size[kMtTensors];
   T inv_bc2_sqrt[kMtTensors];
+  const double* step[kMtTensors];  // a DeviceStep's counts (null for an ordinary step)
   MtTable tab;
 };
 
 template <typename T>
-__global__ void adam_multi_kernel(AdamMtArgs<T> a, AdamScalars<T> s) {
+__global__ void adam_multi_kernel(AdamMtArgs<T> a, AdamScalars<T> s, const double* skip) {
+  if (skip != nullptr && *skip != 0.0) return;
   int t;
   int64_t begin, end;
   mt_range(a.tab, t, begin, end);
   s.step_size = a.step_size[t];
   s.inv_bc2_sqrt = a.inv_bc2_sqrt[t];
+  if (a.step[t] != nullptr) adam_terms_at(s, *a.step[t] + 1.0);
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
     adam_update(i, a.p[t], a.g[t], a.m[t], a.v[t], a.vmax[t], s);
 }
@@ -228,6 +296,14 @@ void cuda_adam_multi_step(const std::vector<AdamTensors>& ts, const AdamHyper& h
                 "Adam.step (multi-tensor): every parameter must share the first one's device ", first.device(),
                 " and dtype ", dtype_name(first.dtype()), ", got ", e.param.device(), " ", dtype_name(e.param.dtype()));
   DeviceGuard guard(first.device());
+  const double* skip = nullptr;
+  std::vector<double*> steps;
+  for (const AdamTensors& e : ts) {
+    const StepOnDevice ds =
+        on_device(h.device.defined() ? DeviceStep{h.device.found_inf, e.step} : DeviceStep{}, e.param);
+    skip = ds.skip;
+    if (ds.step) steps.push_back(ds.step);
+  }
   EMBER_DISPATCH_FLOAT(first.dtype(), "Adam.step", [&] {
     using T = scalar_t;
     const AdamScalars<T> s = adam_scalars<T>(h, 1.0, 1.0);  // per-tensor step sizes in the table
@@ -244,16 +320,20 @@ void cuda_adam_multi_step(const std::vector<AdamTensors>& ts, const AdamHyper& h
           a.vmax[slot] = h.amsgrad ? ptr<T>(e.max_exp_avg_sq) : nullptr;
           a.step_size[slot] = own.step_size;
           a.inv_bc2_sqrt[slot] = own.inv_bc2_sqrt;
+          a.step[slot] = skip != nullptr ? static_cast<const double*>(e.step.raw_data()) : nullptr;
         },
         [&](int blocks) {
-          launch(adam_multi_kernel<T>, static_cast<unsigned>(blocks), kThreads, 0, kernel_stream(), a, s);
+          launch(adam_multi_kernel<T>, static_cast<unsigned>(blocks), kThreads, 0, kernel_stream(), a, s, skip);
         });
   });
+  // Once per tensor, after every launch that reads its count (a tensor may span two launches).
+  if (skip != nullptr) advance_counts(steps, skip);
 }
 
 template <typename T>
 __global__ void rmsprop_kernel(T* p, const T* g, T* sq, T* buf, T* ga, int64_t n, T lr, T alpha, T oma, T eps, T wd,
-                               T mom, T sign) {
+                               T mom, T sign, StepOnDevice ds) {
+  if (skipped(ds)) return;
   EMBER_GRID_STRIDE(i, n) {
     T gi = sign * g[i];
     if (wd != T(0)) gi += wd * p[i];
@@ -280,19 +360,24 @@ __global__ void rmsprop_kernel(T* p, const T* g, T* sq, T* buf, T* ga, int64_t n
 void cuda_rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& momentum_buf,
                        const Tensor& grad_avg, const RmspropHyper& h) {
   const int64_t n = param.numel();
-  if (n == 0) return;
+  if (n == 0 && !h.device.defined()) return;  // a device-decided step still counts
   DeviceGuard guard(param.device());
+  const StepOnDevice ds = on_device(h.device, param);
   EMBER_DISPATCH_FLOAT(param.dtype(), "RMSprop.step", [&] {
     using T = scalar_t;
     launch(rmsprop_kernel<T>, blocks_for(n), kThreads, 0, kernel_stream(), ptr<T>(param), ptr<T>(grad),
            ptr<T>(square_avg), ptr<T>(momentum_buf), h.centered ? ptr<T>(grad_avg) : nullptr, n, static_cast<T>(h.lr),
            static_cast<T>(h.alpha), static_cast<T>(1.0 - h.alpha), static_cast<T>(h.eps),
-           static_cast<T>(h.weight_decay), static_cast<T>(h.momentum), static_cast<T>(h.maximize ? -1 : 1));
+           static_cast<T>(h.weight_decay), static_cast<T>(h.momentum), static_cast<T>(h.maximize ? -1 : 1), ds);
   });
+  if (ds.step) advance_counts({ds.step}, ds.skip);
 }
 
 template <typename T>
-__global__ void adagrad_kernel(T* p, const T* g, T* sum, int64_t n, T clr, T eps, T wd, T sign) {
+__global__ void adagrad_kernel(T* p, const T* g, T* sum, int64_t n, T clr, T eps, T wd, T sign, StepOnDevice ds,
+                               double lr, double lr_decay) {
+  if (skipped(ds)) return;
+  if (ds.step) clr = static_cast<T>(lr / (1.0 + *ds.step * lr_decay));  // the host's formula at step + 1
   EMBER_GRID_STRIDE(i, n) {
     T gi = sign * g[i];
     if (wd != T(0)) gi += wd * p[i];
@@ -304,14 +389,16 @@ __global__ void adagrad_kernel(T* p, const T* g, T* sum, int64_t n, T clr, T eps
 
 void cuda_adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& state_sum, const AdagradHyper& h) {
   const int64_t n = param.numel();
-  if (n == 0) return;
+  if (n == 0 && !h.device.defined()) return;  // a device-decided step still counts
   DeviceGuard guard(param.device());
+  const StepOnDevice ds = on_device(h.device, param);
   EMBER_DISPATCH_FLOAT(param.dtype(), "Adagrad.step", [&] {
     using T = scalar_t;
     launch(adagrad_kernel<T>, blocks_for(n), kThreads, 0, kernel_stream(), ptr<T>(param), ptr<T>(grad),
            ptr<T>(state_sum), n, static_cast<T>(h.clr), static_cast<T>(h.eps), static_cast<T>(h.weight_decay),
-           static_cast<T>(h.maximize ? -1 : 1));
+           static_cast<T>(h.maximize ? -1 : 1), ds, h.lr, h.lr_decay);
   });
+  if (ds.step) advance_counts({ds.step}, ds.skip);
 }
 
 // ------------------------------------------------------------------ clipping

@@ -44,14 +44,16 @@ void Adagrad::step() {
     h.weight_decay = o.at("weight_decay");
     h.eps = o.at("eps");
     h.maximize = o.at("maximize") != 0;
+    h.lr = o.at("lr");
+    h.lr_decay = o.at("lr_decay");
     for (auto& p : group.params) {
       Tensor g = grad_for_step(p);
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
       // Made at construction; a group added later gets it here.
       Tensor sum = state_tensor(st, "sum", p, o.at("initial_accumulator_value"));
-      ++st.step;
-      h.clr = o.at("lr") / (1.0 + static_cast<double>(st.step - 1) * o.at("lr_decay"));
+      h.device = count_step(st, p);  // when on the device, clr is computed there from its count
+      h.clr = h.lr / (1.0 + static_cast<double>(st.step - 1) * h.lr_decay);
       adagrad_step_stub(p.device())(p, g, sum, h);
       p.bump_version();
     }

@@ -68,7 +68,7 @@ void Adam::step() {
       ParamState& st = state_[p.impl()];
       Tensor m = state_tensor(st, "exp_avg", p), v = state_tensor(st, "exp_avg_sq", p);
       Tensor vmax = h.amsgrad ? state_tensor(st, "max_exp_avg_sq", p) : Tensor();
-      ++st.step;
+      h.device = count_step(st, p);  // when on the device, the bias corrections are computed there
       h.bias_correction1 = 1.0 - std::pow(h.beta1, static_cast<double>(st.step));
       h.bias_correction2 = 1.0 - std::pow(h.beta2, static_cast<double>(st.step));
       const Device d = p.device();
@@ -78,7 +78,7 @@ void Adam::step() {
           batches.emplace_back(d, std::vector<AdamTensors>());
           it = std::prev(batches.end());
         }
-        it->second.push_back({p, g, m, v, vmax, h.bias_correction1, h.bias_correction2});
+        it->second.push_back({p, g, m, v, vmax, h.bias_correction1, h.bias_correction2, h.device.step});
         continue;
       }
       adam_step_stub(d)(p, g, m, v, vmax, h);

@@ -15,10 +15,23 @@
 
 namespace ember::optim {
 
+// A step its device decides on (GradScaler with gradients on a GPU, so that the host never waits):
+// `found_inf` is a one-element float64 on the parameter's device, and a nonzero value there makes
+// the kernel change nothing; `step` (one-element float64, same device) is the parameter's step
+// count before this step, read in place of the host's count wherever the update depends on it
+// (Adam's bias corrections, Adagrad's learning-rate decay, SGD's first momentum step) and advanced
+// by the call unless the step is skipped. Both undefined: an ordinary step. Device backends only;
+// on the CPU the host reads the flag itself (layers/optim/optimizer.h, step_unless).
+struct DeviceStep {
+  Tensor found_inf, step;
+  bool defined() const { return found_inf.defined(); }
+};
+
 struct SgdHyper {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false, maximize = false;
   bool init_buffer = false;  // first step: the momentum buffer becomes the gradient (no dampening)
+  DeviceStep device;         // when defined, the first step is device.step == 0, not init_buffer
 };
 // momentum_buf: undefined when momentum == 0.
 using SgdStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdHyper& h);
@@ -28,6 +41,7 @@ struct AdamHyper {
   double bias_correction1 = 1, bias_correction2 = 1;  // 1 - beta^step
   bool decoupled_weight_decay = false;                // AdamW
   bool amsgrad = false, maximize = false;
+  DeviceStep device;  // when defined, the bias corrections come from device.step
 };
 // max_exp_avg_sq: undefined unless amsgrad.
 using AdamStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -36,6 +50,7 @@ using AdamStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& e
 struct RmspropHyper {
   double lr = 0, alpha = 0, eps = 0, weight_decay = 0, momentum = 0;
   bool centered = false, maximize = false;
+  DeviceStep device;
 };
 // momentum_buf: undefined when momentum == 0; grad_avg: undefined unless centered.
 using RmspropStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
@@ -45,16 +60,21 @@ struct AdagradHyper {
   double clr = 0;  // lr / (1 + (step - 1) * lr_decay)
   double weight_decay = 0, eps = 0;
   bool maximize = false;
+  double lr = 0, lr_decay = 0;  // clr's terms, for a step counted on the device
+  DeviceStep device;            // when defined, clr comes from device.step
 };
 using AdagradStepFn = void(const Tensor& param, const Tensor& grad, const Tensor& state_sum, const AdagradHyper& h);
 
 // One parameter's share of a multi-tensor Adam step: its tensors and its own bias corrections
-// (each parameter counts its own steps). max_exp_avg_sq: undefined unless amsgrad.
+// (each parameter counts its own steps). max_exp_avg_sq: undefined unless amsgrad. step: the
+// parameter's DeviceStep count when h.device is defined (then the bias corrections are unused).
 struct AdamTensors {
   Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
   double bias_correction1 = 1, bias_correction2 = 1;
+  Tensor step;
 };
-// The Adam step of many parameters of one device at once (h's own bias corrections are unused):
+// The Adam step of many parameters of one device at once (h's own bias corrections and
+// h.device.step are unused; h.device.found_inf is every parameter's):
 // a few launches for a whole model instead of one per tensor. Device backends only (CUDA); the
 // CPU steps parameter by parameter through adam_step_stub.
 using AdamMultiStepFn = void(const std::vector<AdamTensors>& ts, const AdamHyper& h);

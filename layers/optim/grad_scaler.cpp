@@ -7,6 +7,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
+#include "core/ops/creation.h"
 
 namespace ember::optim {
 
@@ -35,9 +36,21 @@ GradScaler::GradScaler(GradScalerOptions o) {
   check_state(state_);
 }
 
-Tensor GradScaler::scale(const Tensor& loss) const {
+void GradScaler::place_on(Device d) {
+  if (!scale_.defined()) {
+    scale_ = full({}, state_.scale, {DType::Float64, d});
+    tracker_ = full({}, static_cast<double>(state_.growth_tracker), {DType::Float64, d});
+  } else if (scale_.device() != d) {
+    scale_ = scale_.to(d);
+    tracker_ = tracker_.to(d);
+  }
+}
+
+Tensor GradScaler::scale(const Tensor& loss) {
   EMBER_CHECK(loss.defined(), "GradScaler::scale: undefined loss");
-  return state_.enabled ? mul(loss, state_.scale) : loss;
+  if (!state_.enabled) return loss;
+  if (!scale_.defined()) place_on(loss.device());
+  return mul(loss, scale_.to(loss.device(), loss.dtype()));
 }
 
 void GradScaler::unscale_(Optimizer& opt) {
@@ -46,56 +59,78 @@ void GradScaler::unscale_(Optimizer& opt) {
   EMBER_CHECK(!po.unscaled, "GradScaler::unscale_: already called for this ", opt.name(),
               " optimizer since the last update() (its gradients would be divided twice)");
   NoGradGuard ng;
-  const double inv = 1.0 / state_.scale;
-  // inf * 0 and NaN * 0 are NaN, anything finite * 0 is 0: the sum over every gradient of its
-  // elements times 0 says whether all are finite. Summed on each gradient's device and read back
-  // once per device, not once per gradient (on a GPU each read is a synchronisation).
-  std::vector<std::pair<Device, Tensor>> probes;
+  std::vector<Tensor> grads;
   for (ParamGroup& group : opt.param_groups())
-    for (Tensor& p : group.params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
-      g.mul_(inv);
-      const Tensor z = sum(mul(g, 0.0)).to(DType::Float32);
-      auto it = std::find_if(probes.begin(), probes.end(), [&](const auto& e) { return e.first == g.device(); });
-      if (it == probes.end())
-        probes.emplace_back(g.device(), z);
-      else
-        it->second = add(it->second, z);
-    }
-  for (const auto& [device, probe] : probes)
-    if (!std::isfinite(probe.item())) po.found_inf = true;
+    for (Tensor& p : group.params)
+      if (p.grad().defined()) grads.push_back(p.grad());
+  if (!scale_.defined()) place_on(grads.empty() ? Device::cpu() : grads.front().device());
+  const Tensor inv = pow(scale_, -1.0);
+  // inf * 0 and NaN * 0 are NaN, anything finite * 0 is 0: the sum over every gradient of its
+  // elements times 0 is NaN exactly when one is not finite, and NaN is the one value unequal to
+  // itself. All of it device ops on the scale's device: nothing is read back.
+  Tensor probe = zeros_like(scale_);
+  for (Tensor& g : grads) {
+    g.mul_(inv.to(g.device(), g.dtype()));
+    probe = add(probe, sum(mul(g, 0.0)).to(scale_.device(), DType::Float64));
+  }
+  po.found_inf = ne(probe, probe).to(DType::Float64);
+  if (reduce_) reduce_(po.found_inf);
   po.unscaled = true;
 }
 
-bool GradScaler::step(Optimizer& opt) {
+void GradScaler::step(Optimizer& opt) {
   if (!state_.enabled) {
     opt.step();
-    return true;
+    return;
   }
   if (!per_step_[&opt].unscaled) unscale_(opt);
-  if (per_step_[&opt].found_inf) return false;
-  opt.step();
-  return true;
+  opt.step_unless(per_step_[&opt].found_inf);
+}
+
+bool GradScaler::found_inf(const Optimizer& opt) const {
+  const auto it = per_step_.find(&opt);
+  return it != per_step_.end() && it->second.unscaled && it->second.found_inf.item() != 0;
 }
 
 void GradScaler::update() {
   if (!state_.enabled) return;
-  bool found_inf = false;
-  for (const auto& entry : per_step_) found_inf = found_inf || entry.second.found_inf;
-  if (found_inf) {
-    state_.scale *= state_.backoff_factor;
-    state_.growth_tracker = 0;
-  } else if (++state_.growth_tracker == state_.growth_interval) {
-    state_.scale *= state_.growth_factor;
-    state_.growth_tracker = 0;
-  }
+  if (!scale_.defined()) place_on(Device::cpu());
+  NoGradGuard ng;
+  // The next scale and tracker chosen on the device by selects, as the host would branch:
+  // backoff after any inf/NaN, else one more clean step, growing the scale at growth_interval.
+  Tensor any_inf = zeros_like(scale_);
+  for (const auto& entry : per_step_)
+    if (entry.second.unscaled) any_inf = maximum(any_inf, entry.second.found_inf.to(scale_.device()));
+  const Tensor bad = ne(any_inf, 0.0), zero = zeros_like(tracker_);
+  const Tensor next = add(tracker_, 1.0);
+  const Tensor grow = ge(next, static_cast<double>(state_.growth_interval));
+  const Tensor clean_scale = where(grow, mul(scale_, state_.growth_factor), scale_);
+  const Tensor clean_tracker = where(grow, zero, next);
+  // In place: a CUDA graph that captured scale() reads the scale from this address.
+  scale_.copy_(where(bad, mul(scale_, state_.backoff_factor), clean_scale));
+  tracker_.copy_(where(bad, zero, clean_tracker));
   per_step_.clear();
+}
+
+double GradScaler::get_scale() const {
+  return scale_.defined() ? scale_.item() : state_.scale;
+}
+
+int64_t GradScaler::growth_tracker() const {
+  return tracker_.defined() ? static_cast<int64_t>(tracker_.item()) : state_.growth_tracker;
+}
+
+GradScalerState GradScaler::state_dict() const {
+  GradScalerState s = state_;
+  s.scale = get_scale();
+  s.growth_tracker = growth_tracker();
+  return s;
 }
 
 void GradScaler::load_state_dict(const GradScalerState& s) {
   check_state(s);
   state_ = s;
+  scale_ = tracker_ = Tensor();  // made from state_ on the next use
   per_step_.clear();
 }
 

@@ -15,12 +15,18 @@
 //
 // bfloat16 has float32's exponent range and needs no scaling; a disabled scaler
 // (enabled = false) makes every call a pass-through so one training loop serves every precision.
-// The inf/NaN check sums a probe of every gradient on its device and reads one value per device
-// back to the host (on a GPU one synchronisation per step, as torch.amp.GradScaler's; skipping the
-// step on the device without any is not done yet).
+// The scale, the clean-step count and each step's inf/NaN flag are one-element tensors on the
+// device of the losses it scales, and every decision is made there: unscale_ divides by the scale
+// and sets the flag with device ops, step() hands the flag to the optimizer, whose update kernels
+// skip on it (Optimizer::step_unless), and update() picks the next scale with device ops. On a GPU a
+// training step thus never waits for the device (torch.amp.GradScaler reads the flag back in
+// step(), one synchronisation a step, unless the optimizer is a fused one); the host reads only
+// when asked: get_scale(), found_inf(), state_dict(). Gradients on another device than the scale,
+// or an optimizer's parameters on several devices, fall back to host reads.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -52,33 +58,52 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});
 
-  // loss * S (the loss itself when disabled).
-  Tensor scale(const Tensor& loss) const;
+  // loss * S (the loss itself when disabled). The first call puts the scaler's state on the loss's
+  // device.
+  Tensor scale(const Tensor& loss);
   // Divides every gradient `opt` holds by S, in place, and notes whether any is inf or NaN. Once
   // per optimizer between updates: a second call is an ember::Error (it would divide twice).
   void unscale_(Optimizer& opt);
-  // Unscales (unless unscale_ did), then steps `opt` unless its gradients held an inf or NaN.
-  // Returns whether it stepped.
-  bool step(Optimizer& opt);
+  // Unscales (unless unscale_ did), then steps `opt` unless its gradients held an inf or NaN,
+  // decided on the device (see above).
+  void step(Optimizer& opt);
+  // Whether opt's gradients held an inf or NaN at its unscale_ since the last update() (so its
+  // step was or will be skipped); false when not unscaled yet. Reads the flag back: on a GPU a
+  // synchronisation, which step() itself never makes.
+  bool found_inf(const Optimizer& opt) const;
   // Backs S off if any step since the last update found inf/NaN, else counts a clean step and
   // grows S every growth_interval of them; then forgets the optimizers' per-step notes.
   void update();
 
-  double get_scale() const { return state_.scale; }
+  // These read the device's state back (on a GPU a synchronisation).
+  double get_scale() const;
+  int64_t growth_tracker() const;
+  GradScalerState state_dict() const;
   bool is_enabled() const { return state_.enabled; }
-  int64_t growth_tracker() const { return state_.growth_tracker; }
-  GradScalerState state_dict() const { return state_; }
   // Refuses a state that could not have come from a scaler (scale <= 0 or not finite, factors
   // out of range), naming the field.
   void load_state_dict(const GradScalerState& s);
 
+  // For processes that must skip a step together although each holds only some of the gradients
+  // (the stages of a pipeline, dist::PipelineOptions::scaler; FSDP's ShardedGradScaler does the
+  // same over its process group): unscale_ hands its flag (a float64 scalar on the scale's device,
+  // 1 when this process saw an inf or NaN) to `reduce`, which must leave in it the maximum over
+  // those processes (a collective: each of them unscales every step). Empty: no reduction.
+  using FoundInfReduction = std::function<void(Tensor& found_inf)>;
+  void set_found_inf_reduction(FoundInfReduction reduce) { reduce_ = std::move(reduce); }
+
  private:
   struct PerOptimizer {
     bool unscaled = false;
-    bool found_inf = false;
+    Tensor found_inf;  // float64, 1 when a gradient held an inf or NaN, on the scale's device
   };
-  GradScalerState state_;
+  // Puts scale_ and tracker_ on `d` (made from state_ the first time, moved after).
+  void place_on(Device d);
+
+  GradScalerState state_;   // the options; the scale and the tracker until scale_ exists
+  Tensor scale_, tracker_;  // float64 scalars, the current values once made
   std::unordered_map<const Optimizer*, PerOptimizer> per_step_;
+  FoundInfReduction reduce_;
 };
 
 }  // namespace ember::optim

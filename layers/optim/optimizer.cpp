@@ -31,6 +31,57 @@ Tensor Optimizer::step(const std::function<Tensor()>& closure) {
   return loss;
 }
 
+namespace {
+
+// The count a parameter's step left on its device, as the host's.
+int64_t read_device_step(const Tensor& device_step) {
+  return static_cast<int64_t>(device_step.item());
+}
+
+// Clears the optimizer's skip flag however step() ends.
+struct SkipFlagScope {
+  Tensor& flag;
+  SkipFlagScope(Tensor& f, const Tensor& value) : flag(f) { flag = value; }
+  ~SkipFlagScope() { flag = Tensor(); }
+  SkipFlagScope(const SkipFlagScope&) = delete;
+  SkipFlagScope& operator=(const SkipFlagScope&) = delete;
+};
+
+}  // namespace
+
+void Optimizer::step_unless(const Tensor& found_inf) {
+  EMBER_CHECK(found_inf.defined() && found_inf.numel() == 1, name(),
+              ".step_unless: the flag must be a one-element tensor");
+  const Device dev = found_inf.device();
+  bool on_flag_device = !dev.is_cpu();
+  for (const auto& g : groups_)
+    for (const auto& p : g.params)
+      if (p.grad().defined() && p.device() != dev) on_flag_device = false;
+  if (!on_flag_device) {
+    if (found_inf.item() == 0) step();  // the host decides (on a GPU: one synchronisation)
+    return;
+  }
+  NoGradGuard ng;
+  SkipFlagScope scope(skip_flag_, found_inf.to(DType::Float64).contiguous());
+  step();
+}
+
+DeviceStep Optimizer::count_step(ParamState& st, const Tensor& p) {
+  if (!skip_flag_.defined()) {
+    if (st.device_step.defined()) {
+      st.step = read_device_step(st.device_step);
+      st.device_step = Tensor();
+    }
+    ++st.step;
+    return {};
+  }
+  if (!st.device_step.defined() || st.device_step.device() != p.device()) {
+    const int64_t host = st.device_step.defined() ? read_device_step(st.device_step) : st.step;
+    st.device_step = full({1}, static_cast<double>(host), {DType::Float64, p.device()});
+  }
+  return {skip_flag_, st.device_step};
+}
+
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard ng;
   for (auto& g : groups_)
@@ -136,7 +187,12 @@ OptimizerState Optimizer::state_dict() const {
     std::vector<ParamState> ps;
     for (const auto& p : g.params) {
       const ParamState* st = find_state(p);
-      ps.push_back(st ? *st : ParamState{});
+      ParamState copy = st ? *st : ParamState{};
+      if (copy.device_step.defined()) {  // the count on the device is the current one
+        copy.step = read_device_step(copy.device_step);
+        copy.device_step = Tensor();
+      }
+      ps.push_back(std::move(copy));
     }
     s.params.push_back(std::move(ps));
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "layers/optim/fused_kernels.h"
 
 namespace ember::optim {
 
@@ -33,6 +34,9 @@ struct ParamGroup {
 struct ParamState {
   int64_t step = 0;
   std::vector<std::pair<std::string, Tensor>> tensors;
+  // While steps are decided on the parameter's device (step_unless), the count lives there: a
+  // one-element float64 that replaces `step` until state_dict or an ordinary step reads it back.
+  Tensor device_step;
   Tensor* find(const std::string& name);
   const Tensor* find(const std::string& name) const;
 };
@@ -54,6 +58,12 @@ class Optimizer {
 
   // One update of every parameter that has a gradient (parameters without one are skipped).
   virtual void step() = 0;
+  // The update unless `found_inf` (a one-element tensor, as GradScaler keeps) is nonzero. When it
+  // and every parameter with a gradient are on one device other than the CPU, that device
+  // decides: the update kernels read the flag and each parameter's step count there, and the host
+  // never waits (on a GPU no synchronisation, and the step can be captured in a CUDA graph);
+  // otherwise the host reads the flag and steps or not.
+  void step_unless(const Tensor& found_inf);
   // Re-evaluates the loss with gradients enabled (the closure zeroes gradients and calls
   // backward), then steps; returns the loss.
   Tensor step(const std::function<Tensor()>& closure);
@@ -88,6 +98,11 @@ class Optimizer {
   // For step(): the gradient of `p` as a contiguous tensor of p's dtype, or undefined when p has
   // none; checks that p is contiguous.
   Tensor grad_for_step(const Tensor& p) const;
+  // For step(), once per parameter that steps: inside step_unless on a device, the skip flag and
+  // p's count on the device (created from the host's count), which the kernel advances; otherwise
+  // undefined, the host's count brought back first if an earlier step left it on the device, and
+  // advanced here. Returns the device side for the kernel's hyperparameters.
+  DeviceStep count_step(ParamState& st, const Tensor& p);
   // A zero-filled (or `value`-filled) state tensor shaped like p.
   static Tensor state_like(const Tensor& p, double value = 0.0);
   // The state tensor `name` of p: created filled with `init` when missing (`*created` says so),
@@ -98,6 +113,7 @@ class Optimizer {
 
   Hyperparams defaults_;
   std::vector<ParamGroup> groups_;
+  Tensor skip_flag_;  // set by step_unless for the step() it makes on a device
   std::unordered_map<const TensorImpl*, ParamState> state_;
 };
 

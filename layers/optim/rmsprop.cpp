@@ -49,7 +49,7 @@ void RMSprop::step() {
       Tensor sq = state_tensor(st, "square_avg", p);
       Tensor buf = h.momentum > 0 ? state_tensor(st, "momentum_buffer", p) : Tensor();
       Tensor ga = h.centered ? state_tensor(st, "grad_avg", p) : Tensor();
-      ++st.step;
+      h.device = count_step(st, p);
       rmsprop_step_stub(p.device())(p, g, sq, buf, ga, h);
       p.bump_version();
     }

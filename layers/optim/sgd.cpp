@@ -49,7 +49,7 @@ void SGD::step() {
       Tensor buf;
       h.init_buffer = false;
       if (h.momentum != 0) buf = state_tensor(st, "momentum_buffer", p, 0.0, &h.init_buffer);
-      ++st.step;
+      h.device = count_step(st, p);
       sgd_step_stub(p.device())(p, g, buf, h);
       p.bump_version();
     }

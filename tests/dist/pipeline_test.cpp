@@ -6,6 +6,7 @@
 #include "dist/pipeline.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/autograd/grad_mode.h"
@@ -205,6 +206,60 @@ TEST(Pipeline, Bf16AutocastTrainsLikeOneProcessUnderAutocast) {
   }
 }
 
+// float16 with loss scaling (PipelineOptions::scaler): the stages' scalers train as one process's
+// scaler does, micro-batch by micro-batch under autocast float16, and skip together: at step 1 an
+// inf is planted in one gradient of the first stage only, so the other stages' gradients are finite
+// and they skip only because the flag is all-reduced; every stage's scale halves with the
+// reference's.
+TEST(Pipeline, Fp16WithLossScalingTrainsLikeOneProcessAndStagesSkipTogether) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int m : {1, 3}) {
+    auto make = [] {
+      auto net = cnn(8, false);
+      net->to(DType::Float32);
+      return net;
+    };
+    auto model = make(), ref = make();
+    const optim::GradScalerOptions so{.init_scale = 1024.0, .growth_interval = 2};
+    optim::GradScaler scaler(so), ref_scaler(so);
+    Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), comm().size()), comm(),
+                  {.micro_batches = m, .autocast = DType::Float16, .scaler = &scaler});
+    optim::SGD opt(pipe.parameters(), {.lr = 0.1, .momentum = 0.9});
+    optim::SGD ref_opt(ref->parameters(), {.lr = 0.1, .momentum = 0.9});
+    for (int s = 0; s < 4; ++s) {
+      Batch b = batch_of({12, 1, 10, 10}, 3, 70 + static_cast<uint64_t>(s));
+      const Tensor x = b.x.to(DType::Float32);
+      opt.zero_grad();
+      const double loss = pipe.train_step(pipe.is_first() ? x : Tensor(), pipe.is_last() ? b.y : Tensor(), loss_fn);
+      if (s == 1 && pipe.is_first()) pipe.parameters()[0].grad().flatten().narrow(0, 0, 1).fill_(inf);
+      scaler.step(opt);
+      scaler.update();
+      ref_opt.zero_grad();
+      double ref_loss = 0;
+      int64_t at = 0;
+      for (int64_t n : micro_batch_sizes(12, m)) {
+        Tensor l;
+        {
+          autocast ac(Device::cpu(), DType::Float16);
+          l = loss_fn(ref->forward(x.narrow(0, at, n)), b.y.narrow(0, at, n));
+        }
+        ref_scaler.scale(mul(l, static_cast<double>(n) / 12.0)).backward();
+        ref_loss += l.item() * static_cast<double>(n) / 12.0;
+        at += n;
+      }
+      if (s == 1) ref->parameters()[0].grad().flatten().narrow(0, 0, 1).fill_(inf);
+      ref_scaler.step(ref_opt);
+      ref_scaler.update();
+      if (pipe.is_last()) {
+        EXPECT_NEAR(loss, ref_loss, 1e-5) << "step " << s << ", M " << m;
+      }
+      EXPECT_EQ(scaler.get_scale(), ref_scaler.get_scale()) << "step " << s << " on " << pipe.describe();
+    }
+    EXPECT_EQ(scaler.get_scale(), 1024.0) << "halved at step 1, doubled after steps 2 and 3";
+    EXPECT_LT(stage_diff(pipe, *ref), 1e-5) << pipe.describe() << ", M " << m;
+  }
+}
+
 TEST(Pipeline, CnnTrainsLikeOneProcessUnderEverySchedule) {
   for (const PipeRun& r : every_run()) check_equivalence([] { return cnn(8, false); }, {12, 1, 10, 10}, 3, r);
 }
@@ -339,6 +394,10 @@ TEST(Pipeline, BadArgumentsAreErrors) {
   EXPECT_TRUE(has(error_of([&] { Pipeline(*model, {0, 3}, comm(), {.stage_ranks = {0, 0}}); }), "two stages"));
   EXPECT_TRUE(has(error_of([&] { Pipeline(*model, even_boundaries(7, k), comm(), {.micro_batches = 0}); }),
                   "at least one micro-batch"));
+  EXPECT_TRUE(has(error_of([&] { Pipeline(*model, even_boundaries(7, k), comm(), {.autocast = DType::Float16}); }),
+                  "float16 needs a loss scaler"));
+  EXPECT_TRUE(has(error_of([&] { Pipeline(*model, even_boundaries(7, k), comm(), {.autocast = DType::Int32}); }),
+                  "expected bfloat16 or float16"));
   if (k >= 2) {
     const int other = (comm().rank() + 1) % k;
     EXPECT_TRUE(

@@ -14,9 +14,11 @@
 
 #include "core/generator.h"
 #include "core/ops.h"
+#include "core/ops/autocast.h"
 #include "core/step_graph.h"
 #include "layers/functional.h"
 #include "layers/linear.h"
+#include "layers/optim/grad_scaler.h"
 #include "layers/optim/sgd.h"
 #include "test_helpers.h"
 
@@ -75,6 +77,56 @@ TEST(GpuStepGraph, ReplayTrainsAsTheEagerLoop) {
   const std::vector<Tensor> a = eager.net->parameters(), b = graphed.net->parameters();
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_LT(max(abs(a[i].cpu() - b[i].cpu())).item<float>(), 1e-5f) << "parameter " << i;
+}
+
+// float16 with loss scaling under a graph (--cuda-graph --precision fp16): the capture's backward
+// starts from the loss times the GradScaler's scale, which update() changes in place on the device,
+// so a replay after an overflow (step 2's inputs are huge: float16 gradients overflow, the step is
+// skipped and the scale halved) computes with the new scale; the skip and the update after each
+// replay never wait on the host. Parameters as the eager loop's.
+TEST(GpuStepGraph, Float16WithLossScalingReplaysAsTheEagerLoop) {
+  SKIP_WITHOUT_GPU();
+  Model eager, graphed;
+  optim::GradScaler eager_scaler, graph_scaler;
+  std::vector<Tensor> xs, ys;
+  for (int i = 0; i < 6; ++i) {
+    xs.push_back(mul(randn({8, 16}, {.device = kGpu}), i == 2 ? 6e4 : 1.0));
+    ys.push_back(randn({8, 4}, {.device = kGpu}));
+  }
+  auto scaled_backward = [](Model& m, optim::GradScaler& sc, const Tensor& x, const Tensor& y) {
+    Tensor loss;
+    {
+      autocast ac(kGpu, DType::Float16);
+      loss = m.loss(x, y);
+    }
+    sc.scale(loss).backward();
+  };
+  for (size_t i = 0; i < xs.size(); ++i) {
+    eager.opt->zero_grad();
+    scaled_backward(eager, eager_scaler, xs[i], ys[i]);
+    eager_scaler.step(*eager.opt);
+    eager_scaler.update();
+  }
+  // One eager step first, as --cuda-graph's warm-up: it puts the scale on the device.
+  graphed.opt->zero_grad();
+  scaled_backward(graphed, graph_scaler, xs[0], ys[0]);
+  graph_scaler.step(*graphed.opt);
+  graph_scaler.update();
+  Tensor x = zeros({8, 16}, {.device = kGpu}), y = zeros({8, 4}, {.device = kGpu});
+  graphed.opt->zero_grad();
+  auto graph = capture_step_graph(kGpu, [&] { scaled_backward(graphed, graph_scaler, x, y); });
+  for (size_t i = 1; i < xs.size(); ++i) {
+    x.copy_(xs[i]);
+    y.copy_(ys[i]);
+    graph->replay();
+    graph_scaler.step(*graphed.opt);
+    graph_scaler.update();
+  }
+  EXPECT_EQ(graph_scaler.get_scale(), eager_scaler.get_scale());
+  EXPECT_EQ(graph_scaler.get_scale(), 32768.0) << "step 2 overflowed: the scale halved once";
+  const std::vector<Tensor> a = eager.net->parameters(), b = graphed.net->parameters();
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_LT(max(abs(a[i].cpu() - b[i].cpu())).item<float>(), 1e-4f) << "parameter " << i;
 }
 
 TEST(GpuStepGraph, CapturedTensorsKeepTheirAddressAndAreNotShared) {

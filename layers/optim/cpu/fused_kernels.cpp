@@ -27,6 +27,12 @@ void with_flags(F&& f, bool b, Bools... rest) {
     with_flags([&](auto... flags) { f(std::false_type{}, flags...); }, rest...);
 }
 
+// The CPU's host reads a skip flag itself (Optimizer::step_unless): a step decided on the device
+// reaching a CPU kernel is a caller's mistake, refused rather than half-honoured.
+void refuse_device_step(const DeviceStep& d, const char* op) {
+  EMBER_CHECK(!d.defined(), op, ": a step decided on the device (DeviceStep) is for device backends, not the CPU");
+}
+
 template <typename T>
 T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
@@ -43,6 +49,7 @@ void for_range(int64_t n, const F& f) {
 }
 
 void cpu_sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdHyper& h) {
+  refuse_device_step(h.device, "SGD.step");
   EMBER_DISPATCH_FLOAT(param.dtype(), "SGD.step", [&] {
     using T = scalar_t;
     T* p = ptr<T>(param);
@@ -82,6 +89,7 @@ void cpu_sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, co
 
 void cpu_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                    const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  refuse_device_step(h.device, "Adam.step");
   EMBER_DISPATCH_FLOAT(param.dtype(), "Adam.step", [&] {
     using T = scalar_t;
     T* p = ptr<T>(param);
@@ -133,6 +141,7 @@ void cpu_adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_av
 
 void cpu_rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& momentum_buf,
                       const Tensor& grad_avg, const RmspropHyper& h) {
+  refuse_device_step(h.device, "RMSprop.step");
   EMBER_DISPATCH_FLOAT(param.dtype(), "RMSprop.step", [&] {
     using T = scalar_t;
     T* p = ptr<T>(param);
@@ -180,6 +189,7 @@ void cpu_rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& squ
 }
 
 void cpu_adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& state_sum, const AdagradHyper& h) {
+  refuse_device_step(h.device, "Adagrad.step");
   EMBER_DISPATCH_FLOAT(param.dtype(), "Adagrad.step", [&] {
     using T = scalar_t;
     T* p = ptr<T>(param);
