@@ -1,11 +1,14 @@
 // bench/gpu: Ember's own CUDA kernels against the vendor libraries on the same GPU, in one run.
 //   SGEMM native vs cuBLAS at 1024..8192 (target: native >= 90% of cuBLAS fp32 at 4096^3)
-//   bfloat16 GEMM on the tensor cores vs cuBLAS bf16 at 2048..8192 (target: >= 80% at 4096^3-8192^3)
+//   bfloat16 and float16 GEMM on the tensor cores vs cuBLAS at 2048..8192 (target: >= 80% at
+//   4096^3-8192^3)
 //   conv2d forward and backward native vs cuDNN at the MNIST CNN's and a ResNet 3x3 layer's
-//   shapes (target: native >= 80% of cuDNN), in float32 and in bfloat16 (tensor cores both sides)
+//   shapes (target: native >= 80% of cuDNN), in float32, bfloat16 and float16 (tensor cores both
+//   sides in 16 bits)
 //   LSTM layer native vs cuDNN RNN
-//   MnistCnn (batch 64) and DCGAN training samples/s, and Ember kernel launches per training step,
-//   in float32 and under autocast(cuda, bfloat16)
+//   MnistCnn (batch 64) and DCGAN training samples/s, Ember kernel launches and host waits
+//   (reads of device memory) per training step, in float32, under autocast(cuda, bfloat16), and
+//   under autocast(cuda, float16) with a GradScaler (whose step should wait on nothing)
 // A row whose implementation is missing (no GPU, no native kernel registered, no vendor path)
 // prints "n/a" and why; nothing is estimated. Usage: gpu [--quick] (--quick: fewer sizes and
 // repetitions, for scripts/gpu-check.sh's time budget); gpu --tiles [--write-tuned DIR]: the SGEMM tile sweep; gpu
@@ -25,12 +28,14 @@
 #include "core/atomic_file.h"
 #include "core/autograd/grad_mode.h"
 #include "core/cuda/gemm_tuning_header.h"
+#include "core/host_waits.h"
 #include "core/kernel_choice.h"
 #include "core/ops.h"
 #include "core/ops/autocast.h"
 #include "core/stream.h"
 #include "layers/nn.h"
 #include "layers/optim/adam.h"
+#include "layers/optim/grad_scaler.h"
 #include "models/gan.h"
 #include "models/mnist_cnn.h"
 #if EMBER_WITH_CUDA
@@ -108,15 +113,20 @@ void gemm_rows(Table& t) {
   }
 }
 
-// bfloat16 GEMM (float32 accumulation, bfloat16 C): the tensor-core kernel (core/cuda/gemm_bf16_mma.h)
-// beside cuBLAS's cublasGemmEx. gpu-check reads the rows' rates against the BF16 dense peak.
-void bf16_gemm_rows(Table& t) {
+// "bf16" or "fp16", the rows' prefix (gpu-check reads such rows against the 16-bit dense peak).
+const char* prefix_of(DType dt) {
+  return dt == DType::BFloat16 ? "bf16 " : dt == DType::Float16 ? "fp16 " : "";
+}
+
+// 16-bit GEMM (float32 accumulation, 16-bit C): the tensor-core kernel (core/cuda/gemm_bf16_mma.h)
+// beside cuBLAS's cublasGemmEx.
+void lowp_gemm_rows(Table& t, DType dt) {
   std::vector<int64_t> sizes = {2048, 4096, 8192};
   if (g_quick) sizes = {4096};
   for (int64_t n : sizes) {
-    Tensor a = randn({n, n}, {.device = kGpu}).to(DType::BFloat16),
-           b = randn({n, n}, {.device = kGpu}).to(DType::BFloat16);
-    compare(t, "bf16 gemm", std::to_string(n) + "^3", KernelFamily::Gemm, 2.0 * n * n * n, [&] { (void)matmul(a, b); });
+    Tensor a = randn({n, n}, {.device = kGpu}).to(dt), b = randn({n, n}, {.device = kGpu}).to(dt);
+    compare(t, std::string(prefix_of(dt)) + "gemm", std::to_string(n) + "^3", KernelFamily::Gemm, 2.0 * n * n * n,
+            [&] { (void)matmul(a, b); });
   }
 }
 
@@ -125,15 +135,15 @@ struct ConvShape {
   int64_t N, C, H, W, OC, K, pad;
 };
 
-// float32, or bfloat16 (the tensor-core kernel, core/cuda/conv_bf16_mma.h, beside cuDNN's
-// BFLOAT16 configuration) on the MNIST CNN's second layer and the ResNet layer.
+// float32, or bfloat16 / float16 (the tensor-core kernel, core/cuda/conv_bf16_mma.h, beside
+// cuDNN's BFLOAT16 / PSEUDO_HALF configurations) on the MNIST CNN's second layer and the ResNet layer.
 void conv_rows(Table& t, DType dt) {
-  const bool bf16 = dt == DType::BFloat16;
+  const bool lowp = dt != DType::Float32;
   std::vector<ConvShape> shapes = {{"mnist conv1", 64, 1, 28, 28, 32, 3, 0},
                                    {"mnist conv2", 64, 32, 13, 13, 64, 3, 0},
                                    {"mnist conv3", 64, 64, 5, 5, 64, 3, 0},
                                    {"resnet 3x3", 32, 64, 56, 56, 64, 3, 1}};
-  if (bf16) shapes = {shapes[1], shapes[3]};
+  if (lowp) shapes = {shapes[1], shapes[3]};
   for (const ConvShape& s : shapes) {
     Tensor x = randn({s.N, s.C, s.H, s.W}, {.device = kGpu}).to(dt).requires_grad_(true);
     Tensor w = randn({s.OC, s.C, s.K, s.K}, {.device = kGpu}).to(dt).requires_grad_(true);
@@ -142,7 +152,7 @@ void conv_rows(Table& t, DType dt) {
     const std::string size = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
                              std::to_string(s.W) + " -> " + std::to_string(s.OC);
     Conv2dParams p{.padding = {s.pad, s.pad}};
-    const std::string name = std::string(bf16 ? "bf16 " : "") + s.name;
+    const std::string name = prefix_of(dt) + std::string(s.name);
     compare(t, name + " fwd", size, KernelFamily::Conv, flops, [&] {
       NoGradGuard ng;
       (void)conv2d(x, w, Tensor(), p);
@@ -174,25 +184,45 @@ void lstm_rows(Table& t) {
           [&] { sum(rnn_layer(RnnMode::Lstm, x, wih, whh, bih, bhh, Tensor(), Tensor()).output).backward(); });
 }
 
-// Samples/s of full training steps (forward, loss, backward, Adam) and Ember launches per step,
-// with the default (auto) kernel choice; `step` runs under autocast(cuda, bfloat16) when bf16 (the
-// forward in the scope, as a training loop runs it).
-void report_step(Table& t, const std::string& what, bool bf16, const std::function<void()>& step) {
+// The backward and optimizer part of a bench step at its precision: plain in float32 and
+// bfloat16, through a GradScaler in float16 (the skip decided on the device, no host wait).
+struct Stepper {
+  optim::GradScaler scaler;
+  explicit Stepper(std::optional<DType> low) : scaler({.enabled = low == DType::Float16}) {}
+  void backward_step(const Tensor& loss, optim::Optimizer& opt) {
+    opt.zero_grad();
+    scaler.scale(loss).backward();
+    scaler.step(opt);
+  }
+};
+
+std::string precision_suffix(std::optional<DType> low) {
+  if (!low) return "";
+  return *low == DType::BFloat16 ? " (bf16 autocast)" : " (fp16 autocast + GradScaler)";
+}
+
+// Samples/s of full training steps (forward, loss, backward, Adam), Ember launches and host waits
+// per step, with the default (auto) kernel choice; `step` runs under autocast(cuda, low) when set
+// (the forward in the scope, as a training loop runs it).
+void report_step(Table& t, const std::string& what, std::optional<DType> low,
+                 const std::function<void(Stepper&)>& step) {
   const int64_t batch = 64;
   // A step of these models on an H200 is well under a millisecond of host launches, so a sample is
   // many steps, and the median of several samples: with 30 steps and three samples the rows moved
   // 1.5x between runs on a lent H200 while the kernel rows did not.
   const int steps = g_quick ? 50 : 200;
   const int samples = g_quick ? 3 : 7;
-  const std::string name = what + (bf16 ? " (bf16 autocast)" : "");
+  const std::string name = what + precision_suffix(low);
   try {
+    Stepper stepper(low);
     auto run = [&] {
       std::optional<autocast> ac;
-      if (bf16) ac.emplace(kGpu, DType::BFloat16);
-      step();
+      if (low) ac.emplace(kGpu, *low);
+      step(stepper);
     };
     for (int i = 0; i < 3; ++i) run();  // warm-up: auto's timing, allocator, library init
     sync();
+    const uint64_t w0 = host_wait_count();
 #if EMBER_WITH_CUDA
     const uint64_t l0 = cuda::kernel_launch_count();
 #endif
@@ -202,33 +232,32 @@ void report_step(Table& t, const std::string& what, bool bf16, const std::functi
           sync();
         },
         samples, 0);
+    const double runs = static_cast<double>(samples) * steps;
     std::string launches = "n/a";
 #if EMBER_WITH_CUDA
-    const double runs = static_cast<double>(samples) * steps;
     launches = fmt("%.0f", static_cast<double>(cuda::kernel_launch_count() - l0) / runs);
 #endif
-    t.rows.push_back({name, "batch 64", fmt("%.0f samples/s", batch * steps / s), launches, ""});
+    const std::string waits = fmt("%.2f", static_cast<double>(host_wait_count() - w0) / runs);
+    t.rows.push_back({name, "batch 64", fmt("%.0f samples/s", batch * steps / s), launches, waits});
   } catch (const Error& e) {
     t.rows.push_back({name, "batch 64", std::string("n/a: ") + e.what(), "", ""});
   }
 }
 
-void mnist_row(Table& t, bool bf16) {
+void mnist_row(Table& t, std::optional<DType> low) {
   models::MnistCnn net;
   nn::fuse(net);  // as the example trains it
   net.to(kGpu);
   optim::Adam opt(net.parameters(), {.lr = 1e-3});
   Tensor x = randn({64, 1, 28, 28}, {.device = kGpu});
   Tensor y = randint(0, 10, {64}, {.dtype = DType::Int64, .device = kGpu});
-  report_step(t, "MnistCnn train step", bf16, [&] {
-    Tensor loss = cross_entropy(net.forward(x), y);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
+  report_step(t, "MnistCnn train step", low, [&](Stepper& st) {
+    st.backward_step(cross_entropy(net.forward(x), y), opt);
+    st.scaler.update();
   });
 }
 
-void dcgan_row(Table& t, bool bf16) {
+void dcgan_row(Table& t, std::optional<DType> low) {
   const int64_t batch = 64;
   models::DcganGenerator g;
   models::DcganDiscriminator d;
@@ -237,25 +266,22 @@ void dcgan_row(Table& t, bool bf16) {
   optim::Adam og(g.parameters(), {.lr = 2e-4}), od(d.parameters(), {.lr = 2e-4});
   Tensor real = randn({batch, 1, 28, 28}, {.device = kGpu});
   Tensor ones_t = ones({batch, 1}, {.device = kGpu}), zeros_t = zeros({batch, 1}, {.device = kGpu});
-  report_step(t, "DCGAN train step (D+G)", bf16, [&] {
+  report_step(t, "DCGAN train step (D+G)", low, [&](Stepper& st) {
     Tensor z = randn({batch, models::kNoiseDim}, {.device = kGpu});
     Tensor fake = g.forward(z);
-    Tensor ld = add(nn::binary_cross_entropy_with_logits(d.forward(real), ones_t),
-                    nn::binary_cross_entropy_with_logits(d.forward(fake.detach()), zeros_t));
-    od.zero_grad();
-    ld.backward();
-    od.step();
-    Tensor lg = nn::binary_cross_entropy_with_logits(d.forward(fake), ones_t);
-    og.zero_grad();
-    lg.backward();
-    og.step();
+    st.backward_step(add(nn::binary_cross_entropy_with_logits(d.forward(real), ones_t),
+                         nn::binary_cross_entropy_with_logits(d.forward(fake.detach()), zeros_t)),
+                     od);
+    st.backward_step(nn::binary_cross_entropy_with_logits(d.forward(fake), ones_t), og);
+    st.scaler.update();  // once a step, after both optimizers (as torch.amp's DCGAN recipe)
   });
 }
 
 void training_rows(Table& t) {
-  for (bool bf16 : {false, true}) {
-    mnist_row(t, bf16);
-    dcgan_row(t, bf16);
+  for (std::optional<DType> low :
+       {std::optional<DType>(), std::optional<DType>(DType::BFloat16), std::optional<DType>(DType::Float16)}) {
+    mnist_row(t, low);
+    dcgan_row(t, low);
   }
 }
 
@@ -376,21 +402,25 @@ int main(int argc, char** argv) {
     if (tiles) return tile_sweep(tuned_dir);
     if (ncu) return ncu_once();
     Table kernels{{"kernel", "size", "native", "vendor (cuBLAS/cuDNN)", "vendor/native time"}, {}};
-    Table training{{"training", "size", "throughput", "Ember launches/step", ""}, {}};
+    Table training{{"training", "size", "throughput", "Ember launches/step", "host waits/step"}, {}};
     if (cuda_device_count() == 0) {
       std::printf("bench/gpu: skipped: no CUDA device (%s)\n",
                   EMBER_WITH_CUDA ? "built with CUDA" : "built without CUDA");
-      for (const char* row : {"sgemm 1024..8192", "bf16 gemm 2048..8192", "conv fwd/bwd (MNIST CNN, ResNet 3x3)",
-                              "bf16 conv fwd/bwd (MNIST conv2, ResNet 3x3)", "lstm fwd/bwd"})
+      for (const char* row : {"sgemm 1024..8192", "bf16 gemm 2048..8192", "fp16 gemm 2048..8192",
+                              "conv fwd/bwd (MNIST CNN, ResNet 3x3)", "bf16 conv fwd/bwd (MNIST conv2, ResNet 3x3)",
+                              "fp16 conv fwd/bwd (MNIST conv2, ResNet 3x3)", "lstm fwd/bwd"})
         kernels.rows.push_back({row, "", "n/a (no GPU)", "n/a (no GPU)", "n/a"});
-      for (const char* row : {"MnistCnn train step", "DCGAN train step (D+G)", "MnistCnn train step (bf16 autocast)",
-                              "DCGAN train step (D+G) (bf16 autocast)"})
-        training.rows.push_back({row, "batch 64", "n/a (no GPU)", "n/a", ""});
+      for (const char* what : {"MnistCnn train step", "DCGAN train step (D+G)"})
+        for (std::optional<DType> low :
+             {std::optional<DType>(), std::optional<DType>(DType::BFloat16), std::optional<DType>(DType::Float16)})
+          training.rows.push_back({what + precision_suffix(low), "batch 64", "n/a (no GPU)", "n/a", "n/a"});
     } else {
       gemm_rows(kernels);
-      bf16_gemm_rows(kernels);
+      lowp_gemm_rows(kernels, DType::BFloat16);
+      lowp_gemm_rows(kernels, DType::Float16);
       conv_rows(kernels, DType::Float32);
       conv_rows(kernels, DType::BFloat16);
+      conv_rows(kernels, DType::Float16);
       lstm_rows(kernels);
       training_rows(training);
     }

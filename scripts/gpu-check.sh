@@ -398,12 +398,12 @@ if ((libs_ok)); then
   run_step 150 "$tmp/bench.out" "$bundle/run" bench_gpu "${quick[@]}" >/dev/null
   rc=$?
   # Each TFLOP/s figure also as a fraction of this GPU's FP32 (non-tensor-core) ceiling, or of its
-  # BF16 tensor-core ceiling on the bf16 rows.
+  # 16-bit tensor-core ceiling on the bf16 and fp16 rows (the same dense peak for both on Hopper and Ampere).
   read -r fp32_peak _ _ bf16_peak _ <<<"$(ceilings_of "$gpu")"
   awk -v fp32="${fp32_peak:-0}" -v bf16="${bf16_peak:-0}" '{
     line = $0
-    peak = line ~ /^\| *bf16/ ? bf16 : fp32
-    what = line ~ /^\| *bf16/ ? "BF16 dense peak" : "FP32 peak"
+    peak = line ~ /^\| *(bf16|fp16)/ ? bf16 : fp32
+    what = line ~ /^\| *(bf16|fp16)/ ? "BF16/FP16 dense peak" : "FP32 peak"
     while (match(line, /\([0-9.]+ TFLOP\/s\)/)) {
       v = substr(line, RSTART + 1, RLENGTH - 10) + 0
       if (peak > 0) printf "%s(%s TFLOP/s, %.0f%% of %s)", substr(line, 1, RSTART - 1), v, 100 * v / peak, what
