@@ -549,6 +549,53 @@ void cuda_scale(const Tensor& t, double s) {
   });
 }
 
+// GradScaler's unscale_ over many gradients per launch: x *= 1 / scale, and the flag set when an
+// element was not finite (inf * 0 and NaN * 0 are NaN: one test per thread, not per element;
+// every writer writes the same 1).
+template <typename T>
+struct UnscaleMtArgs {
+  T* x[kMtTensors];
+  MtTable tab;
+};
+
+template <typename T>
+__global__ void unscale_multi_kernel(UnscaleMtArgs<T> a, const double* scale, double* found_inf) {
+  int t;
+  int64_t begin, end;
+  mt_range(a.tab, t, begin, end);
+  const T f = static_cast<T>(1.0 / *scale);
+  T* x = a.x[t];
+  T probe = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const T v = x[i];
+    probe += v * T(0);
+    x[i] = v * f;
+  }
+  if (probe != probe) *found_inf = 1.0;
+}
+
+void cuda_unscale(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf) {
+  check_unscale_args(grads, scale, found_inf, scale.device());
+  DeviceGuard guard(scale.device());
+  const double* s = static_cast<const double*>(scale.raw_data());
+  double* found = static_cast<double*>(found_inf.raw_data());
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    std::vector<const Tensor*> of;
+    for (const Tensor& g : grads)
+      if (g.dtype() == dt) of.push_back(&g);
+    EMBER_DISPATCH_FLOAT(dt, "GradScaler.unscale_", [&] {
+      using T = scalar_t;
+      UnscaleMtArgs<T> a{};
+      mt_walk(
+          of.size(), a.tab, [&](size_t i) { return of[i]->numel(); },
+          [&](int slot, size_t i) { a.x[slot] = static_cast<T*>(of[i]->raw_data()); },
+          [&](int blocks) {
+            launch(unscale_multi_kernel<T>, static_cast<unsigned>(blocks), kThreads, 0, kernel_stream(), a, s, found);
+          });
+    });
+  }
+}
+
 template <typename T>
 __global__ void clip_kernel(T* x, int64_t n, T lo, T hi) {
   EMBER_GRID_STRIDE(i, n) {
@@ -580,6 +627,7 @@ EMBER_REGISTER_KERNEL(adam_multi_step_stub, CUDA, cuda_adam_multi_step);
 EMBER_REGISTER_KERNEL(grad_norm_stub, CUDA, cuda_grad_norm);
 EMBER_REGISTER_KERNEL(grad_norm_total_stub, CUDA, cuda_grad_norm_total);
 EMBER_REGISTER_KERNEL(scale_stub, CUDA, cuda_scale);
+EMBER_REGISTER_KERNEL(unscale_stub, CUDA, cuda_unscale);
 EMBER_REGISTER_KERNEL(clip_value_stub, CUDA, cuda_clip_value);
 
 }  // namespace ember::optim

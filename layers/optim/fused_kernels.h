@@ -86,6 +86,15 @@ using GradNormFn = double(const Tensor& t, double p);
 using GradNormTotalFn = double(const std::vector<Tensor>& ts, double p);
 // x *= s in place.
 using ScaleFn = void(const Tensor& t, double s);
+// GradScaler's unscale_ of gradients of one device (float32/float64, contiguous): each multiplied
+// in place by 1 / scale (scale: a one-element float64 on that device, read there), and found_inf
+// (one-element float64, same device) set to 1 when an element was not finite before it (left as
+// it was otherwise). One pass over every gradient, a few launches for a whole model on a device
+// (as torch's _amp_foreach_non_finite_check_and_unscale_), and no host wait.
+using UnscaleFn = void(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf);
+// The checks every backend's unscale kernel makes first: scale and found_inf one-element float64
+// tensors, every gradient float32 or float64 and contiguous, all on `device`.
+void check_unscale_args(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf, Device device);
 // x = clamp(x, -clip, clip) in place.
 using ClipValueFn = void(const Tensor& t, double clip);
 
@@ -97,6 +106,7 @@ EMBER_DECLARE_STUB(adam_multi_step_stub, AdamMultiStepFn);
 EMBER_DECLARE_STUB(grad_norm_stub, GradNormFn);
 EMBER_DECLARE_STUB(grad_norm_total_stub, GradNormTotalFn);
 EMBER_DECLARE_STUB(scale_stub, ScaleFn);
+EMBER_DECLARE_STUB(unscale_stub, UnscaleFn);
 EMBER_DECLARE_STUB(clip_value_stub, ClipValueFn);
 
 }  // namespace ember::optim

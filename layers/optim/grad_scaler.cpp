@@ -8,6 +8,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
 #include "core/ops/creation.h"
+#include "layers/optim/fused_kernels.h"
 
 namespace ember::optim {
 
@@ -64,16 +65,28 @@ void GradScaler::unscale_(Optimizer& opt) {
     for (Tensor& p : group.params)
       if (p.grad().defined()) grads.push_back(p.grad());
   if (!scale_.defined()) place_on(grads.empty() ? Device::cpu() : grads.front().device());
-  const Tensor inv = pow(scale_, -1.0);
-  // inf * 0 and NaN * 0 are NaN, anything finite * 0 is 0: the sum over every gradient of its
-  // elements times 0 is NaN exactly when one is not finite, and NaN is the one value unequal to
-  // itself. All of it device ops on the scale's device: nothing is read back.
-  Tensor probe = zeros_like(scale_);
+  // One fused pass per device over its gradients (unscale_stub), on the device: nothing is read
+  // back. Gradients on another device than the scale's get their own copy of the scale and flag,
+  // and their flag joins the scale's device's (the host waits for those copies).
+  po.found_inf = zeros_like(scale_);
+  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
+  std::vector<std::pair<Tensor, Tensor>> copied_back;  // a strided gradient and its contiguous copy
   for (Tensor& g : grads) {
-    g.mul_(inv.to(g.device(), g.dtype()));
-    probe = add(probe, sum(mul(g, 0.0)).to(scale_.device(), DType::Float64));
+    auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& e) { return e.first == g.device(); });
+    if (it == by_device.end()) it = by_device.insert(by_device.end(), {g.device(), {}});
+    it->second.push_back(g.contiguous());
+    if (!it->second.back().is_same(g)) copied_back.emplace_back(g, it->second.back());
   }
-  po.found_inf = ne(probe, probe).to(DType::Float64);
+  for (auto& [dev, gs] : by_device) {
+    if (dev == scale_.device()) {
+      unscale_stub(dev)(gs, scale_, po.found_inf);
+      continue;
+    }
+    const Tensor flag = zeros({}, {DType::Float64, dev});
+    unscale_stub(dev)(gs, scale_.to(dev), flag);
+    po.found_inf = maximum(po.found_inf, flag.to(scale_.device()));
+  }
+  for (auto& [g, c] : copied_back) g.copy_(c);
   if (reduce_) reduce_(po.found_inf);
   po.unscaled = true;
 }

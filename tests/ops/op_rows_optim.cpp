@@ -368,6 +368,53 @@ void add_many_tensor_clip_rows(std::vector<OpRow>& t) {
   });
 }
 
+// GradScaler's fused unscale (unscale_stub) over more tensors than one launch's 24 slots, of both
+// dtypes, a chunk and one more element and an empty one: every value divided by a scale of 512
+// (exact: a power of two) and the flag left at 0; then the same with a NaN in one tensor and an inf
+// in another, which sets it (the values are still divided, as torch's kernel does).
+void add_unscale_rows(std::vector<OpRow>& t) {
+  auto run = [](const Inputs& x, bool plant) {
+    NoGradGuard ng;
+    const Device dev = x[0].device();
+    std::vector<Tensor> gs;
+    for (const Tensor& a : x) gs.push_back(a.detach().clone());
+    if (plant) {
+      gs[4].narrow(0, 4000, 1).fill_(NAN);  // 8193 float32 elements
+      gs[7].narrow(0, 3, 1).fill_(-kInf);   // 31 float64 ones
+    }
+    const Tensor scale = full({}, 512.0, {DType::Float64, dev}), found = zeros({}, {DType::Float64, dev});
+    optim::unscale_stub(dev)(gs, scale, found);
+    std::vector<Tensor> out;
+    for (const Tensor& g : gs) out.push_back(g.to(DType::Float64).reshape({-1}));
+    out.push_back(found.reshape({1}));
+    return cat(out, 0);
+  };
+  t.push_back({"grad_scaler_unscale_many_tensors",
+               many_params(DType::Float32, true),
+               [run](const Inputs& x) {
+                 return cat({run(x, false), run(x, true)}, 0);
+               },
+               0.0,
+               false,
+               false,
+               false,
+               {},
+               // x / 512 in the tensor's own dtype is exact; the flags are 0 and 1.
+               [](const Inputs& x) {
+                 std::vector<double> v;
+                 for (int plant = 0; plant < 2; ++plant) {
+                   for (size_t i = 0; i < x.size(); ++i) {
+                     std::vector<double> e = element_values(x[i]);
+                     if (plant && i == 4) e[4000] = NAN;
+                     if (plant && i == 7) e[3] = -kInf;
+                     for (double y : e) v.push_back(y / 512.0);
+                   }
+                   v.push_back(plant);
+                 }
+                 return from_vector<double>(v, {static_cast<int64_t>(v.size())});
+               }});
+}
+
 }  // namespace
 
 void add_optim_rows(std::vector<OpRow>& t) {
@@ -376,6 +423,7 @@ void add_optim_rows(std::vector<OpRow>& t) {
   add_single_tensor_kernel_rows(t);
   add_grad_norm_every_p_rows(t);
   add_many_tensor_clip_rows(t);
+  add_unscale_rows(t);
 }
 
 }  // namespace ember::ops_test

@@ -3,6 +3,7 @@
 #include "layers/optim/fused_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -262,6 +263,28 @@ void cpu_scale(const Tensor& t, double s) {
   });
 }
 
+void cpu_unscale(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf) {
+  check_unscale_args(grads, scale, found_inf, Device::cpu());
+  const double inv = 1.0 / *static_cast<const double*>(scale.raw_data());
+  std::atomic<bool> bad{false};
+  for (const Tensor& g : grads) {
+    EMBER_DISPATCH_FLOAT(g.dtype(), "GradScaler.unscale_", [&] {
+      using T = scalar_t;
+      T* x = ptr<T>(g);
+      const T f = static_cast<T>(inv);
+      for_range(g.numel(), [&](int64_t b, int64_t e) {
+        T probe = 0;  // inf * 0 and NaN * 0 are NaN: one test per chunk, not per element
+        for (int64_t i = b; i < e; ++i) {
+          probe += x[i] * T(0);
+          x[i] *= f;
+        }
+        if (probe != probe) bad.store(true, std::memory_order_relaxed);
+      });
+    });
+  }
+  if (bad.load()) *static_cast<double*>(found_inf.raw_data()) = 1.0;
+}
+
 void cpu_clip_value(const Tensor& t, double clip) {
   EMBER_DISPATCH_FLOAT(t.dtype(), "clip_grad_value_", [&] {
     using T = scalar_t;
@@ -281,6 +304,7 @@ EMBER_REGISTER_KERNEL(rmsprop_step_stub, CPU, cpu_rmsprop_step);
 EMBER_REGISTER_KERNEL(adagrad_step_stub, CPU, cpu_adagrad_step);
 EMBER_REGISTER_KERNEL(grad_norm_stub, CPU, cpu_grad_norm);
 EMBER_REGISTER_KERNEL(scale_stub, CPU, cpu_scale);
+EMBER_REGISTER_KERNEL(unscale_stub, CPU, cpu_unscale);
 EMBER_REGISTER_KERNEL(clip_value_stub, CPU, cpu_clip_value);
 
 }  // namespace ember::optim
