@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
     };
     std::function<void()> sync;
     if (!flags.device.is_cpu()) sync = [dev = flags.device] { ember::get_stream(dev).synchronize(); };
-    return ember::bench::step_rate_main("step_rate", argc, argv, make, sync);
+    return ember::bench::step_rate_main("step_rate", argc, argv, make, sync,
+                                        " [--precision fp32|bf16|fp16] [--device cpu|cuda[:N]] [--cuda-graph]");
   });
 }

@@ -87,9 +87,10 @@ inline int time_workload(const char* program, const Workload& w, int threads, in
 
 // `make` builds one training step of the workload at `batch` with the engine's math threads set to
 // `threads`. `sync`, when given, waits for the device's queued work: a timed run ends with it.
+// `engine_usage`: the engine's own flags (taken out of argv before), for the usage line.
 inline int step_rate_main(const char* program, int argc, char** argv,
                           const std::function<std::function<void()>(const Workload&, int threads, int batch)>& make,
-                          const std::function<void()>& sync = nullptr) {
+                          const std::function<void()>& sync = nullptr, const char* engine_usage = "") {
   std::string workload;
   int threads = 1, reps = 3, batch = 0;
   double run_seconds = 0;
@@ -111,9 +112,10 @@ inline int step_rate_main(const char* program, int argc, char** argv,
       flops = true;
     } else {
       const bool help = a == "--help" || a == "-h";
-      std::fprintf(help ? stdout : stderr,
-                   "%susage: %s --workload W[,W...] [--threads N] [--reps N] [--batch N] [--run-seconds S] [--flops]\n",
-                   help ? "" : (std::string(program) + ": bad argument '" + a + "'\n").c_str(), program);
+      std::fprintf(
+          help ? stdout : stderr,
+          "%susage: %s --workload W[,W...] [--threads N] [--reps N] [--batch N] [--run-seconds S] [--flops]%s\n",
+          help ? "" : (std::string(program) + ": bad argument '" + a + "'\n").c_str(), program, engine_usage);
       return help ? 0 : 2;
     }
   }
