@@ -164,4 +164,41 @@ TEST(GradScalerOnDevice, FoundInfReadsTheFlagBack) {
   EXPECT_EQ(s.state_dict().growth_tracker, 0);
 }
 
+// Parameters on two devices (one on the CPU, one on the emulated device) with the loss, and so
+// the scale, on the CPU: the device's gradients are unscaled there with a copy of the scale and
+// their flag joins the CPU's, and the optimizer's skip is the host's (its parameters are not all on
+// the flag's device). An inf in the device's gradient skips both parameters; clean steps train as a
+// CPU-only run.
+TEST(GradScalerOnDevice, ParametersOnTwoDevicesFallBackToTheHostAndStillSkipTogether) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto run = [&](bool split) {
+    Tensor a = tensor({1.0f, 2.0f}).requires_grad_(), b = tensor({3.0f, -1.0f, 0.5f});
+    if (split) b = b.to(emu::device());
+    b = b.detach().requires_grad_();
+    optim::SGD opt({a, b}, {.lr = 0.1, .momentum = 0.9});
+    optim::GradScaler s({.init_scale = 256.0});
+    std::vector<double> flags;
+    for (int k = 0; k < 4; ++k) {
+      Tensor cb = tensor({1.0f, k == 1 ? inf : 0.5f, -2.0f}).to(b.device());
+      Tensor loss = add(sum(mul(a, 0.25 * (k + 1))), sum(mul(b, cb)).to(Device::cpu()));
+      s.scale(loss).backward();
+      s.step(opt);
+      flags.push_back(s.found_inf(opt) ? 1.0 : 0.0);
+      s.update();
+      opt.zero_grad();
+    }
+    std::vector<double> out = a.to_vector<double>(), bv = b.to(Device::cpu()).to_vector<double>();
+    out.insert(out.end(), bv.begin(), bv.end());
+    out.insert(out.end(), flags.begin(), flags.end());
+    out.push_back(s.get_scale());
+    return out;
+  };
+  const std::vector<double> split = run(true), cpu = run(false);
+  ASSERT_EQ(split.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(split[i], cpu[i], 1e-6) << "entry " << i;
+  EXPECT_EQ(split[5], 0.0);
+  EXPECT_EQ(split[6], 1.0) << "step 1's inf on the device skipped the step";
+  EXPECT_EQ(split.back(), 128.0);
+}
+
 }  // namespace
