@@ -596,6 +596,20 @@ void cuda_unscale(const std::vector<Tensor>& grads, const Tensor& scale, const T
   }
 }
 
+// GradScaler's update(): one thread, next_scale (fused_kernels.h) on the device's values.
+__global__ void update_scale_kernel(double* scale, double* tracker, const double* found_inf, ScaleUpdate u) {
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    next_scale(*scale, *tracker, *found_inf, u.growth_factor, u.backoff_factor, static_cast<double>(u.growth_interval));
+}
+
+void cuda_update_scale(const Tensor& scale, const Tensor& tracker, const Tensor& found_inf, const ScaleUpdate& u) {
+  check_unscale_args({}, scale, found_inf, scale.device());
+  check_unscale_args({}, tracker, found_inf, scale.device());
+  DeviceGuard guard(scale.device());
+  launch(update_scale_kernel, 1, 32, 0, kernel_stream(), static_cast<double*>(scale.raw_data()),
+         static_cast<double*>(tracker.raw_data()), static_cast<const double*>(found_inf.raw_data()), u);
+}
+
 template <typename T>
 __global__ void clip_kernel(T* x, int64_t n, T lo, T hi) {
   EMBER_GRID_STRIDE(i, n) {
@@ -628,6 +642,7 @@ EMBER_REGISTER_KERNEL(grad_norm_stub, CUDA, cuda_grad_norm);
 EMBER_REGISTER_KERNEL(grad_norm_total_stub, CUDA, cuda_grad_norm_total);
 EMBER_REGISTER_KERNEL(scale_stub, CUDA, cuda_scale);
 EMBER_REGISTER_KERNEL(unscale_stub, CUDA, cuda_unscale);
+EMBER_REGISTER_KERNEL(update_scale_stub, CUDA, cuda_update_scale);
 EMBER_REGISTER_KERNEL(clip_value_stub, CUDA, cuda_clip_value);
 
 }  // namespace ember::optim

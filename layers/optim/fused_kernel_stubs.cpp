@@ -13,12 +13,14 @@ EMBER_DEFINE_STUB(grad_norm_stub, GradNormFn);
 EMBER_DEFINE_STUB(grad_norm_total_stub, GradNormTotalFn);
 EMBER_DEFINE_STUB(scale_stub, ScaleFn);
 EMBER_DEFINE_STUB(unscale_stub, UnscaleFn);
+EMBER_DEFINE_STUB(update_scale_stub, UpdateScaleFn);
 EMBER_DEFINE_STUB(clip_value_stub, ClipValueFn);
 
 void check_unscale_args(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf, Device device) {
   for (const Tensor* t : {&scale, &found_inf})
     EMBER_CHECK(t->defined() && t->dtype() == DType::Float64 && t->numel() == 1 && t->device() == device,
-                "GradScaler.unscale_: the scale and the inf flag must be one-element float64 tensors on ", device);
+                "GradScaler: the scale, its clean-step count and the inf flag must be one-element float64 tensors on ",
+                device);
   for (const Tensor& g : grads)
     EMBER_CHECK(
         g.device() == device && g.is_contiguous() && (g.dtype() == DType::Float32 || g.dtype() == DType::Float64),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "core/host_device.h"
 #include "core/tensor.h"
 
 namespace ember::optim {
@@ -92,8 +93,32 @@ using ScaleFn = void(const Tensor& t, double s);
 // it was otherwise). One pass over every gradient, a few launches for a whole model on a device
 // (as torch's _amp_foreach_non_finite_check_and_unscale_), and no host wait.
 using UnscaleFn = void(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf);
-// The checks every backend's unscale kernel makes first: scale and found_inf one-element float64
-// tensors, every gradient float32 or float64 and contiguous, all on `device`.
+// GradScaler's update() on the scale's device, as torch's _amp_update_scale_ (one launch, no host
+// wait): when found_inf is nonzero, scale *= backoff_factor and tracker = 0; else tracker += 1,
+// and when it reaches growth_interval, scale *= growth_factor and tracker = 0. scale, tracker (the
+// clean steps since the scale last changed) and found_inf: one-element float64 tensors of one device.
+struct ScaleUpdate {
+  double growth_factor = 2.0, backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+};
+using UpdateScaleFn = void(const Tensor& scale, const Tensor& tracker, const Tensor& found_inf, const ScaleUpdate& u);
+// The new (scale, tracker) from the old, as every backend's kernel computes them.
+EMBER_HOST_DEVICE_FN void next_scale(double& scale, double& tracker, double found_inf, double growth_factor,
+                                     double backoff_factor, double growth_interval) {
+  if (found_inf != 0.0) {
+    scale *= backoff_factor;
+    tracker = 0.0;
+  } else if (tracker + 1.0 >= growth_interval) {
+    scale *= growth_factor;
+    tracker = 0.0;
+  } else {
+    tracker += 1.0;
+  }
+}
+
+// The checks every backend's unscale and update kernels make first: scale and found_inf (and the
+// tracker, passed as scale) one-element float64 tensors, every gradient float32 or float64 and
+// contiguous, all on `device`.
 void check_unscale_args(const std::vector<Tensor>& grads, const Tensor& scale, const Tensor& found_inf, Device device);
 // x = clamp(x, -clip, clip) in place.
 using ClipValueFn = void(const Tensor& t, double clip);
@@ -107,6 +132,7 @@ EMBER_DECLARE_STUB(grad_norm_stub, GradNormFn);
 EMBER_DECLARE_STUB(grad_norm_total_stub, GradNormTotalFn);
 EMBER_DECLARE_STUB(scale_stub, ScaleFn);
 EMBER_DECLARE_STUB(unscale_stub, UnscaleFn);
+EMBER_DECLARE_STUB(update_scale_stub, UpdateScaleFn);
 EMBER_DECLARE_STUB(clip_value_stub, ClipValueFn);
 
 }  // namespace ember::optim

@@ -109,19 +109,19 @@ void GradScaler::update() {
   if (!state_.enabled) return;
   if (!scale_.defined()) place_on(Device::cpu());
   NoGradGuard ng;
-  // The next scale and tracker chosen on the device by selects, as the host would branch:
-  // backoff after any inf/NaN, else one more clean step, growing the scale at growth_interval.
-  Tensor any_inf = zeros_like(scale_);
-  for (const auto& entry : per_step_)
-    if (entry.second.unscaled) any_inf = maximum(any_inf, entry.second.found_inf.to(scale_.device()));
-  const Tensor bad = ne(any_inf, 0.0), zero = zeros_like(tracker_);
-  const Tensor next = add(tracker_, 1.0);
-  const Tensor grow = ge(next, static_cast<double>(state_.growth_interval));
-  const Tensor clean_scale = where(grow, mul(scale_, state_.growth_factor), scale_);
-  const Tensor clean_tracker = where(grow, zero, next);
-  // In place: a CUDA graph that captured scale() reads the scale from this address.
-  scale_.copy_(where(bad, mul(scale_, state_.backoff_factor), clean_scale));
-  tracker_.copy_(where(bad, zero, clean_tracker));
+  // Any optimizer's inf/NaN, then the next scale and tracker in one kernel on the scale's device
+  // (update_scale_stub), in place: a CUDA graph that captured scale() reads the scale there.
+  Tensor any_inf;
+  for (const auto& entry : per_step_) {
+    if (!entry.second.unscaled) continue;
+    const Tensor f = entry.second.found_inf.to(scale_.device());
+    any_inf = any_inf.defined() ? maximum(any_inf, f) : f;
+  }
+  if (!any_inf.defined()) any_inf = zeros_like(scale_);
+  update_scale_stub(scale_.device())(scale_, tracker_, any_inf,
+                                     {.growth_factor = state_.growth_factor,
+                                      .backoff_factor = state_.backoff_factor,
+                                      .growth_interval = state_.growth_interval});
   per_step_.clear();
 }
 

@@ -415,6 +415,41 @@ void add_unscale_rows(std::vector<OpRow>& t) {
                }});
 }
 
+// GradScaler's update on the device (update_scale_stub): from scale 1024 and no clean steps, with a
+// growth interval of 3, the inputs' flags one update each (clean, clean, clean: grows; inf: backs
+// off; clean, inf, clean, clean, clean: grows), every (scale, tracker) after each.
+void add_update_scale_rows(std::vector<OpRow>& t) {
+  t.push_back(
+      {"grad_scaler_update_scale",
+       [](Generator&) {
+         return Inputs{tensor({0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0})};
+       },
+       [](const Inputs& x) {
+         NoGradGuard ng;
+         const Device dev = x[0].device();
+         const Tensor scale = full({}, 1024.0, {DType::Float64, dev}), tracker = zeros({}, {DType::Float64, dev});
+         std::vector<Tensor> out;
+         for (int64_t i = 0; i < x[0].numel(); ++i) {
+           const Tensor flag = x[0].narrow(0, i, 1).reshape({}).to(DType::Float64).contiguous();
+           optim::update_scale_stub(dev)(scale, tracker, flag,
+                                         {.growth_factor = 2.0, .backoff_factor = 0.25, .growth_interval = 3});
+           out.push_back(scale.reshape({1}).clone());
+           out.push_back(tracker.reshape({1}).clone());
+         }
+         return cat(out, 0);
+       },
+       0.0,
+       false,
+       false,
+       false,
+       {},
+       [](const Inputs&) {
+         return tensor({1024.0, 1.0, 1024.0, 2.0, 2048.0, 0.0, 512.0, 0.0, 512.0, 1.0, 128.0, 0.0, 128.0, 1.0, 128.0,
+                        2.0, 256.0, 0.0},
+                       {.dtype = DType::Float64});
+       }});
+}
+
 }  // namespace
 
 void add_optim_rows(std::vector<OpRow>& t) {
@@ -424,6 +459,7 @@ void add_optim_rows(std::vector<OpRow>& t) {
   add_grad_norm_every_p_rows(t);
   add_many_tensor_clip_rows(t);
   add_unscale_rows(t);
+  add_update_scale_rows(t);
 }
 
 }  // namespace ember::ops_test

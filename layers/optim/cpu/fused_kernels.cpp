@@ -285,6 +285,14 @@ void cpu_unscale(const std::vector<Tensor>& grads, const Tensor& scale, const Te
   if (bad.load()) *static_cast<double*>(found_inf.raw_data()) = 1.0;
 }
 
+void cpu_update_scale(const Tensor& scale, const Tensor& tracker, const Tensor& found_inf, const ScaleUpdate& u) {
+  check_unscale_args({}, scale, found_inf, Device::cpu());
+  check_unscale_args({}, tracker, found_inf, Device::cpu());
+  next_scale(*static_cast<double*>(scale.raw_data()), *static_cast<double*>(tracker.raw_data()),
+             *static_cast<const double*>(found_inf.raw_data()), u.growth_factor, u.backoff_factor,
+             static_cast<double>(u.growth_interval));
+}
+
 void cpu_clip_value(const Tensor& t, double clip) {
   EMBER_DISPATCH_FLOAT(t.dtype(), "clip_grad_value_", [&] {
     using T = scalar_t;
@@ -305,6 +313,7 @@ EMBER_REGISTER_KERNEL(adagrad_step_stub, CPU, cpu_adagrad_step);
 EMBER_REGISTER_KERNEL(grad_norm_stub, CPU, cpu_grad_norm);
 EMBER_REGISTER_KERNEL(scale_stub, CPU, cpu_scale);
 EMBER_REGISTER_KERNEL(unscale_stub, CPU, cpu_unscale);
+EMBER_REGISTER_KERNEL(update_scale_stub, CPU, cpu_update_scale);
 EMBER_REGISTER_KERNEL(clip_value_stub, CPU, cpu_clip_value);
 
 }  // namespace ember::optim
