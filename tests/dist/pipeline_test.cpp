@@ -144,6 +144,35 @@ void check_equivalence(const std::function<std::shared_ptr<nn::Sequential>()>& m
                                            << r.micro_batches << (r.recompute ? ", recompute" : "");
 }
 
+// The CNN in float32, for the mixed-precision runs.
+std::shared_ptr<nn::Sequential> float_cnn() {
+  auto net = cnn(8, false);
+  net->to(DType::Float32);
+  return net;
+}
+
+// One process's forward and backward of a batch micro-batch by micro-batch as a pipeline of `m`
+// cuts it, each forward under autocast(cpu, low), `backward` given each micro-batch's loss
+// weighted by its share of the batch; returns the batch's mean loss.
+double one_process_autocast_step(nn::Sequential& ref, const Tensor& x, const Tensor& y, int m, DType low,
+                                 const std::function<void(const Tensor&)>& backward) {
+  const int64_t rows = x.size(0);
+  double loss = 0;
+  int64_t at = 0;
+  for (int64_t n : micro_batch_sizes(rows, m)) {
+    Tensor l;
+    {
+      autocast ac(Device::cpu(), low);
+      l = loss_fn(ref.forward(x.narrow(0, at, n)), y.narrow(0, at, n));
+    }
+    const double w = static_cast<double>(n) / static_cast<double>(rows);
+    backward(mul(l, w));
+    loss += l.item() * w;
+    at += n;
+  }
+  return loss;
+}
+
 std::vector<PipeRun> every_run() {
   std::vector<PipeRun> runs;
   for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB})
@@ -165,12 +194,7 @@ TEST(Pipeline, MlpTrainsLikeOneProcessUnderEverySchedule) {
 // of one process widens them. Its losses are not float32's (it did run in bfloat16).
 TEST(Pipeline, Bf16AutocastTrainsLikeOneProcessUnderAutocast) {
   for (int m : {1, 3}) {
-    auto make = [] {
-      auto net = cnn(8, false);
-      net->to(DType::Float32);
-      return net;
-    };
-    auto model = make(), ref = make(), ref32 = make();
+    auto model = float_cnn(), ref = float_cnn(), ref32 = float_cnn();
     Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), comm().size()), comm(),
                   {.micro_batches = m, .autocast = DType::BFloat16});
     optim::SGD opt(pipe.parameters(), {.lr = 0.1, .momentum = 0.9});
@@ -182,18 +206,8 @@ TEST(Pipeline, Bf16AutocastTrainsLikeOneProcessUnderAutocast) {
       const double loss = pipe.train_step(pipe.is_first() ? x : Tensor(), pipe.is_last() ? b.y : Tensor(), loss_fn);
       opt.step();
       ref_opt.zero_grad();
-      double ref_loss = 0;
-      int64_t at = 0;
-      for (int64_t n : micro_batch_sizes(12, m)) {
-        Tensor l;
-        {
-          autocast ac(Device::cpu(), DType::BFloat16);
-          l = loss_fn(ref->forward(x.narrow(0, at, n)), b.y.narrow(0, at, n));
-        }
-        mul(l, static_cast<double>(n) / 12.0).backward();
-        ref_loss += l.item() * static_cast<double>(n) / 12.0;
-        at += n;
-      }
+      const double ref_loss =
+          one_process_autocast_step(*ref, x, b.y, m, DType::BFloat16, [](const Tensor& l) { l.backward(); });
       ref_opt.step();
       if (pipe.is_last()) {
         EXPECT_NEAR(loss, ref_loss, 1e-5) << "step " << s << ", M " << m;
@@ -214,12 +228,7 @@ TEST(Pipeline, Bf16AutocastTrainsLikeOneProcessUnderAutocast) {
 TEST(Pipeline, Fp16WithLossScalingTrainsLikeOneProcessAndStagesSkipTogether) {
   const double inf = std::numeric_limits<double>::infinity();
   for (int m : {1, 3}) {
-    auto make = [] {
-      auto net = cnn(8, false);
-      net->to(DType::Float32);
-      return net;
-    };
-    auto model = make(), ref = make();
+    auto model = float_cnn(), ref = float_cnn();
     const optim::GradScalerOptions so{.init_scale = 1024.0, .growth_interval = 2};
     optim::GradScaler scaler(so), ref_scaler(so);
     Pipeline pipe(*model, even_boundaries(static_cast<int>(model->size()), comm().size()), comm(),
@@ -235,18 +244,8 @@ TEST(Pipeline, Fp16WithLossScalingTrainsLikeOneProcessAndStagesSkipTogether) {
       scaler.step(opt);
       scaler.update();
       ref_opt.zero_grad();
-      double ref_loss = 0;
-      int64_t at = 0;
-      for (int64_t n : micro_batch_sizes(12, m)) {
-        Tensor l;
-        {
-          autocast ac(Device::cpu(), DType::Float16);
-          l = loss_fn(ref->forward(x.narrow(0, at, n)), b.y.narrow(0, at, n));
-        }
-        ref_scaler.scale(mul(l, static_cast<double>(n) / 12.0)).backward();
-        ref_loss += l.item() * static_cast<double>(n) / 12.0;
-        at += n;
-      }
+      const double ref_loss = one_process_autocast_step(*ref, x, b.y, m, DType::Float16,
+                                                        [&](const Tensor& l) { ref_scaler.scale(l).backward(); });
       if (s == 1) ref->parameters()[0].grad().flatten().narrow(0, 0, 1).fill_(inf);
       ref_scaler.step(ref_opt);
       ref_scaler.update();

@@ -5,6 +5,7 @@
 #include "layers/optim/grad_scaler.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "layers/functional.h"
 #include "layers/linear.h"
 #include "layers/optim/clip_grad.h"
+#include "layers/optim/fused_kernels.h"
 #include "layers/optim/sgd.h"
 #include "test_helpers.h"
 
@@ -28,8 +30,10 @@ void set_scaled_grad(Tensor& w, const Tensor& g, const optim::GradScaler& s) {
   w.set_grad(mul(g, s.get_scale()));
 }
 
+// Per process: ctest runs this binary's CPU-level variants of a test at the same time.
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ember_grad_scaler_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("ember_grad_scaler_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 }  // namespace
@@ -112,6 +116,22 @@ TEST(GradScaler, UnscaleBeforeClippingOnce) {
   set_scaled_grad(w, tensor({1.0, 1.0}), s);
   s.unscale_(opt);  // a new step: allowed again
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{1, 1}));
+}
+
+// The fused unscale takes float32 and float64 gradients (master weights); a float16 one is refused
+// by name, and a step decided on a device never reaches a CPU kernel silently.
+TEST(GradScaler, RefusesWhatItsKernelsCannotTake) {
+  Tensor w = zeros({2}, {.dtype = DType::Float16}).requires_grad_();
+  optim::SGD opt({w}, {.lr = 1.0});
+  optim::GradScaler s;
+  w.set_grad(ones({2}, {.dtype = DType::Float16}));
+  test_util::expect_error([&] { s.unscale_(opt); }, "GradScaler.unscale_",
+                          "must be contiguous float32 or float64 on cpu, got float16");
+  optim::SgdHyper h;
+  h.device = {zeros({}, {.dtype = DType::Float64}), zeros({}, {.dtype = DType::Float64})};
+  const Tensor p = zeros({3}), g = ones({3});
+  test_util::expect_error([&] { optim::sgd_step_stub(Device::cpu())(p, g, Tensor(), h); }, "SGD.step",
+                          "decided on the device (DeviceStep) is for device backends, not the CPU");
 }
 
 TEST(GradScaler, DisabledIsAPassThrough) {
