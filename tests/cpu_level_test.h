@@ -11,6 +11,12 @@
 #include "core/cpu_capability.h"
 
 namespace ember::testing {
+// One fixture per level, in the level's namespace: SetUp reads EMBER_CPU_LEVEL, which differs
+// between the files of each level, so a single class would be one inline function defined
+// differently per file, and the linker kept one of them for every level. It was the baseline's,
+// which skips nothing: on an AMD EPYC without AVX-512 (Zen 3) the avx512 suites ran and died of
+// illegal instructions instead of being skipped.
+inline namespace EMBER_CPU_NS {
 
 class CpuLevelTest : public ::testing::Test {
  protected:
@@ -21,10 +27,12 @@ class CpuLevelTest : public ::testing::Test {
   }
 };
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::testing
 
 #define EMBER_CPU_LEVEL_SUITE_(suite, ns) suite##_##ns
 #define EMBER_CPU_LEVEL_SUITE(suite, ns) EMBER_CPU_LEVEL_SUITE_(suite, ns)
 // Declares the fixture of a per-level suite; once per suite and file, before its tests.
-#define EMBER_CPU_LEVEL_FIXTURE(suite) using EMBER_CPU_LEVEL_SUITE(suite, EMBER_CPU_NS) = ::ember::testing::CpuLevelTest
+#define EMBER_CPU_LEVEL_FIXTURE(suite) \
+  using EMBER_CPU_LEVEL_SUITE(suite, EMBER_CPU_NS) = ::ember::testing::EMBER_CPU_NS::CpuLevelTest
 #define EMBER_CPU_LEVEL_TEST(suite, name) TEST_F(EMBER_CPU_LEVEL_SUITE(suite, EMBER_CPU_NS), name)
