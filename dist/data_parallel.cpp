@@ -26,7 +26,10 @@ DataParallel::DataParallel(nn::Module& module, Communicator& comm, int64_t globa
 }
 
 Tensor DataParallel::forward(const Tensor& x) {
-  split_.begin_compute();
+  // Under no_sync (gradient accumulation) the step's micro-batches are timed as one: from the
+  // first's forward to the last gradient of the synchronised backward that ends them.
+  if (!accumulating_) split_.begin_compute();
+  accumulating_ = !ddp_.sync_enabled();
   ddp_.set_loss_weight(split_.loss_weight());  // weight() scales this step's loss by it
   return ddp_.forward(x);
 }

@@ -107,6 +107,7 @@ class DataParallel {
   NoiseScale noise_;
   int64_t counted_step_ = -1;  // the reducer's synchronised step the last noise sample and wait came from
   double exposed_sync_s_ = 0;
+  bool accumulating_ = false;  // the last forward ran under no_sync: the step's timing has begun
 };
 
 }  // namespace ember::dist

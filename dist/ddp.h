@@ -108,6 +108,8 @@ class DistributedDataParallel {
     bool prev_;
   };
   NoSync no_sync() { return NoSync(*this); }
+  // False inside a no_sync() scope.
+  bool sync_enabled() const { return sync_enabled_; }
 
   // The buckets, in launch order: the dotted names of their parameters and their size.
   struct BucketInfo {

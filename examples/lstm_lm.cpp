@@ -21,6 +21,7 @@
 #include "layers/checkpoint.h"
 #include "models/lstm.h"
 #include "models/text_generator.h"
+#include "train/accumulate.h"
 #include "train/flags.h"
 #include "train/language_model.h"
 #include "train/parallel_job.h"
@@ -54,7 +55,7 @@ struct LmFlags {
   train::TensorBoardFlags tensorboard;
   train::InitFrom init;  // --init-from, --init-skip
   int64_t epochs, batch, seq_len, embed, hidden, layers, min_freq, max_vocab, split_seed, limit, seed, max_steps,
-      checkpoint_every, sample_len, top_k, workers, threads;
+      checkpoint_every, sample_len, top_k, workers, threads, accumulate;
   double lr, clip, dropout, test_fraction, temperature;
   bool lowercase, overwrite;
 
@@ -64,6 +65,7 @@ struct LmFlags {
     level = flags.str("level", "char", "tokens: char or word");
     epochs = flags.integer_min("epochs", 10, 1, "passes over the training set");
     batch = flags.integer_min("batch-size", 32, 1, "sequences per step");
+    accumulate = train::accumulate_flag(flags);
     seq_len = flags.integer_min("seq-len", 100, 1, "tokens per training sequence (backpropagation through time)");
     lr = flags.positive("lr", 2e-3, "Adam learning rate");
     clip = flags.real("clip", 1.0, "clip the gradient norm to this (0: no clipping)");
@@ -106,6 +108,7 @@ struct LmFlags {
       flags.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
     if (resume == "auto" && ckpt_dir.empty()) flags.fail("--resume auto needs --checkpoint-dir");
     init.check(flags, resume);
+    train::run_accumulation() = accumulate;
     if (layers > 64) flags.fail("--layers must be at most 64, got " + std::to_string(layers));
     if (temperature < 0) flags.fail("--temperature must be >= 0 (0: greedy)");
     if (clip < 0 || dropout < 0 || dropout >= 1 || min_freq < 0 || max_vocab < 0 || sample_len < 0 || top_k < 0)

@@ -193,7 +193,8 @@ double solver_lr(const train_file::Solver& solver) {
 // checkpoint folder as their defaults. The file's checkpoint_dir is relative to the file, as its data
 // paths are; left out, runs/<name> is the flag's default, in the working directory.
 train::CommonFlags common_flags(train::Flags& flags, const model_file::LoadedFile& file,
-                                const train_file::Solver& solver, double lr_def, const std::string& lr_help) {
+                                const train_file::Solver& solver, double lr_def, const std::string& lr_help,
+                                bool accumulate = true) {
   const train_file::TrainFile& s = file.spec;
   const double file_lr = solver_lr(solver);
   return train::CommonFlags(
@@ -201,7 +202,8 @@ train::CommonFlags common_flags(train::Flags& flags, const model_file::LoadedFil
       s.data().has_batch_size() ? s.data().batch_size() : 64, file_lr > 0 ? file_lr : lr_def, s.name(),
       {.lr = lr_help,
        .checkpoint_dir =
-           s.training().checkpoint_dir().empty() ? "runs/" + s.name() : file.resolve(s.training().checkpoint_dir())});
+           s.training().checkpoint_dir().empty() ? "runs/" + s.name() : file.resolve(s.training().checkpoint_dir()),
+       .accumulate = accumulate});
 }
 
 // The model file's settings that a resume must share with its checkpoint, as "setting.*" metadata
@@ -378,7 +380,8 @@ int train_gan(const model_file::LoadedFile& file, const std::vector<std::string>
   Argv argv(file.path, args);
   train::Flags flags(argv.argc(), argv.argv(), kDescription);
   train::CommonFlags cf =
-      common_flags(flags, file, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)");
+      common_flags(flags, file, g.generator_solver(), 2e-4, "learning rate of both networks (the file's by default)",
+                   /*accumulate=*/false);
   train::GanLoopFlags lf(flags);
   const bool summary_only = flags.boolean("summary", false, "print the networks' summaries and exit");
   flags.finish();

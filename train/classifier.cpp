@@ -6,6 +6,7 @@
 #include "data/dataloader.h"
 #include "data/mnist.h"
 #include "layers/nn.h"
+#include "train/accumulate.h"
 #include "train/class_record.h"
 #include "train/cuda_graph_step.h"
 #include "train/precision.h"
@@ -77,21 +78,15 @@ StepReport classifier_step(nn::Module& net, optim::Optimizer& opt, Device dev, P
     return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
   }
 #endif
-  Tensor yd = y.to(dev), logits, l;
-  {
-    std::optional<autocast> amp;  // --precision bf16/fp16: the forward and the loss
-    run_precision().enter_autocast(amp, dev);
-    logits = job ? job->forward(net, x.to(dev)) : net(x.to(dev));
-    // Data-parallel: weighted so that the ranks' averaged gradient is the global batch's.
-    l = cross_entropy(logits, yd, criterion);
-    if (job) l = job->weight(l);
-  }
   opt.zero_grad();
-  run_precision().backward(l);
+  const StepPasses r = forward_backward(
+      net, job, dev, x, y, criterion,
+      [](const Tensor& logits, const Tensor& t, const CrossEntropyOptions& o) { return cross_entropy(logits, t, o); },
+      [](const Tensor& logits, const Tensor& t) { return sum(eq(argmax(logits, 1), t)); });
   run_precision().step(opt);
   run_precision().update();
-  sums["loss_sum"] += l.item() / (job ? job->loss_weight() : 1.0) * n;
-  sums["correct"] += static_cast<double>(sum(eq(argmax(logits.detach(), 1), yd)).item<int64_t>());
+  sums["loss_sum"] += r.loss * n;
+  sums["correct"] += r.correct;
   sums["seen"] += n;
   return {y.numel(), {{"loss", sums["loss_sum"] / sums["seen"]}, {"acc", sums["correct"] / sums["seen"]}}};
 }

@@ -55,7 +55,7 @@ struct GanFlags {
   GanLoopFlags loop;
 
   GanFlags(Flags& flags, const std::string& name, long long epochs, double lr, double beta1_def)
-      : cf(flags, epochs, 64, lr, name) {
+      : cf(flags, epochs, 64, lr, name, {.accumulate = false}) {
     beta1 = flags.real("beta1", beta1_def, "Adam beta1 for both networks");
     if constexpr (std::is_constructible_v<G, models::DcganGeneratorOptions>)
       batch_norm = flags.boolean("batch-norm", true,

@@ -7,6 +7,7 @@
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
 #include "layers/nn.h"
+#include "train/accumulate.h"
 #include "train/cuda_graph_step.h"
 #include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
@@ -15,13 +16,17 @@
 
 namespace ember::train {
 
-Tensor lm_loss(const Tensor& logits, const Tensor& y) {
-  return cross_entropy(logits.reshape({y.numel(), logits.size(2)}), y.reshape({y.numel()}));
+Tensor lm_loss(const Tensor& logits, const Tensor& y, const CrossEntropyOptions& opts) {
+  return cross_entropy(logits.reshape({y.numel(), logits.size(2)}), y.reshape({y.numel()}), opts);
+}
+
+Tensor lm_correct_count(const Tensor& logits, const Tensor& y) {
+  const Tensor flat = logits.reshape({y.numel(), logits.size(2)});
+  return sum(eq(argmax(flat, 1), y.reshape({y.numel()})));
 }
 
 std::vector<double> lm_correct(const Tensor& logits, const Tensor& y) {
-  const Tensor flat = logits.reshape({y.numel(), logits.size(2)});
-  return {static_cast<double>(sum(eq(argmax(flat, 1), y.reshape({y.numel()}))).item<int64_t>())};
+  return {static_cast<double>(lm_correct_count(logits, y).item<int64_t>())};
 }
 
 EvalResult evaluate_lm(nn::Module& net, const data::Dataset& ds, Device dev, int64_t batch, ParallelJob* job) {
@@ -89,23 +94,18 @@ StepReport lm_step(double clip, nn::Module& net, const std::vector<Tensor>& para
   opt.zero_grad();
 #ifdef EMBER_HAVE_DIST
   if (dist::Pipeline* pipe = job.pipeline()) {  // the loss and the correct count come from the last stage
-    loss = pipe->train_step(x.to(dev), y.to(dev), lm_loss, lm_correct);
+    loss = pipe->train_step(
+        x.to(dev), y.to(dev), [](const Tensor& logits, const Tensor& t) { return lm_loss(logits, t); }, lm_correct);
     correct = pipe->last_step().metrics.at(0);
     pipelined = true;
   }
 #endif
   if (!pipelined) {
-    Tensor logits, yd = y.to(dev), l;
-    {
-      std::optional<autocast> amp;  // --precision bf16/fp16: the forward and the loss
-      run_precision().enter_autocast(amp, dev);
-      logits = job.forward(net, x.to(dev));
-      l = job.weight(lm_loss(logits, yd));  // data-parallel: weighted by this rank's share
-    }
-    run_precision().backward(l);
-    loss = l.item() / job.loss_weight();
-    NoGradGuard ng;
-    correct = lm_correct(logits, yd)[0];
+    const StepPasses r = forward_backward(
+        net, &job, dev, x, y, {},
+        [](const Tensor& logits, const Tensor& t, const CrossEntropyOptions& o) { return lm_loss(logits, t, o); },
+        lm_correct_count);
+    loss = r.loss, correct = r.correct;
   }
   if (clip > 0) {
     run_precision().unscale_(opt);  // fp16: clip the true gradients, not the scaled ones

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/nn.h"
 #include "data/dataloader.h"
 #include "data/text_corpus.h"
 #include "data/text_datasets.h"
@@ -22,8 +23,9 @@ struct EvalResult {
 };
 
 // Next-token cross-entropy over a batch's logits [B, T, V] and targets [B, T].
-Tensor lm_loss(const Tensor& logits, const Tensor& y);
+Tensor lm_loss(const Tensor& logits, const Tensor& y, const CrossEntropyOptions& opts = {});
 std::vector<double> lm_correct(const Tensor& logits, const Tensor& y);
+Tensor lm_correct_count(const Tensor& logits, const Tensor& y);  // lm_correct's count, on the device
 
 // Mean next-token cross-entropy and accuracy over every target of `ds` (each sequence starts from
 // a zero state). In a job each replica scores its shard (through the pipeline's stages in a

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "core/ops.h"
 #include "layers/container.h"
 #include "layers/optim/clip_grad.h"
+#include "train/accumulate.h"
 #include "train/precision.h"
 #ifdef EMBER_HAVE_DIST
 #include "dist/comm_mpi.h"
@@ -30,6 +32,7 @@ struct ParallelJob::Dist {
   std::unique_ptr<dist::DataParallel> dp;
   dist::PipelineGrid grid;
   std::unique_ptr<dist::Pipeline> pipe;
+  std::optional<dist::DistributedDataParallel::NoSync> held;  // hold_gradients()
 };
 #else
 struct ParallelJob::Dist {};
@@ -85,6 +88,9 @@ Device ParallelJob::start(Device dev) {
 #ifdef EMBER_HAVE_DIST
   if (flags_.pipeline) {
     dist::parse_pipeline_schedule(flags_.schedule);  // a bad --schedule before MPI starts
+    EMBER_CHECK(run_accumulation() == 1, "--accumulate ", run_accumulation(),
+                ": a pipeline already runs each batch as --micro-batches micro-batches, accumulating their "
+                "gradients; set --micro-batches instead");
     EMBER_CHECK(!flags_.speed_weighted && flags_.split.empty(),
                 "--pipeline: the replicas take equal shares (--speed-weighted and --split are data-parallel only)");
   }
@@ -221,6 +227,18 @@ Tensor ParallelJob::forward(nn::Module& model, const Tensor& x) {
   if (dist_->dp) return dist_->dp->forward(x);
 #endif
   return model(x);
+}
+
+void ParallelJob::hold_gradients() {
+#ifdef EMBER_HAVE_DIST
+  if (dist_->dp && !dist_->held) dist_->held.emplace(dist_->dp->ddp());
+#endif
+}
+
+void ParallelJob::release_gradients() {
+#ifdef EMBER_HAVE_DIST
+  dist_->held.reset();
+#endif
 }
 
 Tensor ParallelJob::weight(Tensor loss) const {

@@ -102,6 +102,11 @@ class ParallelJob {
   data::LoaderOptions loader_options(data::LoaderOptions o) const;
 
   Tensor forward(nn::Module& model, const Tensor& x);
+  // Gradient accumulation (train/accumulate.h): while held, a data-parallel rank's backward passes
+  // only add to its own gradients; the first backward after release() all-reduces the sum. The
+  // step's compute timing (speed-weighted shares) spans all its micro-batches. Nothing elsewhere.
+  void hold_gradients();
+  void release_gradients();
   // The loss to call backward on (data-parallel: weighted by this rank's share), and the factor
   // that undoes it for display.
   Tensor weight(Tensor loss) const;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "data/mnist.h"
+#include "train/accumulate.h"
 #include "train/cuda_graph_step.h"
 #include "train/precision.h"
 
@@ -111,6 +112,13 @@ long long checkpoint_every_flag(Flags& f) {
                       "each epoch and on SIGTERM)");
 }
 
+long long accumulate_flag(Flags& f) {
+  return f.integer_in("accumulate", 1, 1, 1000000,
+                      "gradient accumulation: run each step's batch as N micro-batches, adding their gradients "
+                      "before the one optimizer step (--batch-size stays the step's batch; less memory, the same "
+                      "update but for batch norm's statistics)");
+}
+
 CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, double lr_def, const std::string& name,
                          const CommonFlagsWording& w) {
   data = f.str("data", kDefaultMnistDir,
@@ -138,6 +146,8 @@ CommonFlags::CommonFlags(Flags& f, long long epochs_def, long long batch_def, do
   precision = f.str("precision", "fp32",
                     "fp32, bf16 (matrix products and convolutions in bfloat16 under autocast) or fp16 (float16 "
                     "with loss scaling); docs/PRECISION.md");
+  accumulate_declared = w.accumulate;
+  if (accumulate_declared) accumulate = accumulate_flag(f);
   cuda_graph = f.boolean("cuda-graph", false,
                          "capture the classifier's forward, loss and backward in a CUDA graph once and replay it each "
                          "step (CUDA devices; not with --data-parallel or --pipeline)");
@@ -165,6 +175,15 @@ void CommonFlags::apply_elastic() {
   base_lr = lr;
   batch_size = static_cast<long long>(elastic_env("EMBER_ELASTIC_BATCH", static_cast<double>(batch_size), true));
   lr = base_lr * elastic_env("EMBER_ELASTIC_LR_SCALE", 1.0, false);
+  // A factor on the program's own --accumulate: a job that needed micro-batches to fit keeps them.
+  const auto passes = static_cast<long long>(elastic_env("EMBER_ELASTIC_ACCUMULATE", 1.0, true));
+  EMBER_CHECK(passes == 1 || accumulate_declared, "EMBER_ELASTIC_ACCUMULATE ", passes,
+              ": this program does not accumulate gradients (a GAN's step is two networks'); submit the job "
+              "without --max-batch");
+  accumulate *= passes;
+  EMBER_CHECK(!cuda_graph || accumulate == 1, "EMBER_ELASTIC_ACCUMULATE ", passes,
+              ": --cuda-graph captures one forward and backward per step");
+  run_accumulation() = accumulate;
 }
 
 void CommonFlags::check(Flags& f) {
@@ -172,6 +191,10 @@ void CommonFlags::check(Flags& f) {
     f.fail("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
   run_precision() = Precision::parse(precision);
   cuda_graph_requested() = cuda_graph;
+  if (cuda_graph && accumulate > 1)
+    f.fail("--cuda-graph captures one forward and backward per step: not with --accumulate " +
+           std::to_string(accumulate));
+  run_accumulation() = accumulate;
   if (cuda_graph && device != "auto") {  // what the flags alone tell; the rest when the step runs
     try {
       check_cuda_graph(Device(device), false);

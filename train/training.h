@@ -70,7 +70,12 @@ struct CommonFlagsWording {
   std::string seed = "seed for weights, shuffling, noise and everything random";
   std::optional<std::string> checkpoint_dir;  // the default; nullopt: runs/<name>
   std::string checkpoint_dir_help = "checkpoints, metrics.csv and sample grids go here; empty: none";
+  // Declares --accumulate (train/accumulate.h); the GAN loops do not, their step being two networks'.
+  bool accumulate = true;
 };
+
+// --accumulate N, which the classifier and language-model programs take.
+long long accumulate_flag(Flags& f);
 
 // --tensorboard DIR and --tensorboard-every N, which every training program takes (Trainer writes
 // the logs).
@@ -89,11 +94,14 @@ struct CommonFlags {
   std::string data, device, checkpoint_dir, resume, log;
   std::string precision;  // --precision: fp32, bf16 or fp16 (train/precision.h)
   long long epochs, batch_size, seed, max_steps, checkpoint_every, limit, workers, threads;
+  long long accumulate = 1;  // --accumulate: micro-batches per step (train/accumulate.h)
+  bool accumulate_declared = false;
   double lr;
   bool data_given, overwrite;
   bool cuda_graph = false;  // --cuda-graph: the classifier's step captured and replayed (train/cuda_graph_step.h)
   // Run by the daemon as an elastic job (EMBER_ELASTIC_RANKS set): the global batch is
-  // EMBER_ELASTIC_BATCH (else --batch-size) and the learning rate --lr x EMBER_ELASTIC_LR_SCALE
+  // EMBER_ELASTIC_BATCH (else --batch-size), the learning rate --lr x EMBER_ELASTIC_LR_SCALE and
+  // the micro-batches per step EMBER_ELASTIC_ACCUMULATE (else --accumulate)
   // (docs/scheduler/elastic.md). Applied by prepare().
   bool elastic = false;
   double base_lr = 0;

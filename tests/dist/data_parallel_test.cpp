@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "dist_test_util.h"
@@ -74,6 +75,45 @@ TEST(DataParallel, UnequalSharesMatchOneProcessOnTheGlobalBatch) {
   const double share = static_cast<double>(net.shares()[static_cast<size_t>(comm().rank())]);
   EXPECT_DOUBLE_EQ(net.loss_weight(), comm().size() * share / static_cast<double>(global));
   EXPECT_EQ(net.shard_weights().size(), static_cast<size_t>(comm().size()));
+}
+
+// Gradient accumulation through the wrapper, as train/accumulate.h runs it: each rank's unequal
+// share in three micro-batches, the first two under no_sync, each loss summed and divided by the
+// share's size before the rank's weight. One synchronised step a batch (not three), and the
+// parameters one process gets on the global batch.
+TEST(DataParallel, MicroBatchesUnderNoSyncAreOneSynchronisedStepOfTheGlobalBatch) {
+  const int64_t global = 6 * comm().size() * (comm().size() + 1) / 2;  // shares 6, 12, ... (at least 3 rows)
+  manual_seed(300 + static_cast<uint64_t>(comm().rank()));
+  models::MnistCnn model;
+  DataParallel net(model, comm(), global, {.weights = unequal_weights()});
+  manual_seed(300);
+  models::MnistCnn ref;
+  int64_t offset = 0;
+  for (int r = 0; r < comm().rank(); ++r) offset += net.shares()[static_cast<size_t>(r)];
+  const int64_t share = net.shares()[static_cast<size_t>(comm().rank())];
+  optim::SGD opt(model.parameters(), {.lr = 0.05});
+  optim::SGD ref_opt(ref.parameters(), {.lr = 0.05});
+  for (int s = 0; s < 2; ++s) {
+    Generator g(27 + static_cast<uint64_t>(s));
+    Tensor x = randn({global, 1, 28, 28}, {}, &g), y = randint(0, 10, {global}, {.dtype = DType::Int64}, &g);
+    opt.zero_grad();
+    const int64_t piece = (share + 2) / 3;
+    for (int64_t begin = 0; begin < share; begin += piece) {
+      const int64_t n = std::min(piece, share - begin);
+      std::optional<DistributedDataParallel::NoSync> hold;
+      if (begin + n < share) hold.emplace(net.ddp());
+      Tensor xi = x.narrow(0, offset + begin, n), yi = y.narrow(0, offset + begin, n);
+      Tensor loss = cross_entropy(net(xi), yi, {.reduction = Reduction::Sum}) / static_cast<double>(share);
+      net.weight(loss).backward();
+    }
+    EXPECT_EQ(net.ddp().steps_synchronized(), s + 1) << "one all-reduce a batch, after its last micro-batch";
+    opt.step();
+    EXPECT_FALSE(net.end_step());
+    ref_opt.zero_grad();
+    cross_entropy(ref(x), y).backward();
+    ref_opt.step();
+  }
+  EXPECT_LT(max_param_diff(model, ref), 2e-5) << "rank " << comm().rank();
 }
 
 TEST(DataParallel, AnyIsTrueOnEveryRankWhenOneRankRaisesIt) {
