@@ -118,7 +118,15 @@ void apply_submit_flags(const Flags& f, const std::vector<std::string>& command,
   }
   if (f.has("name")) spec.set_name(f.str("name"));
   if (f.has("devices")) spec.set_devices(static_cast<int>(f.integer("devices", 1, 1, 1 << 20)));
-  if (f.has("elastic")) *spec.mutable_elastic() = parse_elastic(f.str("elastic"), "--elastic");
+  if (f.has("elastic")) {
+    const long long max_batch = spec.elastic().max_batch();  // a spec file's, unless --max-batch
+    *spec.mutable_elastic() = parse_elastic(f.str("elastic"), "--elastic");
+    spec.mutable_elastic()->set_max_batch(max_batch);
+  }
+  if (f.has("max-batch")) {
+    if (!spec.has_elastic()) throw UsageError("--max-batch: only for an elastic job (--elastic MIN:MAX)");
+    spec.mutable_elastic()->set_max_batch(f.integer("max-batch", 1, 1, 1LL << 40));
+  }
   if (f.has("mem")) spec.set_memory_gib(f.number("mem", 0, 0, 1e9));
   if (f.has("expected")) spec.set_expected_seconds(f.number("expected", 1, 1e-3, 1e12));
   if (f.has("checkpoint-interval")) spec.set_checkpoint_interval_s(f.number("checkpoint-interval", 0, 0, 1e12));
@@ -154,6 +162,9 @@ int sched_submit(const std::vector<std::string>& all_args) {
       .add("elastic", "MIN:MAX",
            "an elastic data-parallel job: the daemon resizes it between MIN and MAX devices through its checkpoint "
            "(docs/scheduler/elastic.md)")
+      .add("max-batch", "B",
+           "an elastic job's largest global batch: above what its devices held in the first run, the daemon "
+           "has it accumulate gradients over micro-batches (default: no batch above that)")
       .add("mem", "GIB", "memory needed on each device")
       .add("expected", "S", "expected run time in seconds")
       .add("checkpoint-interval", "S",

@@ -39,10 +39,11 @@ Daemon::ElasticState& Daemon::elastic_state(const JobRecord& r) {
   if (it != elastic_.end()) return it->second;
   const proto::ElasticRange& range = r.info.spec().elastic();
   if (!r.info.has_elastic_learned())
-    return elastic_.emplace(r.info.id(), ElasticState{elastic::LiveJob(range.min(), range.max())}).first->second;
+    return elastic_.emplace(r.info.id(), ElasticState{elastic::LiveJob(range.min(), range.max(), range.max_batch())})
+        .first->second;
   // An earlier daemon's: the job goes on with the batch, rate factor and throughputs it had.
   const proto::ElasticLearned& p = r.info.elastic_learned();
-  ElasticState e{elastic::LiveJob(range.min(), range.max(), from_proto(p))};
+  ElasticState e{elastic::LiveJob(range.min(), range.max(), range.max_batch(), from_proto(p))};
   e.last_step = p.last_step();
   e.resizes = p.resizes();
   return elastic_.emplace(r.info.id(), std::move(e)).first->second;
@@ -161,7 +162,11 @@ void Daemon::elastic_launch_env(JobRecord& r, Launch& l) {
   std::snprintf(scale, sizeof scale, "%.17g", e.model.lr_scale(k));
   l.env["EMBER_ELASTIC_BATCH"] = std::to_string(batch);
   l.env["EMBER_ELASTIC_LR_SCALE"] = scale;
-  say("job ", r.info.id(), " elastic: ", k, " devices, global batch ", batch, ", learning rate x ", scale,
+  // Above what the devices held in the first run: micro-batches, a factor on the job's own --accumulate.
+  const long passes = e.model.accumulate(k);
+  if (passes > 1) l.env["EMBER_ELASTIC_ACCUMULATE"] = std::to_string(passes);
+  say("job ", r.info.id(), " elastic: ", k, " devices, global batch ", batch,
+      passes > 1 ? detail::concat(" in ", passes, " accumulated passes") : std::string(), ", learning rate x ", scale,
       e.model.noise_scale() ? detail::concat(" (noise scale ", *e.model.noise_scale(), ")") : std::string());
 }
 

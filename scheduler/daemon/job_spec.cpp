@@ -84,6 +84,9 @@ void validate_spec(const proto::JobSpec& spec, const std::string& origin) {
   EMBER_CHECK(!spec.has_elastic() || (spec.elastic().min() >= 1 && spec.elastic().min() <= spec.elastic().max()),
               "job spec ", origin, ": elastic must have 1 <= min <= max devices, got min ", spec.elastic().min(),
               " and max ", spec.elastic().max());
+  EMBER_CHECK(!spec.has_elastic() || (spec.elastic().max_batch() >= 0 && spec.elastic().max_batch() <= (1LL << 40)),
+              "job spec ", origin, ": elastic.max_batch must be a global batch in [0, 2^40] (0: none), got ",
+              spec.elastic().max_batch());
   EMBER_CHECK(!spec.has_max_restarts() || spec.max_restarts() >= 0, "job spec ", origin,
               ": max_restarts must be >= 0, got ", spec.max_restarts());
   for (const auto& [k, v] : spec.env())

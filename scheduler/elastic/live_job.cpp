@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "scheduler/elastic/app_model.h"
@@ -20,11 +21,12 @@ bool usable_noise(const std::optional<double>& b) {
 
 }  // namespace
 
-LiveJob::LiveJob(int min, int max) : min_(min), max_(max) {
+LiveJob::LiveJob(int min, int max, long max_batch) : min_(min), max_(max), max_batch_(max_batch) {
   EMBER_CHECK(min >= 1 && min <= max, "elastic job: expected 1 <= min <= max devices, got ", min, " and ", max);
+  EMBER_CHECK(max_batch >= 0, "elastic job: expected a max_batch >= 0 (0: none), got ", max_batch);
 }
 
-LiveJob::LiveJob(int min, int max, const Learned& learned) : LiveJob(min, max) {
+LiveJob::LiveJob(int min, int max, long max_batch, const Learned& learned) : LiveJob(min, max, max_batch) {
   // The batches come together or not at all: the learning-rate factor is their ratio.
   if (learned.local >= 1 && learned.init_batch >= learned.local) {
     l_.local = learned.local;
@@ -92,17 +94,40 @@ double LiveJob::goodput_at(int k, long m) const {
 }
 
 LiveJob::Choice LiveJob::best(int k) const {
-  const long most = l_.local * k;
-  if (k < 1 || most == 0) return {};
-  Choice c{most, goodput_at(k, most)};
-  // Before a noise scale every batch looks free: the search would always take the largest.
-  if (!l_.noise_scale) return c;
-  const long least = std::max<long>(k, (l_.init_batch + k - 1) / k * k);
-  for (long m = most - k; m >= least; m -= k) {  // a tie keeps the larger batch
+  const long held = l_.local * k;  // what the devices hold in one pass
+  if (k < 1 || held == 0) return {};
+  // Before a noise scale every batch looks free, and larger ones only through accumulation, which
+  // pays only against a wait the noise scale has not yet been measured to be worth.
+  if (!l_.noise_scale) return {held, goodput_at(k, held)};
+  Choice c;
+  auto consider = [&](long m) {
     const double g = goodput_at(k, m);
-    if (g > c.goodput) c = {m, g};
+    if (g > c.goodput || (g == c.goodput && m > c.batch)) c = {m, g};  // a tie keeps the larger batch
+  };
+  // The multiples of k from the initial batch up: each while they lie within 2% of each other,
+  // then steps of 2% (a max_batch of millions costs a few hundred evaluations a round, not
+  // millions), then every multiple between the best one's neighbours (goodput rises, then falls).
+  const long least = std::max<long>(k, (l_.init_batch + k - 1) / k * k);
+  const long most = std::max(held, max_batch_ / k * k);
+  std::vector<long> grid;
+  for (long m = least; m <= most; m = std::max(m + k, static_cast<long>(static_cast<double>(m) * 1.02) / k * k))
+    grid.push_back(m);
+  if (grid.empty() || grid.back() != most) grid.push_back(most);
+  size_t at = 0;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    consider(grid[i]);
+    if (c.batch == grid[i]) at = i;
   }
+  const long lo = at > 0 ? grid[at - 1] : grid[at], hi = at + 1 < grid.size() ? grid[at + 1] : grid[at];
+  const long step = std::max<long>(1, (hi - lo) / k / 512 + 1) * k;  // at most 512 more
+  for (long m = lo + step; m < hi; m += step) consider(m);
+  consider(held);
   return c;
+}
+
+long LiveJob::accumulate(int k) const {
+  const long m = batch(k), held = l_.local * k;
+  return held > 0 && m > held ? (m + held - 1) / held : 1;
 }
 
 long LiveJob::batch(int k) const {

@@ -30,11 +30,13 @@ class LiveJob {
     int most_held = 0;
   };
 
-  LiveJob(int min, int max);
+  // `max_batch`: the largest global batch the job accepts, reached by gradient accumulation above
+  // what its devices hold (0: none above that).
+  LiveJob(int min, int max, long max_batch = 0);
   // Resumes from what an earlier daemon learned. Entries that could not have come from reports
   // (a count outside 1..max, a time not finite and positive, a batch below the device count) are
   // left out, so a damaged record costs what it held, never a wrong batch or rate.
-  LiveJob(int min, int max, const Learned& learned);
+  LiveJob(int min, int max, long max_batch, const Learned& learned);
   const Learned& learned() const { return l_; }
 
   // A report of the job running on `ranks` devices at global batch `batch`, taking `steps_per_s`
@@ -53,10 +55,13 @@ class LiveJob {
 
   // The global batch on k devices (0 before the first report): the first run's per-device batch
   // times k until a noise scale is measured; then, among the multiples of k from the initial
-  // batch up to that, the one of most goodput (a smaller batch gives up throughput for
-  // statistical efficiency: a device never runs more than the first run's per-device batch, the
-  // one batch known to fit).
+  // batch up to that (up to max_batch when it is larger), the one of most goodput (a smaller
+  // batch gives up throughput for statistical efficiency; a device never runs more than the first
+  // run's per-device batch at once, the one batch known to fit: a larger one is accumulated).
   long batch(int k) const;
+  // The passes a step at batch(k) takes on k devices: 1 up to the first run's per-device batch
+  // times k, then as many as keep each pass within it.
+  long accumulate(int k) const;
   // AdaScale's factor at that batch: progress_gain of the noise scale (the batch's scale, the
   // linear scaling rule, while none is measured).
   double lr_scale(int k) const;
@@ -81,6 +86,7 @@ class LiveJob {
   };
   Choice best(int k) const;
   int min_, max_;
+  long max_batch_;
   Learned l_;
 };
 

@@ -84,6 +84,36 @@ TEST(LiveJob, TheNoiseScaleAndTheWaitChooseTheBatch) {
   EXPECT_EQ(j.most_held(), 2);
 }
 
+// A noise scale of 3200 at initial batch 32 (var/sqr = 100), the two-rank step as above: the
+// goodput 640 m / (m + 32) x 3232 / (3200 + m) peaks at m = sqrt(32 x 3200) = 320, five passes of
+// the 64 the two devices held. Without a max_batch the batch stops at 64; with 200 it is 200 in
+// four passes; with 1,000 it is 320 in five, at learning rate x 101 x 10 / 110. One device has no
+// wait to amortise: the initial batch whatever the max_batch. A max_batch of 2^40 still finds the
+// peak within the search's 2% steps (the batches near 320 are searched one by one).
+TEST(LiveJob, AMaxBatchAboveWhatTheDevicesHeldIsReachedByAccumulating) {
+  auto job = [](long max_batch) {
+    elastic::LiveJob j(1, 2, max_batch);
+    j.report(1, 32, 10.0, std::nullopt);
+    j.report(2, 64, 1 / 0.15, 3200.0, 0.05);
+    return j;
+  };
+  const elastic::LiveJob none = job(0), some = job(200), more = job(1000), huge = job(1L << 40);
+  EXPECT_EQ(none.batch(2), 64);
+  EXPECT_EQ(none.accumulate(2), 1);
+  EXPECT_EQ(some.batch(2), 200);
+  EXPECT_EQ(some.accumulate(2), 4);
+  EXPECT_EQ(more.batch(2), 320);
+  EXPECT_EQ(more.accumulate(2), 5);
+  EXPECT_NEAR(more.lr_scale(2), 1010.0 / 110, 1e-12);
+  EXPECT_NEAR(more.goodput_table()[2], 640.0 * 320 / 352 * 3232 / 3520, 1e-9);
+  EXPECT_EQ(huge.batch(2), 320);
+  for (const elastic::LiveJob* j : {&none, &some, &more, &huge}) {
+    EXPECT_EQ(j->batch(1), 32);
+    EXPECT_EQ(j->accumulate(1), 1);
+  }
+  EXPECT_THROW(elastic::LiveJob(1, 2, -1), Error);
+}
+
 // No wait reported on two ranks: every batch runs at the same samples a second, so the initial
 // batch (the best efficiency) wins, at learning rate x 1.
 TEST(LiveJob, WithoutAWaitTheInitialBatchIsBest) {
@@ -124,7 +154,7 @@ TEST(LiveJob, ALearnedStateResumesAsTheJobThatLearnedIt) {
   elastic::LiveJob j(1, 3);
   j.report(1, 32, 10.0, std::nullopt);
   j.report(2, 64, 1 / 0.15, 96.0, 0.05);
-  const elastic::LiveJob back(1, 3, j.learned());
+  const elastic::LiveJob back(1, 3, 0, j.learned());
   for (int k = 1; k <= 3; ++k) {
     EXPECT_EQ(back.batch(k), j.batch(k)) << k;
     EXPECT_DOUBLE_EQ(back.lr_scale(k), j.lr_scale(k)) << k;
@@ -146,21 +176,21 @@ TEST(LiveJob, ADamagedLearnedStateKeepsOnlyWhatReportsCouldHaveGiven) {
   bad.at = {{1, M{32, 0.1, 0}}};
   bad.noise_scale = -5.0;
   bad.most_held = 9;
-  const elastic::LiveJob a(1, 2, bad);
+  const elastic::LiveJob a(1, 2, 0, bad);
   EXPECT_EQ(a.batch(2), 0);
   EXPECT_EQ(a.throughput(1), 0);
   EXPECT_FALSE(a.noise_scale());
   EXPECT_EQ(a.most_held(), 2) << "clamped to the job's maximum";
   bad.init_batch = 32;
   bad.at = {{0, M{32, 0.1, 0}}, {1, M{32, 0.1, 0}}, {2, M{64, std::nan(""), 0}}, {3, M{96, 0.1, 0}}};
-  const elastic::LiveJob b(1, 2, bad);
+  const elastic::LiveJob b(1, 2, 0, bad);
   EXPECT_EQ(b.batch(2), 64);
   EXPECT_TRUE(b.measured(1));
   EXPECT_FALSE(b.measured(2));
   EXPECT_FALSE(b.measured(3)) << "beyond the maximum of 2";
   EXPECT_DOUBLE_EQ(b.throughput(2), 640);
   bad.at = {{1, M{32, 0.1, 0.2}}, {2, M{1, 0.1, 0}}};  // a wait longer than its step; a batch below the count
-  const elastic::LiveJob c(1, 2, bad);
+  const elastic::LiveJob c(1, 2, 0, bad);
   EXPECT_FALSE(c.measured(1));
   EXPECT_FALSE(c.measured(2));
 }

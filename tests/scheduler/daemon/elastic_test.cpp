@@ -112,12 +112,17 @@ void expect_one_process_agrees(const std::vector<Attempt>& runs, const std::stri
     EXPECT_EQ(got[i].at("epoch"), want[i].at("epoch")) << both;
   }
   // The first evaluation after the last resize: only the two-rank steps' order of float additions
-  // differs (the all-reduce sums two halves), which a fixed-size run of two ranks keeps within
-  // 1e-6 of one process over 96 steps (the data-parallel tests bound parameters at 1e-5); up to
-  // 60 steps later it differed by at most 1.2e-4 in repeated runs of this test.
+  // differs (the all-reduce sums two halves): 1e-9 in the parameters a step after the resize, but
+  // Adam's early, nearly sign-like updates grow it about 1.7x a step, so the bound depends on how
+  // far the evaluation comes after the resize: 0.1% within 16 steps; replayed by hand, 61-64 steps
+  // later it was 0.19-0.81% off (docs/scheduler/elastic.md), hence 2% beyond.
   size_t first = 0;
   while (first + 1 < got.size() && got[first].at("step") <= runs[1].stop_step) ++first;
-  EXPECT_NEAR(got[first].at("test_loss"), want[first].at("test_loss"), 1e-3 * want[first].at("test_loss")) << both;
+  const double after = got[first].at("step") - static_cast<double>(runs[1].stop_step);
+  EXPECT_NEAR(got[first].at("test_loss"), want[first].at("test_loss"),
+              (after <= 16 ? 1e-3 : 0.02) * want[first].at("test_loss"))
+      << after << " steps after the last resize\n"
+      << both;
   // At the end of the run: those differences grow with every step (Adam amplifies them); in six
   // repeated runs of this test the final test loss differed by 0.06-0.74%, hence these bounds.
   const auto& g = got.back();
@@ -215,17 +220,18 @@ TEST_F(DaemonTest, BadElasticValuesAreRefusedNamingTheFlag) {
 // progress report every 0.1 s, its step count carried across runs in a file; SIGTERM ends a run
 // (a preemption), the file `done` the job. On one device 10 steps/s; on two 0.15 s a step of which
 // 0.05 s waiting for gradients, noise scale 96 (the hand values of LiveJob's tests: the best batch
-// on two devices is 56, at learning rate x 1.4737).
-JobSpec reporting_elastic_job(const std::string& dir) {
+// on two devices is 56, at learning rate x 1.4737), or `noise_scale`.
+JobSpec reporting_elastic_job(const std::string& dir, const std::string& noise_scale = "96") {
   JobSpec s;
   s.set_name("elastic");
   s.set_command("/bin/sh");
   s.add_args("-c");
   s.add_args("d=" + dir + R"(; r=${EMBER_ELASTIC_RANKS:-1}; b=${EMBER_ELASTIC_BATCH:-$((32 * r))}
-echo "elastic run: ranks=$r batch=${EMBER_ELASTIC_BATCH:-none} lr=${EMBER_ELASTIC_LR_SCALE:-none}"
+echo "elastic run: ranks=$r batch=${EMBER_ELASTIC_BATCH:-none} lr=${EMBER_ELASTIC_LR_SCALE:-none} acc=${EMBER_ELASTIC_ACCUMULATE:-none}"
 trap 'exit 143' TERM
 n=$(cat $d/step 2>/dev/null || echo 0)
-rate='steps_per_s=10'; [ $r -ge 2 ] && rate='steps_per_s=6.666667 sync_s=0.05 noise_scale=96'
+rate='steps_per_s=10'; [ $r -ge 2 ] && rate='steps_per_s=6.666667 sync_s=0.05 noise_scale=)" +
+             noise_scale + R"('
 while [ ! -e $d/done ]; do
   [ -d $d ] || exit 9
   n=$((n + 1)); echo $n > $d/step
@@ -267,9 +273,41 @@ TEST_F(DaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBes
   ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
   EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
   const std::string log = log_of(id);
-  for (const char* run : {"ranks=1 batch=none lr=none\n", "ranks=2 batch=64 lr=2\n", "ranks=1 batch=32 lr=1\n",
-                          "ranks=2 batch=56 lr=1.47368"})
+  for (const char* run : {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
+                          "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=56 lr=1.47368"})
     EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
+}
+
+// Given a max_batch, the daemon accumulates gradients above what the devices held. The stand-in's
+// noise scale on two devices is 3200 (LiveJob's hand values: the best batch on two devices is 320,
+// five passes of the 64 two first-run devices held, at learning rate x 9.1818): grown to two
+// devices (batch 64, no noise scale yet), shrunk to one by a rigid job, grown again when it ends,
+// the last run is told batch 320 in EMBER_ELASTIC_ACCUMULATE=5 passes; no earlier run is told any.
+TEST_F(DaemonTest, AnElasticJobWithAMaxBatchAccumulatesAboveWhatItsDevicesHeld) {
+  start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--elastic-restart", "0"});
+  JobSpec spec = reporting_elastic_job(dir_, "3200");
+  spec.mutable_elastic()->set_max_batch(1000);
+  const int64_t id = submit(spec);
+  ASSERT_TRUE(wait_for([&] {
+    const JobInfo j = job(id);
+    return j.devices_size() == 2 && j.progress().has_noise_scale();
+  })) << log_of(id)
+      << read_file(dir_ + "/daemon.out");
+  const int64_t rigid = submit(gated("rigid", 1, "gate"));
+  ASSERT_TRUE(wait_for([&] { return job(id).attempts() == 3; })) << log_of(id) << read_file(dir_ + "/daemon.out");
+  write_file(dir_ + "/gate", "");
+  ASSERT_TRUE(wait_for([&] { return finished(rigid) && job(id).attempts() == 4; }))
+      << log_of(id) << read_file(dir_ + "/daemon.out");
+  write_file(dir_ + "/done", "");
+  ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
+  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+  const std::string log = log_of(id);
+  for (const char* run : {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
+                          "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=320 lr=9.18181818"})
+    EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
+  EXPECT_NE(log.find(" acc=5\n"), std::string::npos) << log;
+  EXPECT_NE(read_file(dir_ + "/daemon.out").find("global batch 320 in 5 accumulated passes"), std::string::npos)
+      << read_file(dir_ + "/daemon.out");
 }
 
 // A stand-in job whose run, when stopped, prints one last report with an absurd rate (1,000
