@@ -41,6 +41,10 @@ TEST(ElasticFlag, ASpecWithABadRangeIsRefused) {
   s.mutable_elastic()->set_min(1);
   validate_spec(s, "t.pbtxt");
   EXPECT_EQ(spec_devices(s), 1) << "an elastic job starts on its minimum";
+  s.mutable_elastic()->set_max_batch(-1);
+  EXPECT_THROW(validate_spec(s, "t.pbtxt"), Error);
+  s.mutable_elastic()->set_max_batch(4096);
+  validate_spec(s, "t.pbtxt");
 }
 
 // One report on 1 rank at batch 32, 10 steps/s: 320 samples/s; two ranks guessed at 640 with no

@@ -211,8 +211,16 @@ TEST_F(DaemonTest, BadElasticValuesAreRefusedNamingTheFlag) {
     EXPECT_EQ(r.status, 1) << bad << ": " << r.out;
     EXPECT_NE(r.out.find("--elastic"), std::string::npos) << r.out;
   }
+  Result rigid = cli({"submit", "--max-batch", "64", "--", "/bin/true"});
+  EXPECT_EQ(rigid.status, 2) << rigid.out;
+  EXPECT_NE(rigid.out.find("--max-batch: only for an elastic job"), std::string::npos) << rigid.out;
+  for (const char* bad : {"0", "-5", "x"}) {
+    Result r = cli({"submit", "--elastic", "1:2", "--max-batch", bad, "--", "/bin/true"});
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--max-batch"), std::string::npos) << r.out;
+  }
   EXPECT_EQ(status().jobs_size(), 0) << "nothing was submitted";
-  Result ok = cli({"submit", "--elastic", "1:2", "--", "/bin/true"});
+  Result ok = cli({"submit", "--elastic", "1:2", "--max-batch", "256", "--", "/bin/true"});
   EXPECT_EQ(ok.status, 0) << ok.out;
 }
 
