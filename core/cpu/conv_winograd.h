@@ -104,37 +104,52 @@ void input(const T* xt, T* v, int64_t ldv, const ConvGeometry& g, const T* zeros
     }
 }
 
+// One tile's outputs for every output channel, from m's 16 products of it at src; kRight and
+// kDown: whether the tile has its second column and row (the clipped tiles at odd edges have not).
+// An instantiation per case keeps the loop's stores unconditional: with `if (right)` inside it,
+// GCC 12 left the loop scalar at the avx2 level (no masked stores before AVX-512), and this
+// transform took 12% of a MnistCnn training step on a Zen 3 VM.
+template <bool kRight, bool kDown, typename T>
+inline void output_tile(const T* src, int64_t ldm, T* y00, int64_t row, int64_t OC) {
+  T* y01 = y00 + OC;
+  T* y10 = y00 + row;
+  T* y11 = y10 + OC;
+#pragma omp simd
+  for (int64_t oc = 0; oc < OC; ++oc) {
+    // A^T m: rows m0 + m1 + m2 and m1 - m2 - m3 (each a row of four)
+    T a[8];
+    for (int q = 0; q < 4; ++q) {
+      const T m0 = src[q * ldm + oc], m1 = src[(4 + q) * ldm + oc], m2 = src[(8 + q) * ldm + oc],
+              m3 = src[(12 + q) * ldm + oc];
+      a[q] = m0 + m1 + m2;
+      a[4 + q] = m1 - m2 - m3;
+    }
+    y00[oc] = a[0] + a[1] + a[2];
+    if constexpr (kRight) y01[oc] = a[1] - a[2] - a[3];
+    if constexpr (kDown) y10[oc] = a[4] + a[5] + a[6];
+    if constexpr (kRight && kDown) y11[oc] = a[5] - a[6] - a[7];
+  }
+}
+
 // One image: ot [OH * OW, OC] (channels-last) = A^T m A for each tile, where m[k] =
 // m[k * ldm + t * OC + oc] are the tile's 16 GEMM results.
 template <typename T>
 void output(const T* m, int64_t ldm, T* ot, const ConvGeometry& g) {
-  const int64_t OC = g.OC, TH = tiles_h(g), TW = tiles_w(g);
+  const int64_t OC = g.OC, TH = tiles_h(g), TW = tiles_w(g), row = g.OW * OC;
   for (int64_t ty = 0; ty < TH; ++ty)
     for (int64_t tx = 0; tx < TW; ++tx) {
       const T* src = m + (ty * TW + tx) * OC;
       const int64_t oh = 2 * ty, ow = 2 * tx;
       const bool down = oh + 1 < g.OH, right = ow + 1 < g.OW;  // the clipped tiles at odd edges
       T* y00 = ot + (oh * g.OW + ow) * OC;
-      T* y01 = y00 + OC;
-      T* y10 = y00 + g.OW * OC;
-      T* y11 = y10 + OC;
-#pragma omp simd
-      for (int64_t oc = 0; oc < OC; ++oc) {
-        // A^T m: rows m0 + m1 + m2 and m1 - m2 - m3 (each a row of four)
-        T a[8];
-        for (int q = 0; q < 4; ++q) {
-          const T m0 = src[q * ldm + oc], m1 = src[(4 + q) * ldm + oc], m2 = src[(8 + q) * ldm + oc],
-                  m3 = src[(12 + q) * ldm + oc];
-          a[q] = m0 + m1 + m2;
-          a[4 + q] = m1 - m2 - m3;
-        }
-        y00[oc] = a[0] + a[1] + a[2];
-        if (right) y01[oc] = a[1] - a[2] - a[3];
-        if (down) {
-          y10[oc] = a[4] + a[5] + a[6];
-          if (right) y11[oc] = a[5] - a[6] - a[7];
-        }
-      }
+      if (right && down)
+        output_tile<true, true>(src, ldm, y00, row, OC);
+      else if (right)
+        output_tile<true, false>(src, ldm, y00, row, OC);
+      else if (down)
+        output_tile<false, true>(src, ldm, y00, row, OC);
+      else
+        output_tile<false, false>(src, ldm, y00, row, OC);
     }
 }
 
