@@ -64,12 +64,13 @@ StepPasses forward_backward(nn::Module& net, ParallelJob* job, Device dev, const
   CrossEntropyOptions piece_opts = criterion;
   double scale = 1;  // each piece's summed loss over the whole batch's divisor: the batch mean's gradients
   if (split) piece_opts.reduction = Reduction::Sum, scale = 1.0 / cross_entropy_divisor(y, criterion);
+  // Every piece's backward but the last only accumulates; the last one's all-reduces the sum.
   ReleaseOnExit release{split ? job : nullptr};
+  if (release.job) release.job->hold_gradients();
   Tensor loss_sum, correct_sum;  // on the device, read once at the end
   for (size_t i = 0; i < pieces.size(); ++i) {
     const auto [begin, end] = pieces[i];
-    if (split && job && i + 1 < pieces.size()) job->hold_gradients();
-    if (split && job && i + 1 == pieces.size()) job->release_gradients();  // the last piece's backward all-reduces
+    if (release.job && i + 1 == pieces.size()) release.job->release_gradients();
     const Tensor xi = (split ? x.narrow(0, begin, end - begin) : x).to(dev);
     const Tensor yi = (split ? y.narrow(0, begin, end - begin) : y).to(dev);
     Tensor logits, l;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # accumulate_test.sh MPIEXEC MNIST_CNN: gradient accumulation on real ranks. Two data-parallel ranks
 # train 4 Adam steps of the MNIST CNN (no dropout, no batch norm: the same update either way) with
-# each rank's 16 examples in one pass and in 3 micro-batches (6 + 5 + 5, all-reduced once, after
-# the last); their metrics logs agree to float rounding (the sums are taken in another order).
-# A pipeline job refuses --accumulate before MPI starts.
+# each rank's 16 examples in one pass and in 3 micro-batches (6 + 5 + 5); their metrics logs agree
+# to float rounding (the sums are taken in another order). An all-reduce after every micro-batch
+# would agree too (averaging is linear): that it happens once, after the last, is
+# DataParallel.MicroBatchesUnderNoSync... (tests/dist). A pipeline job refuses --accumulate before
+# MPI starts.
 set -u
 mpiexec=$1 mnist=$2
 fail() { echo "FAIL: $*"; exit 1; }

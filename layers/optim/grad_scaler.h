@@ -19,8 +19,9 @@
 // device of the losses it scales, and every decision is made there: unscale_ divides by the scale
 // and sets the flag in one fused pass (unscale_stub), step() hands the flag to the optimizer, whose
 // update kernels skip on it (Optimizer::step_unless), and update() picks the next scale in one
-// kernel (update_scale_stub). On a GPU a training step thus never waits for the device (torch.amp.GradScaler reads the flag back in
-// step(), one synchronisation a step, unless the optimizer is a fused one); the host reads only
+// kernel (update_scale_stub). On a GPU a training step thus never waits for the device
+// (torch.amp.GradScaler reads the flag back in step(), one synchronisation a step, unless the
+// optimizer is a fused one); the host reads only
 // when asked: get_scale(), found_inf(), state_dict(). Gradients on another device than the scale,
 // or an optimizer's parameters on several devices, fall back to host reads.
 #pragma once

@@ -95,6 +95,7 @@ TEST(Accumulate, TheDivisorIsCrossEntropysOwn) {
     EXPECT_NEAR(total / cross_entropy_divisor(y, o), mean, 1e-12) << (weighted ? "weighted" : "unweighted");
   }
   EXPECT_EQ(cross_entropy_divisor(y, {.ignore_index = 7}), 10.0);
+  EXPECT_THROW(cross_entropy_divisor(logits, {}), Error) << "probability targets have no class divisor";
 }
 
 TEST(Accumulate, ClassifierMicroBatchesGiveTheBatchsStep) {

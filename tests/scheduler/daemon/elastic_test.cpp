@@ -5,6 +5,7 @@
 // count carried over, the noise scale and throughput reaching the daemon, and the final metrics
 // against one process run on the same global batch schedule (the batches, learning-rate factors
 // and stop steps the daemon's runs had).
+#include <initializer_list>
 #include <regex>
 
 #include "daemon_fixture.h"
@@ -235,7 +236,8 @@ JobSpec reporting_elastic_job(const std::string& dir, const std::string& noise_s
   s.set_command("/bin/sh");
   s.add_args("-c");
   s.add_args("d=" + dir + R"(; r=${EMBER_ELASTIC_RANKS:-1}; b=${EMBER_ELASTIC_BATCH:-$((32 * r))}
-echo "elastic run: ranks=$r batch=${EMBER_ELASTIC_BATCH:-none} lr=${EMBER_ELASTIC_LR_SCALE:-none} acc=${EMBER_ELASTIC_ACCUMULATE:-none}"
+a=${EMBER_ELASTIC_ACCUMULATE:-none}
+echo "elastic run: ranks=$r batch=${EMBER_ELASTIC_BATCH:-none} lr=${EMBER_ELASTIC_LR_SCALE:-none} acc=$a"
 trap 'exit 143' TERM
 n=$(cat $d/step 2>/dev/null || echo 0)
 rate='steps_per_s=10'; [ $r -ge 2 ] && rate='steps_per_s=6.666667 sync_s=0.05 noise_scale=)" +
@@ -251,39 +253,59 @@ done)");
   return s;
 }
 
+// The stand-in elastic job's runs, driven by a rigid job as the allocator would have it.
+class ElasticDaemonTest : public DaemonTest {
+ protected:
+  // Until job `id` runs on two devices and its noise scale (measured on two only) has arrived.
+  void wait_on_two_with_noise(int64_t id) {
+    ASSERT_TRUE(wait_for([&] {
+      const JobInfo j = job(id);
+      return j.devices_size() == 2 && j.progress().has_noise_scale();
+    })) << log_of(id)
+        << read_file(dir_ + "/daemon.out");
+  }
+  // A rigid job of one device shrinks job `id` to one device (its third run); when the rigid job
+  // ends, `id` grows back (its fourth) and is then told to finish. `log`: id's log then.
+  void shrink_regrow_and_finish(int64_t id, std::string& log) {
+    const int64_t rigid = submit(gated("rigid", 1, "gate"));
+    ASSERT_TRUE(wait_for([&] { return job(id).attempts() == 3; })) << log_of(id) << read_file(dir_ + "/daemon.out");
+    write_file(dir_ + "/gate", "");
+    ASSERT_TRUE(wait_for([&] { return finished(rigid) && job(id).attempts() == 4; }))
+        << log_of(id) << read_file(dir_ + "/daemon.out");
+    write_file(dir_ + "/done", "");
+    ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
+    EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
+    log = log_of(id);
+  }
+};
+
+// Each of `runs` ("ranks=2 batch=56 ...") is the start of a line "elastic run: ..." of `log`.
+void expect_runs(const std::string& log, std::initializer_list<const char*> runs) {
+  for (const char* run : runs)
+    EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
+}
+
 // What the daemon learned of an elastic job survives the daemon, and the batch on two devices is
 // the one of most goodput. Killed while the job runs on two devices (grown there from one, its
 // noise scale measured), the next daemon re-adopts it and, when a rigid job takes a device,
 // shrinks it back to the first run's batch and learning rate (a daemon that learned anew from the
 // two-device run would take 64 for the initial batch: x 0.625 on one device); when the rigid job
 // ends, the job grows again, now at batch 56, not the 64 of two first-run devices.
-TEST_F(DaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBestBatch) {
+TEST_F(ElasticDaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBestBatch) {
   const std::vector<std::string> flags = {"--devices", "cpu:2", "--policy", "fcfs", "--elastic-restart", "0"};
   start_daemon(flags);
   const int64_t id = submit(reporting_elastic_job(dir_));
-  ASSERT_TRUE(wait_for([&] {
-    const JobInfo j = job(id);
-    return j.devices_size() == 2 && j.progress().has_noise_scale();
-  })) << log_of(id)
-      << read_file(dir_ + "/daemon.out");
+  ASSERT_NO_FATAL_FAILURE(wait_on_two_with_noise(id));
   kill_daemon();
   start_daemon(flags);
   const JobInfo readopted = job(id);
   EXPECT_EQ(readopted.state(), ember::proto::RUNNING) << readopted.reason();
   EXPECT_EQ(readopted.elastic_learned().init_batch(), 32);
   EXPECT_EQ(readopted.elastic_learned().most_held(), 2);
-  const int64_t rigid = submit(gated("rigid", 1, "gate"));
-  ASSERT_TRUE(wait_for([&] { return job(id).attempts() == 3; })) << log_of(id) << read_file(dir_ + "/daemon.out");
-  write_file(dir_ + "/gate", "");
-  ASSERT_TRUE(wait_for([&] { return finished(rigid) && job(id).attempts() == 4; }))
-      << log_of(id) << read_file(dir_ + "/daemon.out");
-  write_file(dir_ + "/done", "");
-  ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
-  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
-  const std::string log = log_of(id);
-  for (const char* run : {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
-                          "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=56 lr=1.47368"})
-    EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(shrink_regrow_and_finish(id, log));
+  expect_runs(log, {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
+                    "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=56 lr=1.47368"});
 }
 
 // Given a max_batch, the daemon accumulates gradients above what the devices held. The stand-in's
@@ -291,28 +313,16 @@ TEST_F(DaemonTest, AnElasticJobKeepsItsModelAcrossADaemonRestartAndGrowsAtItsBes
 // five passes of the 64 two first-run devices held, at learning rate x 9.1818): grown to two
 // devices (batch 64, no noise scale yet), shrunk to one by a rigid job, grown again when it ends,
 // the last run is told batch 320 in EMBER_ELASTIC_ACCUMULATE=5 passes; no earlier run is told any.
-TEST_F(DaemonTest, AnElasticJobWithAMaxBatchAccumulatesAboveWhatItsDevicesHeld) {
+TEST_F(ElasticDaemonTest, AnElasticJobWithAMaxBatchAccumulatesAboveWhatItsDevicesHeld) {
   start_daemon({"--devices", "cpu:2", "--policy", "fcfs", "--elastic-restart", "0"});
   JobSpec spec = reporting_elastic_job(dir_, "3200");
   spec.mutable_elastic()->set_max_batch(1000);
   const int64_t id = submit(spec);
-  ASSERT_TRUE(wait_for([&] {
-    const JobInfo j = job(id);
-    return j.devices_size() == 2 && j.progress().has_noise_scale();
-  })) << log_of(id)
-      << read_file(dir_ + "/daemon.out");
-  const int64_t rigid = submit(gated("rigid", 1, "gate"));
-  ASSERT_TRUE(wait_for([&] { return job(id).attempts() == 3; })) << log_of(id) << read_file(dir_ + "/daemon.out");
-  write_file(dir_ + "/gate", "");
-  ASSERT_TRUE(wait_for([&] { return finished(rigid) && job(id).attempts() == 4; }))
-      << log_of(id) << read_file(dir_ + "/daemon.out");
-  write_file(dir_ + "/done", "");
-  ASSERT_TRUE(wait_for([&] { return finished(id); })) << log_of(id);
-  EXPECT_EQ(job(id).state(), ember::proto::DONE) << job(id).reason();
-  const std::string log = log_of(id);
-  for (const char* run : {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
-                          "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=320 lr=9.18181818"})
-    EXPECT_NE(log.find(std::string("elastic run: ") + run), std::string::npos) << "no run with " << run << "\n" << log;
+  ASSERT_NO_FATAL_FAILURE(wait_on_two_with_noise(id));
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(shrink_regrow_and_finish(id, log));
+  expect_runs(log, {"ranks=1 batch=none lr=none acc=none\n", "ranks=2 batch=64 lr=2 acc=none\n",
+                    "ranks=1 batch=32 lr=1 acc=none\n", "ranks=2 batch=320 lr=9.18181818"});
   EXPECT_NE(log.find(" acc=5\n"), std::string::npos) << log;
   EXPECT_NE(read_file(dir_ + "/daemon.out").find("global batch 320 in 5 accumulated passes"), std::string::npos)
       << read_file(dir_ + "/daemon.out");
