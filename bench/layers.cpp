@@ -192,6 +192,9 @@ int main(int argc, char** argv) {
     bench_conv(t, "mnist c2", {64, 32, 64, 13, 13, 3, 0});
     bench_conv(t, "mnist c3", {64, 64, 64, 5, 5, 3, 0});
     bench_conv(t, "resnet 3x3", {8, 64, 64, 56, 56, 3, 1});
+    // The convolution the DCGAN generator's first transposed convolution (256 -> 128, 7x7) inverts:
+    // its forward is that layer's input gradient, its backward that layer's forward and weights.
+    bench_conv(t, "dcgan t1 as conv", {64, 128, 256, 7, 7, 5, 2});
     bench_pool(t, "mnist", {64, 32, 26, 26, 2, 2, 0});
     bench_pool(t, "resnet stem", {8, 64, 112, 112, 3, 2, 1});
     bench_lstm(t, 32, 32, 128);

@@ -7,8 +7,8 @@
 // serially inside a parallel region); with fewer chunks than threads, chunks run one after another
 // and OpenBLAS threads each GEMM instead. A 1x1, stride-1, unpadded convolution is a plain GEMM on
 // the input, without im2col. Depthwise convolutions (one input and one output channel per group)
-// would make GEMMs of one row, so they run as direct loops. 3x3 stride-1 convolutions of small
-// images run as Winograd F(2x2, 3x3), GEMMs over transformed tiles (conv_winograd.h).
+// would make GEMMs of one row, so they run as direct loops. 3x3 and 5x5 stride-1 convolutions of
+// small images run as Winograd F(2x2, 3x3) and F(2x2, 5x5), GEMMs over transformed tiles (conv_winograd.h).
 #include <cblas.h>
 
 #include <algorithm>
@@ -426,118 +426,150 @@ std::vector<T> weight_channels_last(const T* w, const ConvGeometry& g) {
   return r;
 }
 
-// ------------------------------------------------------------------ Winograd F(2x2, 3x3)
-// For the 3x3, stride-1 convolutions of small images the channels-last path takes (MNIST's c2:
-// 32 -> 64 channels, 13x13 -> 11x11) the multiply-adds drop from 36 to 16 per tile of 2x2 outputs
-// and channel pair (conv_winograd.h), in all three passes: the forward; the input gradient, which
-// is the output gradient convolved with the filters turned half a circle and their channels
-// swapped, padded by 2 - padding (conv_transpose2d's forward of a stride-1 3x3 runs it too); and
-// the weight gradient, the forward's transforms run backwards. MnistCnn's training step at two
-// threads on Zen 5: 285 GFLOP/s direct, 308 with the forward on Winograd, 314 with the input
+// ------------------------------------------------------------------ Winograd F(2x2, 3x3) and F(2x2, 5x5)
+// For the 3x3 and 5x5, stride-1 convolutions of small images the channels-last path takes (MNIST's
+// c2: 32 -> 64 channels, 13x13 -> 11x11; the DCGAN generator's first transposed convolution, 256 ->
+// 128 channels at 7x7) the multiply-adds drop from 36 to 16, or from 100 to 36, per tile of 2x2
+// outputs and channel pair (conv_winograd.h), in all three passes: the forward; the input gradient,
+// which is the output gradient convolved with the filters turned half a circle and their channels
+// swapped, padded by r - 1 - padding (conv_transpose2d's forward of a stride-1 3x3 or 5x5 runs it
+// too); and the weight gradient, the forward's transforms run backwards. MnistCnn's training step at
+// two threads on Zen 5: 285 GFLOP/s direct, 308 with the forward on Winograd, 314 with the input
 // gradient, 343 with all three (nominal FLOP, as every rate here: the direct form's count).
 // Below 6x6 outputs (MNIST's c3: 3x3) the clipped tiles waste more than the form saves.
-constexpr int64_t kWinogradBytes = int64_t{1} << 20;
+constexpr int64_t kWinogradBytes = int64_t{1} << 20, kWinogradMinRows = 64;
 
 bool use_winograd(const ConvGeometry& g) {
-  return g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 && g.ph <= 2 &&
-         g.pw <= 2 && g.C >= 8 && g.OC >= 8 && g.OH >= 6 && g.OW >= 6;
+  const bool square = (g.KH == 3 || g.KH == 5) && g.KW == g.KH;
+  return square && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 && g.ph < g.KH && g.pw < g.KW &&
+         g.C >= 8 && g.OC >= 8 && g.OH >= 6 && g.OW >= 6;
 }
 
-// Chunks of images whose transformed input and GEMM results (16 values per tile and channel) stay
+// Runs f(form) with the transforms of g's filter size (use_winograd has checked it is 3 or 5).
+template <typename F>
+void with_form(const ConvGeometry& g, F f) {
+  if (g.KH == 5)
+    f(cpu::winograd::F2x5{});
+  else
+    f(cpu::winograd::F2x3{});
+}
+
+// Chunks of images whose transformed input and GEMM results (a^2 values per tile and channel) stay
 // within kWinogradBytes, so that the GEMMs find them in L2: on Zen 5 (1 MiB of L2) chunks of 3 of
 // MNIST's c2 images (108 tiles, 0.7 MiB) made the training step at two threads about 3% faster
-// than chunks of 8 (288 tiles). Chunks are equal, not 14 images and 2.
-template <typename T>
+// than chunks of 8 (288 tiles). But never GEMMs of fewer than kWinogradMinRows rows: one image of
+// the DCGAN's 7x7, 256 -> 128 layer (16 tiles, 0.9 MiB) fills the budget, and 36 GEMMs of 16 rows
+// spent their time packing the filters' transform; at 64 rows (4 images) the DCGAN's step ran 6%
+// faster on a Zen 3 VM, at 128-1024 rows 5%. Chunks are equal, not 14 images and 2.
+template <typename Form, typename T>
 Plan winograd_plan(const ConvGeometry& g) {
-  const int64_t tile_bytes = 16 * (g.C + g.OC) * static_cast<int64_t>(sizeof(T));
-  Plan plan = make_plan_of(g, std::max<int64_t>(1, kWinogradBytes / (cpu::winograd::tiles(g) * tile_bytes)));
+  constexpr int64_t AA = Form::kA * Form::kA;
+  const int64_t tile_bytes = AA * (g.C + g.OC) * static_cast<int64_t>(sizeof(T));
+  const int64_t tt = cpu::winograd::tiles(g);
+  Plan plan =
+      make_plan_of(g, std::max<int64_t>({1, kWinogradBytes / (tt * tile_bytes), (kWinogradMinRows + tt - 1) / tt}));
   plan.per_chunk = (g.N + plan.chunks - 1) / std::max<int64_t>(1, plan.chunks);
   return plan;
 }
 
 // out [N, OC, OH, OW] (+ bias) from in [N, C, H, W] through u = the filters' transform
-// [16, C, OC]. Chunks of images whose tiles make GEMMs of a few hundred rows.
-template <typename T>
+// [a^2, C, OC]. Chunks of images whose tiles make GEMMs of a few hundred rows.
+template <typename Form, typename T>
 void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometry& g) {
+  constexpr int AA = Form::kA * Form::kA;
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g);
-  const Plan plan = winograd_plan<T>(g);
+  const Plan plan = winograd_plan<Form, T>(g);
   const std::vector<T> zeros(static_cast<size_t>(g.C), T(0));
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * TT, ldv = rows * g.C, ldm = rows * g.OC;
     T* xt = scratch<T>(2, HW * g.C);
-    T* v = scratch<T>(0, std::max(16 * ldv, OHW * g.OC));
-    T* m = scratch<T>(1, 16 * ldm);
+    T* v = scratch<T>(0, std::max(AA * ldv, OHW * g.OC));
+    T* m = scratch<T>(1, AA * ldm);
     for (int64_t j = 0; j < nb; ++j) {
       to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
-      cpu::winograd::input(xt, v + j * TT * g.C, ldv, g, zeros.data());
+      cpu::winograd::input<Form>(xt, v + j * TT * g.C, ldv, g, zeros.data());
     }
-    for (int k = 0; k < 16; ++k)
+    for (int k = 0; k < AA; ++k)
       gemm(g, false, false, rows, g.OC, g.C, T(1), v + k * ldv, g.C, u + k * g.C * g.OC, g.OC, T(0), m + k * ldm, g.OC);
     T* ot = v;  // the input's transform is spent
     for (int64_t j = 0; j < nb; ++j) {
-      cpu::winograd::output(m + j * TT * g.OC, ldm, ot, g);
+      cpu::winograd::output<Form>(m + j * TT * g.OC, ldm, ot, g);
       from_channels_last(ot, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
     }
   });
 }
 
-// The filters' transform [16, C, OC] for the convolution of geometry g, tap(oc, c, kh, kw) its
+// The filters' transform [a^2, C, OC] for the convolution of geometry g, tap(oc, c, kh, kw) its
 // filter taps.
-template <typename T, typename Tap>
+template <typename Form, typename T, typename Tap>
 std::vector<T> winograd_filters(const ConvGeometry& g, const Tap& tap) {
-  std::vector<T> wt(static_cast<size_t>(9 * g.C * g.OC)), u(static_cast<size_t>(16 * g.C * g.OC));
+  constexpr int R = Form::kR, RR = R * R, AA = Form::kA * Form::kA;
+  std::vector<T> wt(static_cast<size_t>(RR * g.C * g.OC)), u(static_cast<size_t>(AA * g.C * g.OC));
   for (int64_t oc = 0; oc < g.OC; ++oc)
     for (int64_t c = 0; c < g.C; ++c)
-      for (int k = 0; k < 9; ++k) wt[(c * 9 + k) * g.OC + oc] = tap(oc, c, k / 3, k % 3);
-  cpu::winograd::filter(wt.data(), u.data(), g.C, g.OC);
+      for (int k = 0; k < RR; ++k) wt[(c * RR + k) * g.OC + oc] = tap(oc, c, k / R, k % R);
+  cpu::winograd::filter<Form>(wt.data(), u.data(), g.C, g.OC);
   return u;
 }
 
 template <typename T>
 void winograd_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& g) {
-  const std::vector<T> u = winograd_filters<T>(
-      g, [&](int64_t oc, int64_t c, int kh, int kw) { return w[((oc * g.C + c) * 3 + kh) * 3 + kw]; });
-  winograd_conv(o, in, u.data(), bp, g);
+  with_form(g, [&]<typename Form>(Form) {
+    constexpr int R = Form::kR;
+    const std::vector<T> u = winograd_filters<Form, T>(
+        g, [&](int64_t oc, int64_t c, int kh, int kw) { return w[((oc * g.C + c) * R + kh) * R + kw]; });
+    winograd_conv<Form>(o, in, u.data(), bp, g);
+  });
 }
 
 // The input gradient as a convolution of the output gradient: channels OC -> C, each filter
-// w[oc, c] turned half a circle, padding 2 - padding, the input's size as its output.
+// w[oc, c] turned half a circle, padding r - 1 - padding, the input's size as its output.
 template <typename T>
 void winograd_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
-  ConvGeometry t = g;
-  t.C = g.OC, t.OC = g.C, t.H = g.OH, t.W = g.OW, t.OH = g.H, t.OW = g.W, t.ph = 2 - g.ph, t.pw = 2 - g.pw;
-  const std::vector<T> u = winograd_filters<T>(
-      t, [&](int64_t c, int64_t oc, int kh, int kw) { return w[((oc * g.C + c) * 3 + (2 - kh)) * 3 + (2 - kw)]; });
-  winograd_conv(gi, go, u.data(), bp, t);
+  with_form(g, [&]<typename Form>(Form) {
+    constexpr int R = Form::kR;
+    ConvGeometry t = g;
+    t.C = g.OC, t.OC = g.C, t.H = g.OH, t.W = g.OW, t.OH = g.H, t.OW = g.W, t.ph = R - 1 - g.ph, t.pw = R - 1 - g.pw;
+    const std::vector<T> u = winograd_filters<Form, T>(t, [&](int64_t c, int64_t oc, int kh, int kw) {
+      return w[((oc * g.C + c) * R + (R - 1 - kh)) * R + (R - 1 - kw)];
+    });
+    winograd_conv<Form>(gi, go, u.data(), bp, t);
+  });
 }
 
-// gw [OC, C, 3, 3] from the output gradient and the input: per chunk the input's tiles transformed
-// as in the forward and the output gradient's by output()'s adjoint, 16 GEMMs [C, tiles] x
-// [tiles, OC] summed into a per-thread [16, C, OC], and at the end filter()'s adjoint.
-template <typename T>
-void winograd_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
-  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g), usize = 16 * g.C * g.OC;
-  const Plan plan = winograd_plan<T>(g);
+// gw [OC, C, r, r] from the output gradient and the input: per chunk the input's tiles transformed
+// as in the forward and the output gradient's by output()'s adjoint, a^2 GEMMs [C, tiles] x
+// [tiles, OC] summed into a per-thread [a^2, C, OC], and at the end filter()'s adjoint.
+template <typename Form, typename T>
+void winograd_backward_weight_form(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  constexpr int AA = Form::kA * Form::kA;
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g), usize = AA * g.C * g.OC;
+  const Plan plan = winograd_plan<Form, T>(g);
   std::vector<T> acc(static_cast<size_t>(plan.threads * usize), T(0));
   const std::vector<T> zeros(static_cast<size_t>(std::max(g.C, g.OC)), T(0));
   run_chunks(plan, g.N, [&](int tid, int64_t n0, int64_t nb) {
     const int64_t rows = nb * TT, ldv = rows * g.C, ldm = rows * g.OC;
     T* xt = scratch<T>(2, std::max(HW * g.C, OHW * g.OC));
-    T* v = scratch<T>(0, 16 * ldv);
-    T* m = scratch<T>(1, 16 * ldm);
+    T* v = scratch<T>(0, AA * ldv);
+    T* m = scratch<T>(1, AA * ldm);
     for (int64_t j = 0; j < nb; ++j) {
       to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
-      cpu::winograd::input(xt, v + j * TT * g.C, ldv, g, zeros.data());
+      cpu::winograd::input<Form>(xt, v + j * TT * g.C, ldv, g, zeros.data());
       to_channels_last(go + (n0 + j) * g.OC * OHW, xt, g.OC, OHW);
-      cpu::winograd::output_grad(xt, m + j * TT * g.OC, ldm, g, zeros.data());
+      cpu::winograd::output_grad<Form>(xt, m + j * TT * g.OC, ldm, g, zeros.data());
     }
     T* du = acc.data() + tid * usize;
-    for (int k = 0; k < 16; ++k)
+    for (int k = 0; k < AA; ++k)
       gemm(g, true, false, g.C, g.OC, rows, T(1), v + k * ldv, g.C, m + k * ldm, g.OC, T(1), du + k * g.C * g.OC, g.OC);
   });
   for (int t = 1; t < plan.threads; ++t)
     for (int64_t i = 0; i < usize; ++i) acc[i] += acc[t * usize + i];
-  cpu::winograd::filter_grad(acc.data(), gw, g.C, g.OC);
+  cpu::winograd::filter_grad<Form>(acc.data(), gw, g.C, g.OC);
+}
+
+template <typename T>
+void winograd_backward_weight(T* gw, const T* go, const T* in, const ConvGeometry& g) {
+  with_form(g, [&]<typename Form>(Form) { winograd_backward_weight_form<Form>(gw, go, in, g); });
 }
 
 template <typename T>

@@ -207,6 +207,21 @@ void add_path_geometries(GeometryList& g) {
   wino_many.N = 40, wino_many.C = 12, wino_many.OC = 8, wino_many.H = 13, wino_many.W = 13;
   g.conv("winograd_many_images", wino_many, DType::Float64);
   g.conv("winograd_many_images", wino_many, DType::Float32);
+  Cfg wino5;  // 5x5 stride 1, 8+ channels each way, outputs 6x6 or more: Winograd F(2x2, 5x5)
+  wino5.N = 3, wino5.C = 9, wino5.OC = 10, wino5.H = 10, wino5.W = 10, wino5.KH = 5, wino5.KW = 5, wino5.ph = 2,
+  wino5.pw = 2;
+  g.conv("winograd5", wino5, DType::Float64);
+  g.conv("winograd5", wino5, DType::Float32);
+  wino5.N = 2, wino5.C = 8, wino5.OC = 11, wino5.H = 9, wino5.W = 11, wino5.ph = 1, wino5.pw = 4, wino5.bias = false;
+  g.conv("winograd5_odd_padded", wino5, DType::Float64);  // 7x15 outputs: clipped tiles, padding 4 and 1
+  // The DCGAN generator's first layer in small: 7x7, padding 2; the conv it inverts: 12 -> 16 channels.
+  Cfg wino5_t;
+  wino5_t.N = 5, wino5_t.C = 16, wino5_t.OC = 12, wino5_t.H = 7, wino5_t.W = 7, wino5_t.KH = 5, wino5_t.KW = 5;
+  wino5_t.ph = 2, wino5_t.pw = 2;
+  g.tconv("winograd5", wino5_t, DType::Float64);
+  g.tconv("winograd5", wino5_t, DType::Float32);
+  wino5_t.N = 40;  // several chunks of images and several threads
+  g.conv("winograd5_many_images", wino5_t, DType::Float32);
   Cfg tiles;  // 32 input channels at 32x31: one image's float64 column matrix is cut into 3 row tiles
   tiles.N = 1, tiles.C = 32, tiles.OC = 3, tiles.H = 32, tiles.W = 31, tiles.ph = 1, tiles.pw = 1;
   g.conv("row_tiles", tiles, DType::Float64);
@@ -301,6 +316,9 @@ void add_conv_rows(std::vector<OpRow>& t) {
   Cfg wino;  // the Winograd path (8 channels each way, 6x6 outputs): forward and both gradients
   wino.N = 1, wino.C = 8, wino.OC = 8, wino.H = 6, wino.W = 8, wino.ph = 1, wino.pw = 0;
   small.push_back({"winograd", wino});
+  Cfg wino5 = wino;  // F(2x2, 5x5): 7x6 outputs, clipped tiles below
+  wino5.KH = 5, wino5.KW = 5, wino5.H = 7, wino5.W = 8, wino5.ph = 2, wino5.pw = 1;
+  small.push_back({"winograd5", wino5});
   for (const auto& [name, c] : small) {
     t.push_back({"conv2d_small_" + name, [c = c](Generator& g) { return conv_inputs(g, c, DType::Float32, false); },
                  [c = c](const Inputs& x) { return conv2d(x[0], x[1], c.bias ? x[2] : Tensor(), conv_params(c)); }});
