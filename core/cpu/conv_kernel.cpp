@@ -459,8 +459,8 @@ void with_form(const ConvGeometry& g, F f) {
 // MNIST's c2 images (108 tiles, 0.7 MiB) made the training step at two threads about 3% faster
 // than chunks of 8 (288 tiles). But never GEMMs of fewer than kWinogradMinRows rows: one image of
 // the DCGAN's 7x7, 256 -> 128 layer (16 tiles, 0.9 MiB) fills the budget, and 36 GEMMs of 16 rows
-// spent their time packing the filters' transform; at 64 rows (4 images) the DCGAN's step ran 6%
-// faster on a Zen 3 VM, at 128-1024 rows 5%. Chunks are equal, not 14 images and 2.
+// spent their time packing the filters' transform; at 64 rows (4 images) the DCGAN's step ran about
+// 5% faster on a Zen 3 VM, at 128-1024 rows 3-5%. Chunks are equal, not 14 images and 2.
 template <typename Form, typename T>
 Plan winograd_plan(const ConvGeometry& g) {
   constexpr int64_t AA = Form::kA * Form::kA;
