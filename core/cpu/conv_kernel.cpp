@@ -500,14 +500,21 @@ void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometr
 }
 
 // The filters' transform [a^2, C, OC] for the convolution of geometry g, tap(oc, c, kh, kw) its
-// filter taps.
+// filter taps. The taps are laid out output channels innermost a block of 16 at a time: each
+// block reads 16 filters' r^2 taps and writes r^2 runs of 16; looping over output channels outside
+// the taps wrote every value to another cache line, 3.6% of the DCGAN's 256 -> 128 transposed
+// convolution's forward and backward on a Zen 3 VM.
 template <typename Form, typename T, typename Tap>
 std::vector<T> winograd_filters(const ConvGeometry& g, const Tap& tap) {
   constexpr int R = Form::kR, RR = R * R, AA = Form::kA * Form::kA;
+  constexpr int64_t kBlock = 16;
   std::vector<T> wt(static_cast<size_t>(RR * g.C * g.OC)), u(static_cast<size_t>(AA * g.C * g.OC));
-  for (int64_t oc = 0; oc < g.OC; ++oc)
-    for (int64_t c = 0; c < g.C; ++c)
-      for (int k = 0; k < RR; ++k) wt[(c * RR + k) * g.OC + oc] = tap(oc, c, k / R, k % R);
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t o0 = 0; o0 < g.OC; o0 += kBlock) {
+      const int64_t o1 = std::min(g.OC, o0 + kBlock);
+      for (int k = 0; k < RR; ++k)
+        for (int64_t oc = o0; oc < o1; ++oc) wt[(c * RR + k) * g.OC + oc] = tap(oc, c, k / R, k % R);
+    }
   cpu::winograd::filter<Form>(wt.data(), u.data(), g.C, g.OC);
   return u;
 }
