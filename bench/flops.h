@@ -36,7 +36,7 @@ constexpr bool winograd_applies(const WinogradConv& g) {  // core/cpu/conv_kerne
          g.OW() < 16;  // OW < 16: the channels-last path
 }
 // The operations of conv_winograd.h's one-dimensional transforms as written (each addition,
-// subtraction and multiplication by a constant; a negation folds into its subtraction), by r:
+// subtraction, negation and multiplication by a constant), by r:
 // F2x3::input 4, F2x5::input 27; output's first and second value 2 and 2, or 4 and 6;
 // output_grad 3 or 6; filter 6 or 25; filter_grad 8 or 26. A two-dimensional transform runs the
 // one-dimensional one down each input column, then along each row of the result.
