@@ -15,7 +15,7 @@
 //   that code runs them, clipped tiles at odd edges included.
 // Elementwise work, pooling, norms, the loss and the optimizer stay out of both counts, as in
 // workloads.h; so do the layout copies around the Winograd GEMMs and the per-thread reduction of
-// the weight gradient (16 x C x OC additions a thread, once a step).
+// the weight gradient (a^2 x C x OC additions a thread, once a step).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,9 @@ struct WinogradConv {  // a 3x3 or 5x5 stride-1 convolution's geometry
   constexpr int64_t OW() const { return W + 2 * pad - r + 1; }
   constexpr int64_t a() const { return r + 1; }
 };
-constexpr bool winograd_applies(const WinogradConv& g) {  // core/cpu/conv_kernel.cpp: use_winograd
+// core/cpu/conv_kernel.cpp's use_winograd for float32 (a bfloat16 layer's 5x5 ones stay direct: these
+// counts are the float32 step's).
+constexpr bool winograd_applies(const WinogradConv& g) {
   return (g.r == 3 || g.r == 5) && g.pad < g.r && g.C >= 8 && g.OC >= 8 && g.OH() >= 6 && g.OW() >= 6 &&
          g.OW() < 16;  // OW < 16: the channels-last path
 }
@@ -101,8 +103,8 @@ static_assert(winograd_applies({32, 64, 13, 13, 0}) && !winograd_applies({64, 64
 // tiles, the last row and column clipped): forward input transform 12 x 27 = 324 a tile and channel,
 // x 16 x 128 = 663,552; GEMMs 2 x 36 x 16 x 128 x 256 = 37,748,736; output transform per channel
 // 9 full tiles x (60 + 20) + 3 x (60 + 10) at the bottom edge + 3 x (60 + 8) at the right + the
-// corner's 64 = 1,198, x 256 = 306,688. Weight gradient: 663,552 + 8 x 6 x 16 x 256 = 196,608 + 37,748,736. Filter
-// transforms: 11 x (25 + 25 + 26) = 836 a filter pair.
+// corner's 64 = 1,198, x 256 = 306,688. Weight gradient: 663,552 + 8 x 6 x 16 x 256 = 196,608 +
+// 37,748,736. Filter transforms: 11 x (25 + 25 + 26) = 836 a filter pair.
 static_assert(winograd_forward({128, 256, 7, 7, 2, 5}) == 663552 + 37748736 + 306688);
 static_assert(winograd_weight_grad({128, 256, 7, 7, 2, 5}) == 663552 + 196608 + 37748736);
 static_assert(winograd_filter_transforms({128, 256, 7, 7, 2, 5}) == 836 * 128 * 256);

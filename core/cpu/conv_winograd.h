@@ -163,10 +163,7 @@ inline int64_t tiles(const ConvGeometry& g) {
   return tiles_h(g) * tiles_w(g);
 }
 
-// u [a^2, C, OC] = G g G^T for every (input channel c, output channel oc), where g is the r x r
-// filter held at wt[(c * r^2 + kh * r + kw) * OC + oc] (the caller lays the filters out so, output
-// channels innermost, and the loop runs over them in vectors: a training step transforms the
-// filters once per chunk of images, and done one filter at a time that cost 4% of a MnistCnn step).
+// One output channel of filter(): g's r x r taps for channel oc transformed into d's a^2 planes.
 template <typename Form, typename T>
 [[gnu::always_inline]] inline void filter_at(const T* g, T* d, int64_t oc, int64_t OC, int64_t plane) {
   constexpr int R = Form::kR, A = Form::kA;
@@ -175,6 +172,11 @@ template <typename Form, typename T>
   both_ways<R, A>(x, y, [](const T* in, T* out) { Form::filter(in, out); });
   unrolled<A * A>([&](auto k) { d[k * plane + oc] = y[k]; });
 }
+
+// u [a^2, C, OC] = G g G^T for every (input channel c, output channel oc), where g is the r x r
+// filter held at wt[(c * r^2 + kh * r + kw) * OC + oc] (the caller lays the filters out so, output
+// channels innermost, and the loop runs over them in vectors: a training step transforms the
+// filters once per chunk of images, and done one filter at a time that cost 4% of a MnistCnn step).
 template <typename Form, typename T>
 void filter(const T* wt, T* u, int64_t C, int64_t OC) {
   constexpr int R = Form::kR;
@@ -187,6 +189,7 @@ void filter(const T* wt, T* u, int64_t C, int64_t OC) {
   }
 }
 
+// One channel of input(): the tile's a x a values at s[k][c] transformed into dst's a^2 planes.
 template <typename Form, typename T>
 [[gnu::always_inline]] inline void input_at(const T* const* s, int64_t c, T* dst, int64_t ldv) {
   constexpr int A = Form::kA;
@@ -217,11 +220,8 @@ void input(const T* xt, T* v, int64_t ldv, const ConvGeometry& g, const T* zeros
     }
 }
 
-// One tile's outputs for every output channel, from m's a^2 products of it at src; kRight and
-// kDown: whether the tile has its second column and row (the clipped tiles at odd edges have not).
-// An instantiation per case keeps the loop's stores unconditional: with `if (right)` inside it,
-// GCC 12 left the loop scalar at the avx2 level (no masked stores before AVX-512), and this
-// transform took 12% of a MnistCnn training step on a Zen 3 VM.
+// One output channel of output_tile(): the tile's a^2 products at src transformed into its (up to)
+// four outputs.
 template <typename Form, bool kRight, bool kDown, typename T>
 [[gnu::always_inline]] inline void output_at(const T* src, int64_t ldm, T* y00, int64_t row, int64_t OC, int64_t oc) {
   constexpr int A = Form::kA;
@@ -233,6 +233,12 @@ template <typename Form, bool kRight, bool kDown, typename T>
   if constexpr (kDown) y00[row + oc] = y[2];
   if constexpr (kRight && kDown) y00[row + OC + oc] = y[3];
 }
+
+// One tile's outputs for every output channel, from m's a^2 products of it at src; kRight and
+// kDown: whether the tile has its second column and row (the clipped tiles at odd edges have not).
+// An instantiation per case keeps the loop's stores unconditional: with `if (right)` inside it,
+// GCC 12 left the loop scalar at the avx2 level (no masked stores before AVX-512), and this
+// transform took 12% of a MnistCnn training step on a Zen 3 VM.
 template <typename Form, bool kRight, bool kDown, typename T>
 inline void output_tile(const T* src, int64_t ldm, T* y00, int64_t row, int64_t OC) {
 #pragma omp simd
@@ -261,19 +267,23 @@ void output(const T* m, int64_t ldm, T* ot, const ConvGeometry& g) {
     }
 }
 
-// The weight gradient runs the forward backwards: with M = U . V summed over channels and
-// Y = A^T M A, dL/dM = A dY A^T per tile and dL/dU = sum over tiles of dL/dM . V (GEMMs), then
-// dL/dg = G^T dL/dU G. This is output()'s adjoint: mg[k * ldm + t * OC + oc] = (A dy A^T)[k]
-// for the 2x2 output gradient dy of tile t at got [OH * OW, OC] (channels-last), zero where a
-// clipped tile has no output.
+// One output channel of output_grad(): the tile's 2x2 output gradient transformed into dst's a^2
+// planes.
 template <typename Form, typename T>
-[[gnu::always_inline]] inline void output_grad_at(const T* y00, const T* y01, const T* y10, const T* y11, T* dst, int64_t ldm, int64_t oc) {
+[[gnu::always_inline]] inline void output_grad_at(const T* y00, const T* y01, const T* y10, const T* y11, T* dst,
+                                                  int64_t ldm, int64_t oc) {
   constexpr int A = Form::kA;
   const T x[4] = {y00[oc], y01[oc], y10[oc], y11[oc]};
   T y[A * A];
   both_ways<2, A>(x, y, [](const T* in, T* out) { Form::output_grad(in, out); });
   unrolled<A * A>([&](auto k) { dst[k * ldm + oc] = y[k]; });
 }
+
+// The weight gradient runs the forward backwards: with M = U . V summed over channels and
+// Y = A^T M A, dL/dM = A dY A^T per tile and dL/dU = sum over tiles of dL/dM . V (GEMMs), then
+// dL/dg = G^T dL/dU G. This is output()'s adjoint: mg[k * ldm + t * OC + oc] = (A dy A^T)[k]
+// for the 2x2 output gradient dy of tile t at got [OH * OW, OC] (channels-last), zero where a
+// clipped tile has no output.
 template <typename Form, typename T>
 void output_grad(const T* got, T* mg, int64_t ldm, const ConvGeometry& g, const T* zeros) {
   const int64_t OC = g.OC, TH = tiles_h(g), TW = tiles_w(g);
