@@ -18,6 +18,7 @@
 #include "core/cpu/bf16_gemm.h"
 #include "core/cpu/conv_winograd.h"
 #include "core/cpu/lowp_reference.h"
+#include "core/cpu/panel_gemm.h"
 #include "core/nn_kernels.h"
 #include "core/parallel.h"
 
@@ -458,6 +459,43 @@ void with_form(const ConvGeometry& g, F f) {
     f(cpu::winograd::F2x3{});
 }
 
+// Whether a layer's GEMMs run on the packed-panel kernel of core/cpu/panel_gemm.h instead of BLAS:
+// the Winograd products of the forward and the input gradient (BLAS repacked the filters' transform
+// for each of a chunk's a^2 products, 36 of K = C rows each for 5x5, and the transformed tiles as
+// well; here the filters are packed once per call and the tiles read in place) and the
+// channels-last path's forward and input gradient (its filters packed once per call instead of once
+// per chunk, the patch rows and the output gradient read in place, no pass zeroing the result). The
+// weight gradients stay on BLAS: on the panel kernel (one operand read down its columns, the other
+// packed per chunk) the DCGAN's Winograd layer ran 2-3% slower and its stride-2 layers no faster.
+// On a Zen 3 VM (avx2) at one thread, the training steps: MnistCnn about 15-20% faster, the DCGAN
+// about 5% (its 256 -> 128 Winograd layer's forward 42 -> 37 ms; the stride-2 layers' forward and
+// backward 1.5-3% each). Only where the 8-float kernel is the level's widest (panel_gemm.h), and
+// not for bfloat16 layers (their GEMMs are bf16_gemm.h's).
+template <typename T>
+bool panel_gemms(const ConvGeometry& g) {
+  return std::is_same_v<T, float> && cpu::panel::kWidestFloatKernel && !g.bf16_gemms;
+}
+
+// An operand of n values packed for the panel kernel (64-byte aligned, as its loads need), read
+// by every chunk of a call.
+template <typename T>
+Tensor panel_buffer(int64_t n) {
+  return empty({n}, TensorOptions{dtype_of<T>()});
+}
+
+// The filters' transform u [a^2, C, OC] packed for the panel kernel, each point's [C, OC] as
+// panel_gemm.h's pack() lays it out; an empty tensor when the layer's GEMMs run on BLAS.
+template <typename Form, typename T>
+Tensor winograd_packed_filters(const T* u, const ConvGeometry& g) {
+  if (!panel_gemms<T>(g)) return Tensor();
+  constexpr int AA = Form::kA * Form::kA;
+  const int64_t per_point = cpu::panel::packed_size(g.C, g.OC);
+  Tensor packed = panel_buffer<T>(AA * per_point);
+  T* p = packed.data_ptr<T>();
+  for (int k = 0; k < AA; ++k) cpu::panel::pack(u + k * g.C * g.OC, g.OC, g.C, g.OC, p + k * per_point);
+  return packed;
+}
+
 // Chunks of images whose transformed input and GEMM results (a^2 values per tile and channel) stay
 // within kWinogradBytes, so that the GEMMs find them in L2: on Zen 5 (1 MiB of L2) chunks of 3 of
 // MNIST's c2 images (108 tiles, 0.7 MiB) made the training step at two threads about 3% faster
@@ -484,6 +522,8 @@ void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometr
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, TT = cpu::winograd::tiles(g);
   const Plan plan = winograd_plan<Form, T>(g);
   const std::vector<T> zeros(static_cast<size_t>(g.C), T(0));
+  const Tensor packed = winograd_packed_filters<Form>(u, g);
+  const int64_t per_point = cpu::panel::packed_size(g.C, g.OC);
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * TT, ldv = rows * g.C, ldm = rows * g.OC;
     T* xt = scratch<T>(2, HW * g.C);
@@ -493,8 +533,14 @@ void winograd_conv(T* o, const T* in, const T* u, const T* bp, const ConvGeometr
       to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
       cpu::winograd::input<Form>(xt, v + j * TT * g.C, ldv, g, zeros.data());
     }
-    for (int k = 0; k < AA; ++k)
-      gemm(g, false, false, rows, g.OC, g.C, T(1), v + k * ldv, g.C, u + k * g.C * g.OC, g.OC, T(0), m + k * ldm, g.OC);
+    for (int k = 0; k < AA; ++k) {
+      if (packed.defined())
+        cpu::panel::gemm_packed<cpu::panel::ALayout::kRows>(
+            rows, g.OC, g.C, v + k * ldv, g.C, packed.data_ptr<T>() + k * per_point, m + k * ldm, g.OC, false);
+      else
+        gemm(g, false, false, rows, g.OC, g.C, T(1), v + k * ldv, g.C, u + k * g.C * g.OC, g.OC, T(0), m + k * ldm,
+             g.OC);
+    }
     T* ot = v;  // the input's transform is spent
     for (int64_t j = 0; j < nb; ++j) {
       cpu::winograd::output<Form>(m + j * TT * g.OC, ldm, ot, g);
@@ -588,6 +634,13 @@ void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& 
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
   const std::vector<T> wt = weight_channels_last(w, g);
   const Plan plan = make_plan(g, true);
+  Tensor packed;  // wt^T [Kp, OC] for the panel kernel
+  if (panel_gemms<T>(g)) {
+    packed = panel_buffer<T>(cpu::panel::packed_size(Kp, g.OC));
+    for (int64_t u0 = 0; u0 < g.OC; u0 += cpu::panel::kPanel)
+      cpu::panel::pack_panel<T>(Kp, u0, std::min(cpu::panel::kPanel, g.OC - u0), packed.data_ptr<T>() + u0 * Kp,
+                                [&](int64_t k, int64_t oc) { return wt[oc * Kp + k]; });
+  }
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * OHW;
     T* xt = scratch<T>(2, HW * g.C);
@@ -597,7 +650,10 @@ void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& 
       to_channels_last(in + (n0 + j) * g.C * HW, xt, g.C, HW);
       im2row(xt, a + j * OHW * Kp, g);
     }
-    gemm(g, false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
+    if (packed.defined())
+      cpu::panel::gemm_packed<cpu::panel::ALayout::kRows>(rows, g.OC, Kp, a, Kp, packed.data_ptr<T>(), ot, g.OC, false);
+    else
+      gemm(g, false, true, rows, g.OC, Kp, T(1), a, Kp, wt.data(), Kp, T(0), ot, g.OC);
     for (int64_t j = 0; j < nb; ++j) from_channels_last(ot + j * OHW * g.OC, o + (n0 + j) * g.OC * OHW, g.OC, OHW, bp);
   });
 }
@@ -607,6 +663,11 @@ void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGe
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
   const std::vector<T> wt = weight_channels_last(w, g);
   const Plan plan = make_plan(g, true);
+  Tensor packed;  // wt [OC, Kp] for the panel kernel
+  if (panel_gemms<T>(g)) {
+    packed = panel_buffer<T>(cpu::panel::packed_size(g.OC, Kp));
+    cpu::panel::pack(wt.data(), Kp, g.OC, Kp, packed.data_ptr<T>());
+  }
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * OHW;
     T* got = scratch<T>(1, rows * g.OC);
@@ -619,7 +680,11 @@ void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGe
       images_side_by_side(goc, got, g.OC, OHW, nb);
       goc = got;
     }
-    gemm(g, true, false, rows, Kp, g.OC, T(1), goc, rows, wt.data(), Kp, T(0), da, Kp);
+    if (packed.defined())  // goc read down its columns
+      cpu::panel::gemm_packed<cpu::panel::ALayout::kColumns>(rows, Kp, g.OC, goc, rows, packed.data_ptr<T>(), da, Kp,
+                                                             false);
+    else
+      gemm(g, true, false, rows, Kp, g.OC, T(1), goc, rows, wt.data(), Kp, T(0), da, Kp);
     for (int64_t j = 0; j < nb; ++j) {
       std::fill(xt, xt + HW * g.C, T(0));
       const T* dj = da + j * OHW * Kp;

@@ -18,9 +18,9 @@
 
 #include "core/cpu/bf16_gemm.h"
 #include "core/cpu/lowp_reference.h"
+#include "core/cpu/panel_gemm.h"
 #include "core/cpu/phased_queue.h"
 #include "core/cpu/rnn_cells.h"
-#include "core/cpu/rnn_gemm.h"
 #include "core/parallel.h"
 #include "core/rnn_kernels.h"
 
@@ -28,7 +28,8 @@ namespace ember {
 
 namespace {
 
-using namespace cpu::rnn;  // NOLINT(google-build-using-namespace): the kernel's own helpers
+using namespace cpu::rnn;    // NOLINT(google-build-using-namespace): the kernel's own helpers
+using namespace cpu::panel;  // NOLINT(google-build-using-namespace): its per-step GEMMs
 using cpu::PhasedQueue;
 using cpu::run_queue;
 
