@@ -152,6 +152,11 @@ void add_gemm_shape_and_tile_rows(std::vector<OpRow>& t) {
   t.push_back(gemm_row("gemm_float32_nn_tall_3x2_tiles", DType::Float32, false, false, {"", 260, 129, 9, 0, 1.0, 0.5}));
   t.push_back(gemm_row("gemm_float64_tn_tall_4x3_tiles", DType::Float64, true, false, {"", 200, 130, 9, 0}));
   t.push_back(gemm_row("gemm_float32_nt_tall_batched", DType::Float32, false, true, {"", 140, 20, 9, 0}, 2));
+  // The CPU's packed-panel path (core/cpu/gemm_kernel.cpp, avx2 level): K over three 256-deep
+  // blocks and rows over three row blocks, accumulating into a padded C; A read down its columns.
+  t.push_back(gemm_row("gemm_float32_nn_deep_k_many_rows_beta1", DType::Float32, false, false,
+                       {"", 450, 48, 600, 1, 1.0, 1.0}));
+  t.push_back(gemm_row("gemm_float32_tn_panel_columns", DType::Float32, true, false, {"", 400, 64, 200, 2}));
 }
 
 void add_tf32_gemm_and_dot_rows(std::vector<OpRow>& t) {
