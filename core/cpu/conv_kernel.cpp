@@ -9,6 +9,8 @@
 // the input, without im2col. Depthwise convolutions (one input and one output channel per group)
 // would make GEMMs of one row, so they run as direct loops. 3x3 and 5x5 stride-1 convolutions of
 // small images run as Winograd F(2x2, 3x3) and F(2x2, 5x5), GEMMs over transformed tiles (conv_winograd.h).
+// At the avx2 level the small images' forward and input-gradient GEMMs run on the packed-panel
+// kernel (core/cpu/panel_gemm.h) instead of OpenBLAS: see panel_gemms below.
 #include <cblas.h>
 
 #include <algorithm>
