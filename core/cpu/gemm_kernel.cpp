@@ -48,16 +48,17 @@ void gemv(CBLAS_TRANSPOSE t, int rows, int cols, T alpha, const T* a, int lda, c
 // float products whose op(B) is small run on the packed-panel kernel of core/cpu/panel_gemm.h,
 // op(B) packed and op(A) read where it lies, instead of through OpenBLAS, which packs both operands
 // at every call and, at beta = 0, first zeroes C in a pass of its own. Measured on a Zen 3 VM
-// (avx2), each product alternating with OpenBLAS in one process, one thread: the LSTM's input
-// projection 3200 x 512 x 128 (x W_ih^T) 1.12x and its input gradient 1.07x; the LSTM
-// classifier's head weight gradient (dY^T X, 10,000 x 128 x 32) 1.51x; a linear layer's weight
-// gradient 64 x 576 x 64 1.15x, 784 x 256 x 64 1.26x; its input gradient 64 x 576 x 64 1.16x.
-// Where it lost, OpenBLAS keeps the product: op(B) over kPanelMaxPacked values (out of L2 once
-// packed: 64 x 784 x 256, 0.91x), op(A) stored transposed and K beyond one 256-deep block (read
-// down its columns, 512 x 128 x 3200, 0.96x), op(B) stored transposed (packed by a gather) for
-// fewer than kPanelMinRowsGather rows (64 x 64 x 576 at two threads, 0.86x), op(B)'s panels
-// less than 3/4 its own columns. Only where the 8-float kernel is the level's widest
-// (panel_gemm.h); alpha 1 and beta 0 or 1 (linear layers, their gradients and matmul), else BLAS.
+// (avx2), each product alternating with OpenBLAS in one process, one thread, a quiet machine: the
+// LSTM's input projection 3200 x 512 x 128 (x W_ih^T) 1.14x and its input gradient 1.07x; the
+// LSTM classifier's head weight gradient (dY^T X, 10,000 x 128 x 32) 1.52x; a linear layer's
+// weight gradient 64 x 576 x 64 1.12x, 784 x 256 x 64 1.27x; its input gradient 64 x 576 x 64
+// 1.17x. Where it lost (measured with another benchmark running beside it), OpenBLAS keeps the
+// product: op(B) over kPanelMaxPacked values (out of L2 once packed: 64 x 784 x 256, 0.91x), op(A)
+// stored transposed and K beyond one 256-deep block (read down its columns, 512 x 128 x 3200,
+// 0.96x), op(B) stored transposed (packed by a gather) for fewer than kPanelMinRowsGather rows
+// (64 x 64 x 576 at two threads, 0.86x), op(B)'s panels less than 3/4 its own columns. Only where
+// the 8-float kernel is the level's widest (panel_gemm.h); alpha 1 and beta 0 or 1 (linear layers,
+// their gradients and matmul), else BLAS.
 constexpr int64_t kPanelMaxPacked = int64_t{1} << 16;
 constexpr int64_t kPanelMinRows = 16, kPanelMinRowsGather = 128;
 constexpr int64_t kPanelMinMacs = int64_t{1} << 20;  // a thread's share of rows does at least this much
