@@ -470,9 +470,10 @@ void with_form(const ConvGeometry& g, F f) {
 // weight gradients stay on BLAS: on the panel kernel (one operand read down its columns, the other
 // packed per chunk) the DCGAN's Winograd layer ran 2-3% slower and its stride-2 layers no faster.
 // On a Zen 3 VM (avx2) at one thread, the training steps: MnistCnn about 15-20% faster, the DCGAN
-// about 5% (its 256 -> 128 Winograd layer's forward 42 -> 37 ms; the stride-2 layers' forward and
-// backward 1.5-3% each). Only where the 8-float kernel is the level's widest (panel_gemm.h), and
-// not for bfloat16 layers (their GEMMs are bf16_gemm.h's).
+// about 5%; in one process, the path toggled, forward and backward: its 256 -> 128 Winograd layer
+// 128.4 -> 117.7 ms, its stride-2 convolution 49.9 -> 47.2 ms and transposed one 49.0 -> 46.8 ms.
+// Only where the 8-float kernel is the level's widest (panel_gemm.h), and not for bfloat16 layers
+// (their GEMMs are bf16_gemm.h's).
 template <typename T>
 bool panel_gemms(const ConvGeometry& g) {
   return std::is_same_v<T, float> && cpu::panel::kWidestFloatKernel && !g.bf16_gemms;
