@@ -486,8 +486,8 @@ Tensor panel_buffer(int64_t n) {
   return empty({n}, TensorOptions{dtype_of<T>()});
 }
 
-// The filters' transform u [a^2, C, OC] packed for the panel kernel, each point's [C, OC] as
-// panel_gemm.h's pack() lays it out; an empty tensor when the layer's GEMMs run on BLAS.
+// The filters' transform u [a^2, C, OC] packed for the panel kernel, each point's [C, OC] one
+// operand; an empty tensor when the layer's GEMMs run on BLAS.
 template <typename Form, typename T>
 Tensor winograd_packed_filters(const T* u, const ConvGeometry& g) {
   if (!panel_gemms<T>(g)) return Tensor();
@@ -495,7 +495,8 @@ Tensor winograd_packed_filters(const T* u, const ConvGeometry& g) {
   const int64_t per_point = cpu::panel::packed_size(g.C, g.OC);
   Tensor packed = panel_buffer<T>(AA * per_point);
   T* p = packed.data_ptr<T>();
-  for (int k = 0; k < AA; ++k) cpu::panel::pack(u + k * g.C * g.OC, g.OC, g.C, g.OC, p + k * per_point);
+  for (int k = 0; k < AA; ++k)
+    cpu::panel::pack(g.C, g.OC, p + k * per_point, [&](int64_t c, int64_t oc) { return u[(k * g.C + c) * g.OC + oc]; });
   return packed;
 }
 
@@ -632,18 +633,28 @@ void winograd_backward_weight(T* gw, const T* go, const T* in, const ConvGeometr
   with_form(g, [&]<typename Form>(Form) { winograd_backward_weight_form<Form>(gw, go, in, g); });
 }
 
+// The channels-last filters wt [OC, Kp] (weight_channels_last) packed for the panel kernel: as
+// [Kp, OC] for the forward, as they are (by_output_channel) for the input gradient; an empty tensor
+// when the layer's GEMMs run on BLAS.
+template <typename T>
+Tensor cl_packed_filters(const std::vector<T>& wt, const ConvGeometry& g, bool by_output_channel) {
+  if (!panel_gemms<T>(g)) return Tensor();
+  const int64_t Kp = g.KH * g.KW * g.C;
+  Tensor packed =
+      panel_buffer<T>(by_output_channel ? cpu::panel::packed_size(g.OC, Kp) : cpu::panel::packed_size(Kp, g.OC));
+  if (by_output_channel)
+    cpu::panel::pack(g.OC, Kp, packed.data_ptr<T>(), [&](int64_t oc, int64_t k) { return wt[oc * Kp + k]; });
+  else
+    cpu::panel::pack(Kp, g.OC, packed.data_ptr<T>(), [&](int64_t k, int64_t oc) { return wt[oc * Kp + k]; });
+  return packed;
+}
+
 template <typename T>
 void cl_forward(T* o, const T* in, const T* w, const T* bp, const ConvGeometry& g) {
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
   const std::vector<T> wt = weight_channels_last(w, g);
+  const Tensor packed = cl_packed_filters(wt, g, false);
   const Plan plan = make_plan(g, true);
-  Tensor packed;  // wt^T [Kp, OC] for the panel kernel
-  if (panel_gemms<T>(g)) {
-    packed = panel_buffer<T>(cpu::panel::packed_size(Kp, g.OC));
-    for (int64_t u0 = 0; u0 < g.OC; u0 += cpu::panel::kPanel)
-      cpu::panel::pack_panel<T>(Kp, u0, std::min(cpu::panel::kPanel, g.OC - u0), packed.data_ptr<T>() + u0 * Kp,
-                                [&](int64_t k, int64_t oc) { return wt[oc * Kp + k]; });
-  }
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * OHW;
     T* xt = scratch<T>(2, HW * g.C);
@@ -665,12 +676,8 @@ template <typename T>
 void cl_backward_input(T* gi, const T* go, const T* w, const T* bp, const ConvGeometry& g) {
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW, Kp = g.KH * g.KW * g.C;
   const std::vector<T> wt = weight_channels_last(w, g);
+  const Tensor packed = cl_packed_filters(wt, g, true);
   const Plan plan = make_plan(g, true);
-  Tensor packed;  // wt [OC, Kp] for the panel kernel
-  if (panel_gemms<T>(g)) {
-    packed = panel_buffer<T>(cpu::panel::packed_size(g.OC, Kp));
-    cpu::panel::pack(wt.data(), Kp, g.OC, Kp, packed.data_ptr<T>());
-  }
   run_chunks(plan, g.N, [&](int, int64_t n0, int64_t nb) {
     const int64_t rows = nb * OHW;
     T* got = scratch<T>(1, rows * g.OC);

@@ -13,6 +13,7 @@
 #include "core/cpu/panel_gemm.h"
 #include "core/gemm_kernels.h"
 #include "core/parallel.h"
+#include "core/tensor.h"
 
 namespace ember {
 
@@ -89,14 +90,12 @@ void panel_rows(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, co
 void panel_gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
   namespace P = cpu::panel;
   const int64_t M = g.m, N = g.n, K = g.k;
-  std::vector<float> buf(static_cast<size_t>(P::packed_size(K, N) + 16));
-  float* pk = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  const Tensor packed = empty({P::packed_size(K, N)}, TensorOptions{DType::Float32});
+  float* pk = packed.data_ptr<float>();
   if (g.trans_b)  // B [N, K]
-    for (int64_t u0 = 0; u0 < N; u0 += P::kPanel)
-      P::pack_panel<float>(K, u0, std::min(P::kPanel, N - u0), pk + u0 * K,
-                           [&](int64_t k, int64_t u) { return b[u * g.ldb + k]; });
+    P::pack(K, N, pk, [&](int64_t k, int64_t n) { return b[n * g.ldb + k]; });
   else
-    P::pack(b, g.ldb, K, N, pk);
+    P::pack(K, N, pk, [&](int64_t k, int64_t n) { return b[k * g.ldb + n]; });
   if (g.trans_a)  // A [K, M], read down its columns
     panel_rows<P::ALayout::kColumns>(M, N, K, a, g.lda, pk, c, g.ldc, g.beta == 1.0);
   else

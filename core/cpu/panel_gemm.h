@@ -123,6 +123,10 @@ inline void micro(int64_t kc, const T* a, int64_t lda, const T* p, T* c, int64_t
 template <typename T, ALayout L = ALayout::kRows>
 void gemm_panel(int64_t M, int64_t K, const T* a, int64_t lda, const T* panel, T* c, int64_t ldc, int64_t width,
                 bool accumulate) {
+  // The register block of each height, mr rows at kMicro[mr - 1].
+  using Micro = void (*)(int64_t, const T*, int64_t, const T*, T*, int64_t, int64_t, bool);
+  static constexpr Micro kMicro[kMaxRows] = {&micro<1, L, T>, &micro<2, L, T>, &micro<3, L, T>,
+                                             &micro<4, L, T>, &micro<5, L, T>, &micro<6, L, T>};
   const int64_t blocks = (M + kMaxRows - 1) / kMaxRows;
   for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, K - k0);
@@ -131,28 +135,7 @@ void gemm_panel(int64_t M, int64_t K, const T* a, int64_t lda, const T* panel, T
     for (int64_t bi = 0; bi < blocks; ++bi) {
       // rows spread evenly over the blocks, so that no block is left nearly empty
       const int64_t mr = (M - row + (blocks - bi) - 1) / (blocks - bi);
-      const T* ab = a_at<L>(a, lda, row, k0);
-      const T* pb = panel + k0 * kPanel;
-      T* cb = c + row * ldc;
-      switch (mr) {
-        case 1:
-          micro<1, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-          break;
-        case 2:
-          micro<2, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-          break;
-        case 3:
-          micro<3, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-          break;
-        case 4:
-          micro<4, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-          break;
-        case 5:
-          micro<5, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-          break;
-        default:
-          micro<6, L>(kc, ab, lda, pb, cb, ldc, width, acc);
-      }
+      kMicro[mr - 1](kc, a_at<L>(a, lda, row, k0), lda, panel + k0 * kPanel, c + row * ldc, ldc, width, acc);
       row += mr;
     }
   }
@@ -163,7 +146,8 @@ template <typename T, typename Elem>
 void pack_panel(int64_t K, int64_t u0, int64_t width, T* p, const Elem& elem) {
   for (int64_t k = 0; k < K; ++k) {
     T* row = p + k * kPanel;
-    for (int64_t j = 0; j < kPanel; ++j) row[j] = j < width ? elem(k, u0 + j) : T(0);
+    for (int64_t j = 0; j < width; ++j) row[j] = elem(k, u0 + j);
+    for (int64_t j = width; j < kPanel; ++j) row[j] = T(0);
   }
 }
 
@@ -172,19 +156,11 @@ inline int64_t packed_size(int64_t K, int64_t N) {
   return (N + kPanel - 1) / kPanel * K * kPanel;
 }
 
-// Packs B [K, N] (row k at b + k * ldb) into p (64-byte aligned, packed_size(K, N) values).
-template <typename T>
-void pack(const T* b, int64_t ldb, int64_t K, int64_t N, T* p) {
-  for (int64_t u0 = 0; u0 < N; u0 += kPanel) {
-    const int64_t width = std::min(kPanel, N - u0);
-    T* d = p + u0 * K;  // panel u0 / kPanel starts after u0 / kPanel panels of K * kPanel
-    for (int64_t k = 0; k < K; ++k) {
-      const T* src = b + k * ldb + u0;
-      T* row = d + k * kPanel;
-      for (int64_t j = 0; j < width; ++j) row[j] = src[j];
-      for (int64_t j = width; j < kPanel; ++j) row[j] = T(0);
-    }
-  }
+// Packs the whole K x N operand elem(k, n) into p (64-byte aligned, packed_size(K, N) values):
+// panel u0 / kPanel starts after u0 / kPanel panels of K * kPanel.
+template <typename T, typename Elem>
+void pack(int64_t K, int64_t N, T* p, const Elem& elem) {
+  for (int64_t u0 = 0; u0 < N; u0 += kPanel) pack_panel<T>(K, u0, std::min(kPanel, N - u0), p + u0 * K, elem);
 }
 
 // C [M, N] (+)= A [M, K] B, B as pack() left it; A read as L says. K is taken in kBlockK-deep

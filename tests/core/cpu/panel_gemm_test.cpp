@@ -44,7 +44,7 @@ void check(int64_t M, int64_t N, int64_t K, bool accumulate, std::mt19937& rng) 
   for (T& x : c) x = static_cast<T>(u(rng));
   const std::vector<T> c0 = c;
   Aligned<T> packed(panel::packed_size(K, N));
-  panel::pack(b.data(), ldb, K, N, packed.data);
+  panel::pack(K, N, packed.data, [&](int64_t k, int64_t n) { return b[k * ldb + n]; });
   panel::gemm_packed<L>(M, N, K, a.data(), lda, packed.data, c.data(), ldc, accumulate);
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
@@ -98,7 +98,7 @@ EMBER_CPU_LEVEL_TEST(PanelGemm, PackZeroPadsThePartialPanel) {
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i + 1);
   Aligned<float> p(panel::packed_size(K, N));
   ASSERT_EQ(panel::packed_size(K, N), 2 * K * panel::kPanel);
-  panel::pack(b.data(), N, K, N, p.data);
+  panel::pack(K, N, p.data, [&](int64_t k, int64_t n) { return b[k * N + n]; });
   for (int64_t q = 0; q < 2; ++q)
     for (int64_t k = 0; k < K; ++k)
       for (int64_t j = 0; j < panel::kPanel; ++j) {
