@@ -13,7 +13,6 @@
 #include "core/cpu/panel_gemm.h"
 #include "core/gemm_kernels.h"
 #include "core/parallel.h"
-#include "core/tensor.h"
 
 namespace ember {
 
@@ -90,8 +89,11 @@ void panel_rows(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, co
 void panel_gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
   namespace P = cpu::panel;
   const int64_t M = g.m, N = g.n, K = g.k;
-  const Tensor packed = empty({P::packed_size(K, N)}, TensorOptions{DType::Float32});
-  float* pk = packed.data_ptr<float>();
+  // A vector aligned by hand, not a Tensor: at the levels without this path the function is dead
+  // code, and a Tensor would make the avx2 copy alone define shared_ptr's weak symbols, which one
+  // level's copy could then lend the others (compiler.cpu_dispatch_symbols).
+  std::vector<float> buf(static_cast<size_t>(P::packed_size(K, N) + 16));
+  float* pk = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
   if (g.trans_b)  // B [N, K]
     P::pack(K, N, pk, [&](int64_t k, int64_t n) { return b[n * g.ldb + k]; });
   else

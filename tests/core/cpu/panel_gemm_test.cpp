@@ -34,7 +34,10 @@ struct Aligned {  // 64-byte aligned storage, as the packed operand must be
 
 template <typename T, panel::ALayout L>
 void check(int64_t M, int64_t N, int64_t K, bool accumulate, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  // Uniform in [-1, 1) from the generator's 32-bit values: std::uniform_real_distribution would
+  // instantiate std::generate_canonical in the avx2 and avx512 copies of this file alone
+  // (compiler.cpu_dispatch_symbols).
+  auto u = [](std::mt19937& r) { return static_cast<double>(r()) / 2147483648.0 - 1.0; };
   const int64_t lda = (L == panel::ALayout::kRows ? K : M) + 3;  // leading dimensions wider than the operand
   const int64_t ldb = N + 5, ldc = N + 2;
   const int64_t a_rows = L == panel::ALayout::kRows ? M : K;
