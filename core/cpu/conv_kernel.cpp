@@ -9,7 +9,7 @@
 // the input, without im2col. Depthwise convolutions (one input and one output channel per group)
 // would make GEMMs of one row, so they run as direct loops. 3x3 and 5x5 stride-1 convolutions of
 // small images run as Winograd F(2x2, 3x3) and F(2x2, 5x5), GEMMs over transformed tiles (conv_winograd.h).
-// At the avx2 level the small images' forward and input-gradient GEMMs run on the packed-panel
+// At the avx2 and avx512 levels the small images' forward and input-gradient GEMMs run on the packed-panel
 // kernel (core/cpu/panel_gemm.h) instead of OpenBLAS: see panel_gemms below.
 #include <cblas.h>
 
@@ -472,11 +472,12 @@ void with_form(const ConvGeometry& g, F f) {
 // On a Zen 3 VM (avx2) at one thread, the training steps: MnistCnn about 15-20% faster, the DCGAN
 // about 5%; in one process, the path toggled, forward and backward: its 256 -> 128 Winograd layer
 // 128.4 -> 117.7 ms, its stride-2 convolution 49.9 -> 47.2 ms and transposed one 49.0 -> 46.8 ms.
-// Only where the 8-float kernel is the level's widest (panel_gemm.h), and not for bfloat16 layers
-// (their GEMMs are bf16_gemm.h's).
+// On a Zen 5 VM (avx512, OpenBLAS's SkylakeX kernels beside it), the DCGAN 3-7% faster at one and
+// two threads, MnistCnn level. Only where the level's float kernel is a vector one (panel_gemm.h),
+// and not for bfloat16 layers (their GEMMs are bf16_gemm.h's).
 template <typename T>
 bool panel_gemms(const ConvGeometry& g) {
-  return std::is_same_v<T, float> && cpu::panel::kWidestFloatKernel && !g.bf16_gemms;
+  return std::is_same_v<T, float> && cpu::panel::kVectorFloatKernel && !g.bf16_gemms;
 }
 
 // An operand of n values packed for the panel kernel (64-byte aligned, as its loads need), read

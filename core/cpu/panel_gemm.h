@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "core/cpu/capability.h"
 
@@ -23,10 +24,17 @@ inline namespace EMBER_CPU_NS {
 namespace panel {
 
 // A panel: K rows of kPanel contiguous values (zero-padded past the operand's last column),
-// 64-byte aligned.
+// 64-byte aligned: two of the level's float vectors a row, so that the vector kernels below load
+// B twice per k for two FMAs a row (one 16-float vector a row read A broadcasts and B at one FMA
+// each, and ran 10-20% below OpenBLAS's SkylakeX kernels on a Zen 5 VM; two a row level or above).
+#if defined(__AVX512F__)
+constexpr int64_t kPanel = 32;
+constexpr int kMaxRows = 12;  // rows per register block: 24 accumulators of 16 floats
+#else
 constexpr int64_t kPanel = 16;
-constexpr int64_t kBlockK = 256;  // a panel's K-block (16 KB of floats) stays in L1 across row blocks
-constexpr int kMaxRows = 6;       // rows per register block: 12 accumulators of 8 floats
+constexpr int kMaxRows = 6;  // rows per register block: 12 accumulators of 8 floats
+#endif
+constexpr int64_t kBlockK = 256;  // a panel's K-block (16 or 32 KB of floats) stays in L1 across row blocks
 
 // Where A's element (i, k) lies: row by row, or column by column (A^T stored row by row).
 enum class ALayout { kRows, kColumns };
@@ -36,13 +44,14 @@ inline const T* a_at(const T* a, int64_t lda, int64_t i, int64_t k) {
   return L == ALayout::kRows ? a + i * lda + k : a + k * lda + i;
 }
 
-// Whether this level's float kernel is the AVX2/FMA one below with nothing wider beside it: where
-// the CPU has AVX-512, BLAS's 16-float kernels may outrun its 8-float ones, and callers that could
-// use BLAS instead do (not measured here: the machine this was written on has no AVX-512).
-#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-constexpr bool kWidestFloatKernel = true;
+// Whether this level's float kernel is a vector one as wide as the level's vectors (AVX2/FMA's 8
+// floats at avx2, AVX-512's 16 at avx512): then callers that could use BLAS instead take it where
+// repacking B at every BLAS call would cost more (gemm_kernel.cpp, conv_kernel.cpp). At baseline
+// the portable kernel is slower than BLAS and they do not.
+#if defined(__AVX2__) && defined(__FMA__)
+constexpr bool kVectorFloatKernel = true;
 #else
-constexpr bool kWidestFloatKernel = false;
+constexpr bool kVectorFloatKernel = false;
 #endif
 
 // C[0:MR, 0:width] (+)= A[0:MR, 0:kc] P[0:kc, 0:kPanel]; the portable version. When accumulating,
@@ -64,7 +73,7 @@ inline void micro_kernel(int64_t kc, const T* a, int64_t lda, const T* p, T* c, 
     for (int64_t j = 0; j < width; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 // float with AVX2/FMA: two 8-float accumulators per row, the A value broadcast from memory. The
 // accumulators are named variables (not arrays) so that they live in registers.
 #define EMBER_PANEL_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -108,9 +117,55 @@ inline void micro_kernel_avx2(int64_t kc, const float* a, int64_t lda, const flo
 #undef EMBER_PANEL_ROWS
 #endif
 
+#if defined(__AVX512F__)
+// float with AVX-512: two 16-float accumulators per row (a whole panel row), the A value broadcast
+// once for both; a partial panel's columns are loaded and stored through masks.
+#define EMBER_PANEL_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+template <int MR, ALayout L>
+inline void micro_kernel_avx512(int64_t kc, const float* a, int64_t lda, const float* p, float* c, int64_t ldc,
+                                int64_t width, bool accumulate) {
+  static_assert(MR >= 1 && MR <= kMaxRows && kPanel == 32);
+  const __mmask16 m0 = width >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << width) - 1);
+  const __mmask16 m1 = width <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (width - 16)) - 1);
+#define EMBER_PANEL_DECL(i) __m512 lo##i = _mm512_setzero_ps(), hi##i = _mm512_setzero_ps();
+  EMBER_PANEL_ROWS(EMBER_PANEL_DECL)
+#undef EMBER_PANEL_DECL
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(p + k * kPanel), b1 = _mm512_load_ps(p + k * kPanel + 16);
+#define EMBER_PANEL_FMA(i)                                    \
+  if constexpr (MR > i) {                                     \
+    const __m512 av = _mm512_set1_ps(*a_at<L>(a, lda, i, k)); \
+    lo##i = _mm512_fmadd_ps(av, b0, lo##i);                   \
+    hi##i = _mm512_fmadd_ps(av, b1, hi##i);                   \
+  }
+    EMBER_PANEL_ROWS(EMBER_PANEL_FMA)
+#undef EMBER_PANEL_FMA
+  }
+  // C is added after the block's sum, as in the portable kernel (and why there).
+#define EMBER_PANEL_STORE(i)                                             \
+  if constexpr (MR > i) {                                                \
+    float* dst = c + i * ldc;                                            \
+    if (accumulate) {                                                    \
+      lo##i = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, dst), lo##i);      \
+      hi##i = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, dst + 16), hi##i); \
+    }                                                                    \
+    _mm512_mask_storeu_ps(dst, m0, lo##i);                               \
+    _mm512_mask_storeu_ps(dst + 16, m1, hi##i);                          \
+  }
+  EMBER_PANEL_ROWS(EMBER_PANEL_STORE)
+#undef EMBER_PANEL_STORE
+}
+#undef EMBER_PANEL_ROWS
+#endif
+
 template <int MR, ALayout L, typename T>
 inline void micro(int64_t kc, const T* a, int64_t lda, const T* p, T* c, int64_t ldc, int64_t width, bool accumulate) {
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    micro_kernel_avx512<MR, L>(kc, a, lda, p, c, ldc, width, accumulate);
+    return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
   if constexpr (std::is_same_v<T, float>) {
     micro_kernel_avx2<MR, L>(kc, a, lda, p, c, ldc, width, accumulate);
     return;
@@ -119,14 +174,21 @@ inline void micro(int64_t kc, const T* a, int64_t lda, const T* p, T* c, int64_t
   micro_kernel<MR, L, T>(kc, a, lda, p, c, ldc, width, accumulate);
 }
 
+// The register block of each height: kFns[mr - 1] runs mr rows. A plain array in this level's
+// namespace, not a std::array, whose members a level could define alone (kMaxRows differs).
+template <ALayout L, typename T, typename Rows>
+struct MicroTable;
+template <ALayout L, typename T, int... I>
+struct MicroTable<L, T, std::integer_sequence<int, I...>> {
+  using Fn = void (*)(int64_t, const T*, int64_t, const T*, T*, int64_t, int64_t, bool);
+  static constexpr Fn kFns[sizeof...(I)] = {&micro<I + 1, L, T>...};
+};
+
 // C[M, 0:width] (+)= A[M, K] P for one packed panel P [K, kPanel] (64-byte aligned).
 template <typename T, ALayout L = ALayout::kRows>
 void gemm_panel(int64_t M, int64_t K, const T* a, int64_t lda, const T* panel, T* c, int64_t ldc, int64_t width,
                 bool accumulate) {
-  // The register block of each height, mr rows at kMicro[mr - 1].
-  using Micro = void (*)(int64_t, const T*, int64_t, const T*, T*, int64_t, int64_t, bool);
-  static constexpr Micro kMicro[kMaxRows] = {&micro<1, L, T>, &micro<2, L, T>, &micro<3, L, T>,
-                                             &micro<4, L, T>, &micro<5, L, T>, &micro<6, L, T>};
+  using Micro = MicroTable<L, T, std::make_integer_sequence<int, kMaxRows>>;
   const int64_t blocks = (M + kMaxRows - 1) / kMaxRows;
   for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, K - k0);
@@ -135,7 +197,7 @@ void gemm_panel(int64_t M, int64_t K, const T* a, int64_t lda, const T* panel, T
     for (int64_t bi = 0; bi < blocks; ++bi) {
       // rows spread evenly over the blocks, so that no block is left nearly empty
       const int64_t mr = (M - row + (blocks - bi) - 1) / (blocks - bi);
-      kMicro[mr - 1](kc, a_at<L>(a, lda, row, k0), lda, panel + k0 * kPanel, c + row * ldc, ldc, width, acc);
+      Micro::kFns[mr - 1](kc, a_at<L>(a, lda, row, k0), lda, panel + k0 * kPanel, c + row * ldc, ldc, width, acc);
       row += mr;
     }
   }

@@ -184,7 +184,7 @@ void forward_impl(const RnnForwardArgs& a) {
   const int64_t BH = B * H;
   initial_states<T>(a, steps, hs, cs);
 
-  // Packed W_hh^T: panel (g, q) holds gate g's units [16q, 16q + 16) as columns, K = H rows.
+  // Packed W_hh^T: panel (g, q) holds gate g's units [kPanel q, kPanel (q + 1)) as columns, K = H rows.
   const int64_t QP = (H + kPanel - 1) / kPanel;
   Tensor packed = empty({G * QP * H * kPanel}, opts);
   T* pk = packed.data_ptr<T>();
@@ -263,7 +263,7 @@ void recurrent_backward(const RnnBackwardArgs& a, T* dgx, T* dgh, std::vector<T>
   const T* ghn = gru ? a.ws.ghn.data_ptr<T>() : nullptr;
   const T* dout = a.grad_output.data_ptr<T>();
 
-  // Packed W_hh: panel q holds units [16q, 16q + 16) as columns, K = G*H rows.
+  // Packed W_hh: panel q holds units [kPanel q, kPanel (q + 1)) as columns, K = G*H rows.
   const int64_t QP = (H + kPanel - 1) / kPanel;
   Tensor packed = empty({QP * GH * kPanel}, opts);
   T* pk = packed.data_ptr<T>();

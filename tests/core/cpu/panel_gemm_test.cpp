@@ -1,8 +1,9 @@
 // The packed-panel GEMM of core/cpu/panel_gemm.h, compiled once per CPU capability level (at avx2
-// and avx512 its AVX2/FMA kernel, at baseline the portable one), against a double-precision
-// product: every register block height (1-6 rows and remainders past them), every panel width
-// (N not a multiple of 16), K across the 256-deep blocks, A read by rows and by columns, and
-// accumulation into C. float and double.
+// its AVX2/FMA kernel on 16-column panels, at avx512 its AVX-512 one on 32-column panels, at
+// baseline the portable one), against a double-precision product: every register block height
+// (1-12 rows and remainders past them), every panel width (N not a multiple of 16 or 32, partial
+// panels narrower and wider than one vector), K across the 256-deep blocks, A read by rows and by
+// columns, and accumulation into C. float and double.
 #include "core/cpu/panel_gemm.h"
 
 #include <gtest/gtest.h>
@@ -73,8 +74,8 @@ void check(int64_t M, int64_t N, int64_t K, bool accumulate, std::mt19937& rng) 
 template <typename T, panel::ALayout L>
 void sweep() {
   std::mt19937 rng(77);
-  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 11, 13, 25})
-    for (int64_t N : {1, 15, 16, 17, 40})
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 25, 37})
+    for (int64_t N : {1, 15, 16, 17, 31, 32, 33, 40, 70})
       for (int64_t K : {1, 7, 256, 300})
         for (bool accumulate : {false, true}) check<T, L>(M, N, K, accumulate, rng);
   // Rows in more than one block of gemm_packed (kBlockABytes of A), K in three 256-deep blocks.
@@ -96,7 +97,7 @@ EMBER_CPU_LEVEL_TEST(PanelGemm, DoubleColumnsMatchesDoubleProduct) {
 
 // pack() lays panels out one after another, zero past N: the layout gemm_panel reads.
 EMBER_CPU_LEVEL_TEST(PanelGemm, PackZeroPadsThePartialPanel) {
-  const int64_t K = 3, N = 20;
+  const int64_t K = 3, N = panel::kPanel + 4;
   std::vector<float> b(static_cast<size_t>(K * N));
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i + 1);
   Aligned<float> p(panel::packed_size(K, N));
