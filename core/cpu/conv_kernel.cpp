@@ -492,11 +492,8 @@ Tensor panel_buffer(int64_t n) {
 // threads on a Zen 5 VM (OpenBLAS packs inside each chunk's GEMM, in parallel).
 template <typename T, typename Elem>
 void pack_across_threads(int64_t K, int64_t N, T* p, const Elem& elem) {
-  namespace P = cpu::panel;
-  parallel_for(0, (N + P::kPanel - 1) / P::kPanel, 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q)
-      P::pack_panel<T>(K, q * P::kPanel, std::min(P::kPanel, N - q * P::kPanel), p + q * P::kPanel * K, elem);
-  });
+  parallel_for(0, cpu::panel::panel_count(N), 1,
+               [&](int64_t q0, int64_t q1) { cpu::panel::pack_panels<T>(K, N, q0, q1, p, elem); });
 }
 
 // The filters' transform u [a^2, C, OC] packed for the panel kernel, each point's [C, OC] one

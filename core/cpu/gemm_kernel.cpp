@@ -67,7 +67,7 @@ constexpr int64_t kPanelMinMacs = int64_t{1} << 20;  // a thread's share of rows
 
 // Whether op(B)'s panels (kPanel columns each) hold at least 3/4 its own columns.
 bool fills_panels(int64_t cols) {
-  const int64_t padded = (cols + cpu::panel::kPanel - 1) / cpu::panel::kPanel * cpu::panel::kPanel;
+  const int64_t padded = cpu::panel::panel_count(cols) * cpu::panel::kPanel;
   return 4 * cols >= 3 * padded;
 }
 

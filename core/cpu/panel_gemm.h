@@ -34,7 +34,9 @@ constexpr int kMaxRows = 12;  // rows per register block: 24 accumulators of 16 
 constexpr int64_t kPanel = 16;
 constexpr int kMaxRows = 6;  // rows per register block: 12 accumulators of 8 floats
 #endif
-constexpr int64_t kBlockK = 256;  // a panel's K-block (16 or 32 KB of floats) stays in L1 across row blocks
+// A panel's K-block (16 or 32 KB of floats) stays in L1 across row blocks. 32 KB at avx512 was
+// measured on Zen 5 (48 KB of L1; 128-deep blocks were no different there), not on Zen 4's 32 KB.
+constexpr int64_t kBlockK = 256;
 
 // Where A's element (i, k) lies: row by row, or column by column (A^T stored row by row).
 enum class ALayout { kRows, kColumns };
@@ -47,7 +49,8 @@ inline const T* a_at(const T* a, int64_t lda, int64_t i, int64_t k) {
 // Whether this level's float kernel is a vector one as wide as the level's vectors (AVX2/FMA's 8
 // floats at avx2, AVX-512's 16 at avx512): then callers that could use BLAS instead take it where
 // repacking B at every BLAS call would cost more (gemm_kernel.cpp, conv_kernel.cpp). At baseline
-// the portable kernel is slower than BLAS and they do not.
+// the portable kernel is slower than BLAS and they do not. The avx2 choice was measured on Zen 3,
+// the avx512 one on Zen 5 only: not on Intel CPUs or Zen 4, whose 512-bit FMAs and caches differ.
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr bool kVectorFloatKernel = true;
 #else
@@ -213,16 +216,28 @@ void pack_panel(int64_t K, int64_t u0, int64_t width, T* p, const Elem& elem) {
   }
 }
 
-// A whole operand B [K, N] as ceil(N / kPanel) panels one after another: packed_size values.
-inline int64_t packed_size(int64_t K, int64_t N) {
-  return (N + kPanel - 1) / kPanel * K * kPanel;
+// The number of panels of an operand N columns wide.
+inline int64_t panel_count(int64_t N) {
+  return (N + kPanel - 1) / kPanel;
 }
 
-// Packs the whole K x N operand elem(k, n) into p (64-byte aligned, packed_size(K, N) values):
-// panel u0 / kPanel starts after u0 / kPanel panels of K * kPanel.
+// A whole operand B [K, N] as ceil(N / kPanel) panels one after another: packed_size values.
+inline int64_t packed_size(int64_t K, int64_t N) {
+  return panel_count(N) * K * kPanel;
+}
+
+// Panels [q0, q1) of the K x N operand elem(k, n), packed where pack() puts them: panel q starts
+// after q panels of K * kPanel. Callers that spread the panels across threads call it per range.
+template <typename T, typename Elem>
+void pack_panels(int64_t K, int64_t N, int64_t q0, int64_t q1, T* p, const Elem& elem) {
+  for (int64_t q = q0; q < q1; ++q)
+    pack_panel<T>(K, q * kPanel, std::min(kPanel, N - q * kPanel), p + q * kPanel * K, elem);
+}
+
+// Packs the whole K x N operand elem(k, n) into p (64-byte aligned, packed_size(K, N) values).
 template <typename T, typename Elem>
 void pack(int64_t K, int64_t N, T* p, const Elem& elem) {
-  for (int64_t u0 = 0; u0 < N; u0 += kPanel) pack_panel<T>(K, u0, std::min(kPanel, N - u0), p + u0 * K, elem);
+  pack_panels<T>(K, N, 0, panel_count(N), p, elem);
 }
 
 // C [M, N] (+)= A [M, K] B, B as pack() left it; A read as L says. K is taken in kBlockK-deep

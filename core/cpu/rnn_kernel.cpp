@@ -99,7 +99,7 @@ struct UnitGroups {
   int64_t H, panels, count;
   UnitGroups(int64_t h, int64_t step_macs, int nthreads)
       : H(h),
-        panels((h + kPanel - 1) / kPanel),
+        panels(panel_count(h)),
         count(std::min(panels, std::max<int64_t>(4 * nthreads, step_macs / (int64_t{1} << 24) + 1))) {}
   int64_t q0(int64_t item) const { return panels * item / count; }  // panels [q0, q1)
   int64_t q1(int64_t item) const { return panels * (item + 1) / count; }
@@ -185,7 +185,7 @@ void forward_impl(const RnnForwardArgs& a) {
   initial_states<T>(a, steps, hs, cs);
 
   // Packed W_hh^T: panel (g, q) holds gate g's units [kPanel q, kPanel (q + 1)) as columns, K = H rows.
-  const int64_t QP = (H + kPanel - 1) / kPanel;
+  const int64_t QP = panel_count(H);
   Tensor packed = empty({G * QP * H * kPanel}, opts);
   T* pk = packed.data_ptr<T>();
   Tensor gh_buf = gru ? empty({B, GH}, opts) : Tensor();
@@ -264,7 +264,7 @@ void recurrent_backward(const RnnBackwardArgs& a, T* dgx, T* dgh, std::vector<T>
   const T* dout = a.grad_output.data_ptr<T>();
 
   // Packed W_hh: panel q holds units [kPanel q, kPanel (q + 1)) as columns, K = G*H rows.
-  const int64_t QP = (H + kPanel - 1) / kPanel;
+  const int64_t QP = panel_count(H);
   Tensor packed = empty({QP * GH * kPanel}, opts);
   T* pk = packed.data_ptr<T>();
   // Phase 0 packs W_hh; then per step, last first, a phase of gate gradients (dG_t for the item's
