@@ -84,11 +84,12 @@ void row(Table& t, const std::string& what, const std::string& size, double work
 std::string conv_size(const ref::ConvShape& s) {
   return std::to_string(s.batch) + "x" + std::to_string(s.in_channels) + "x" + std::to_string(s.height) + "x" +
          std::to_string(s.width) + " -> " + std::to_string(s.out_channels) + ", " + std::to_string(s.kernel) + "x" +
-         std::to_string(s.kernel) + (s.padding ? " p" + std::to_string(s.padding) : "");
+         std::to_string(s.kernel) + (s.stride > 1 ? " s" + std::to_string(s.stride) : "") +
+         (s.padding ? " p" + std::to_string(s.padding) : "");
 }
 
 void bench_conv(Table& t, const std::string& name, const ref::ConvShape& s) {
-  nn::Conv2d conv(s.in_channels, s.out_channels, s.kernel, {.padding = s.padding});
+  nn::Conv2d conv(s.in_channels, s.out_channels, s.kernel, {.stride = s.stride, .padding = s.padding});
   Tensor x = randn({s.batch, s.in_channels, s.height, s.width}).requires_grad_(true);
   Tensor y = conv(x);
   Tensor g = randn(y.shape());
@@ -195,6 +196,8 @@ int main(int argc, char** argv) {
     // The convolution the DCGAN generator's first transposed convolution (256 -> 128, 7x7) inverts:
     // its forward is that layer's input gradient, its backward that layer's forward and weights.
     bench_conv(t, "dcgan t1 as conv", {64, 128, 256, 7, 7, 5, 2});
+    // The discriminator's second convolution; the generator's second transposed one inverts it.
+    bench_conv(t, "dcgan d2", {64, 64, 128, 14, 14, 5, 2, 2});
     bench_pool(t, "mnist", {64, 32, 26, 26, 2, 2, 0});
     bench_pool(t, "resnet stem", {8, 64, 112, 112, 3, 2, 1});
     bench_lstm(t, 32, 32, 128);

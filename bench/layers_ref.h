@@ -13,7 +13,7 @@
 namespace ember::bench::torchref {
 
 struct ConvShape {
-  int64_t batch, in_channels, out_channels, height, width, kernel, padding;
+  int64_t batch, in_channels, out_channels, height, width, kernel, padding, stride = 1;
 };
 struct PoolShape {
   int64_t batch, channels, height, width, kernel, stride, padding;

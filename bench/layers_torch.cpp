@@ -23,7 +23,7 @@ void set_threads(int n) {
 namespace {
 torch::nn::Conv2d make_conv(const ConvShape& s) {
   return torch::nn::Conv2d(
-      torch::nn::Conv2dOptions(s.in_channels, s.out_channels, s.kernel).padding(s.padding).bias(true));
+      torch::nn::Conv2dOptions(s.in_channels, s.out_channels, s.kernel).padding(s.padding).stride(s.stride).bias(true));
 }
 torch::Tensor conv_input(const ConvShape& s) {
   return torch::randn({s.batch, s.in_channels, s.height, s.width}).requires_grad_(true);
