@@ -35,7 +35,7 @@ constexpr int64_t kPanel = 16;
 constexpr int kMaxRows = 6;  // rows per register block: 12 accumulators of 8 floats
 #endif
 // A panel's K-block (16 or 32 KB of floats) stays in L1 across row blocks. 32 KB at avx512 was
-// measured on Zen 5 (48 KB of L1; 128-deep blocks were no different there), not on Zen 4's 32 KB.
+// measured on Zen 5 (48 KB of L1) and Zen 4 (32 KB): 128-deep blocks were no better on either.
 constexpr int64_t kBlockK = 256;
 
 // Where A's element (i, k) lies: row by row, or column by column (A^T stored row by row).
@@ -50,7 +50,7 @@ inline const T* a_at(const T* a, int64_t lda, int64_t i, int64_t k) {
 // floats at avx2, AVX-512's 16 at avx512): then callers that could use BLAS instead take it where
 // repacking B at every BLAS call would cost more (gemm_kernel.cpp, conv_kernel.cpp). At baseline
 // the portable kernel is slower than BLAS and they do not. The avx2 choice was measured on Zen 3,
-// the avx512 one on Zen 5 only: not on Intel CPUs or Zen 4, whose 512-bit FMAs and caches differ.
+// the avx512 one on Zen 5 and Zen 4 (steps level or faster there): not on Intel CPUs, whose caches differ.
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr bool kVectorFloatKernel = true;
 #else
