@@ -199,9 +199,8 @@ void forward_impl(const RnnForwardArgs& a) {
     const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
     if (phase == 0) {
       for (int64_t g = 0; g < G; ++g)
-        for (int64_t q = q0; q < q1; ++q)
-          pack_panel<T>(H, q * kPanel, std::min(kPanel, H - q * kPanel), pk + (g * QP + q) * H * kPanel,
-                        [&](int64_t k, int64_t u) { return w_hh[(g * H + u) * H + k]; });
+        pack_panels<T>(H, H, q0, q1, pk + g * QP * H * kPanel,
+                       [&](int64_t k, int64_t u) { return w_hh[(g * H + u) * H + k]; });
       return;
     }
     const int64_t t = steps.time(phase - 1);
@@ -276,9 +275,7 @@ void recurrent_backward(const RnnBackwardArgs& a, T* dgx, T* dgh, std::vector<T>
   run_queue(nthreads, queue, [&](int64_t phase, int64_t item) {
     const int64_t q0 = groups.q0(item), q1 = groups.q1(item), u0 = groups.u0(item), nu = groups.u1(item) - u0;
     if (phase == 0) {
-      for (int64_t q = q0; q < q1; ++q)
-        pack_panel<T>(GH, q * kPanel, std::min(kPanel, H - q * kPanel), pk + q * GH * kPanel,
-                      [&](int64_t k, int64_t u) { return w_hh[k * H + u]; });
+      pack_panels<T>(GH, H, q0, q1, pk, [&](int64_t k, int64_t u) { return w_hh[k * H + u]; });
       return;
     }
     const int64_t t = steps.time(Tn - 1 - (phase - 1) / 2);
