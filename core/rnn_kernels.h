@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -36,6 +37,11 @@ struct RnnConfig {
 struct RnnWorkspace {
   Tensor gates, hs, cs, ghn;
 };
+
+// The workspaces of a layer's `directions` directions, each part one block [directions, ...] whose
+// index d is direction d's, so that a device can run the directions' per-step products as one
+// batched GEMM (their operands at fixed offsets from the first direction's; core/cuda/rnn.cu).
+std::vector<RnnWorkspace> rnn_workspaces(const RnnConfig& cfg, size_t directions, const TensorOptions& opts);
 
 // The order in which a direction visits the steps, and the hs/cs slots each step reads and
 // writes (the layout above), for every backend's kernels.
@@ -72,15 +78,20 @@ struct RnnBackwardArgs {
 };
 
 // A float16/bfloat16 layer's arguments as float32 tensors on their device (operands widened, results
-// and workspace fresh float32 tensors of their shapes), for kernels that run such a layer in
-// float32 (core/rnn_lowp.cpp); rnn_round_results rounds the float32 results back into the layer's.
-RnnForwardArgs rnn_float32_args(const RnnForwardArgs& a);
+// and workspace fresh float32 tensors of their shapes, the workspaces laid out as rnn_workspaces'),
+// for kernels that run such a layer in float32 (core/rnn_lowp.cpp); rnn_round_results rounds the
+// float32 results back into the layer's.
+std::vector<RnnForwardArgs> rnn_float32_args(std::span<const RnnForwardArgs> dirs);
 void rnn_round_results(const RnnForwardArgs& a, const RnnForwardArgs& wide);
 RnnBackwardArgs rnn_float32_args(const RnnBackwardArgs& a);
 void rnn_round_results(const RnnBackwardArgs& a, const RnnBackwardArgs& wide);
 
-using RnnForwardFn = void(const RnnForwardArgs& args);
-using RnnBackwardFn = void(const RnnBackwardArgs& args);
+// A call runs every direction of one layer: one, or two for a bidirectional layer (the same input,
+// configuration and lengths but `reverse`; forward's workspaces from rnn_workspaces), so that a
+// device may run the directions' steps together: CUDA runs each step of both as one batched GEMM and
+// one cell launch, a CPU at two threads gives each direction a thread.
+using RnnForwardFn = void(std::span<const RnnForwardArgs> dirs);
+using RnnBackwardFn = void(std::span<const RnnBackwardArgs> dirs);
 EMBER_DECLARE_STUB(rnn_forward_stub, RnnForwardFn);
 EMBER_DECLARE_STUB(rnn_backward_stub, RnnBackwardFn);
 

@@ -1,6 +1,8 @@
 // The float32 working copies of a float16/bfloat16 recurrent layer's arguments (core/rnn_kernels.h):
 // the CPU and CUDA kernels run such a layer in float32 and round its results back once.
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "core/copy.h"
 #include "core/rnn_kernels.h"
@@ -32,11 +34,22 @@ void narrow_into(const Tensor& dst, const Tensor& wide) {
 
 }  // namespace
 
-RnnForwardArgs rnn_float32_args(const RnnForwardArgs& a) {
-  RnnForwardArgs w = a;
-  for (Tensor* t : {&w.input, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widen(*t);
-  for (Tensor* t : {&w.output, &w.h_n, &w.c_n, &w.ws.gates, &w.ws.hs, &w.ws.cs, &w.ws.ghn}) *t = float32_for(*t);
-  return w;
+std::vector<RnnForwardArgs> rnn_float32_args(std::span<const RnnForwardArgs> dirs) {
+  std::vector<RnnForwardArgs> wide(dirs.begin(), dirs.end());
+  if (wide.empty()) return wide;
+  const Tensor input = widen(dirs[0].input);  // the directions share it: widened once
+  const bool to_float32 = is_16bit(dirs[0].ws.gates);
+  const std::vector<RnnWorkspace> ws =
+      to_float32 ? rnn_workspaces(dirs[0].cfg, dirs.size(), {.dtype = DType::Float32, .device = input.device()})
+                 : std::vector<RnnWorkspace>{};
+  for (size_t d = 0; d < wide.size(); ++d) {
+    RnnForwardArgs& w = wide[d];
+    w.input = dirs[d].input.is_same(dirs[0].input) ? input : widen(dirs[d].input);
+    for (Tensor* t : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.h0, &w.c0}) *t = widen(*t);
+    for (Tensor* t : {&w.output, &w.h_n, &w.c_n}) *t = float32_for(*t);
+    if (to_float32) w.ws = ws[d];
+  }
+  return wide;
 }
 
 void rnn_round_results(const RnnForwardArgs& a, const RnnForwardArgs& wide) {

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <span>
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
@@ -367,7 +369,7 @@ void backward_impl(const RnnBackwardArgs& a) {
 // outputs and workspace rounded back; for bfloat16 the input-side GEMMs, which carry most of the FLOPs, take
 // bfloat16 operands (vdpbf16ps where the CPU has it).
 void rnn_forward_lowp(const RnnForwardArgs& a) {
-  RnnForwardArgs w = rnn_float32_args(a);
+  RnnForwardArgs w = rnn_float32_args(std::span{&a, 1})[0];
   w.cfg.bf16_gemms = a.input.dtype() == DType::BFloat16;
   forward_impl<float>(w);
   rnn_round_results(a, w);
@@ -380,14 +382,46 @@ void rnn_backward_lowp(const RnnBackwardArgs& a) {
   rnn_round_results(a, w);
 }
 
-void cpu_rnn_forward(const RnnForwardArgs& a) {
+void forward_direction(const RnnForwardArgs& a) {
   if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_forward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { forward_impl<scalar_t>(a); });
 }
 
-void cpu_rnn_backward(const RnnBackwardArgs& a) {
+void backward_direction(const RnnBackwardArgs& a) {
   if (cpu::lowp::is_16bit(a.input.dtype())) return rnn_backward_lowp(a);
   EMBER_DISPATCH_FLOAT(a.input.dtype(), "rnn_layer", [&] { backward_impl<scalar_t>(a); });
+}
+
+// A layer's two directions at two threads run at once, one thread each, each as a call of its own
+// (through the stub, so that the dispatch shows the thread): their kernels see a parallel region
+// and stay on their thread, OpenBLAS's GEMMs included; the halves are equal, and no step waits for
+// the other thread, where one direction on two threads hands over twice per step (BiLSTM, B 32,
+// H 64: bench/RESULTS.md). With more threads each direction has all of them in turn: one thread
+// per direction would leave the rest idle. False when the directions are to run in turn.
+template <typename F>
+bool directions_at_once(size_t n, const F& one) {
+  if (n != 2 || threads_here() != 2) return false;
+  std::exception_ptr failed[2];  // an exception must not leave an OpenMP region
+  parallel_slots(2, 2, [&](int slot, int64_t, int64_t) {
+    try {
+      one(static_cast<size_t>(slot));
+    } catch (...) {
+      failed[slot] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  return true;
+}
+
+void cpu_rnn_forward(std::span<const RnnForwardArgs> dirs) {
+  if (directions_at_once(dirs.size(), [&](size_t d) { rnn_forward_stub(Device::cpu())(dirs.subspan(d, 1)); })) return;
+  for (const RnnForwardArgs& a : dirs) forward_direction(a);
+}
+
+void cpu_rnn_backward(std::span<const RnnBackwardArgs> dirs) {
+  if (directions_at_once(dirs.size(), [&](size_t d) { rnn_backward_stub(Device::cpu())(dirs.subspan(d, 1)); })) return;
+  for (const RnnBackwardArgs& a : dirs) backward_direction(a);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -257,22 +258,39 @@ KernelTimer timer_for(int dev) {
   return [dev](const std::function<void()>& fn) { return time_on_stream(dev, fn); };
 }
 
-void cuda_rnn_forward(const RnnForwardArgs& a) {
-  DeviceGuard guard(a.input.device());
-  const auto native = native_kernel(rnn_forward_stub, KernelFamily::Rnn);
-  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(a); }};
-  KernelCandidate ven{cudnn_can(a.cfg, a.input.dtype()), true, [&] { cudnn_forward(a); }};
-  kernel_selector().run(KernelFamily::Rnn, rnn_key(a.cfg, a.input.dtype()), nat, ven,
-                        timer_for(a.input.device().index));
+// Every direction of the layer on one side: the native kernels run them together (core/cuda/rnn.cu),
+// cuDNN one call per direction.
+template <typename Args>
+bool cudnn_can_all(std::span<const Args> dirs) {
+  return std::all_of(dirs.begin(), dirs.end(), [](const Args& a) { return cudnn_can(a.cfg, a.input.dtype()); });
 }
 
-void cuda_rnn_backward(const RnnBackwardArgs& a) {
-  DeviceGuard guard(a.input.device());
+template <typename Args>
+std::string layer_key(std::span<const Args> dirs) {
+  return rnn_key(dirs[0].cfg, dirs[0].input.dtype()) + (dirs.size() > 1 ? " x" + std::to_string(dirs.size()) : "");
+}
+
+void cuda_rnn_forward(std::span<const RnnForwardArgs> dirs) {
+  if (dirs.empty()) return;
+  DeviceGuard guard(dirs[0].input.device());
+  const auto native = native_kernel(rnn_forward_stub, KernelFamily::Rnn);
+  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(dirs); }};
+  KernelCandidate ven{cudnn_can_all(dirs), true, [&] {
+                        for (const RnnForwardArgs& a : dirs) cudnn_forward(a);
+                      }};
+  kernel_selector().run(KernelFamily::Rnn, layer_key(dirs), nat, ven, timer_for(dirs[0].input.device().index));
+}
+
+void cuda_rnn_backward(std::span<const RnnBackwardArgs> dirs) {
+  if (dirs.empty()) return;
+  DeviceGuard guard(dirs[0].input.device());
   const auto native = native_kernel(rnn_backward_stub, KernelFamily::Rnn);
-  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(a); }};
-  KernelCandidate ven{cudnn_can(a.cfg, a.input.dtype()), true, [&] { cudnn_backward(a); }};
+  KernelCandidate nat{native.fn != nullptr, native.deterministic, [&] { native.fn(dirs); }};
+  KernelCandidate ven{cudnn_can_all(dirs), true, [&] {
+                        for (const RnnBackwardArgs& a : dirs) cudnn_backward(a);
+                      }};
   // Not timed: the pick must be the forward's (cached under the same key under `auto`).
-  kernel_selector().run(KernelFamily::Rnn, rnn_key(a.cfg, a.input.dtype()), nat, ven, timer_for(a.input.device().index),
+  kernel_selector().run(KernelFamily::Rnn, layer_key(dirs), nat, ven, timer_for(dirs[0].input.device().index),
                         /*may_time=*/false);
 }
 

@@ -1,6 +1,5 @@
 #include "core/ops/rnn.h"
 
-#include <exception>
 #include <string>
 #include <utility>
 
@@ -9,7 +8,6 @@
 #include "core/ops/autocast.h"
 #include "core/ops/creation.h"
 #include "core/ops/elementwise.h"
-#include "core/parallel.h"
 #include "core/rnn_kernels.h"
 
 namespace ember {
@@ -104,14 +102,14 @@ RnnConfig checked_config(RnnMode mode, const Tensor& input, const Tensor& w_ih, 
   return cfg;
 }
 
-// One direction of a layer as the kernels see it: its checked forward arguments, outputs and
-// workspace allocated.
+// One direction of a layer as the kernels see it: its checked forward arguments and outputs
+// allocated (the workspaces, of all directions at once, by run_layer).
 RnnForwardArgs forward_args(RnnMode mode, const Tensor& input, const Tensor& kernel_input, const RnnDirectionWeights& w,
                             const std::vector<int64_t>& lengths, bool reverse) {
   const bool lstm = mode == RnnMode::Lstm;
   RnnForwardArgs fa;
   fa.cfg = checked_config(mode, input, w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.h0, w.c0, lengths, reverse);
-  const int64_t T = fa.cfg.T, B = fa.cfg.B, H = fa.cfg.H, GH = rnn_gate_count(mode) * H;
+  const int64_t T = fa.cfg.T, B = fa.cfg.B, H = fa.cfg.H;
   const TensorOptions opts{input.dtype(), input.device()};
   fa.input = kernel_input;
   fa.w_ih = kernel_operand(w.w_ih);
@@ -123,35 +121,7 @@ RnnForwardArgs forward_args(RnnMode mode, const Tensor& input, const Tensor& ker
   fa.output = empty({T, B, H}, opts);
   fa.h_n = empty({B, H}, opts);
   if (lstm) fa.c_n = empty({B, H}, opts);
-  fa.ws.gates = empty({T, B, GH}, opts);
-  fa.ws.hs = empty({T + 1, B, H}, opts);
-  if (lstm) fa.ws.cs = empty({T + 1, B, H}, opts);
-  if (mode == RnnMode::Gru) fa.ws.ghn = empty({T, B, H}, opts);
   return fa;
-}
-
-// Runs f(0), ..., f(n - 1), the kernels of a layer's directions. Two directions on a CPU running
-// two threads run at once, one thread each (their kernels see a parallel region and stay on their
-// thread, OpenBLAS's GEMMs included): the halves are equal, and no step waits for the other
-// thread, where one direction on two threads hands over twice per step (BiLSTM, B 32, H 64:
-// bench/RESULTS.md). With more threads each direction has all of them in turn: one thread per
-// direction would leave the rest idle.
-template <typename F>
-void run_directions(size_t n, const Device& device, const F& f) {
-  if (n != 2 || !device.is_cpu() || threads_here() != 2) {
-    for (size_t d = 0; d < n; ++d) f(d);
-    return;
-  }
-  std::exception_ptr failed[2];  // an exception must not leave an OpenMP region
-  parallel_slots(2, 2, [&](int slot, int64_t, int64_t) {
-    try {
-      f(static_cast<size_t>(slot));
-    } catch (...) {
-      failed[slot] = std::current_exception();
-    }
-  });
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
 }
 
 // What backward keeps of one direction: its configuration, the workspace its forward wrote and the
@@ -163,8 +133,8 @@ struct SavedDirection {
   bool has_h0, has_c0;
 };
 
-// The backward of run_layer's node: each direction's backward through time (at once where
-// run_directions allows), the input's gradient summed over the directions. Gradients in the node's
+// The backward of run_layer's node: every direction's backward through time in one kernel call,
+// the input's gradient summed over the directions. Gradients in the node's
 // input order: r[0] the input's, r[1 + 6d + j] direction d's operand j (w_ih, w_hh, b_ih, b_hh, h0,
 // c0).
 std::vector<Tensor> layer_backward(const std::vector<SavedDirection>& saved, const Tensor& input, const Shape& in_shape,
@@ -197,7 +167,7 @@ std::vector<Tensor> layer_backward(const std::vector<SavedDirection>& saved, con
     if (needs[k + 5] && s.has_c0) r[k + 5] = b.grad_c0 = empty({B, H}, opts);
   }
   if (saved[0].cfg.B > 0) {
-    run_directions(D, opts.device, [&](size_t d) { rnn_backward_stub(opts.device)(ba[d]); });
+    rnn_backward_stub(opts.device)(ba);
   } else {  // nothing ran forward: the weights had no effect
     for (RnnBackwardArgs& b : ba)
       for (Tensor* t : {&b.grad_input, &b.grad_w_ih, &b.grad_w_hh, &b.grad_b_ih, &b.grad_b_hh, &b.grad_h0, &b.grad_c0})
@@ -219,8 +189,10 @@ std::vector<RnnLayerResult> run_layer(RnnMode mode, const Tensor& input,
   const Tensor kernel_input = kernel_operand(input);
   std::vector<RnnForwardArgs> fa;
   for (const auto& [w, reverse] : dirs) fa.push_back(forward_args(mode, input, kernel_input, *w, lengths, reverse));
-  if (fa[0].cfg.B > 0)
-    run_directions(fa.size(), input.device(), [&](size_t d) { rnn_forward_stub(input.device())(fa[d]); });
+  const std::vector<RnnWorkspace> ws =
+      rnn_workspaces(fa[0].cfg, fa.size(), {.dtype = input.dtype(), .device = input.device()});
+  for (size_t d = 0; d < fa.size(); ++d) fa[d].ws = ws[d];
+  if (fa[0].cfg.B > 0) rnn_forward_stub(input.device())(fa);
 
   std::vector<RnnLayerResult> res;
   std::vector<Tensor> inputs{input}, outputs;

@@ -134,13 +134,13 @@ EMBER_CPU_LEVEL_TEST(Bf16Layers, LstmAgreesWithFloat32ThroughTheBf16Gemm) {
     f.b_ih = bf16 ? bi.b16 : bi.f32;
     f.output = empty({T, B, H}, o), f.h_n = empty({B, H}, o), f.c_n = empty({B, H}, o);
     f.ws = {empty({T, B, GH}, o), empty({T + 1, B, H}, o), empty({T + 1, B, H}, o), Tensor()};
-    rnn_forward_stub.cpu_kernel()(f);
+    rnn_forward_stub.cpu_kernel()(std::span{&f, 1});
     RnnBackwardArgs r;
     r.cfg = f.cfg, r.input = f.input, r.w_ih = f.w_ih, r.w_hh = f.w_hh, r.b_ih = f.b_ih, r.ws = f.ws;
     r.grad_output = bf16 ? go.b16 : go.f32, r.grad_h_n = bf16 ? gh.b16 : gh.f32, r.grad_c_n = bf16 ? gc.b16 : gc.f32;
     r.grad_input = empty({T, B, I}, o), r.grad_w_ih = empty({GH, I}, o), r.grad_w_hh = empty({GH, H}, o);
     r.grad_b_ih = empty({GH}, o);
-    rnn_backward_stub.cpu_kernel()(r);
+    rnn_backward_stub.cpu_kernel()(std::span{&r, 1});
     return std::vector<Tensor>{f.output, f.c_n, r.grad_input, r.grad_w_ih, r.grad_w_hh, r.grad_b_ih};
   };
   const std::vector<Tensor> ref = run(false);
