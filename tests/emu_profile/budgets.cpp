@@ -35,4 +35,10 @@ const std::vector<Waiver>& waivers() {
   return w;
 }
 
+const Waiver* waiver_for(const Row& row, const std::string& violation) {
+  for (const Waiver& w : waivers())
+    if (row.kernel.find(w.kernel) != std::string::npos && violation.find(w.violation) != std::string::npos) return &w;
+  return nullptr;
+}
+
 }  // namespace kernel_report

@@ -3,6 +3,7 @@
 // Inputs are drawn on the CPU and copied to the device, so that a case launches only the kernels
 // of its call: on a GPU (ember_kernel_report --on-gpu, for Nsight Compute) the same sequence.
 #include "core/ops.h"
+#include "core/ops/rnn.h"
 #include "emu_profile/kernel_report.h"
 
 namespace kernel_report {
@@ -58,6 +59,37 @@ Case unary_case(const std::string& name, ember::Shape shape, std::function<void(
   return c;
 }
 
+// A recurrent layer's forward (T steps of batch B, LSTM with input and hidden size H): per direction
+// the input projection, then per step a B x 4H x H GEMM and a cell launch; both directions of a
+// bidirectional layer step together (one batched GEMM, one cell launch; docs/cuda/conv-rnn-norm.md).
+// Its per-step GEMMs are what the "H100 fill" column is about.
+Case lstm_case(bool bidirectional) {
+  constexpr int64_t T = 4, B = 32, H = 128;
+  Case c;
+  c.name = std::string(bidirectional ? "bilstm" : "lstm") + " layer T4 B32 H128";
+  c.make = [bidirectional](ember::Device d) {
+    // Both W_hh in one block, the reverse one second: read in place on any device, so that a GPU
+    // launches exactly the emulator's kernels (no copy that another allocation order would add).
+    const Tensor w_hh = on(d, {2, 4 * H, H});
+    auto weights = [&](int64_t dir) {
+      ember::RnnDirectionWeights w;
+      w.w_ih = on(d, {4 * H, H}), w.w_hh = w_hh[dir], w.b_ih = on(d, {4 * H});
+      return w;
+    };
+    const Tensor x = on(d, {T, B, H});
+    const ember::RnnDirectionWeights f = weights(0), r = bidirectional ? weights(1) : f;
+    return std::function<void()>([x, f, r, bidirectional] {
+      if (bidirectional)
+        ember::rnn_layer_bidirectional(ember::RnnMode::Lstm, x, f, r);
+      else
+        ember::rnn_layer(ember::RnnMode::Lstm, x, f.w_ih, f.w_hh, f.b_ih, f.b_hh, Tensor(), Tensor());
+    });
+  };
+  c.flops = (bidirectional ? 2.0 : 1.0) * 2.0 * T * B * 4 * H * (H + H);
+  c.flop_kernel = "sgemm_warptile";
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> representative_cases() {
@@ -69,6 +101,8 @@ std::vector<Case> representative_cases() {
   v.push_back(mm_case("mm bf16 256x256x256", 256, 256, 256, ember::DType::BFloat16, false));
   v.push_back(conv_case(ember::DType::Float32));
   v.push_back(conv_case(ember::DType::BFloat16));
+  v.push_back(lstm_case(false));
+  v.push_back(lstm_case(true));
   v.push_back(unary_case("relu 256K", {256, 1024}, [](const Tensor& x) { ember::relu(x); }));
   v.push_back(unary_case("add 256K", {256, 1024}, [](const Tensor& x) { ember::add(x, x); }));
   v.push_back(unary_case("transpose copy 512x512", {512, 512}, [](const Tensor& x) { x.t().contiguous(); }));

@@ -179,6 +179,7 @@ PtxasInfo find_ptxas(const PtxasTable& t, const std::string& full, const char* a
 
 // Adds launch l into the row (sites by instruction).
 void add_launch(Row& r, const profile::Launch& l) {
+  r.launch_blocks.push_back(static_cast<uint64_t>(l.grid[0]) * l.grid[1] * l.grid[2]);
   if (r.launches++ == 0) {
     std::copy(l.grid, l.grid + 3, r.grid);
     std::copy(l.block, l.block + 3, r.block);
@@ -198,6 +199,17 @@ void add_launch(Row& r, const profile::Launch& l) {
 }
 
 }  // namespace
+
+double sm_fill(const Row& r, const Occupancy& occ, const Gpu& g) {
+  if (occ.blocks <= 0 || r.launch_blocks.empty()) return -1.0;
+  const uint64_t slots = static_cast<uint64_t>(occ.blocks) * static_cast<uint64_t>(g.sms);
+  double sum = 0;
+  for (uint64_t b : r.launch_blocks) {
+    const uint64_t waves = std::max<uint64_t>((b + slots - 1) / slots, 1);
+    sum += static_cast<double>(b) / static_cast<double>(waves * slots);
+  }
+  return sum / static_cast<double>(r.launch_blocks.size());
+}
 
 std::vector<Row> rows_of(const std::string& case_name, const std::vector<profile::Launch>& launches,
                          const PtxasTable& ptxas) {

@@ -50,9 +50,10 @@ Occupancy occupancy(const Arch& arch, int regs_per_thread, size_t smem_per_block
 struct Gpu {
   const char* name;
   double hbm_bytes_per_s, fp32_flops_per_s, fp64_flops_per_s;
+  int sms;
 };
-const Gpu kH100{"H100", 3.35e12, 67e12, 34e12};
-const Gpu kH200{"H200", 4.8e12, 67e12, 34e12};
+const Gpu kH100{"H100", 3.35e12, 67e12, 34e12, 132};
+const Gpu kH200{"H200", 4.8e12, 67e12, 34e12, 132};
 // max(bytes at HBM bandwidth, FLOPs at peak), seconds.
 double roofline_seconds(const Gpu& g, double bytes, double flops, bool fp64);
 
@@ -73,7 +74,8 @@ struct Row {
   int launches = 0;
   std::vector<int> positions;  // its launches' places in the case's sequence of launches (from 0)
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
-  size_t smem = 0;  // static + dynamic shared bytes per block
+  std::vector<uint64_t> launch_blocks;  // each launch's grid size, in blocks
+  size_t smem = 0;                      // static + dynamic shared bytes per block
   profile::Totals totals;
   std::vector<profile::SiteStats> sites;
   PtxasInfo sm80, sm90;
@@ -81,6 +83,12 @@ struct Row {
   double flops = 0;
   bool fp64 = false;
 };
+
+// How much of the GPU the row's launches fill, averaged over them: a launch of b blocks with s
+// resident blocks per SM (`occ`) on g.sms SMs runs ceil(b / (s sms)) waves and fills
+// b / (waves s sms) of their slots (a per-step GEMM of 4 blocks: 4 of 264 on an H100 at two blocks
+// per SM). Negative when the occupancy is unknown (no ptxas data).
+double sm_fill(const Row& r, const Occupancy& occ, const Gpu& g);
 
 // Runs the case in a profiling session and returns a row per kernel it launched.
 std::vector<Row> run_case(const Case& c, const PtxasTable& ptxas);
@@ -110,6 +118,8 @@ struct Waiver {
   std::string why;
 };
 const std::vector<Waiver>& waivers();
+// The waiver that accepts `violation` (one of check()'s messages) of `row`; null when none does.
+const Waiver* waiver_for(const Row& row, const std::string& violation);
 // What the row breaks of the budget; empty when within it.
 std::vector<std::string> check(const Row& row, const Budget& b);
 

@@ -45,16 +45,21 @@ profile::SiteStats global_sum(const profile::Totals& t) {
 }  // namespace
 
 void print_table(std::ostream& os, const std::vector<Row>& rows) {
-  os << "| case | kernel | launches | block | gld eff | gst eff | smem ld wf/req | smem st wf/req | smem excess "
-        "| divergence | regs sm80/90 | spill B | occ sm_80 | occ sm_90 | HBM KiB | MFLOP | H100 us | H200 us |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  os << "| case | kernel | launches | block | blocks/launch | H100 fill | gld eff | gst eff | smem ld wf/req "
+        "| smem st wf/req | smem excess | divergence | regs sm80/90 | spill B | occ sm_80 | occ sm_90 | HBM KiB "
+        "| MFLOP | H100 us | H200 us |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     const profile::Totals& t = r.totals;
     const double bytes = static_cast<double>(t.unique_global_bytes);
     const profile::SiteStats sh = shared_sum(t);
+    double blocks = 0;
+    for (uint64_t b : r.launch_blocks) blocks += static_cast<double>(b);
+    const double fill = sm_fill(r, r.occ90, kH100);
     os << "| " << r.case_name << " | " << r.kernel << " | " << r.launches << " | " << r.block[0] << "x" << r.block[1]
-       << "x" << r.block[2] << " | " << pct(t.global_load) << " | " << pct(t.global_store) << " | "
-       << wavefronts(t.shared_load) << " | " << wavefronts(t.shared_store) << " | "
+       << "x" << r.block[2] << " | " << fmt("%.0f", r.launches ? blocks / r.launches : 0.0) << " | "
+       << (fill < 0 ? std::string("n/a") : fmt("%.1f%%", 100.0 * fill)) << " | " << pct(t.global_load) << " | "
+       << pct(t.global_store) << " | " << wavefronts(t.shared_load) << " | " << wavefronts(t.shared_store) << " | "
        << (sh.requests ? fmt("%.2f", profile::excess_wavefronts(sh)) : "-") << " | "
        << fmt("%.1f%%", 100.0 * profile::divergence(t)) << " | " << regs(r) << " | "
        << std::max(r.sm80.spill, r.sm90.spill) << " | " << occ(r.occ80, r.sm80) << " | " << occ(r.occ90, r.sm90)
