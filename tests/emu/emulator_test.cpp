@@ -341,6 +341,27 @@ TEST(Emulator, CountsLaunchesBlocksAndSwitches) {
   EXPECT_EQ(after.switches - before.switches, 2u * 128u * 8u);  // 8 barriers per thread
 }
 
+// A dry run checks and counts the launch but runs no thread (the kernel report's targets, shapes too
+// large to emulate): the output stays as it was, no block is counted.
+TEST(Emulator, DryRunCountsTheLaunchAndRunsNoThread) {
+  const std::vector<float> in = iota_floats(256);
+  std::vector<float> out(2, -1.0f);
+  emu::Options o = emu::options();
+  o.dry_run = true;
+  {
+    emu::ScopedOptions dry(o);
+    const emu::Stats before = emu::stats();
+    run(block_sum<true>, 2, 128, 0, in.data(), out.data());
+    const emu::Stats after = emu::stats();
+    EXPECT_EQ(after.launches - before.launches, 1u);
+    EXPECT_EQ(after.blocks - before.blocks, 0u);
+    EXPECT_EQ(out, std::vector<float>(2, -1.0f));
+    EXPECT_THROW(run(block_sum<true>, 2, 2048, 0, in.data(), out.data()), Error);  // still checked
+  }
+  run(block_sum<true>, 2, 128, 0, in.data(), out.data());  // the option is scoped
+  EXPECT_NE(out[0], -1.0f);
+}
+
 // emu::kernel(stub) is a kernel call on the emulated device for the dispatch observer, as a call
 // through the device `emu` is (the coverage counts of tests/emu and tests/ops add up).
 namespace {

@@ -150,9 +150,35 @@ TEST(KernelBudgets, SmFillCountsWavesOfResidentBlocks) {
   EXPECT_DOUBLE_EQ(sm_fill(r, two, kH100), 265.0 / 528);  // a second wave of one block
   r.launch_blocks = {4, 8};
   EXPECT_DOUBLE_EQ(sm_fill(r, two, kH100), (4.0 / 264 + 8.0 / 264) / 2);  // the launches' mean
-  EXPECT_LT(sm_fill(r, Occupancy{}, kH100), 0.0);  // no ptxas data: unknown
+  EXPECT_LT(sm_fill(r, Occupancy{}, kH100), 0.0);                         // no ptxas data: unknown
   r.launch_blocks.clear();
   EXPECT_LT(sm_fill(r, two, kH100), 0.0);
+}
+
+// A target's call runs dry with the dispatch's own grids: SGEMM 2048^3 in 256 blocks of the default
+// 128 x 128 tile, which at ptxas's two resident blocks per SM fill 256 of an H100's 264 slots; its
+// ceiling is the FP32 peak times that. The LSTM step's GEMM is 4 blocks.
+TEST(KernelTargets, DryRunsGiveTheDispatchedGridsAndTheirCeilings) {
+  const PtxasTable ptxas = load_ptxas(default_ptxas_dir());
+  const std::vector<Target> targets = issue50_targets();
+  auto find = [&](const std::string& name) {
+    for (const Target& t : targets)
+      if (t.name == name) return &t;
+    ADD_FAILURE() << "no target " << name;
+    return &targets[0];
+  };
+  const Prediction big = predict(*find("sgemm 2048^3"), ptxas);
+  ASSERT_EQ(big.passes.size(), 1u);
+  EXPECT_EQ(big.passes[0].launch_blocks, std::vector<uint64_t>{256});
+  const Prediction step = predict(*find("sgemm LSTM step 32x512x128"), ptxas);
+  EXPECT_EQ(step.passes[0].launch_blocks, std::vector<uint64_t>{4});
+  const Prediction conv = predict(*find("resnet 3x3 32x64x56x56 -> 64 fwd+bwd"), ptxas);
+  ASSERT_EQ(conv.passes.size(), 3u);
+  for (const PassFill& f : conv.passes) EXPECT_FALSE(f.launch_blocks.empty()) << f.pass << " was not launched";
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas data in this build: fills and ceilings unknown";
+  EXPECT_NEAR(big.passes[0].fill, 256.0 / 264, 1e-12);
+  EXPECT_NEAR(big.ceiling_flops_per_s, 67e12 * 256 / 264, 1e3);
+  EXPECT_NEAR(step.ceiling_flops_per_s, 67e12 * 4 / 264, 1e3);
 }
 
 // A breach a waiver names is accepted, in the report as in the test; any other is not.

@@ -123,6 +123,31 @@ const Waiver* waiver_for(const Row& row, const std::string& violation);
 // What the row breaks of the budget; empty when within it.
 std::vector<std::string> check(const Row& row, const Budget& b);
 
+// One of issue 50's hardware targets (tests/emu_profile/targets.cpp): a call too large to emulate,
+// run dry (launches recorded, no thread run); `passes` name the kernels that carry its FLOPs, an
+// equal share each (a convolution's forward, backward-data and backward-filter).
+struct Target {
+  std::string name, goal;  // "sgemm 2048^3", ">= 0.9x cuBLAS"
+  double goal_ratio = 0;
+  double vendor_tflops = 0;  // the vendor's rate on the last lent GPU; 0: not measured
+  double flops = 0;
+  std::vector<std::string> passes;
+  std::function<std::function<void()>(ember::Device)> make;
+};
+struct PassFill {
+  std::string pass, kernel;
+  std::vector<uint64_t> launch_blocks;
+  double fill = -1;  // sm_fill on an H100; negative: unknown
+};
+struct Prediction {
+  const Target* target = nullptr;
+  std::vector<PassFill> passes;
+  double ceiling_flops_per_s = 0;  // 0: unknown (no ptxas data, or a pass not launched)
+};
+std::vector<Target> issue50_targets();
+Prediction predict(const Target& t, const PtxasTable& ptxas);
+void print_targets(std::ostream& os, const std::vector<Prediction>& v);
+
 // The cases the report prints (tests/emu_profile/cases.cpp).
 std::vector<Case> representative_cases();
 

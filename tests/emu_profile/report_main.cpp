@@ -73,6 +73,7 @@ void print_unreached(const PtxasTable& ptxas, const std::vector<Row>& rows) {
 
 constexpr const char* kUsage =
     "usage: ember_kernel_report [--ptxas DIR] [--cases SUBSTRING] [--sites]\n"
+    "       ember_kernel_report --targets [--ptxas DIR]\n"
     "       ember_kernel_report --on-gpu [--cases SUBSTRING]\n"
     "       ember_kernel_report --compare-ncu CSV [--ptxas DIR] [--cases SUBSTRING]\n"
     "       ember_kernel_report --ncu-metrics\n";
@@ -107,6 +108,15 @@ int run_on_gpu(const std::string& only) {
   return 0;
 }
 
+// Issue 50's targets, each call run dry on the emulator (tests/emu_profile/targets.cpp).
+int print_predictions(const PtxasTable& ptxas) {
+  const std::vector<Target> targets = issue50_targets();
+  std::vector<Prediction> p;
+  for (const Target& t : targets) p.push_back(predict(t, ptxas));
+  print_targets(std::cout, p);
+  return 0;
+}
+
 int compare_ncu(const std::string& csv, const std::string& dir, const std::string& only) {
   std::ifstream in(csv);
   EMBER_CHECK(in.good(), "ember_kernel_report: cannot read the ncu CSV '", csv, "'");
@@ -124,7 +134,7 @@ int compare_ncu(const std::string& csv, const std::string& dir, const std::strin
 
 int main(int argc, char** argv) {
   std::string dir = default_ptxas_dir(), only, csv;
-  bool sites = false, on_gpu = false;
+  bool sites = false, on_gpu = false, targets_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--ptxas") && i + 1 < argc) {
       dir = argv[++i];
@@ -134,6 +144,8 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (!std::strcmp(argv[i], "--on-gpu")) {
       on_gpu = true;
+    } else if (!std::strcmp(argv[i], "--targets")) {
+      targets_only = true;
     } else if (!std::strcmp(argv[i], "--compare-ncu") && i + 1 < argc) {
       csv = argv[++i];
     } else if (!std::strcmp(argv[i], "--ncu-metrics") && argc == 2) {
@@ -144,7 +156,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (on_gpu && !csv.empty()) {
+  if ((on_gpu && !csv.empty()) || (targets_only && (on_gpu || !csv.empty() || !only.empty()))) {
     std::cerr << kUsage;
     return 2;
   }
@@ -156,6 +168,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const PtxasTable ptxas = load_ptxas(dir);
+  if (targets_only) return print_predictions(ptxas);
   std::vector<Row> rows;
   for (const Case& c : selected_cases(only))
     for (Row& r : run_case(c, ptxas)) rows.push_back(std::move(r));
@@ -170,5 +183,6 @@ int main(int argc, char** argv) {
   }
   print_budgets(rows);
   print_unreached(ptxas, rows);
+  if (only.empty()) print_predictions(ptxas);
   return 0;
 }

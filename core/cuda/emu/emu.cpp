@@ -618,6 +618,7 @@ void run_grid(dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes, const std:
       tls_block = nullptr;
     }
   } restore{saved_bd, saved_gd, saved_bi};
+  if (options().dry_run) return;
   for (unsigned z = 0; z < grid.z; ++z) {
     for (unsigned y = 0; y < grid.y; ++y) {
       for (unsigned x = 0; x < grid.x; ++x) {

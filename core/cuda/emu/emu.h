@@ -115,6 +115,10 @@ struct Options {
   ThreadOrder order = ThreadOrder::Forward;
   uint64_t seed = 0;               // for ThreadOrder::Random
   size_t stack_bytes = 64 * 1024;  // per fiber, plus a guard page
+  // Launches are checked, counted and recorded (grid, block, kernel: core/cuda/emu/profile.h) but no
+  // thread runs: what a call would launch, on shapes far too large to emulate (the kernel report's
+  // targets). Nothing is written, so outputs are garbage.
+  bool dry_run = false;
 };
 // Per host thread (tests may run emulated launches from several threads independently).
 Options& options();
