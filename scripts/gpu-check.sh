@@ -11,7 +11,9 @@
 #      on the GPU); then gpu ops: what only a GPU can check beyond it, the TF32 path, the optimizer
 #      and clipping kernels (tests/gpu/gpu_ops_test.cpp, gpu_training_kernels_test.cpp)
 #   5. NCCL: the communicator's tests with one rank (tests/gpu/nccl_test.cpp), where built; then
-#      with two ranks on the one GPU (NCCL >= 2.30, else a SKIP line naming the version)
+#      with two ranks on the one GPU (NCCL >= 2.30, else a SKIP line naming the version): the
+#      suite, DDP with its all-reduce overlapped and not (a timed row each), and a rank killed
+#      mid-step, which the other must report naming the NCCL operation it waited on
 #   6. main job: the README's main job, `ember train models/mnist_cnn.pbtxt`, on cuda for two epochs
 #      (the MNIST or Fashion-MNIST files of --data: scripts/gpu-bundle.sh --with-data puts them in
 #      data/gpu/, carried beside the archive); then daemon: `ember sched serve --devices gpu` with

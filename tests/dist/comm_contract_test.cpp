@@ -32,6 +32,10 @@ TEST(CommContractRendezvous, OrderPerPeer) {
   dist_test::RendezvousCommunicator ordered(comm());
   comm_contract::order_per_peer(ordered);
 }
+TEST(CommContractRendezvous, SplitGroups) {
+  dist_test::RendezvousCommunicator ordered(comm());
+  comm_contract::split_groups(ordered);
+}
 TEST(CommContractRendezvous, RefusedExchange) {
   dist_test::RendezvousCommunicator ordered(comm());
   comm_contract::refused_exchange(ordered);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,14 @@ class RendezvousCommunicator final : public ember::dist::Communicator {
   explicit RendezvousCommunicator(ember::dist::Communicator& inner,
                                   std::chrono::milliseconds deadline = std::chrono::seconds(20))
       : inner_(inner), deadline_(deadline) {}
+  // Over a communicator of its own (a split's group).
+  RendezvousCommunicator(std::unique_ptr<ember::dist::Communicator> owned, std::chrono::milliseconds deadline)
+      : owned_(std::move(owned)), inner_(*owned_), deadline_(deadline) {}
+
+  // ncclCommSplit: each group's communicator keeps NCCL's point-to-point rules.
+  std::unique_ptr<ember::dist::Communicator> split(int color, int key) override {
+    return std::make_unique<RendezvousCommunicator>(inner_.split(color, key), deadline_);
+  }
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -118,6 +127,7 @@ class RendezvousCommunicator final : public ember::dist::Communicator {
     return w;
   }
 
+  std::unique_ptr<ember::dist::Communicator> owned_;  // a split's group; empty otherwise
   ember::dist::Communicator& inner_;
   std::chrono::milliseconds deadline_;
 };

@@ -63,6 +63,11 @@ cat "$tmp/known.md"
 check "median and spread" has "$tmp/known.md" '^\| mnist_cnn \| 20 \(10-30\) \| 10 \(8-12\) \| 2\.00x \|'
 check "graph ratio and compile time" has "$tmp/known.md" '\| 50 \| 5\.00x \| 25 \(12\.5 s\) \| 0\.80x \|$'
 check "repeated reason noted once" test "$(count "$tmp/known.md" '^- ember graph: refused for a reason$')" -eq 1
+check "fp32 goal met" has "$tmp/known.md" '^- goal mnist_cnn fp32 >= 1\.2x PyTorch eager: 2\.00x, met$'
+check "graph goal met" has "$tmp/known.md" '^- goal mnist_cnn CUDA graph >= 1\.5x PyTorch eager: 5\.00x, met$'
+sed 's/^\([123]\) ember fp32 mnist_cnn 1 [0-9]*/\1 ember fp32 mnist_cnn 1 11/' "$tmp/known.txt" >"$tmp/slow.txt"
+python3 "$bench/gpu_vs_torch_table.py" "$tmp/slow.txt" --device cuda --rounds 3 --torch 2.11 >"$tmp/slow.md" || true
+check "fp32 goal missed" has "$tmp/slow.md" '^- goal mnist_cnn fp32 >= 1\.2x PyTorch eager: 1\.10x, missed$'
 printf '1 ember fp32 mnist_cnn 1 10 9 11 64 1.0752\n1 ember fp32 mnist_cnn 1 ten 9 11 64 1.0752\n' >"$tmp/bad.txt"
 rc=0
 python3 "$bench/gpu_vs_torch_table.py" "$tmp/bad.txt" --device cuda --rounds 1 >"$tmp/bad.md" 2>"$tmp/bad.err" || rc=$?
