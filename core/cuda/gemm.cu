@@ -30,6 +30,12 @@
 // allows 2^31 - 1 blocks, y only 65535); batches run on blockIdx.z (looping when there are more
 // than the grid allows). Coordinates
 // within a matrix are 32-bit (the host checks they fit), offsets 64-bit.
+// Split-K: a float GEMM on the warp-tiled kernel whose tiles would leave most of a GPU idle (at most
+// one block per SM of an H100) while its K is deep runs as slices of K, each a batch entry of
+// the same kernel writing its partial product into a float workspace, then `gemm_sum_splits` adds them
+// in slice order (deterministic: no atomics) and applies alpha and beta: MnistCnn's fc1
+// (64 x 128 x 3136) is 1 block unsplit, 49 slices of 64 split (the kernel report's targets show
+// the fill).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -377,8 +383,78 @@ GemmTile warp_tile_for(const Params<float>& p) {
   return *t;
 }
 
+// Split-K's rule: split when the output's tiles would fill at most half of kSplitTargetBlocks (one
+// per SM), into enough slices to reach it, each at least kMinSplitK deep and a multiple of 4 (the
+// 16-byte loads stay aligned).
+constexpr int64_t kSplitTargetBlocks = 2 * 132;  // two resident blocks on each SM of an H100/H200
+constexpr int64_t kMinSplitK = 64;               // 8 of the kernel's K slices, as the conv's filter gradient takes
+
+struct SplitK {
+  int64_t splits = 1, kchunk = 0;  // every slice kchunk deep but the last (the rest of K)
+};
+
+SplitK split_k_for(const Params<float>& p, int bm, int bn) {
+  if (p.batch != 1) return {};
+  const int64_t tiles = ((p.m + bm - 1) / bm) * static_cast<int64_t>((p.n + bn - 1) / bn);
+  const int64_t most = p.k / kMinSplitK;
+  // A GPU already half full is left as it is, and so is a K too short for 4 slices: 2 would add a
+  // launch (the sum) to save half of a short product (an LSTM step's 32 x 512 x 128).
+  if (2 * tiles > kSplitTargetBlocks || most < 4) return {};
+  const int64_t want = std::min((kSplitTargetBlocks + tiles - 1) / tiles, most);
+  // Equal slices where K allows (one launch), at least half as many as wanted; else kchunk-deep
+  // slices and a shorter last one, which runs as a second launch after them.
+  for (int64_t splits = want; 2 * splits >= want && splits >= 2; --splits)
+    if (p.k % splits == 0 && (p.k / splits) % 4 == 0) return {splits, p.k / splits};
+  const int64_t kchunk = ((p.k + want - 1) / want + 7) / 8 * 8;
+  const int64_t splits = (p.k + kchunk - 1) / kchunk;
+  return splits < 2 ? SplitK{} : SplitK{splits, kchunk};
+}
+
+// C = alpha (the slices' partial products added in slice order) + beta C; beta 0: C is not read.
+// w: [splits, m, ldw].
+__global__ void gemm_sum_splits(float* c, int64_t ldc, const float* w, int64_t ldw, int64_t splits, int m, int n,
+                                float alpha, float beta) {
+  const int64_t total = static_cast<int64_t>(m) * n, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t slice = static_cast<int64_t>(m) * ldw;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t r = i / n, col = i - r * n;
+    float sum = 0;
+    for (int64_t s = 0; s < splits; ++s) sum += w[s * slice + r * ldw + col];
+    float* out = c + r * ldc + col;
+    *out = beta == 0.0f ? alpha * sum : alpha * sum + beta * *out;
+  }
+}
+
+// The slices as a batch of kchunk-deep GEMMs into the workspace (A and B advanced kchunk along K
+// per entry), a shorter last slice alone, then their sum into C.
+template <typename Cfg, bool TA, bool TB>
+void launch_split_k(const Params<float>& p, SplitK sk) {
+  const int64_t ldw = (p.n + 3) / 4 * 4, slice = p.m * ldw;  // rows of 16-byte multiples
+  Tensor ws = empty({sk.splits, slice}, {.dtype = DType::Float32, .device = kernel_device()});
+  float* w = static_cast<float*>(ws.raw_data());
+  Params<float> q = p;
+  q.c = w, q.ldc = ldw, q.alpha = 1.0f, q.beta = 0.0f;
+  q.stride_a = TA ? sk.kchunk * p.lda : sk.kchunk;  // A is m x k, stored k x m when transposed
+  q.stride_b = TB ? sk.kchunk : sk.kchunk * p.ldb;  // B is k x n, stored n x k when transposed
+  q.stride_c = slice;
+  const bool equal = sk.splits * sk.kchunk == p.k;
+  q.k = static_cast<int>(sk.kchunk), q.batch = equal ? sk.splits : sk.splits - 1;
+  launch(sgemm_warptile<Cfg, TA, TB>, grid_for(q, Cfg::BM, Cfg::BN), Cfg::kThreads, 0, kernel_stream(), q);
+  if (!equal) {
+    Params<float> last = q;
+    last.a = p.a + q.batch * q.stride_a, last.b = p.b + q.batch * q.stride_b, last.c = w + q.batch * slice;
+    last.k = static_cast<int>(p.k - q.batch * sk.kchunk), last.batch = 1;
+    launch(sgemm_warptile<Cfg, TA, TB>, grid_for(last, Cfg::BM, Cfg::BN), Cfg::kThreads, 0, kernel_stream(), last);
+  }
+  const int64_t total = static_cast<int64_t>(p.m) * p.n;
+  launch(gemm_sum_splits, static_cast<unsigned>(std::clamp<int64_t>((total + 255) / 256, 1, 4096)), 256, 0,
+         kernel_stream(), p.c, p.ldc, static_cast<const float*>(w), ldw, sk.splits, p.m, p.n, p.alpha, p.beta);
+}
+
 template <typename Cfg, bool TA, bool TB>
 void launch_warptile(Params<float> p) {
+  const SplitK sk = split_k_for(p, Cfg::BM, Cfg::BN);
+  if (sk.splits > 1) return launch_split_k<Cfg, TA, TB>(p, sk);
   const dim3 grid = grid_for(p, Cfg::BM, Cfg::BN);
   launch(sgemm_warptile<Cfg, TA, TB>, grid, Cfg::kThreads, 0, kernel_stream(), p);
 }

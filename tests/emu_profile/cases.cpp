@@ -97,6 +97,8 @@ std::vector<Case> representative_cases() {
   std::vector<Case> v;
   v.push_back(mm_case("mm f32 256x256x256", 256, 256, 256, ember::DType::Float32, false));
   v.push_back(mm_case("mm f32 256x256x256 B^T", 256, 256, 256, ember::DType::Float32, true));
+  // Split-K: one tile, K 3136 in 49 slices of 64 and their sum (MnistCnn's fc1).
+  v.push_back(mm_case("mm f32 64x128x3136 split-K", 64, 128, 3136, ember::DType::Float32, false));
   v.push_back(mm_case("mm f64 128x128x128", 128, 128, 128, ember::DType::Float64, false));
   v.push_back(mm_case("mm bf16 256x256x256", 256, 256, 256, ember::DType::BFloat16, false));
   v.push_back(conv_case(ember::DType::Float32));

@@ -152,6 +152,18 @@ void add_gemm_shape_and_tile_rows(std::vector<OpRow>& t) {
   t.push_back(gemm_row("gemm_float32_nn_tall_3x2_tiles", DType::Float32, false, false, {"", 260, 129, 9, 0, 1.0, 0.5}));
   t.push_back(gemm_row("gemm_float64_tn_tall_4x3_tiles", DType::Float64, true, false, {"", 200, 130, 9, 0}));
   t.push_back(gemm_row("gemm_float32_nt_tall_batched", DType::Float32, false, true, {"", 140, 20, 9, 0}, 2));
+  // Split-K on CUDA (core/cuda/gemm.cu): few tiles and a deep K run as slices of K added in order:
+  // K 1000 in 10 equal slices (one launch), K 998 in 14 (13 of 72, the last 62: a second launch),
+  // every transpose; C NaN where beta is 0 (not read); a padded C whose rows are not a multiple of
+  // 4 floats wide (the workspace's are) with alpha and beta; MnistCnn's fc1 in 49 slices of 64.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      t.push_back(
+          gemm_row("gemm_float32_" + transposes(ta, tb) + "_split_k", DType::Float32, ta, tb, {"", 24, 36, 1000, 0}));
+      t.push_back(gemm_row("gemm_float32_" + transposes(ta, tb) + "_split_k_padded_alpha_beta", DType::Float32, ta, tb,
+                           {"", 22, 30, 998, 2, 0.5, -1.5}));
+    }
+  t.push_back(gemm_row("gemm_float32_nn_split_k_fc1", DType::Float32, false, false, {"", 64, 128, 3136, 0}));
   // The CPU's packed-panel path (core/cpu/gemm_kernel.cpp, avx2 level): K over three 256-deep
   // blocks and rows over three row blocks, accumulating into a padded C; A read down its columns.
   t.push_back(gemm_row("gemm_float32_nn_deep_k_many_rows_beta1", DType::Float32, false, false,
