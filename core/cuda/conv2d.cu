@@ -25,6 +25,7 @@
 #include "core/cuda/conv_problems.h"
 #include "core/cuda/conv_warptile.h"
 #include "core/cuda/device_api.h"
+#include "core/cuda/grid_fill.h"
 #include "core/cuda/half.h"
 #include "core/cuda/launch.h"
 #include "core/element_ptr.h"
@@ -171,8 +172,7 @@ __global__ void bias_grad(T* gb, const T* dy, int64_t N, int64_t OC, int64_t P) 
 
 // ------------------------------------------------------------------ host side
 
-constexpr int64_t kMaxGrid = 65535;         // gridDim.y and gridDim.z limit
-constexpr int64_t kTargetBlocks = 2 * 132;  // enough to fill a large GPU twice over
+constexpr int64_t kMaxGrid = 65535;  // gridDim.y and gridDim.z limit
 
 // The float kernel's two tile configurations: 128 x 128 (8 warps), or 64 x 128 (4 warps) when the
 // GEMM has at most 64 rows, which would leave half of a 128-row tile idle.
@@ -307,7 +307,7 @@ std::pair<int64_t, int64_t> k_splits(int64_t M, int64_t N, int64_t K, int64_t gr
   const TileShape ts = tile_of<T>(M);
   const int64_t tiles = ((M + ts.bm - 1) / ts.bm) * ((N + ts.bn - 1) / ts.bn) * groups;
   const int64_t max_splits = std::max<int64_t>(1, K / (8 * bk));
-  int64_t splits = std::clamp<int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, max_splits);
+  int64_t splits = std::clamp<int64_t>((kFillBlocks + tiles - 1) / tiles, 1, max_splits);
   splits = std::min<int64_t>(splits, kMaxGrid / std::max<int64_t>(groups, 1));
   const int64_t kchunk = round_up(std::max<int64_t>((K + splits - 1) / splits, 1), bk);
   return {std::max<int64_t>(1, (K + kchunk - 1) / kchunk), kchunk};

@@ -49,6 +49,7 @@
 #include "core/cuda/gemm_geometry.h"
 #include "core/cuda/gemm_params.h"
 #include "core/cuda/gemm_tuning.h"
+#include "core/cuda/grid_fill.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/mma.h"
 #include "core/cuda/sgemm_warptile.h"
@@ -383,11 +384,10 @@ GemmTile warp_tile_for(const Params<float>& p) {
   return *t;
 }
 
-// Split-K's rule: split when the output's tiles would fill at most half of kSplitTargetBlocks (one
+// Split-K's rule: split when the output's tiles would fill at most half of kFillBlocks (one
 // per SM), into enough slices to reach it, each at least kMinSplitK deep and a multiple of 4 (the
 // 16-byte loads stay aligned).
-constexpr int64_t kSplitTargetBlocks = 2 * 132;  // two resident blocks on each SM of an H100/H200
-constexpr int64_t kMinSplitK = 64;               // 8 of the kernel's K slices, as the conv's filter gradient takes
+constexpr int64_t kMinSplitK = 64;  // 8 of the kernel's K slices, as the conv's filter gradient takes
 
 struct SplitK {
   int64_t splits = 1, kchunk = 0;  // every slice kchunk deep but the last (the rest of K)
@@ -399,8 +399,8 @@ SplitK split_k_for(const Params<float>& p, int bm, int bn) {
   const int64_t most = p.k / kMinSplitK;
   // A GPU already half full is left as it is, and so is a K too short for 4 slices: 2 would add a
   // launch (the sum) to save half of a short product (an LSTM step's 32 x 512 x 128).
-  if (2 * tiles > kSplitTargetBlocks || most < 4) return {};
-  const int64_t want = std::min((kSplitTargetBlocks + tiles - 1) / tiles, most);
+  if (2 * tiles > kFillBlocks || most < 4) return {};
+  const int64_t want = std::min((kFillBlocks + tiles - 1) / tiles, most);
   // Equal slices where K allows (one launch), at least half as many as wanted; else kchunk-deep
   // slices and a shorter last one, which runs as a second launch after them.
   for (int64_t splits = want; 2 * splits >= want && splits >= 2; --splits)

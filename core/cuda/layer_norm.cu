@@ -12,6 +12,7 @@
 #include "core/cuda/block_reduce.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
+#include "core/cuda/grid_fill.h"
 #include "core/cuda/launch.h"
 #include "core/nn_kernels.h"
 
@@ -138,8 +139,7 @@ __global__ void ln_backward_rows(T* gi, const T* dy, const T* x, const T* w, con
   }
 }
 
-constexpr int kColRows = 8;                 // threadIdx.y: rows walked in parallel per column
-constexpr int64_t kTargetBlocks = 2 * 132;  // enough blocks to fill a large GPU twice over
+constexpr int kColRows = 8;  // threadIdx.y: rows walked in parallel per column
 
 // Over rows [y * rows_per_slice, ...) of slice y = blockIdx.y: sw[c] = sum dy * xhat, sb[c] = sum dy.
 // Block (32, kColRows): a warp reads 32 neighbouring columns of one row; the kColRows partial sums
@@ -238,7 +238,7 @@ void cuda_ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const
     if ((grad_weight.defined() || grad_bias.defined()) && D > 0) {
       // Rows are split into slices (at least 64 rows each) until the grid fills the GPU.
       const int64_t col_blocks = std::min<int64_t>((D + 31) / 32, kMaxBlocks);
-      const int64_t slices = std::clamp<int64_t>(std::min((M + 63) / 64, kTargetBlocks / col_blocks), 1, 1024);
+      const int64_t slices = std::clamp<int64_t>(std::min((M + 63) / 64, kFillBlocks / col_blocks), 1, 1024);
       const int64_t rows_per_slice = std::max<int64_t>((M + slices - 1) / slices, 1);
       Tensor part =
           slices > 1 ? empty({2 * slices * D}, {.dtype = DType::Float64, .device = input.device()}) : Tensor();

@@ -28,6 +28,7 @@
 #include "core/copy.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_math.h"
+#include "core/cuda/grid_fill.h"
 #include "core/cuda/launch.h"
 #include "core/element_ptr.h"
 #include "core/gemm_kernels.h"
@@ -216,7 +217,6 @@ __global__ void cell_backward(int cell, ByDirection<CellBackwardDir<T>> dirs, co
 }
 
 constexpr int kColRows = 8;
-constexpr int64_t kTargetBlocks = 2 * 132;  // enough blocks to fill a large GPU twice over
 
 // Sums over rows [y * rows_per_slice, ...) of slice y = blockIdx.y of each column of a [rows, cols]:
 // block (32, kColRows), a warp reading 32 neighbouring columns of a row, the kColRows partial
@@ -361,7 +361,7 @@ template <typename T>
 void column_sum(T* y, const T* a, int64_t rows, int64_t cols, Device dev) {
   if (cols == 0) return;
   const int64_t col_blocks = std::min<int64_t>((cols + 31) / 32, kMaxBlocks);
-  const int64_t slices = std::clamp<int64_t>(std::min((rows + 63) / 64, kTargetBlocks / col_blocks), 1, 1024);
+  const int64_t slices = std::clamp<int64_t>(std::min((rows + 63) / 64, kFillBlocks / col_blocks), 1, 1024);
   const int64_t rows_per_slice = std::max<int64_t>((rows + slices - 1) / slices, 1);
   Tensor part = slices > 1 ? empty({slices * cols}, {.dtype = DType::Float64, .device = dev}) : Tensor();
   double* p = mptr<double>(part);
@@ -633,30 +633,33 @@ bool together(std::span<const Args> dirs) {
          dirs[0].w_hh.dtype() == dirs[1].w_hh.dtype();
 }
 
-void cuda_rnn_forward(std::span<const RnnForwardArgs> dirs) {
+// A layer's directions on the device: together where they can be, else one at a time; 16-bit
+// layers through `lowp`, the others through impl<float or double>(dirs, no 16-bit operands).
+template <typename Args, typename Lowp, typename Impl>
+void run_on_device(std::span<const Args> dirs, const Lowp& lowp, const Impl& impl) {
   if (dirs.empty()) return;
   if (!together(dirs)) {
-    for (size_t d = 0; d < dirs.size(); ++d) cuda_rnn_forward(dirs.subspan(d, 1));
+    for (size_t d = 0; d < dirs.size(); ++d) run_on_device(dirs.subspan(d, 1), lowp, impl);
     return;
   }
   DeviceGuard guard(dirs[0].input.device());
   const DType dt = dirs[0].input.dtype();
-  if (dt == DType::BFloat16 || dt == DType::Float16) return rnn_forward_lowp(dirs);
+  if (dt == DType::BFloat16 || dt == DType::Float16) return lowp(dirs);
   const std::vector<HalfOperands> lo(dirs.size());
-  EMBER_DISPATCH_FLOAT(dt, "rnn_layer", [&] { forward_impl<scalar_t>(dirs, lo); });
+  EMBER_DISPATCH_FLOAT(dt, "rnn_layer", [&] { impl.template operator()<scalar_t>(dirs, lo); });
+}
+
+void cuda_rnn_forward(std::span<const RnnForwardArgs> dirs) {
+  run_on_device(
+      dirs, rnn_forward_lowp,
+      []<typename T>(std::span<const RnnForwardArgs> d, std::span<const HalfOperands> lo) { forward_impl<T>(d, lo); });
 }
 
 void cuda_rnn_backward(std::span<const RnnBackwardArgs> dirs) {
-  if (dirs.empty()) return;
-  if (!together(dirs)) {
-    for (size_t d = 0; d < dirs.size(); ++d) cuda_rnn_backward(dirs.subspan(d, 1));
-    return;
-  }
-  DeviceGuard guard(dirs[0].input.device());
-  const DType dt = dirs[0].input.dtype();
-  if (dt == DType::BFloat16 || dt == DType::Float16) return rnn_backward_lowp(dirs);
-  const std::vector<HalfOperands> lo(dirs.size());
-  EMBER_DISPATCH_FLOAT(dt, "rnn_layer", [&] { backward_impl<scalar_t>(dirs, lo); });
+  run_on_device(dirs, rnn_backward_lowp,
+                []<typename T>(std::span<const RnnBackwardArgs> d, std::span<const HalfOperands> lo) {
+                  backward_impl<T>(d, lo);
+                });
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // the dispatch picks (tiles, split-K slices). With ptxas's resident blocks per SM each GEMM pass
 // fills some share of an H100's SMs (sm_fill); at the FP32 peak times that share a pass can go no
 // faster, so the target's FLOPs bound its rate from above: its ceiling. Against the vendor's rate
-// the last lent GPU measured (an H200, 2026-12-04, e3d8b24: bench/RESULTS.md), a ceiling below the
+// the last lent GPU measured (an H200, 2026-12-04, e3d8b24: bench/RESULTS.md; an H100 SXM and an
+// H200 have the same 132 SMs and FP32 peak, so one ceiling serves both), a ceiling below the
 // goal predicts the goal unmet; one above it only leaves it open: the emulator has no clock, and
 // issue limits, latency and caches are the GPU's to show.
 #include <cstdio>
